@@ -1,0 +1,46 @@
+# redline — `make help` lists the targets.
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+PIP   := $(VENV)/bin/pip
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test test-rust test-python lint bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+install: $(VENV)/bin/python ## create .venv; install build tools, redline (release build) and taskqueue
+	$(PIP) install -q 'maturin>=1.5,<2'
+	$(PIP) install -q -e 'services/taskqueue[test]'
+	$(VENV)/bin/maturin develop --release --quiet --extras test,lint
+	@$(PY) -c "import redline, taskqueue; print('installed redline', redline.__version__)"
+
+demo: install ## start the bundled services and measure them (see examples/demo.py)
+	$(PY) examples/demo.py
+
+test: install test-rust test-python ## cargo test + pytest (what CI runs)
+
+test-rust:
+	cargo test --release -p redline-engine -p redline-target
+
+test-python:
+	$(PY) -m pytest -q tests services/taskqueue/tests
+
+lint: install ## rustfmt, clippy, ruff, mypy
+	cargo fmt --all --check
+	cargo clippy --release -p redline-engine -p redline-target -p redline-py --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests bench examples services/taskqueue
+	$(VENV)/bin/mypy python/redline
+
+bench: install ## redline vs wrk/hey/k6/locust side by side (needs ../shared/tools/install-peers.sh)
+	$(PY) bench/run.py
+
+clean: ## remove build outputs and the venv
+	rm -rf target $(VENV) .pytest_cache

@@ -1,0 +1,24 @@
+//! redline._engine: the thin PyO3 layer over `redline-engine` and `redline-target`.
+//!
+//! Only conversions live here: JSON in, JSON out, the GIL released while Rust works, and
+//! engine errors mapped onto a small Python exception hierarchy. The typed API users see is
+//! the Python package (`python/redline/`).
+
+use pyo3::prelude::*;
+
+mod errors;
+mod histogram;
+mod run;
+mod target;
+
+/// _engine: registers the functions, the `Target` class and the exception types.
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    m.add_function(wrap_pyfunction!(run::run, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram::merge_histograms, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram::histogram_quantiles, m)?)?;
+    m.add_class::<target::Target>()?;
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! `run`: drives one engine run from Python without holding the GIL.
+//!
+//! The engine is blocking, so it runs on its own thread and hands each interval's snapshot
+//! over a channel. This thread waits on that channel with the GIL released, and takes the GIL
+//! only briefly to call the progress callback and to notice Ctrl-C (which stops the engine and
+//! still returns the report of what ran).
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::prelude::*;
+use redline_engine::{IntervalSnapshot, RunConfig, RunControl};
+
+use crate::errors::{engine_err, ConfigError, RedlineError};
+
+/// How often the waiting thread wakes to check for signals when no snapshot arrives.
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+/// run(config_json, progress=None) -> report_json: runs the load described by `config_json`
+/// (the engine's RunConfig as JSON), calling `progress(snapshot_json)` once per interval.
+#[pyfunction]
+#[pyo3(signature = (config_json, progress=None))]
+pub fn run(py: Python<'_>, config_json: &str, progress: Option<PyObject>) -> PyResult<String> {
+    let config: RunConfig = serde_json::from_str(config_json)
+        .map_err(|e| ConfigError::new_err(format!("invalid run configuration: {e}")))?;
+    let control = Arc::new(RunControl::new());
+    let (tx, rx) = mpsc::channel::<String>();
+    let engine_control = Arc::clone(&control);
+    let worker = std::thread::Builder::new()
+        .name("redline-run".into())
+        .spawn(move || {
+            let mut forward = |snap: &IntervalSnapshot| {
+                // A closed receiver only means Python stopped listening; the run goes on.
+                if let Ok(json) = serde_json::to_string(snap) {
+                    let _ = tx.send(json);
+                }
+            };
+            redline_engine::run(config, engine_control, &mut forward)
+        })
+        .map_err(|e| RedlineError::new_err(format!("cannot start the engine thread: {e}")))?;
+
+    let mut pending: Option<PyErr> = None;
+    loop {
+        match py.allow_threads(|| rx.recv_timeout(SIGNAL_POLL)) {
+            Ok(snapshot) => {
+                if let (Some(cb), None) = (&progress, &pending) {
+                    if let Err(e) = cb.call1(py, (snapshot,)) {
+                        control.stop();
+                        if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
+                            pending = Some(e);
+                        }
+                    }
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if let Err(e) = py.check_signals() {
+            control.stop();
+            // Ctrl-C is a request to stop, not a failure: the report of what ran comes back.
+            if !e.is_instance_of::<PyKeyboardInterrupt>(py) && pending.is_none() {
+                pending = Some(e);
+            }
+        }
+    }
+    let outcome = py
+        .allow_threads(|| worker.join())
+        .map_err(|_| RedlineError::new_err("the engine thread panicked"))?;
+    if let Some(e) = pending {
+        return Err(e);
+    }
+    let report = outcome.map_err(engine_err)?;
+    serde_json::to_string(&report)
+        .map_err(|e| RedlineError::new_err(format!("cannot serialise the report: {e}")))
+}

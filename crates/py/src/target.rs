@@ -1,0 +1,72 @@
+//! `Target`: the bundled test server (`redline-target`) as a Python object.
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use redline_target::TargetConfig;
+
+use crate::errors::{ConfigError, RedlineError};
+
+/// Target(host="127.0.0.1", port=0, threads=None): starts redline's target server in
+/// background threads; `stop()` (or dropping it) shuts it down.
+#[pyclass(module = "redline._engine")]
+pub struct Target {
+    inner: Option<redline_target::Target>,
+    url: String,
+    port: u16,
+}
+
+#[pymethods]
+impl Target {
+    #[new]
+    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None))]
+    fn new(py: Python<'_>, host: String, port: u16, threads: Option<usize>) -> PyResult<Self> {
+        if threads == Some(0) {
+            return Err(ConfigError::new_err("threads must be at least 1"));
+        }
+        let cfg = TargetConfig { host, port, threads };
+        let inner = py
+            .allow_threads(|| redline_target::Target::start(cfg))
+            .map_err(|e| RedlineError::new_err(e.to_string()))?;
+        let url = inner.url();
+        let port = inner.local_addr().port();
+        Ok(Self { inner: Some(inner), url, port })
+    }
+
+    /// url: "http://HOST:PORT" the server listens on.
+    #[getter]
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// port: the port actually bound (useful with port=0).
+    #[getter]
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// running: whether the server has not been stopped.
+    #[getter]
+    fn running(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// stats() -> {"requests", "connections"}: what the server has seen so far.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let inner = self
+            .inner
+            .as_ref()
+            .ok_or_else(|| RedlineError::new_err("the target server is stopped"))?;
+        let s = inner.stats();
+        let d = PyDict::new(py);
+        d.set_item("requests", s.requests)?;
+        d.set_item("connections", s.connections)?;
+        Ok(d)
+    }
+
+    /// stop(): shuts the server down and joins its threads; idempotent.
+    fn stop(&mut self, py: Python<'_>) {
+        if let Some(inner) = self.inner.take() {
+            py.allow_threads(|| inner.stop());
+        }
+    }
+}

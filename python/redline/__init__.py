@@ -1,0 +1,25 @@
+"""redline: HTTP load testing that answers, truthfully, what throughput a service sustains,
+how its latency is distributed, where it runs best and how it fails.
+
+The engine is Rust (``redline._engine``); this package is its typed Python face and CLI.
+"""
+
+from redline._engine import __version__
+from redline.errors import ConfigError, RedlineError, UnreachableError
+from redline.options import Stage
+from redline.result import Latency, Result, merge_histograms
+from redline.runner import run
+from redline.target import Target
+
+__all__ = [
+    "__version__",
+    "run",
+    "Result",
+    "Latency",
+    "Stage",
+    "Target",
+    "merge_histograms",
+    "RedlineError",
+    "ConfigError",
+    "UnreachableError",
+]

@@ -1,0 +1,7 @@
+"""``python -m redline`` runs the CLI."""
+
+import sys
+
+from redline.cli import main
+
+sys.exit(main())

@@ -1,0 +1,77 @@
+"""summary: the end-of-run text, laid out like wrk's so its users feel at home, plus what wrk
+leaves out (the tail to 99.99 %, errors by class, non-2xx by status, the generator verdict)."""
+
+from __future__ import annotations
+
+import statistics
+
+from redline.result import Result
+from redline.units import fmt_bytes, fmt_count, fmt_ms
+
+_PERCENTILES = (("50%", "p50"), ("75%", "p75"), ("90%", "p90"), ("99%", "p99"),
+                ("99.9%", "p99_9"), ("99.99%", "p99_99"))
+
+
+def render(result: Result) -> str:
+    """render returns the multi-line summary of a run."""
+    d = result.data
+    lines = []
+    model = "open model" if d.get("model") == "open" else "closed model"
+    lines.append(f"Run @ {d.get('method', 'GET')} {d.get('url', '')}")
+    head = f"  {d.get('threads', '?')} threads and {d.get('connections', '?')} connections ({model})"
+    gen = d.get("generator", {})
+    if d.get("model") == "open" and gen.get("intended_rate"):
+        head += f", intended {fmt_count(gen['intended_rate'])} req/s"
+    lines.append(head)
+    lat = result.latency
+    rps = _per_interval_rps(result)
+    lines.append("  Stats          Avg      Stdev        Max")
+    lines.append(f"    Latency {fmt_ms(lat.mean):>10} {fmt_ms(lat.stdev):>10} {fmt_ms(lat.max):>10}")
+    if rps:
+        mean = statistics.fmean(rps)
+        sd = statistics.pstdev(rps) if len(rps) > 1 else 0.0
+        lines.append(f"    Req/Sec {fmt_count(mean):>10} {fmt_count(sd):>10} {fmt_count(max(rps)):>10}")
+    lines.append("  Latency Distribution" + (" (from intended send time)" if d.get("model") == "open" else ""))
+    unc = result.uncorrected_latency
+    for label, key in _PERCENTILES:
+        row = f"  {label:>7} {fmt_ms(getattr(lat, key)):>10}"
+        if unc is not None:
+            row += f"   (service time {fmt_ms(getattr(unc, key))})"
+        lines.append(row)
+    lines.append(
+        f"  {result.requests} requests in {result.duration_s:.2f}s, "
+        f"{fmt_bytes(d.get('bytes_in', 0))} read, {fmt_bytes(d.get('bytes_out', 0))} written"
+    )
+    errors = result.errors
+    socket = {k: v for k, v in errors.items() if k != "status"}
+    if any(socket.values()):
+        lines.append("  Errors: " + ", ".join(f"{k} {v}" for k, v in socket.items()))
+    non2xx = int(d.get("non_2xx", 0))
+    if non2xx:
+        by_status = ", ".join(
+            f"{code}: {n}" for code, n in sorted(result.status_codes.items()) if not 200 <= code < 300
+        )
+        lines.append(f"  Non-2xx or 3xx responses: {non2xx} ({by_status})")
+    lines.append(f"Requests/sec: {result.rps:>12.2f}")
+    lines.append(f"Transfer/sec: {fmt_bytes(d.get('transfer_in_per_s', 0)):>12}")
+    if gen.get("late_sends"):
+        lines.append(f"Late sends:   {gen['late_sends']} (timed from their intended start)")
+    verdict = gen.get("verdict", "")
+    prefix = "WARNING generator saturated: " if gen.get("saturated") else "Generator: "
+    cpu = f"CPU {gen.get('cpu_s', 0):.2f}s, {100 * gen.get('busy_ratio', 0):.0f}% of {d.get('threads', '?')} threads"
+    lines.append(f"{prefix}{verdict} ({cpu})")
+    if result.interrupted:
+        lines.append("Interrupted: this summary covers what ran before the stop.")
+    return "\n".join(lines)
+
+
+def _per_interval_rps(result: Result) -> list[float]:
+    """Requests per second of each post-warm-up interval (wrk's Req/Sec row)."""
+    out = []
+    prev_t = 0.0
+    for s in result.timeseries:
+        t = float(s.get("t_s", 0.0))
+        width, prev_t = t - prev_t, t
+        if width > 0 and not s.get("warmup"):
+            out.append(s.get("requests", 0) / width)
+    return out

@@ -1,0 +1,45 @@
+"""Target: redline's bundled HTTP test server (Rust, multi-threaded), for tests, benchmarks and
+demos. Behaviour is chosen per request by query parameters, e.g. ``/?latency=20ms``,
+``/?size=1024``, ``/?status=500&p=0.1``, ``/?stall=1s/5s``; ``/__stats`` counts what it served.
+
+    >>> with redline.Target() as t:
+    ...     redline.run(t.url + "/?latency=5ms", duration="2s")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redline import _engine
+
+
+class Target:
+    """Target starts the server on ``host:port`` (port 0 picks a free port) with ``threads``
+    worker threads (default: one per core); use it as a context manager or call :meth:`stop`."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, threads: int | None = None):
+        self._native = _engine.Target(host, port, threads)
+
+    @property
+    def url(self) -> str:
+        """url: ``http://HOST:PORT`` (no trailing slash)."""
+        return self._native.url
+
+    @property
+    def port(self) -> int:
+        """port: the port actually bound."""
+        return self._native.port
+
+    def stats(self) -> dict[str, Any]:
+        """stats returns what the server has seen: ``requests`` and ``connections``."""
+        return dict(self._native.stats())
+
+    def stop(self) -> None:
+        """stop shuts the server down; calling it twice is harmless."""
+        self._native.stop()
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,40 @@
+"""Shared fixtures: a real target server on 127.0.0.1 (port 0) and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+import redline
+
+#: Every subprocess in the suite is bounded by this many seconds.
+CLI_TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[redline.Target]:
+    """A target server shared by a test module; tests diff its /__stats counters."""
+    with redline.Target(threads=1) as t:
+        yield t
+
+
+@pytest.fixture()
+def free_port() -> int:
+    """A loopback port that nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_cli(*args: str, timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """run_cli runs ``python -m redline ARGS`` and captures its output."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run(
+        [sys.executable, "-m", "redline", *args],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )
