@@ -104,10 +104,15 @@ def test_progress_receives_one_snapshot_per_interval(target):
 
 
 def test_closed_stages_ramp_the_connections(target):
-    result = redline.run(target.url + "/?latency=5ms", stages="1s:10,2s:10", threads=1)
+    before = target.stats()["connections"]
+    result = redline.run(
+        target.url + "/?latency=5ms", stages="2s:10,1s:10", threads=1, interval="500ms"
+    )
     active = [s["active_connections"] for s in result.timeseries]
     assert max(active) == 10
-    assert active[0] < 10
+    assert active[0] <= 5  # 0.5 s into a 2 s ramp to 10: about 2.5 VUs
+    assert active == sorted(active)
+    assert target.stats()["connections"] - before == 10 + 1  # one VU each, plus the preflight
 
 
 def test_memory_stays_flat_over_a_longer_run(target):
@@ -125,11 +130,11 @@ def test_memory_stays_flat_over_a_longer_run(target):
 
 def test_histograms_merge_and_agree_with_the_summary(target):
     a = redline.run(target.url + "/?latency=2ms", connections=4, requests=400)
-    b = redline.run(target.url + "/?latency=8ms", connections=4, requests=400)
+    b = redline.run(target.url + "/?latency=20ms", connections=4, requests=400)
     merged = redline.merge_histograms([a.histograms["latency"], b.histograms["latency"]])
     from redline import _engine
 
     count, (p25, p75) = _engine.histogram_quantiles(merged, [0.25, 0.75])
     assert count == 800
-    assert 2000 <= p25 < 3000 and 8000 <= p75 < 9000
+    assert 2000 <= p25 < 5000 and 20000 <= p75 < 23000
     assert a.percentile(0.5) == pytest.approx(a.latency.p50, rel=0.01)

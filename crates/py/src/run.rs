@@ -6,7 +6,7 @@
 //! still returns the report of what ran).
 
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::exceptions::PyKeyboardInterrupt;
@@ -41,9 +41,16 @@ pub fn run(py: Python<'_>, config_json: &str, progress: Option<PyObject>) -> PyR
         })
         .map_err(|e| RedlineError::new_err(format!("cannot start the engine thread: {e}")))?;
 
+    // The receiver is only ever used from this thread; the Mutex just makes it `Sync`, which
+    // `allow_threads` asks of everything its closure borrows.
+    let rx = Mutex::new(rx);
     let mut pending: Option<PyErr> = None;
     loop {
-        match py.allow_threads(|| rx.recv_timeout(SIGNAL_POLL)) {
+        let next = py.allow_threads(|| match rx.lock() {
+            Ok(rx) => rx.recv_timeout(SIGNAL_POLL),
+            Err(_) => Err(RecvTimeoutError::Disconnected),
+        });
+        match next {
             Ok(snapshot) => {
                 if let (Some(cb), None) = (&progress, &pending) {
                     if let Err(e) = cb.call1(py, (snapshot,)) {
