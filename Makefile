@@ -31,7 +31,8 @@ test-rust:
 	cargo test --release -p redline-engine -p redline-target
 
 test-python:
-	$(PY) -m pytest -q tests services/taskqueue/tests
+	$(PY) -m pytest -q tests
+	cd services/taskqueue && $(abspath $(PY)) -m pytest -q tests
 
 lint: install ## rustfmt, clippy, ruff, mypy
 	cargo fmt --all --check

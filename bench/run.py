@@ -1,0 +1,172 @@
+"""Side-by-side benchmark: redline and its peers against the same local server, in one run.
+
+The server (redline's Rust target, one thread) is pinned to core 0 and each generator in turn
+to core 1, with 50 keep-alive connections. Requests are counted by the *server* (its /__stats
+delta), so every tool is judged on the same meter; client CPU comes from the kernel's rusage of
+the generator's process tree (wait4), peak RSS likewise. Figures are reported as ratios to wrk
+measured in the same run, because this machine is shared and absolute times drift.
+
+    .venv/bin/python bench/run.py [--seconds 10] [--rss-seconds 60] [--only redline,wrk]
+
+Peers come from ../shared/tools/install-peers.sh (paths in ~/.cache/redline-peers/peers.env);
+a missing peer is skipped with a note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+PEERS_ENV = Path.home() / ".cache/redline-peers/peers.env"
+SERVER_CORE, CLIENT_CORE = "0", "1"
+CONNS = 50
+
+
+@dataclass
+class Row:
+    """Row: one generator's figures in this run."""
+
+    tool: str
+    mode: str
+    requests: int
+    wall_s: float
+    cpu_s: float
+    max_rss_kb: int
+    note: str = ""
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def us_per_req(self) -> float:
+        return 1e6 * self.cpu_s / self.requests if self.requests else float("inf")
+
+
+def peers() -> dict[str, str]:
+    found = {"WRK": shutil.which("wrk") or "", "HEY": shutil.which("hey") or "",
+             "K6": shutil.which("k6") or "", "OHA": shutil.which("oha") or "", "LOCUST": ""}
+    if PEERS_ENV.exists():
+        for line in PEERS_ENV.read_text().splitlines():
+            key, sep, val = line.partition("=")
+            if sep and val and not key.startswith("#"):
+                found[key] = val
+    return found
+
+
+def server_requests(url: str) -> int:
+    with urllib.request.urlopen(url + "/__stats", timeout=5) as r:
+        return int(json.loads(r.read())["requests"])
+
+
+def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = None) -> Row:
+    """Runs argv pinned to the client core; counts requests at the server; reads rusage."""
+    before = server_requests(url)
+    start = time.monotonic()
+    proc = subprocess.Popen(["taskset", "-c", CLIENT_CORE, *argv], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    served = server_requests(url) - before
+    note = "" if os.waitstatus_to_exitcode(status) == 0 else f"exit {os.waitstatus_to_exitcode(status)}: {out.strip()[-200:]}"
+    return Row(tool, mode, served, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, note)
+
+
+def generators(p: dict[str, str], url: str, secs: int, tmp: str) -> list[tuple[str, str, list[str], str | None]]:
+    redline = str(VENV_BIN / "redline")
+    gens = [
+        ("wrk", "closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"], None),
+        ("redline", "closed", [redline, "run", url + "/", "-t", "1", "-c", str(CONNS), "-d", f"{secs}s", "-q"], None),
+        ("hey", "closed", [p["HEY"], "-c", str(CONNS), "-z", f"{secs}s", url + "/"], None),
+        ("oha", "closed", [p["OHA"], "-c", str(CONNS), "-z", f"{secs}s", "--no-tui", url + "/"], None),
+    ]
+    k6_script = Path(tmp) / "k6.js"
+    k6_script.write_text(textwrap.dedent(f"""
+        import http from 'k6/http';
+        export const options = {{ vus: {CONNS}, duration: '{secs}s', discardResponseBodies: true }};
+        export default function () {{ http.get('{url}/'); }}
+    """))
+    gens.append(("k6", "closed", [p["K6"], "run", "-q", str(k6_script)], None))
+    locustfile = Path(tmp) / "locustfile.py"
+    locustfile.write_text(textwrap.dedent("""
+        from locust import task
+        from locust.contrib.fasthttp import FastHttpUser
+        class U(FastHttpUser):
+            @task
+            def get(self):
+                self.client.get("/")
+    """))
+    gens.append(("locust", "closed", [p["LOCUST"], "-f", str(locustfile), "--headless", "-u", str(CONNS),
+                                      "-r", str(CONNS), "-t", f"{secs}s", "-H", url, "--only-summary"], tmp))
+    return [g for g in gens if g[2][0]]
+
+
+def table(rows: list[Row]) -> str:
+    wrk = next((r for r in rows if r.tool == "wrk"), None)
+    lines = ["| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB | note |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        ratio = f"{r.us_per_req / wrk.us_per_req:.2f}×" if wrk and wrk.requests else "-"
+        lines.append(f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} | "
+                     f"{r.max_rss_kb / 1024:.1f} | {r.note} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rss-seconds", type=int, default=60, help="length of the long RSS run (0: skip)")
+    ap.add_argument("--only", help="comma-separated tools to run")
+    args = ap.parse_args()
+    if not shutil.which("taskset"):
+        print("bench: taskset is required (util-linux)", file=sys.stderr)
+        return 2
+    p = peers()
+    server = subprocess.Popen(["taskset", "-c", SERVER_CORE, str(VENV_BIN / "redline"), "target", "--threads", "1"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        url = line.strip().rsplit(" ", 1)[-1]
+        if not url.startswith("http://"):
+            print(f"bench: target did not start: {line!r}", file=sys.stderr)
+            return 1
+        rows: list[Row] = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for tool, mode, argv, cwd in generators(p, url, args.seconds, tmp):
+                if args.only and tool not in args.only.split(","):
+                    continue
+                rows.append(measure(tool, mode, argv, url, cwd))
+                print(f"  {tool}: {rows[-1].rps:,.0f} req/s, {rows[-1].us_per_req:.1f} µs/req", flush=True)
+            closed = next((r for r in rows if r.tool == "redline"), None)
+            if closed and (not args.only or "redline-open" in args.only or "redline" in args.only):
+                rate = int(closed.rps * 0.9)
+                argv = [str(VENV_BIN / "redline"), "run", url + "/", "-t", "1", "--rate", str(rate),
+                        "--max-connections", str(CONNS), "-d", f"{args.seconds}s", "-q"]
+                rows.append(measure("redline", f"open {rate}/s", argv, url))
+            if args.rss_seconds and (not args.only or "redline" in args.only):
+                for secs in sorted({max(10, args.rss_seconds // 3), args.rss_seconds}):
+                    argv = [str(VENV_BIN / "redline"), "run", url + "/", "-t", "1", "-c", str(CONNS), "-d", f"{secs}s", "-q"]
+                    rows.append(measure("redline", f"closed {secs}s (RSS)", argv, url))
+        print()
+        print(table(rows))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+//! What to run: [`RunConfig`] as the Python package sends it, and its checked form [`Checked`].
+//!
+//! `RunConfig` is deliberately a flat, serde-friendly record (the binding passes JSON); all the
+//! interpretation (which load model, which limit, how stages ramp) happens once in
+//! [`RunConfig::check`], so the workers only ever see consistent, typed settings.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use crate::error::EngineError;
+use crate::pacer::Profile;
+
+/// Stage is one leg of a ramp: move linearly to `target` over `duration_s`, like k6's stages.
+/// The target is VUs in the closed model and requests per second in the open model.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// duration_s: how long this leg lasts, in seconds (> 0).
+    pub duration_s: f64,
+    /// target: the VU count or rate reached at the end of the leg (>= 0).
+    pub target: f64,
+}
+
+/// RunConfig is what to run. It is deserialised from the JSON the Python package builds;
+/// omitted fields take the defaults below and unknown fields are rejected.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunConfig {
+    /// url: `http://host:port/path?query` (plain http only for now).
+    pub url: String,
+    /// method: the HTTP method, default `GET`.
+    pub method: String,
+    /// headers: extra request headers as `[name, value]` pairs.
+    pub headers: Vec<(String, String)>,
+    /// body_b64: the request body, base64 (standard alphabet).
+    pub body_b64: Option<String>,
+    /// connections: closed model VUs (one connection each); ignored by the open model.
+    pub connections: u32,
+    /// rate: open model constant rate in requests per second (> 0).
+    pub rate: Option<f64>,
+    /// stages: ramping legs; VUs (closed) or req/s (open, when `open` is true).
+    pub stages: Option<Vec<Stage>>,
+    /// open: use the open model; implied by `rate`.
+    pub open: bool,
+    /// max_connections: the open model's connection pool cap (default 1000).
+    pub max_connections: Option<u32>,
+    /// duration_s: total run time in seconds (or give `requests`, or `stages`).
+    pub duration_s: Option<f64>,
+    /// requests: total number of requests to send (`-n`).
+    pub requests: Option<u64>,
+    /// threads: worker threads, default the available cores.
+    pub threads: Option<u32>,
+    /// timeout_s: per-request timeout in seconds, default 30.
+    pub timeout_s: f64,
+    /// warmup_s: seconds at the start excluded from the summary (still in the time series).
+    pub warmup_s: f64,
+    /// interval_s: reporting interval in seconds, default 1.
+    pub interval_s: f64,
+    /// preflight: resolve and make one TCP connect before starting, default true.
+    pub preflight: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            url: String::new(),
+            method: "GET".to_string(),
+            headers: Vec::new(),
+            body_b64: None,
+            connections: 50,
+            rate: None,
+            stages: None,
+            open: false,
+            max_connections: None,
+            duration_s: None,
+            requests: None,
+            threads: None,
+            timeout_s: 30.0,
+            warmup_s: 0.0,
+            interval_s: 1.0,
+            preflight: true,
+        }
+    }
+}
+
+/// DEFAULT_MAX_CONNECTIONS caps the open model's pool when the caller gives no cap.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 1000;
+
+/// Model is the load model: who decides when the next request goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Closed: each VU sends its next request when its last one completed.
+    Closed,
+    /// Open: requests arrive on a schedule whatever the server does.
+    Open,
+}
+
+/// Target is where requests go, split out of the URL once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// host: the host name or address as written in the URL.
+    pub host: String,
+    /// port: the TCP port (80 when the URL gives none).
+    pub port: u16,
+    /// path_and_query: the request target, e.g. `/api?x=1`.
+    pub path_and_query: String,
+    /// authority: the `Host` header value.
+    pub authority: String,
+    /// path: the path alone, used to name the request (`GET /api`).
+    pub path: String,
+}
+
+/// Checked is a validated configuration: typed, consistent, ready for the workers.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// url: the URL as given (for the report).
+    pub url: String,
+    /// target: where to connect and what to ask for.
+    pub target: Target,
+    /// method: the HTTP method, upper case.
+    pub method: String,
+    /// headers: extra headers, validated.
+    pub headers: Vec<(String, String)>,
+    /// body: the decoded request body.
+    pub body: Vec<u8>,
+    /// model: closed or open.
+    pub model: Model,
+    /// profile: VUs (closed) or req/s (open) over time.
+    pub profile: Profile,
+    /// max_connections: open model pool cap.
+    pub max_connections: u32,
+    /// duration: when the run ends, if time-bound.
+    pub duration: Option<Duration>,
+    /// requests: how many requests to send, if count-bound.
+    pub requests: Option<u64>,
+    /// threads: worker threads actually used.
+    pub threads: u32,
+    /// timeout: per-request timeout.
+    pub timeout: Duration,
+    /// warmup: the excluded start of the run.
+    pub warmup: Duration,
+    /// interval: the reporting interval.
+    pub interval: Duration,
+    /// preflight: connect once before starting.
+    pub preflight: bool,
+}
+
+impl RunConfig {
+    /// from_json parses a `RunConfig` from JSON; errors are one-line [`EngineError::Config`]s.
+    pub fn from_json(json: &str) -> Result<RunConfig, EngineError> {
+        serde_json::from_str(json).map_err(|e| EngineError::config(format!("bad run config: {e}")))
+    }
+
+    /// check validates the configuration and resolves it into [`Checked`] settings.
+    pub fn check(&self) -> Result<Checked, EngineError> {
+        let target = parse_url(&self.url)?;
+        let method = check_method(&self.method)?;
+        check_headers(&self.headers)?;
+        let body = match &self.body_b64 {
+            None => Vec::new(),
+            Some(b) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .map_err(|e| EngineError::config(format!("body_b64 is not valid base64: {e}")))?,
+        };
+        let timeout = positive_secs("timeout_s", self.timeout_s)?;
+        let interval = positive_secs("interval_s", self.interval_s)?;
+        if !(self.warmup_s.is_finite() && self.warmup_s >= 0.0) {
+            return Err(EngineError::config("warmup_s must be >= 0"));
+        }
+        let warmup = Duration::from_secs_f64(self.warmup_s);
+        let (model, profile) = self.model_and_profile()?;
+        let duration = self.duration(&profile)?;
+        if let Some(d) = duration {
+            if warmup >= d {
+                return Err(EngineError::config(format!(
+                    "warmup ({:.3}s) must be shorter than the run ({:.3}s)",
+                    warmup.as_secs_f64(),
+                    d.as_secs_f64()
+                )));
+            }
+        }
+        if self.requests == Some(0) {
+            return Err(EngineError::config("requests must be > 0"));
+        }
+        let max_connections = self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+        if max_connections == 0 {
+            return Err(EngineError::config("max_connections must be > 0"));
+        }
+        let threads = self.threads(model, &profile, max_connections)?;
+        Ok(Checked {
+            url: self.url.clone(),
+            target,
+            method,
+            headers: self.headers.clone(),
+            body,
+            model,
+            profile,
+            max_connections,
+            duration,
+            requests: self.requests,
+            threads,
+            timeout,
+            warmup,
+            interval,
+            preflight: self.preflight,
+        })
+    }
+
+    fn model_and_profile(&self) -> Result<(Model, Profile), EngineError> {
+        let stages = match &self.stages {
+            Some(s) => Some(check_stages(s)?),
+            None => None,
+        };
+        match (self.rate, stages) {
+            (Some(_), Some(_)) => Err(EngineError::config("give either rate or stages, not both")),
+            (Some(r), None) => {
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(EngineError::config(format!("rate must be > 0, got {r}")));
+                }
+                Ok((Model::Open, Profile::constant(r)))
+            }
+            (None, Some(st)) => {
+                let model = if self.open {
+                    Model::Open
+                } else {
+                    Model::Closed
+                };
+                Ok((model, Profile::from_stages(&st)))
+            }
+            (None, None) if self.open => {
+                Err(EngineError::config("the open model needs a rate or stages"))
+            }
+            (None, None) => {
+                if self.connections == 0 {
+                    return Err(EngineError::config("connections must be > 0"));
+                }
+                Ok((
+                    Model::Closed,
+                    Profile::constant(f64::from(self.connections)),
+                ))
+            }
+        }
+    }
+
+    fn duration(&self, profile: &Profile) -> Result<Option<Duration>, EngineError> {
+        let staged = self.stages.is_some();
+        match (self.duration_s, self.requests, staged) {
+            (Some(_), _, true) => Err(EngineError::config(
+                "stages set the duration; do not also give duration_s",
+            )),
+            (_, Some(_), true) => Err(EngineError::config(
+                "give either stages or a request count, not both",
+            )),
+            (Some(_), Some(_), false) => Err(EngineError::config(
+                "give either duration_s or requests, not both",
+            )),
+            (None, None, false) => Err(EngineError::config(
+                "give a duration_s, a request count or stages",
+            )),
+            (Some(d), None, false) => Ok(Some(positive_secs("duration_s", d)?)),
+            (None, Some(_), false) => Ok(None),
+            (None, None, true) => Ok(profile.end()),
+        }
+    }
+
+    fn threads(&self, model: Model, profile: &Profile, max_conn: u32) -> Result<u32, EngineError> {
+        let wanted = match self.threads {
+            Some(0) => return Err(EngineError::config("threads must be > 0")),
+            Some(t) => t,
+            None => std::thread::available_parallelism()
+                .map(|n| u32::try_from(n.get()).unwrap_or(1))
+                .unwrap_or(1),
+        };
+        // More threads than connections would leave threads with nothing to do.
+        let lanes = match model {
+            Model::Closed => profile.peak().ceil().max(1.0) as u32,
+            Model::Open => max_conn,
+        };
+        Ok(wanted.min(lanes).max(1))
+    }
+}
+
+fn positive_secs(name: &str, v: f64) -> Result<Duration, EngineError> {
+    if v.is_finite() && v > 0.0 && v < 1e9 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(EngineError::config(format!("{name} must be > 0, got {v}")))
+    }
+}
+
+fn check_stages(stages: &[Stage]) -> Result<Vec<Stage>, EngineError> {
+    if stages.is_empty() {
+        return Err(EngineError::config("stages must not be empty"));
+    }
+    for (i, s) in stages.iter().enumerate() {
+        if !(s.duration_s.is_finite() && s.duration_s > 0.0) {
+            return Err(EngineError::config(format!(
+                "stage {}: duration must be > 0, got {}",
+                i + 1,
+                s.duration_s
+            )));
+        }
+        if !(s.target.is_finite() && s.target >= 0.0) {
+            return Err(EngineError::config(format!(
+                "stage {}: target must be >= 0, got {}",
+                i + 1,
+                s.target
+            )));
+        }
+    }
+    if stages.iter().all(|s| s.target == 0.0) {
+        return Err(EngineError::config(
+            "stages: at least one target must be > 0",
+        ));
+    }
+    Ok(stages.to_vec())
+}
+
+fn parse_url(raw: &str) -> Result<Target, EngineError> {
+    let url =
+        url::Url::parse(raw).map_err(|e| EngineError::config(format!("bad URL {raw:?}: {e}")))?;
+    match url.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(EngineError::config(format!(
+                "unsupported scheme in {raw:?}: https is not supported yet, use http"
+            )))
+        }
+        other => {
+            return Err(EngineError::config(format!(
+                "unsupported scheme {other:?} in {raw:?}: use http"
+            )))
+        }
+    }
+    let host = match url.host() {
+        Some(url::Host::Domain(d)) => d.to_string(),
+        Some(url::Host::Ipv4(a)) => a.to_string(),
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        None => return Err(EngineError::config(format!("bad URL {raw:?}: no host"))),
+    };
+    let port = url.port_or_known_default().unwrap_or(80);
+    let authority = match (url.host_str(), url.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_string(),
+        (None, _) => host.clone(),
+    };
+    let path = url.path().to_string();
+    let path_and_query = match url.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.clone(),
+    };
+    Ok(Target {
+        host,
+        port,
+        path_and_query,
+        authority,
+        path,
+    })
+}
+
+fn check_method(m: &str) -> Result<String, EngineError> {
+    if m.is_empty()
+        || !m
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
+    {
+        return Err(EngineError::config(format!("bad HTTP method {m:?}")));
+    }
+    Ok(m.to_ascii_uppercase())
+}
+
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn check_headers(headers: &[(String, String)]) -> Result<(), EngineError> {
+    for (k, v) in headers {
+        if k.is_empty() || !k.bytes().all(is_token) {
+            return Err(EngineError::config(format!("bad header name {k:?}")));
+        }
+        if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+            return Err(EngineError::config(format!(
+                "bad value for header {k:?}: no line breaks allowed"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -1,0 +1,180 @@
+use super::*;
+
+fn parse(json: &str) -> Result<Checked, EngineError> {
+    RunConfig::from_json(json)?.check()
+}
+
+#[test]
+fn accepts_good_configs_with_defaults() {
+    let c = parse(r#"{"url":"http://127.0.0.1:8080/a?b=1","duration_s":2}"#).expect("valid");
+    assert_eq!(c.model, Model::Closed);
+    assert_eq!(c.method, "GET");
+    assert_eq!(c.target.port, 8080);
+    assert_eq!(c.target.path_and_query, "/a?b=1");
+    assert_eq!(c.target.authority, "127.0.0.1:8080");
+    assert_eq!(c.profile.peak(), 50.0);
+    assert_eq!(c.timeout, Duration::from_secs(30));
+    assert_eq!(c.max_connections, DEFAULT_MAX_CONNECTIONS);
+
+    let o = parse(r#"{"url":"http://localhost/","rate":100,"requests":10,"threads":4}"#)
+        .expect("valid");
+    assert_eq!(o.model, Model::Open);
+    assert_eq!(o.target.port, 80);
+    assert_eq!(o.target.authority, "localhost");
+    assert_eq!(o.threads, 4);
+    assert_eq!(o.duration, None);
+
+    let s = parse(r#"{"url":"http://[::1]:9/","stages":[{"duration_s":1,"target":10},{"duration_s":2,"target":0}],"open":true}"#)
+        .expect("valid");
+    assert_eq!(s.model, Model::Open);
+    assert_eq!(s.duration, Some(Duration::from_secs(3)));
+
+    let few =
+        parse(r#"{"url":"http://h/","connections":2,"threads":8,"duration_s":1}"#).expect("valid");
+    assert_eq!(few.threads, 2, "no more threads than VUs");
+
+    let body = parse(r#"{"url":"http://h/","method":"post","body_b64":"aGk=","duration_s":1}"#)
+        .expect("valid");
+    assert_eq!(
+        (body.method.as_str(), body.body.as_slice()),
+        ("POST", b"hi".as_slice())
+    );
+}
+
+#[test]
+fn rejects_bad_configs_with_one_line() {
+    let cases = [
+        (
+            "unknown field",
+            r#"{"url":"http://h/","duration_s":1,"bogus":1}"#,
+            "unknown field",
+        ),
+        (
+            "bad url",
+            r#"{"url":"not a url","duration_s":1}"#,
+            "bad URL",
+        ),
+        (
+            "https",
+            r#"{"url":"https://h/","duration_s":1}"#,
+            "https is not supported",
+        ),
+        (
+            "ftp",
+            r#"{"url":"ftp://h/","duration_s":1}"#,
+            "unsupported scheme",
+        ),
+        (
+            "zero rate",
+            r#"{"url":"http://h/","rate":0,"duration_s":1}"#,
+            "rate must be > 0",
+        ),
+        (
+            "negative rate",
+            r#"{"url":"http://h/","rate":-5,"duration_s":1}"#,
+            "rate must be > 0",
+        ),
+        (
+            "zero connections",
+            r#"{"url":"http://h/","connections":0,"duration_s":1}"#,
+            "connections must be > 0",
+        ),
+        ("no limit", r#"{"url":"http://h/"}"#, "give a duration_s"),
+        (
+            "both limits",
+            r#"{"url":"http://h/","duration_s":1,"requests":5}"#,
+            "not both",
+        ),
+        (
+            "zero requests",
+            r#"{"url":"http://h/","requests":0}"#,
+            "requests must be > 0",
+        ),
+        (
+            "negative duration",
+            r#"{"url":"http://h/","duration_s":-1}"#,
+            "duration_s must be > 0",
+        ),
+        (
+            "empty stages",
+            r#"{"url":"http://h/","stages":[]}"#,
+            "stages must not be empty",
+        ),
+        (
+            "bad stage",
+            r#"{"url":"http://h/","stages":[{"duration_s":0,"target":5}]}"#,
+            "stage 1: duration",
+        ),
+        (
+            "all-zero stages",
+            r#"{"url":"http://h/","stages":[{"duration_s":1,"target":0}]}"#,
+            "at least one target",
+        ),
+        (
+            "stages and duration",
+            r#"{"url":"http://h/","duration_s":1,"stages":[{"duration_s":1,"target":5}]}"#,
+            "stages set the duration",
+        ),
+        (
+            "rate and stages",
+            r#"{"url":"http://h/","rate":5,"stages":[{"duration_s":1,"target":5}]}"#,
+            "either rate or stages",
+        ),
+        (
+            "open without rate",
+            r#"{"url":"http://h/","open":true,"duration_s":1}"#,
+            "needs a rate",
+        ),
+        (
+            "zero threads",
+            r#"{"url":"http://h/","threads":0,"duration_s":1}"#,
+            "threads must be > 0",
+        ),
+        (
+            "zero timeout",
+            r#"{"url":"http://h/","timeout_s":0,"duration_s":1}"#,
+            "timeout_s must be > 0",
+        ),
+        (
+            "warmup too long",
+            r#"{"url":"http://h/","warmup_s":2,"duration_s":1}"#,
+            "warmup",
+        ),
+        (
+            "bad header",
+            r#"{"url":"http://h/","headers":[["X A","1"]],"duration_s":1}"#,
+            "bad header name",
+        ),
+        (
+            "header injection",
+            r#"{"url":"http://h/","headers":[["X","1\r\nY: 2"]],"duration_s":1}"#,
+            "no line breaks",
+        ),
+        (
+            "bad body",
+            r#"{"url":"http://h/","body_b64":"!!","duration_s":1}"#,
+            "base64",
+        ),
+        (
+            "bad method",
+            r#"{"url":"http://h/","method":"GE T","duration_s":1}"#,
+            "bad HTTP method",
+        ),
+        (
+            "zero pool",
+            r#"{"url":"http://h/","rate":1,"max_connections":0,"duration_s":1}"#,
+            "max_connections",
+        ),
+    ];
+    for (label, json, want) in cases {
+        match parse(json) {
+            Ok(_) => panic!("{label}: accepted"),
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(matches!(e, EngineError::Config(_)), "{label}: {e:?}");
+                assert!(msg.contains(want), "{label}: {msg:?} lacks {want:?}");
+                assert!(!msg.contains('\n'), "{label}: not one line: {msg:?}");
+            }
+        }
+    }
+}

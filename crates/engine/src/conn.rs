@@ -1,0 +1,376 @@
+//! One keep-alive HTTP/1.1 connection and the request/response exchange on it.
+//!
+//! This is the hot path, written to spend as few syscalls and allocations per request as the
+//! protocol allows: the request bytes are written straight away with `try_write` (no readiness
+//! wait, the socket is almost always writable); the response is read with `try_read` into a
+//! buffer owned by the connection; and once a response is complete with nothing left over we
+//! drop tokio's cached read readiness ourselves, so the next exchange parks on epoll at once
+//! instead of paying a read that would only return EAGAIN. The per-request timeout is one
+//! lazily re-armed `Sleep` per lane ([`Deadline`]): no timer work per request.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Instant;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio::time::Sleep;
+
+use crate::http::ResponseReader;
+use crate::metrics::ErrorClass;
+
+/// READ_BUF is the initial read buffer per connection (wrk uses 8 KiB as well); bodies are
+/// counted through it, never kept, so it only grows for unusually large response heads.
+pub const READ_BUF: usize = 8 * 1024;
+
+/// MAX_HEAD is the largest response head we accept.
+pub const MAX_HEAD: usize = 64 * 1024;
+
+/// Deadline is a lane's request timeout: one `Sleep` for the lane's life, armed lazily.
+///
+/// Setting a new deadline is a plain store; the sleep only re-arms when it fires before the
+/// current deadline (at most once per timeout period while requests keep completing) or when
+/// the deadline moves earlier. That keeps timer work off the per-request path entirely.
+#[derive(Debug)]
+pub struct Deadline {
+    sleep: Pin<Box<Sleep>>,
+    at: Instant,
+}
+
+impl Deadline {
+    /// new makes a deadline far in the future; call [`Deadline::set`] before each request.
+    pub fn new() -> Self {
+        let at = Instant::now() + std::time::Duration::from_secs(86_400);
+        Deadline {
+            sleep: Box::pin(tokio::time::sleep_until(at.into())),
+            at,
+        }
+    }
+
+    /// set moves the deadline to `at`.
+    pub fn set(&mut self, at: Instant) {
+        self.at = at;
+        if tokio::time::Instant::from_std(at) < self.sleep.deadline() {
+            self.sleep.as_mut().reset(at.into());
+        }
+    }
+
+    /// poll_expired says whether the deadline has passed, registering for a wake-up if not.
+    fn poll_expired(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+        loop {
+            if self.sleep.as_mut().poll(cx).is_pending() {
+                return false;
+            }
+            if Instant::now() >= self.at {
+                return true;
+            }
+            self.sleep.as_mut().reset(self.at.into());
+        }
+    }
+}
+
+impl Default for Deadline {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Exchange is the outcome of one successful request/response.
+#[derive(Debug, Clone, Copy)]
+pub struct Exchange {
+    /// sent_at: when the first request byte was written (service time starts here).
+    pub sent_at: Instant,
+    /// status: the response status.
+    pub status: u16,
+    /// bytes_in: bytes read for this response (head, body and framing).
+    pub bytes_in: u64,
+    /// connects: new connections this exchange opened (0, or 1-2 with a stale retry).
+    pub connects: u32,
+}
+
+/// Failure is a failed exchange: its class, and whether a connection was opened first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// class: why it failed.
+    pub class: ErrorClass,
+    /// connects: new connections opened before failing.
+    pub connects: u32,
+}
+
+/// Conn is a lane's connection: the socket (when open), its read buffer and parser.
+#[derive(Debug)]
+pub struct Conn {
+    addr: SocketAddr,
+    stream: Option<TcpStream>,
+    buf: ReadBuf,
+    reader: ResponseReader,
+    served: u64,
+}
+
+impl Conn {
+    /// new makes a closed connection to `addr`; it connects on first use.
+    pub fn new(addr: SocketAddr) -> Self {
+        Conn {
+            addr,
+            stream: None,
+            buf: ReadBuf {
+                data: vec![0; READ_BUF],
+                start: 0,
+                end: 0,
+            },
+            reader: ResponseReader::new(false),
+            served: 0,
+        }
+    }
+
+    /// is_open says whether a socket is open.
+    pub fn is_open(&self) -> bool {
+        self.stream.is_some()
+    }
+
+    /// close drops the socket; returns whether one was open.
+    pub fn close(&mut self) -> bool {
+        self.buf.clear();
+        self.served = 0;
+        self.stream.take().is_some()
+    }
+
+    /// exchange sends `request` and reads its response, failing with a timeout once
+    /// `deadline` passes (the caller sets it). `now` is the caller's current time, reused as
+    /// the send time when no connect is needed (one clock read less per request). A keep-alive connection the server had already closed
+    /// (EOF or reset before any response byte) is reopened and the request resent once,
+    /// as browsers and HTTP clients do. On failure the connection is closed.
+    pub async fn exchange(
+        &mut self,
+        request: &[u8],
+        head: bool,
+        deadline: &mut Deadline,
+        now: Instant,
+    ) -> Result<Exchange, Failure> {
+        let mut connects = 0;
+        loop {
+            if self.stream.is_none() {
+                self.connect(deadline)
+                    .await
+                    .map_err(|class| Failure { class, connects })?;
+                connects += 1;
+            }
+            let reused = self.served > 0;
+            let sent_at = if connects == 0 { now } else { Instant::now() };
+            match self.round_trip(request, head, deadline, sent_at).await {
+                Ok((sent_at, status, bytes_in)) => {
+                    return Ok(Exchange {
+                        sent_at,
+                        status,
+                        bytes_in,
+                        connects,
+                    });
+                }
+                Err(Trip::Stale(_)) if reused => {
+                    self.close();
+                }
+                Err(Trip::Stale(class)) | Err(Trip::Failed(class)) => {
+                    self.close();
+                    return Err(Failure { class, connects });
+                }
+            }
+        }
+    }
+
+    async fn connect(&mut self, deadline: &mut Deadline) -> Result<(), ErrorClass> {
+        let connecting = TcpStream::connect(self.addr);
+        let mut connecting = std::pin::pin!(connecting);
+        let stream = poll_fn(|cx| {
+            if let Poll::Ready(r) = connecting.as_mut().poll(cx) {
+                return Poll::Ready(r.map_err(|_| ErrorClass::Connect));
+            }
+            if deadline.poll_expired(cx) {
+                return Poll::Ready(Err(ErrorClass::Connect));
+            }
+            Poll::Pending
+        })
+        .await?;
+        // Requests are single small writes: do not let Nagle hold them back.
+        let _ = stream.set_nodelay(true);
+        self.stream = Some(stream);
+        self.buf.clear();
+        self.served = 0;
+        Ok(())
+    }
+
+    async fn round_trip(
+        &mut self,
+        request: &[u8],
+        head: bool,
+        deadline: &mut Deadline,
+        sent_at: Instant,
+    ) -> Result<(Instant, u16, u64), Trip> {
+        let stream = self
+            .stream
+            .as_ref()
+            .ok_or(Trip::Failed(ErrorClass::Connect))?;
+        write_all(stream, request, deadline).await?;
+        self.reader = ResponseReader::new(head);
+        let mut bytes_in = 0u64;
+        let mut last_read_full = false;
+        loop {
+            let b = &mut self.buf;
+            if b.end > b.start {
+                let p = self
+                    .reader
+                    .advance(&b.data[b.start..b.end])
+                    .map_err(|_| Trip::Failed(ErrorClass::Protocol))?;
+                b.start += p.consumed;
+                if p.complete {
+                    break;
+                }
+            }
+            b.make_room()?;
+            match stream.try_read(&mut b.data[b.end..]) {
+                Ok(0) => {
+                    if bytes_in == 0 {
+                        return Err(Trip::Stale(ErrorClass::Read));
+                    }
+                    self.reader
+                        .finish()
+                        .map_err(|_| Trip::Failed(ErrorClass::Read))?;
+                    break;
+                }
+                Ok(n) => {
+                    b.end += n;
+                    bytes_in += n as u64;
+                    last_read_full = b.end == b.data.len();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    readable(stream, deadline).await?
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(match classify(&e, ErrorClass::Read) {
+                        ErrorClass::Reset if bytes_in == 0 => Trip::Stale(ErrorClass::Reset),
+                        c => Trip::Failed(c),
+                    })
+                }
+            }
+        }
+        self.served += 1;
+        let status = self.reader.status;
+        if self.reader.close {
+            self.close();
+        } else if self.buf.start == self.buf.end && !last_read_full {
+            self.buf.clear();
+            // The response is complete and the server sends nothing unasked, so the readiness
+            // tokio cached for this socket is stale: drop it without a syscall. If the server
+            // closes or writes later, epoll reports a fresh edge and readiness comes back.
+            let _ = stream.try_io(Interest::READABLE, || {
+                Err::<(), _>(io::ErrorKind::WouldBlock.into())
+            });
+        }
+        Ok((sent_at, status, bytes_in))
+    }
+}
+
+/// ReadBuf is a connection's read buffer: bytes `start..end` are received but unparsed.
+#[derive(Debug)]
+struct ReadBuf {
+    data: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl ReadBuf {
+    fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+
+    /// make_room ensures free space after `end`: reset when empty, compact a partial head,
+    /// grow for a large head (up to [`MAX_HEAD`]).
+    fn make_room(&mut self) -> Result<(), Trip> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.data.len() {
+            if self.data.len() >= MAX_HEAD {
+                return Err(Trip::Failed(ErrorClass::Protocol));
+            }
+            self.data.resize(self.data.len() * 2, 0);
+        }
+        Ok(())
+    }
+}
+
+/// Trip is how a round trip failed: `Stale` means the connection was dead before any
+/// response byte (safe to retry once on a fresh connection).
+#[derive(Debug, Clone, Copy)]
+enum Trip {
+    Stale(ErrorClass),
+    Failed(ErrorClass),
+}
+
+/// classify maps an I/O error to an error class; `other` is the class for the phase.
+pub fn classify(e: &io::Error, other: ErrorClass) -> ErrorClass {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::ConnectionAborted => ErrorClass::Reset,
+        io::ErrorKind::TimedOut => ErrorClass::Timeout,
+        _ => other,
+    }
+}
+
+async fn write_all(
+    stream: &TcpStream,
+    mut data: &[u8],
+    deadline: &mut Deadline,
+) -> Result<(), Trip> {
+    while !data.is_empty() {
+        match stream.try_write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let ready = poll_fn(|cx| {
+                    if let Poll::Ready(r) = stream.poll_write_ready(cx) {
+                        return Poll::Ready(
+                            r.map_err(|e| Trip::Failed(classify(&e, ErrorClass::Write))),
+                        );
+                    }
+                    if deadline.poll_expired(cx) {
+                        return Poll::Ready(Err(Trip::Failed(ErrorClass::Timeout)));
+                    }
+                    Poll::Pending
+                });
+                ready.await?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(match classify(&e, ErrorClass::Write) {
+                    ErrorClass::Reset => Trip::Stale(ErrorClass::Reset),
+                    c => Trip::Failed(c),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// readable waits for read readiness or the request timeout, whichever comes first.
+async fn readable(stream: &TcpStream, deadline: &mut Deadline) -> Result<(), Trip> {
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = stream.poll_read_ready(cx) {
+            return Poll::Ready(r.map_err(|e| Trip::Failed(classify(&e, ErrorClass::Read))));
+        }
+        if deadline.poll_expired(cx) {
+            return Poll::Ready(Err(Trip::Failed(ErrorClass::Timeout)));
+        }
+        Poll::Pending
+    })
+    .await
+}

@@ -1,0 +1,306 @@
+//! HTTP/1.1 on the wire: requests rendered to bytes once, responses parsed incrementally.
+//!
+//! The response side is a small hand-rolled state machine over `httparse` rather than a full
+//! client (hyper) because it sits on the hot path of every request: it works in place on the
+//! connection's reusable read buffer, counts body bytes instead of keeping them, and allocates
+//! nothing per response. `httparse` does the part that is easy to get wrong (status line,
+//! headers, chunk-size lines); this module only frames the body (Content-Length, chunked with
+//! extensions and trailers, or until EOF).
+
+use std::fmt::Write as _;
+
+use crate::config::Target;
+
+/// MAX_HEADERS is how many response headers we accept; more is a protocol error.
+pub const MAX_HEADERS: usize = 64;
+
+/// render_request builds the request bytes once: request line, `Host`, the user's headers,
+/// `Content-Length` when there is a body (unless the user gave one), then the body.
+pub fn render_request(
+    method: &str,
+    target: &Target,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut head = String::with_capacity(128);
+    let _ = write!(head, "{method} {} HTTP/1.1\r\n", target.path_and_query);
+    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    if !has("host") {
+        let _ = write!(head, "Host: {}\r\n", target.authority);
+    }
+    for (k, v) in headers {
+        let _ = write!(head, "{k}: {v}\r\n");
+    }
+    if (!body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH")) && !has("content-length") {
+        let _ = write!(head, "Content-Length: {}\r\n", body.len());
+    }
+    head.push_str("\r\n");
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// ParseError is a response that is not valid HTTP/1.x; the connection cannot be reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// Head: the status line or headers are malformed.
+    Head,
+    /// TooManyHeaders: more than [`MAX_HEADERS`] headers.
+    TooManyHeaders,
+    /// Framing: Content-Length or Transfer-Encoding is malformed.
+    Framing,
+    /// Chunk: a chunk-size line or chunk terminator is malformed.
+    Chunk,
+    /// Truncated: the connection closed in the middle of a response.
+    Truncated,
+}
+
+/// State is where the reader is within one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Body { remaining: u64 },
+    ChunkSize,
+    ChunkData { remaining: u64 },
+    ChunkEnd,
+    Trailers,
+    UntilEof,
+    Done,
+}
+
+/// Progress says how far one call to [`ResponseReader::advance`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// consumed: bytes of the input that belong to this response and can be dropped.
+    pub consumed: usize,
+    /// complete: the response is complete; bytes after `consumed` belong to the next one.
+    pub complete: bool,
+}
+
+/// ResponseReader frames one response at a time from bytes fed in any split.
+///
+/// The caller keeps unconsumed bytes (an incomplete head must be re-offered whole, since
+/// `httparse` needs it contiguous) and appends new reads after them.
+#[derive(Debug, Clone)]
+pub struct ResponseReader {
+    state: State,
+    head_request: bool,
+    /// status: the response status code (valid once the head is parsed).
+    pub status: u16,
+    /// body_bytes: body bytes seen so far (payload only, without chunk framing).
+    pub body_bytes: u64,
+    /// close: the server will close the connection after this response.
+    pub close: bool,
+}
+
+impl ResponseReader {
+    /// new makes a reader for the response to a request; `head_request` means no body follows.
+    pub fn new(head_request: bool) -> Self {
+        ResponseReader {
+            state: State::Head,
+            head_request,
+            status: 0,
+            body_bytes: 0,
+            close: false,
+        }
+    }
+
+    /// reset prepares the reader for the next response on the same connection.
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.status = 0;
+        self.body_bytes = 0;
+        self.close = false;
+    }
+
+    /// started says whether any part of the response head has been parsed.
+    pub fn started(&self) -> bool {
+        self.state != State::Head
+    }
+
+    /// advance consumes as much of `buf` as belongs to the current response.
+    pub fn advance(&mut self, buf: &[u8]) -> Result<Progress, ParseError> {
+        let mut pos = 0;
+        loop {
+            let rest = &buf[pos..];
+            let step = match self.state {
+                State::Done => {
+                    return Ok(Progress {
+                        consumed: pos,
+                        complete: true,
+                    })
+                }
+                State::Head => self.parse_head(rest)?,
+                State::Body { remaining } => {
+                    let n = remaining.min(rest.len() as u64);
+                    self.body_bytes += n;
+                    self.state = if n == remaining {
+                        State::Done
+                    } else {
+                        State::Body {
+                            remaining: remaining - n,
+                        }
+                    };
+                    Some(n as usize)
+                }
+                State::ChunkSize => self.parse_chunk_size(rest)?,
+                State::ChunkData { remaining } => {
+                    let n = remaining.min(rest.len() as u64);
+                    self.body_bytes += n;
+                    self.state = if n == remaining {
+                        State::ChunkEnd
+                    } else {
+                        State::ChunkData {
+                            remaining: remaining - n,
+                        }
+                    };
+                    Some(n as usize)
+                }
+                State::ChunkEnd => match rest {
+                    [b'\r', b'\n', ..] => {
+                        self.state = State::ChunkSize;
+                        Some(2)
+                    }
+                    [] | [b'\r'] => None,
+                    _ => return Err(ParseError::Chunk),
+                },
+                State::Trailers => self.parse_trailer_line(rest)?,
+                State::UntilEof => {
+                    self.body_bytes += rest.len() as u64;
+                    Some(rest.len())
+                }
+            };
+            match step {
+                Some(n) => pos += n,
+                None => {
+                    return Ok(Progress {
+                        consumed: pos,
+                        complete: false,
+                    })
+                }
+            }
+            if pos == buf.len() && self.state != State::Done {
+                return Ok(Progress {
+                    consumed: pos,
+                    complete: false,
+                });
+            }
+        }
+    }
+
+    /// finish is called at EOF: a body delimited by the close completes, anything else is
+    /// a truncated response.
+    pub fn finish(&mut self) -> Result<(), ParseError> {
+        match self.state {
+            State::UntilEof | State::Done => {
+                self.state = State::Done;
+                self.close = true;
+                Ok(())
+            }
+            _ => Err(ParseError::Truncated),
+        }
+    }
+
+    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => return Err(ParseError::TooManyHeaders),
+            Err(_) => return Err(ParseError::Head),
+        };
+        let status = resp.code.ok_or(ParseError::Head)?;
+        let mut close = resp.version == Some(0);
+        let (mut length, mut chunked) = (None, false);
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = std::str::from_utf8(h.value).map_err(|_| ParseError::Framing)?;
+                let v: u64 = v.trim().parse().map_err(|_| ParseError::Framing)?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(ParseError::Framing);
+                }
+                length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = last_token_is(h.value, b"chunked");
+                if !chunked {
+                    return Err(ParseError::Framing);
+                }
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if has_token(h.value, b"close") {
+                    close = true;
+                } else if has_token(h.value, b"keep-alive") {
+                    close = false;
+                }
+            }
+        }
+        self.status = status;
+        self.close = close;
+        let bodiless =
+            self.head_request || (100..200).contains(&status) || status == 204 || status == 304;
+        self.state = match (bodiless, chunked, length) {
+            (true, _, _) => State::Done,
+            (false, true, _) => State::ChunkSize,
+            (false, false, Some(0)) => State::Done,
+            (false, false, Some(l)) => State::Body { remaining: l },
+            (false, false, None) => {
+                self.close = true;
+                State::UntilEof
+            }
+        };
+        if (100..200).contains(&status) && status != 101 {
+            // An interim response (100 Continue): the real one follows.
+            self.state = State::Head;
+        }
+        Ok(Some(n))
+    }
+
+    fn parse_chunk_size(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        match httparse::parse_chunk_size(buf) {
+            Ok(httparse::Status::Complete((n, 0))) => {
+                self.state = State::Trailers;
+                Ok(Some(n))
+            }
+            Ok(httparse::Status::Complete((n, size))) => {
+                self.state = State::ChunkData { remaining: size };
+                Ok(Some(n))
+            }
+            Ok(httparse::Status::Partial) => Ok(None),
+            Err(_) => Err(ParseError::Chunk),
+        }
+    }
+
+    fn parse_trailer_line(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        let Some(lf) = buf.iter().position(|&b| b == b'\n') else {
+            return if buf.len() > 8192 {
+                Err(ParseError::Chunk)
+            } else {
+                Ok(None)
+            };
+        };
+        let line = &buf[..lf];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            self.state = State::Done;
+        }
+        Ok(Some(lf + 1))
+    }
+}
+
+fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value.split(|&b| b == b',').map(|t| t.trim_ascii())
+}
+
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    tokens(value).any(|t| t.eq_ignore_ascii_case(token))
+}
+
+fn last_token_is(value: &[u8], token: &[u8]) -> bool {
+    tokens(value)
+        .last()
+        .is_some_and(|t| t.eq_ignore_ascii_case(token))
+}
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

@@ -1,0 +1,239 @@
+use super::*;
+
+/// Outcome of feeding a whole response: status, body bytes, close flag, bytes consumed.
+type Parsed = Result<(u16, u64, bool, usize), ParseError>;
+
+/// feed offers `chunks` one after another the way a connection does: unconsumed bytes stay
+/// in the buffer and new bytes are appended; `eof` calls `finish` at the end.
+fn feed(chunks: &[&[u8]], head_request: bool, eof: bool) -> Parsed {
+    let mut r = ResponseReader::new(head_request);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut total = 0;
+    for c in chunks {
+        buf.extend_from_slice(c);
+        let p = r.advance(&buf)?;
+        buf.drain(..p.consumed);
+        total += p.consumed;
+        if p.complete {
+            return Ok((r.status, r.body_bytes, r.close, total));
+        }
+    }
+    if eof {
+        r.finish()?;
+        return Ok((r.status, r.body_bytes, r.close, total));
+    }
+    Err(ParseError::Truncated)
+}
+
+struct Case {
+    label: &'static str,
+    input: &'static [u8],
+    head_request: bool,
+    eof: bool,
+    /// status, body bytes, close; a complete response consumes the whole input.
+    want: Result<(u16, u64, bool), ParseError>,
+}
+
+impl Case {
+    fn expected(&self) -> Parsed {
+        self.want.map(|(s, b, c)| (s, b, c, self.input.len()))
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let ok = |status, body, close| Ok((status, body, close));
+    vec![
+        Case {
+            label: "content-length",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            head_request: false,
+            eof: false,
+            want: ok(200, 5, false),
+        },
+        Case {
+            label: "zero length",
+            input: b"HTTP/1.1 204 No Content\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: ok(204, 0, false),
+        },
+        Case {
+            label: "head request ignores content-length",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n",
+            head_request: true,
+            eof: false,
+            want: ok(200, 0, false),
+        },
+        Case {
+            label: "connection close",
+            input: b"HTTP/1.1 503 Busy\r\nConnection: close\r\nContent-Length: 2\r\n\r\nno",
+            head_request: false,
+            eof: false,
+            want: ok(503, 2, true),
+        },
+        Case {
+            label: "http/1.0 closes by default",
+            input: b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx",
+            head_request: false,
+            eof: false,
+            want: ok(200, 1, true),
+        },
+        Case {
+            label: "chunked with extension and trailer",
+            input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;name=v\r\nwiki\r\n5\r\npedia\r\n0\r\nX-Trailer: 1\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: ok(200, 9, false),
+        },
+        Case {
+            label: "chunked, hex size, no trailer",
+            input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: ok(200, 10, false),
+        },
+        Case {
+            label: "body until eof",
+            input: b"HTTP/1.1 200 OK\r\n\r\nabc",
+            head_request: false,
+            eof: true,
+            want: ok(200, 3, true),
+        },
+        Case {
+            label: "interim 100 continue then the response",
+            input: b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: ok(201, 0, false),
+        },
+        Case {
+            label: "garbage",
+            input: b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Head),
+        },
+        Case {
+            label: "bad content-length",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Framing),
+        },
+        Case {
+            label: "conflicting content-lengths",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Framing),
+        },
+        Case {
+            label: "bad chunk size",
+            input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Chunk),
+        },
+        Case {
+            label: "missing chunk terminator",
+            input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxyz",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Chunk),
+        },
+        Case {
+            label: "truncated body at eof",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+            head_request: false,
+            eof: true,
+            want: Err(ParseError::Truncated),
+        },
+    ]
+}
+
+#[test]
+fn parses_whole_responses() {
+    for c in cases() {
+        assert_eq!(
+            feed(&[c.input], c.head_request, c.eof),
+            c.expected(),
+            "case {:?}",
+            c.label
+        );
+    }
+}
+
+#[test]
+fn parses_responses_split_at_every_byte_boundary() {
+    for c in cases() {
+        for at in 0..=c.input.len() {
+            let (a, b) = c.input.split_at(at);
+            let got = feed(&[a, b], c.head_request, c.eof);
+            assert_eq!(got, c.expected(), "case {:?} split at {at}", c.label);
+        }
+    }
+}
+
+#[test]
+fn parses_responses_fed_one_byte_at_a_time() {
+    for c in cases() {
+        let bytes: Vec<&[u8]> = c.input.chunks(1).collect();
+        assert_eq!(
+            feed(&bytes, c.head_request, c.eof),
+            c.expected(),
+            "case {:?}",
+            c.label
+        );
+    }
+}
+
+#[test]
+fn pipelined_responses_leave_the_next_one_untouched() {
+    let first = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi".as_slice();
+    let second =
+        b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+            .as_slice();
+    let both = [first, second].concat();
+    let mut r = ResponseReader::new(false);
+    let p = r.advance(&both).expect("first parses");
+    assert!(p.complete);
+    assert_eq!((p.consumed, r.status, r.body_bytes), (first.len(), 200, 2));
+    r.reset();
+    let p = r.advance(&both[p.consumed..]).expect("second parses");
+    assert!(p.complete);
+    assert_eq!((p.consumed, r.status, r.body_bytes), (second.len(), 404, 3));
+}
+
+#[test]
+fn renders_requests_once_with_host_and_length() {
+    let target = crate::config::Target {
+        host: "127.0.0.1".into(),
+        port: 8080,
+        path_and_query: "/a?b=1".into(),
+        authority: "127.0.0.1:8080".into(),
+        path: "/a".into(),
+    };
+    // label, method, headers, body, expected bytes
+    type RenderCase = (
+        &'static str,
+        &'static str,
+        Vec<(String, String)>,
+        &'static [u8],
+        &'static str,
+    );
+    let cases: Vec<RenderCase> = vec![
+        ("get", "GET", vec![], b"", "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"),
+        (
+            "post with body",
+            "POST",
+            vec![("X-A".into(), "1".into())],
+            b"hey",
+            "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nContent-Length: 3\r\n\r\nhey",
+        ),
+        ("user host wins", "GET", vec![("host".into(), "example".into())], b"", "GET /a?b=1 HTTP/1.1\r\nhost: example\r\n\r\n"),
+    ];
+    for (label, method, headers, body, want) in cases {
+        let got = render_request(method, &target, &headers, body);
+        assert_eq!(String::from_utf8_lossy(&got), want, "case {label:?}");
+    }
+}

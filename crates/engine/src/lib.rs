@@ -1,0 +1,23 @@
+//! redline_engine: the load engine behind redline.
+//!
+//! Thread-per-core HTTP/1.1 load generation with a closed (VUs) and an open (arrival rate)
+//! model driven by one paced loop, latency measured from the intended send time, and
+//! HdrHistogram metrics merged per interval. No Python here: `crates/py` binds [`run`].
+
+pub mod config;
+pub mod conn;
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod metronome;
+pub mod pacer;
+pub mod plan;
+pub mod report;
+pub mod run;
+pub mod usage;
+pub mod worker;
+
+pub use config::{RunConfig, Stage};
+pub use error::EngineError;
+pub use report::{IntervalSnapshot, Report};
+pub use run::{run, RunControl};

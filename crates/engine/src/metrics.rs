@@ -1,0 +1,452 @@
+//! What the workers measure: latency histograms and counters, per thread, merged per interval.
+//!
+//! Each worker thread owns one [`Recorder`] (no locks, no atomics on the request path). Once per
+//! reporting interval the thread ships its [`IntervalData`] to the coordinator and starts a new
+//! one; at the end it ships its [`Totals`]. Memory is bounded: histograms have a fixed range and
+//! precision, counters are fixed-size arrays, nothing grows with the number of requests.
+
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// SIGFIG is the HdrHistogram precision: 3 significant digits (0.1% value error).
+pub const SIGFIG: u8 = 3;
+
+/// MIN_HIGHEST_US is the least upper bound of every histogram: 60 s in microseconds.
+pub const MIN_HIGHEST_US: u64 = 60_000_000;
+
+/// new_histogram makes a microsecond histogram from 1 µs to at least `highest_us`
+/// (values above are clamped to the top, so a long timeout cannot fail a record).
+pub fn new_histogram(highest_us: u64) -> Histogram<u64> {
+    let high = highest_us.max(MIN_HIGHEST_US);
+    // Only invalid bounds (high < 2, sigfig > 5) make this fail, and ours are fixed and valid:
+    // high >= 60 s, SIGFIG = 3 (the unit tests build one).
+    Histogram::new_with_bounds(1, high, SIGFIG).expect("histogram bounds are constants and valid")
+}
+
+/// micros converts a duration to whole microseconds (at least 1, the histogram's floor).
+pub fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+/// ErrorClass is why a request failed; per-request failures are counted, never raised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Connect: the TCP connect failed or timed out.
+    Connect,
+    /// Timeout: no complete response within the request timeout.
+    Timeout,
+    /// Read: reading the response failed or the connection closed mid-response.
+    Read,
+    /// Write: sending the request failed.
+    Write,
+    /// Reset: the peer reset the connection (ECONNRESET, EPIPE).
+    Reset,
+    /// Protocol: the response was not valid HTTP.
+    Protocol,
+    /// Status: the response status was >= 400.
+    Status,
+}
+
+impl ErrorClass {
+    /// ALL lists the classes in report order.
+    pub const ALL: [ErrorClass; 7] = [
+        ErrorClass::Connect,
+        ErrorClass::Timeout,
+        ErrorClass::Read,
+        ErrorClass::Write,
+        ErrorClass::Reset,
+        ErrorClass::Protocol,
+        ErrorClass::Status,
+    ];
+}
+
+/// ErrorCounts counts errors by class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ErrorCounts {
+    /// connect: failed TCP connects.
+    pub connect: u64,
+    /// timeout: requests that timed out.
+    pub timeout: u64,
+    /// read: read failures and truncated responses.
+    pub read: u64,
+    /// write: write failures.
+    pub write: u64,
+    /// reset: connection resets.
+    pub reset: u64,
+    /// protocol: unparseable responses.
+    pub protocol: u64,
+    /// status: responses with status >= 400.
+    pub status: u64,
+}
+
+impl ErrorCounts {
+    /// add counts one error of `class`.
+    pub fn add(&mut self, class: ErrorClass) {
+        match class {
+            ErrorClass::Connect => self.connect += 1,
+            ErrorClass::Timeout => self.timeout += 1,
+            ErrorClass::Read => self.read += 1,
+            ErrorClass::Write => self.write += 1,
+            ErrorClass::Reset => self.reset += 1,
+            ErrorClass::Protocol => self.protocol += 1,
+            ErrorClass::Status => self.status += 1,
+        }
+    }
+
+    /// merge adds another set of counts.
+    pub fn merge(&mut self, o: &ErrorCounts) {
+        self.connect += o.connect;
+        self.timeout += o.timeout;
+        self.read += o.read;
+        self.write += o.write;
+        self.reset += o.reset;
+        self.protocol += o.protocol;
+        self.status += o.status;
+    }
+
+    /// total is the sum over all classes.
+    pub fn total(&self) -> u64 {
+        self.connect
+            + self.timeout
+            + self.read
+            + self.write
+            + self.reset
+            + self.protocol
+            + self.status
+    }
+}
+
+/// IntervalData is one thread's measurements over one reporting interval.
+#[derive(Debug, Clone)]
+pub struct IntervalData {
+    /// requests: responses received.
+    pub requests: u64,
+    /// errors: failed requests (all classes).
+    pub errors: u64,
+    /// bytes_in: bytes read.
+    pub bytes_in: u64,
+    /// sends: requests sent (hits started).
+    pub sends: u64,
+    /// max_send_lag_us: the worst lag between a hit's intended and actual send.
+    pub max_send_lag_us: u64,
+    /// active_connections: open connections when the interval closed.
+    pub active_connections: u64,
+    /// latency: corrected latency of the responses in this interval, µs.
+    pub latency: Histogram<u64>,
+}
+
+impl IntervalData {
+    /// new makes an empty interval whose histogram reaches `highest_us`.
+    pub fn new(highest_us: u64) -> Self {
+        IntervalData {
+            requests: 0,
+            errors: 0,
+            bytes_in: 0,
+            sends: 0,
+            max_send_lag_us: 0,
+            active_connections: 0,
+            latency: new_histogram(highest_us),
+        }
+    }
+
+    /// merge folds another thread's data for the same interval into this one.
+    pub fn merge(&mut self, o: &IntervalData) {
+        self.requests += o.requests;
+        self.errors += o.errors;
+        self.bytes_in += o.bytes_in;
+        self.sends += o.sends;
+        self.max_send_lag_us = self.max_send_lag_us.max(o.max_send_lag_us);
+        self.active_connections += o.active_connections;
+        // Same bounds on both sides, so adding cannot fail; ignore rather than panic.
+        let _ = self.latency.add(&o.latency);
+    }
+
+    fn clear(&mut self) {
+        self.requests = 0;
+        self.errors = 0;
+        self.bytes_in = 0;
+        self.sends = 0;
+        self.max_send_lag_us = 0;
+        self.active_connections = 0;
+        self.latency.reset();
+    }
+}
+
+/// NameStats is the summary of one request name.
+#[derive(Debug, Clone)]
+pub struct NameStats {
+    /// requests: responses received.
+    pub requests: u64,
+    /// errors: failed requests.
+    pub errors: u64,
+    /// latency: corrected latency, µs.
+    pub latency: Histogram<u64>,
+}
+
+/// Totals is one thread's (or, merged, the run's) post-warmup summary.
+#[derive(Debug, Clone)]
+pub struct Totals {
+    /// requests: responses received.
+    pub requests: u64,
+    /// sends: hits sent.
+    pub sends: u64,
+    /// bytes_in: bytes read.
+    pub bytes_in: u64,
+    /// bytes_out: bytes written.
+    pub bytes_out: u64,
+    /// errors: failures by class.
+    pub errors: ErrorCounts,
+    /// status: response counts by status code (index = code, 0..1000).
+    pub status: Box<[u64]>,
+    /// connects: TCP connects made over the whole run, warmup included.
+    pub connects: u64,
+    /// late_sends: open-model hits sent later than their intended time.
+    pub late_sends: u64,
+    /// max_send_lag_us: the worst send lag.
+    pub max_send_lag_us: u64,
+    /// peak_connections: the most connections open at once.
+    pub peak_connections: u64,
+    /// latency: corrected latency (from the intended send in the open model), µs.
+    pub latency: Histogram<u64>,
+    /// uncorrected: service time from the actual send (open model only), µs.
+    pub uncorrected: Option<Histogram<u64>>,
+    /// per_name: statistics per request name, indexed like `Plan::names`.
+    pub per_name: Vec<NameStats>,
+}
+
+impl Totals {
+    /// new makes empty totals for `names` request names.
+    pub fn new(highest_us: u64, names: usize, open: bool) -> Self {
+        Totals {
+            requests: 0,
+            sends: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            errors: ErrorCounts::default(),
+            status: vec![0; 1000].into_boxed_slice(),
+            connects: 0,
+            late_sends: 0,
+            max_send_lag_us: 0,
+            peak_connections: 0,
+            latency: new_histogram(highest_us),
+            uncorrected: open.then(|| new_histogram(highest_us)),
+            per_name: (0..names)
+                .map(|_| NameStats {
+                    requests: 0,
+                    errors: 0,
+                    latency: new_histogram(highest_us),
+                })
+                .collect(),
+        }
+    }
+
+    /// merge folds another thread's totals into these.
+    pub fn merge(&mut self, o: &Totals) {
+        self.requests += o.requests;
+        self.sends += o.sends;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.errors.merge(&o.errors);
+        for (a, b) in self.status.iter_mut().zip(o.status.iter()) {
+            *a += b;
+        }
+        self.connects += o.connects;
+        self.late_sends += o.late_sends;
+        self.max_send_lag_us = self.max_send_lag_us.max(o.max_send_lag_us);
+        self.peak_connections += o.peak_connections;
+        let _ = self.latency.add(&o.latency);
+        if let (Some(a), Some(b)) = (self.uncorrected.as_mut(), o.uncorrected.as_ref()) {
+            let _ = a.add(b);
+        }
+        for (a, b) in self.per_name.iter_mut().zip(o.per_name.iter()) {
+            a.requests += b.requests;
+            a.errors += b.errors;
+            let _ = a.latency.add(&b.latency);
+        }
+    }
+}
+
+/// Response is what the recorder needs to know about one completed response.
+#[derive(Debug, Clone, Copy)]
+pub struct Response {
+    /// stat: per-name statistics index.
+    pub stat: usize,
+    /// status: HTTP status code.
+    pub status: u16,
+    /// latency: from the intended send (== service time in the closed model).
+    pub latency: Duration,
+    /// service: from the actual send.
+    pub service: Duration,
+    /// bytes_in: bytes read for this response.
+    pub bytes_in: u64,
+}
+
+/// Recorder is a worker thread's measurement state: the current interval and the totals.
+#[derive(Debug)]
+pub struct Recorder {
+    warmup_end: Instant,
+    /// interval: the interval being filled.
+    pub interval: IntervalData,
+    /// totals: post-warmup summary.
+    pub totals: Totals,
+    open_connections: u64,
+}
+
+impl Recorder {
+    /// new makes a recorder; responses completing before `warmup_end` stay out of the totals.
+    pub fn new(warmup_end: Instant, highest_us: u64, names: usize, open: bool) -> Self {
+        Recorder {
+            warmup_end,
+            interval: IntervalData::new(highest_us),
+            totals: Totals::new(highest_us, names, open),
+            open_connections: 0,
+        }
+    }
+
+    /// response records a completed response at `now`.
+    pub fn response(&mut self, now: Instant, r: &Response) {
+        let lat = micros(r.latency);
+        let failed = r.status >= 400;
+        let iv = &mut self.interval;
+        iv.requests += 1;
+        iv.bytes_in += r.bytes_in;
+        iv.errors += u64::from(failed);
+        iv.latency.saturating_record(lat);
+        if now < self.warmup_end {
+            return;
+        }
+        let t = &mut self.totals;
+        t.requests += 1;
+        t.bytes_in += r.bytes_in;
+        t.latency.saturating_record(lat);
+        if let Some(u) = t.uncorrected.as_mut() {
+            u.saturating_record(micros(r.service));
+        }
+        if let Some(slot) = t.status.get_mut(usize::from(r.status)) {
+            *slot += 1;
+        }
+        if failed {
+            t.errors.add(ErrorClass::Status);
+        }
+        if let Some(n) = t.per_name.get_mut(r.stat) {
+            n.requests += 1;
+            n.errors += u64::from(failed);
+            n.latency.saturating_record(lat);
+        }
+    }
+
+    /// error records a failed request (no response) at `now`.
+    pub fn error(&mut self, now: Instant, stat: usize, class: ErrorClass) {
+        self.interval.errors += 1;
+        if now < self.warmup_end {
+            return;
+        }
+        self.totals.errors.add(class);
+        if let Some(n) = self.totals.per_name.get_mut(stat) {
+            n.errors += 1;
+        }
+    }
+
+    /// send records a request going out `lag` after its intended time; `late` when it
+    /// missed its slot (open model).
+    pub fn send(&mut self, now: Instant, bytes_out: u64, lag: Duration, late: bool) {
+        let lag_us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
+        self.interval.sends += 1;
+        self.interval.max_send_lag_us = self.interval.max_send_lag_us.max(lag_us);
+        if now < self.warmup_end {
+            return;
+        }
+        let t = &mut self.totals;
+        t.sends += 1;
+        t.bytes_out += bytes_out;
+        t.late_sends += u64::from(late);
+        t.max_send_lag_us = t.max_send_lag_us.max(lag_us);
+    }
+
+    /// connections records `connects` new TCP connections and whether the lane's
+    /// connection was open before and after (to track how many are open at once).
+    pub fn connections(&mut self, connects: u32, was_open: bool, is_open: bool) {
+        self.totals.connects += u64::from(connects);
+        if is_open && !was_open {
+            self.open_connections += 1;
+            self.totals.peak_connections = self.totals.peak_connections.max(self.open_connections);
+        } else if was_open && !is_open {
+            self.open_connections = self.open_connections.saturating_sub(1);
+        }
+    }
+
+    /// take_interval returns the finished interval and starts the next one.
+    pub fn take_interval(&mut self) -> IntervalData {
+        self.interval.active_connections = self.open_connections;
+        let out = self.interval.clone();
+        self.interval.clear();
+        out
+    }
+}
+
+/// LatencySummary is the latency distribution in milliseconds, as the report prints it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// min: fastest.
+    pub min: f64,
+    /// mean: average.
+    pub mean: f64,
+    /// stdev: standard deviation.
+    pub stdev: f64,
+    /// p50: median.
+    pub p50: f64,
+    /// p75: 75th percentile.
+    pub p75: f64,
+    /// p90: 90th percentile.
+    pub p90: f64,
+    /// p99: 99th percentile.
+    pub p99: f64,
+    /// p99_9: 99.9th percentile.
+    pub p99_9: f64,
+    /// p99_99: 99.99th percentile.
+    pub p99_99: f64,
+    /// max: slowest.
+    pub max: f64,
+}
+
+impl LatencySummary {
+    /// from_histogram summarises a microsecond histogram (all zeros when it is empty).
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let ms = |us: u64| us as f64 / 1000.0;
+        let q = |p: f64| ms(h.value_at_quantile(p));
+        LatencySummary {
+            min: ms(h.min()),
+            mean: h.mean() / 1000.0,
+            stdev: h.stdev() / 1000.0,
+            p50: q(0.50),
+            p75: q(0.75),
+            p90: q(0.90),
+            p99: q(0.99),
+            p99_9: q(0.999),
+            p99_99: q(0.9999),
+            max: ms(h.max()),
+        }
+    }
+}
+
+/// encode_histogram serialises a histogram as base64 of the V2 deflate format, which
+/// HdrHistogram libraries in every language can decode and merge.
+pub fn encode_histogram(h: &Histogram<u64>) -> String {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Serializer as _;
+    let mut buf = Vec::new();
+    let mut ser = hdrhistogram::serialization::V2DeflateSerializer::new();
+    match ser.serialize(h, &mut buf) {
+        Ok(_) => base64::engine::general_purpose::STANDARD.encode(&buf),
+        Err(_) => String::new(),
+    }
+}
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -1,0 +1,296 @@
+//! When the next request goes out: one [`Pacer`] abstraction for every load model.
+//!
+//! Modelled on vegeta's `Pacer` (`Pace(elapsed, hits) -> (wait, stop)`): the worker loop asks
+//! the pacer, after each request, what to do next. The closed model answers "now" (or "idle
+//! until the ramp reaches you"); the open model answers "hit N is due at time T", and the loop
+//! measures latency from T even when it could only send later. Ramps (k6-style stages) are a
+//! piecewise-linear [`Profile`] shared by both models, so adding a new shape means adding a
+//! profile, not another loop.
+//!
+//! Pacers are pure functions of (elapsed, hits, lane): the tests inject times, nothing sleeps.
+
+use std::time::Duration;
+
+use crate::config::Stage;
+
+/// Pace is a pacer's answer to "what next?".
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Now: send immediately; latency counts from the actual send (closed model).
+    Now,
+    /// Due: the hit is due at this offset from the start. Wait until then if it is in the
+    /// future; if it is already past, send at once and still time it from this offset.
+    Due(Duration),
+    /// Idle: this lane has nothing to do until this offset (a closed-model ramp); ask again then.
+    Idle(Duration),
+    /// Stop: the schedule is over for this lane.
+    Stop,
+}
+
+/// Pacer defines when the hits of one worker thread go out.
+///
+/// `hits` is how many hits this thread has already claimed; `lane` is the global index of the
+/// asking VU/connection. Implementations must be cheap: this is called once per request.
+pub trait Pacer {
+    /// pace returns what the lane should do next, given the time since start and hits so far.
+    fn pace(&self, elapsed: Duration, hits: u64, lane: u32) -> Pace;
+}
+
+/// Segment is one linear leg of a [`Profile`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Segment {
+    start: f64,
+    dur: f64,
+    from: f64,
+    to: f64,
+    /// Integral of the profile up to `start` (hits before this leg, for rates).
+    before: f64,
+}
+
+impl Segment {
+    fn value_at(&self, t: f64) -> f64 {
+        if self.dur.is_infinite() || self.from == self.to {
+            return self.from;
+        }
+        self.from + (self.to - self.from) * ((t - self.start) / self.dur).clamp(0.0, 1.0)
+    }
+
+    /// Integral of the leg from its start to `start + tau`.
+    fn area(&self, tau: f64) -> f64 {
+        if self.dur.is_infinite() || self.from == self.to {
+            return self.from * tau;
+        }
+        self.from * tau + (self.to - self.from) * tau * tau / (2.0 * self.dur)
+    }
+
+    fn end(&self) -> f64 {
+        self.start + self.dur
+    }
+}
+
+/// Profile is a piecewise-linear function of time: VUs for the closed model, requests per
+/// second for the open one. Stages ramp from 0 at time 0, like k6's ramping executors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    segments: Vec<Segment>,
+}
+
+impl Profile {
+    /// constant is a flat profile at `value` that never ends by itself.
+    pub fn constant(value: f64) -> Profile {
+        Profile {
+            segments: vec![Segment {
+                start: 0.0,
+                dur: f64::INFINITY,
+                from: value,
+                to: value,
+                before: 0.0,
+            }],
+        }
+    }
+
+    /// from_stages ramps linearly from 0 through each stage's target; it ends with the last stage.
+    pub fn from_stages(stages: &[Stage]) -> Profile {
+        let mut segments = Vec::with_capacity(stages.len());
+        let (mut start, mut from, mut before) = (0.0, 0.0, 0.0);
+        for s in stages {
+            let seg = Segment {
+                start,
+                dur: s.duration_s,
+                from,
+                to: s.target,
+                before,
+            };
+            before += seg.area(seg.dur);
+            start += s.duration_s;
+            from = s.target;
+            segments.push(seg);
+        }
+        Profile { segments }
+    }
+
+    /// end is when the profile stops (None when it runs until another limit stops it).
+    pub fn end(&self) -> Option<Duration> {
+        let e = self.segments.last().map_or(0.0, Segment::end);
+        e.is_finite().then(|| Duration::from_secs_f64(e))
+    }
+
+    /// peak is the largest value the profile reaches.
+    pub fn peak(&self) -> f64 {
+        self.segments
+            .iter()
+            .map(|s| s.from.max(s.to))
+            .fold(0.0, f64::max)
+    }
+
+    fn segment_at(&self, t: f64) -> Option<&Segment> {
+        self.segments
+            .iter()
+            .find(|s| t < s.end())
+            .or(self.segments.last())
+    }
+
+    /// value is the profile at `t` seconds (the last target after the end).
+    pub fn value(&self, t: f64) -> f64 {
+        match self.segment_at(t) {
+            Some(s) if t < s.end() => s.value_at(t),
+            Some(s) => s.to,
+            None => 0.0,
+        }
+    }
+
+    /// cumulative is the integral from 0 to `t`: for a rate profile, the hits due by `t`.
+    pub fn cumulative(&self, t: f64) -> f64 {
+        match self.segment_at(t) {
+            Some(s) => s.before + s.area((t.min(s.end()) - s.start).max(0.0)),
+            None => 0.0,
+        }
+    }
+
+    /// time_of is the first time the cumulative reaches `h` (when hit number `h` is due),
+    /// or None if the profile ends first. It inverts the integral of each leg in closed form.
+    pub fn time_of(&self, h: f64) -> Option<f64> {
+        for s in &self.segments {
+            let total = s.area(s.dur);
+            if h > s.before + total {
+                continue;
+            }
+            let need = h - s.before;
+            if need <= 0.0 {
+                return Some(s.start);
+            }
+            let tau = if s.dur.is_infinite() || s.from == s.to {
+                if s.from <= 0.0 {
+                    continue;
+                }
+                need / s.from
+            } else {
+                // Solve from*tau + a*tau^2 = need with a = (to-from)/(2 dur); this form stays
+                // stable when `a` is tiny or negative.
+                let a = (s.to - s.from) / (2.0 * s.dur);
+                let disc = (s.from * s.from + 4.0 * a * need).max(0.0);
+                2.0 * need / (s.from + disc.sqrt())
+            };
+            return Some(s.start + tau.min(s.dur));
+        }
+        None
+    }
+
+    /// next_above is the first time at or after `t` when the profile exceeds `level`
+    /// (when closed-model VU number `level` becomes active), or None if it never does.
+    pub fn next_above(&self, level: f64, t: f64) -> Option<f64> {
+        for s in self.segments.iter().filter(|s| s.end() > t) {
+            let t0 = t.max(s.start);
+            if s.value_at(t0) > level {
+                return Some(t0);
+            }
+            if s.to > level && s.to > s.from && !s.dur.is_infinite() {
+                let cross = s.start + (level - s.from) / (s.to - s.from) * s.dur;
+                // Just past the crossing, where the value is strictly above `level`.
+                let after = cross + s.dur * 1e-9 + 1e-9;
+                return Some(after.max(t0).min(s.end()));
+            }
+        }
+        None
+    }
+}
+
+/// Stride maps a thread's local hit numbers onto the global schedule: thread `offset` of
+/// `stride` owns global hits `offset, offset+stride, ...`, so threads interleave evenly and a
+/// request limit splits exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stride {
+    /// stride: the number of worker threads.
+    pub stride: u64,
+    /// offset: this thread's index.
+    pub offset: u64,
+}
+
+impl Stride {
+    fn global(&self, hits: u64) -> u64 {
+        hits.saturating_mul(self.stride).saturating_add(self.offset)
+    }
+}
+
+/// OpenPacer schedules hits by a rate profile: global hit `j` is due when the integral of the
+/// rate reaches `j` (so a constant rate R sends hit j at j/R).
+#[derive(Debug, Clone)]
+pub struct OpenPacer {
+    /// rate: requests per second over time.
+    pub rate: Profile,
+    /// end: no hit is due at or after this offset, in seconds.
+    pub end: Option<f64>,
+    /// limit: total requests over all threads.
+    pub limit: Option<u64>,
+    /// stride: this thread's share.
+    pub stride: Stride,
+}
+
+impl Pacer for OpenPacer {
+    fn pace(&self, _elapsed: Duration, hits: u64, _lane: u32) -> Pace {
+        let global = self.stride.global(hits);
+        if self.limit.is_some_and(|n| global >= n) {
+            return Pace::Stop;
+        }
+        match self.rate.time_of(global as f64) {
+            Some(t) if self.end.is_none_or(|e| t < e) => Pace::Due(Duration::from_secs_f64(t)),
+            _ => Pace::Stop,
+        }
+    }
+}
+
+/// ClosedPacer runs VUs back to back: a VU whose index is below the VU profile sends now,
+/// the others idle until the ramp reaches them.
+#[derive(Debug, Clone)]
+pub struct ClosedPacer {
+    /// vus: the number of active VUs over time.
+    pub vus: Profile,
+    /// end: nothing is sent at or after this offset, in seconds.
+    pub end: Option<f64>,
+    /// limit: total requests over all threads.
+    pub limit: Option<u64>,
+    /// stride: this thread's share.
+    pub stride: Stride,
+}
+
+impl Pacer for ClosedPacer {
+    fn pace(&self, elapsed: Duration, hits: u64, lane: u32) -> Pace {
+        let t = elapsed.as_secs_f64();
+        if self.limit.is_some_and(|n| self.stride.global(hits) >= n)
+            || self.end.is_some_and(|e| t >= e)
+        {
+            return Pace::Stop;
+        }
+        let level = f64::from(lane);
+        if self.vus.value(t) > level {
+            return Pace::Now;
+        }
+        match self.vus.next_above(level, t) {
+            Some(at) if self.end.is_none_or(|e| at < e) => Pace::Idle(Duration::from_secs_f64(at)),
+            _ => Pace::Stop,
+        }
+    }
+}
+
+/// AnyPacer is the pacer a worker runs: one enum rather than a trait object, so the hot path
+/// stays a direct call.
+#[derive(Debug, Clone)]
+pub enum AnyPacer {
+    /// Closed: VUs back to back.
+    Closed(ClosedPacer),
+    /// Open: hits on a rate schedule.
+    Open(OpenPacer),
+}
+
+impl Pacer for AnyPacer {
+    fn pace(&self, elapsed: Duration, hits: u64, lane: u32) -> Pace {
+        match self {
+            AnyPacer::Closed(p) => p.pace(elapsed, hits, lane),
+            AnyPacer::Open(p) => p.pace(elapsed, hits, lane),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "pacer_tests.rs"]
+mod tests;

@@ -1,0 +1,352 @@
+//! What a run produced: the [`Report`] (the `--json` document) and per-interval snapshots.
+//!
+//! The JSON shape is a contract with the Python package (docs/schema/result.schema.json);
+//! fields may be added, never renamed or removed.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::{Checked, Model};
+use crate::metrics::{encode_histogram, ErrorCounts, IntervalData, LatencySummary, Totals};
+use crate::usage::CpuTimes;
+
+/// REPORT_VERSION is the version of the report document's shape.
+pub const REPORT_VERSION: u32 = 1;
+
+/// SATURATED_ACHIEVED is the share of the intended rate below which the generator is called
+/// saturated.
+pub const SATURATED_ACHIEVED: f64 = 0.95;
+
+/// SATURATED_BUSY is the worker CPU busy ratio above which the generator is called saturated.
+pub const SATURATED_BUSY: f64 = 0.9;
+
+/// IntervalSnapshot is the run's state over one reporting interval, merged over threads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntervalSnapshot {
+    /// t_s: end of the interval, seconds since the start.
+    pub t_s: f64,
+    /// warmup: the interval overlaps the warmup (excluded from the summary).
+    pub warmup: bool,
+    /// requests: responses received in the interval.
+    pub requests: u64,
+    /// errors: failed requests in the interval (all classes).
+    pub errors: u64,
+    /// p50_ms: median latency.
+    pub p50_ms: f64,
+    /// p90_ms: 90th percentile latency.
+    pub p90_ms: f64,
+    /// p99_ms: 99th percentile latency.
+    pub p99_ms: f64,
+    /// max_ms: slowest response.
+    pub max_ms: f64,
+    /// active_connections: connections open at the end of the interval.
+    pub active_connections: u64,
+    /// intended_rate: open model: the schedule's rate over the interval.
+    pub intended_rate: Option<f64>,
+    /// achieved_rate: requests sent per second in the interval.
+    pub achieved_rate: f64,
+    /// send_lag_ms: the worst lag between intended and actual send.
+    pub send_lag_ms: f64,
+    /// bytes_in: bytes received in the interval.
+    pub bytes_in: u64,
+}
+
+impl IntervalSnapshot {
+    /// from_data builds a snapshot of interval `[t0, t1]` from merged thread data.
+    pub fn from_data(
+        d: &IntervalData,
+        t0: f64,
+        t1: f64,
+        warmup: bool,
+        intended_rate: Option<f64>,
+    ) -> Self {
+        let len = (t1 - t0).max(1e-9);
+        let h = &d.latency;
+        let q = |p: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(p) as f64 / 1000.0
+            }
+        };
+        IntervalSnapshot {
+            t_s: t1,
+            warmup,
+            requests: d.requests,
+            errors: d.errors,
+            p50_ms: q(0.5),
+            p90_ms: q(0.9),
+            p99_ms: q(0.99),
+            max_ms: if h.is_empty() {
+                0.0
+            } else {
+                h.max() as f64 / 1000.0
+            },
+            active_connections: d.active_connections,
+            intended_rate,
+            achieved_rate: d.sends as f64 / len,
+            send_lag_ms: d.max_send_lag_us as f64 / 1000.0,
+            bytes_in: d.bytes_in,
+        }
+    }
+}
+
+/// NameReport is the summary of one request name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NameReport {
+    /// requests: responses received.
+    pub requests: u64,
+    /// errors: failed requests.
+    pub errors: u64,
+    /// latency_ms: latency distribution.
+    pub latency_ms: LatencySummary,
+}
+
+/// Generator is the self-check: did redline keep up, or do the numbers describe redline?
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Generator {
+    /// cpu_s: process CPU time during the run (user + sys).
+    pub cpu_s: f64,
+    /// user_s: process user CPU time.
+    pub user_s: f64,
+    /// sys_s: process system CPU time.
+    pub sys_s: f64,
+    /// worker_cpu_s: CPU time of the worker threads alone.
+    pub worker_cpu_s: f64,
+    /// busy_ratio: worker CPU / (threads x wall time).
+    pub busy_ratio: f64,
+    /// intended_rate: open model: the schedule's average rate after warmup.
+    pub intended_rate: Option<f64>,
+    /// achieved_rate: open model: requests actually sent per second after warmup.
+    pub achieved_rate: Option<f64>,
+    /// late_sends: open model: requests sent later than their intended time.
+    pub late_sends: u64,
+    /// max_send_lag_ms: the worst send lag.
+    pub max_send_lag_ms: f64,
+    /// cpu_us_per_request: process CPU per completed request, microseconds.
+    pub cpu_us_per_request: Option<f64>,
+    /// saturated: achieved < 95% of intended, or busy_ratio > 0.9.
+    pub saturated: bool,
+    /// verdict: the self-check in words.
+    pub verdict: String,
+}
+
+/// Histograms are the final latency histograms, base64 HdrHistogram V2 (deflate), µs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Histograms {
+    /// latency: corrected latency.
+    pub latency: String,
+    /// uncorrected: open model service time.
+    pub uncorrected: Option<String>,
+}
+
+/// Report is the full result of a run: the summary, the time series and the self-check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// version: the document's shape version.
+    pub version: u32,
+    /// url: the target URL.
+    pub url: String,
+    /// method: the HTTP method.
+    pub method: String,
+    /// model: "closed" or "open".
+    pub model: &'static str,
+    /// threads: worker threads used.
+    pub threads: u32,
+    /// connections: closed: peak VUs; open: peak pool size.
+    pub connections: u64,
+    /// interrupted: the run was stopped before its end.
+    pub interrupted: bool,
+    /// duration_s: measured wall time after warmup.
+    pub duration_s: f64,
+    /// requests: responses received after warmup.
+    pub requests: u64,
+    /// rps: requests per second.
+    pub rps: f64,
+    /// bytes_in: bytes received.
+    pub bytes_in: u64,
+    /// bytes_out: bytes sent.
+    pub bytes_out: u64,
+    /// transfer_in_per_s: bytes received per second.
+    pub transfer_in_per_s: f64,
+    /// status_codes: responses by status code.
+    pub status_codes: BTreeMap<String, u64>,
+    /// non_2xx: responses whose status is not 2xx.
+    pub non_2xx: u64,
+    /// errors: failures by class.
+    pub errors: ErrorCounts,
+    /// errors_total: sum of `errors`.
+    pub errors_total: u64,
+    /// connects: TCP connects made over the run, reconnects included.
+    pub connects: u64,
+    /// latency_ms: corrected latency (from the intended send in the open model).
+    pub latency_ms: LatencySummary,
+    /// uncorrected_latency_ms: open model service time from the actual send.
+    pub uncorrected_latency_ms: Option<LatencySummary>,
+    /// per_name: statistics per request name.
+    pub per_name: BTreeMap<String, NameReport>,
+    /// timeseries: one snapshot per interval, warmup included.
+    pub timeseries: Vec<IntervalSnapshot>,
+    /// generator: the self-check.
+    pub generator: Generator,
+    /// histograms: mergeable final histograms.
+    pub histograms: Histograms,
+}
+
+/// RunFacts is everything the coordinator gathered, from which the report is built.
+#[derive(Debug)]
+pub struct RunFacts<'a> {
+    /// cfg: the checked configuration.
+    pub cfg: &'a Checked,
+    /// names: request names, indexed like the per-name totals.
+    pub names: &'a [String],
+    /// totals: merged totals of all threads.
+    pub totals: Totals,
+    /// process_cpu: process CPU during the run.
+    pub process_cpu: CpuTimes,
+    /// worker_cpu: CPU of the worker threads.
+    pub worker_cpu: CpuTimes,
+    /// wall_s: whole run wall time.
+    pub wall_s: f64,
+    /// measured_s: wall time after warmup.
+    pub measured_s: f64,
+    /// intended_hits: open model: hits the schedule wanted after warmup.
+    pub intended_hits: Option<f64>,
+    /// interrupted: stopped by the RunControl.
+    pub interrupted: bool,
+    /// timeseries: the snapshots.
+    pub timeseries: Vec<IntervalSnapshot>,
+}
+
+fn per_second(n: f64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n / secs
+    } else {
+        0.0
+    }
+}
+
+/// build_report turns the gathered facts into the report.
+pub fn build_report(f: RunFacts<'_>) -> Report {
+    let t = &f.totals;
+    let status_codes = t
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(code, &n)| (code.to_string(), n))
+        .collect();
+    let non_2xx = t
+        .status
+        .iter()
+        .enumerate()
+        .filter(|(c, _)| !(200..300).contains(c))
+        .map(|(_, &n)| n)
+        .sum();
+    let per_name = f
+        .names
+        .iter()
+        .zip(t.per_name.iter())
+        .map(|(name, s)| {
+            let r = NameReport {
+                requests: s.requests,
+                errors: s.errors,
+                latency_ms: LatencySummary::from_histogram(&s.latency),
+            };
+            (name.clone(), r)
+        })
+        .collect();
+    let connections = match f.cfg.model {
+        Model::Closed => f.cfg.profile.peak().ceil() as u64,
+        Model::Open => t.peak_connections,
+    };
+    Report {
+        version: REPORT_VERSION,
+        url: f.cfg.url.clone(),
+        method: f.cfg.method.clone(),
+        model: match f.cfg.model {
+            Model::Closed => "closed",
+            Model::Open => "open",
+        },
+        threads: f.cfg.threads,
+        connections,
+        interrupted: f.interrupted,
+        duration_s: f.measured_s,
+        requests: t.requests,
+        rps: per_second(t.requests as f64, f.measured_s),
+        bytes_in: t.bytes_in,
+        bytes_out: t.bytes_out,
+        transfer_in_per_s: per_second(t.bytes_in as f64, f.measured_s),
+        status_codes,
+        non_2xx,
+        errors: t.errors,
+        errors_total: t.errors.total(),
+        connects: t.connects,
+        latency_ms: LatencySummary::from_histogram(&t.latency),
+        uncorrected_latency_ms: t.uncorrected.as_ref().map(LatencySummary::from_histogram),
+        per_name,
+        generator: generator(&f),
+        histograms: Histograms {
+            latency: encode_histogram(&t.latency),
+            uncorrected: t.uncorrected.as_ref().map(encode_histogram),
+        },
+        timeseries: f.timeseries,
+    }
+}
+
+fn generator(f: &RunFacts<'_>) -> Generator {
+    let t = &f.totals;
+    let busy = per_second(f.worker_cpu.total_s(), f64::from(f.cfg.threads) * f.wall_s);
+    let intended = f.intended_hits.map(|h| per_second(h, f.measured_s));
+    let achieved = intended.map(|_| per_second(t.sends as f64, f.measured_s));
+    let short =
+        matches!((intended, achieved), (Some(i), Some(a)) if i > 0.0 && a < SATURATED_ACHIEVED * i);
+    let busy_hot = busy > SATURATED_BUSY;
+    let mut reasons = Vec::new();
+    if let (true, Some(i), Some(a)) = (short, intended, achieved) {
+        let pool_full = t.peak_connections >= u64::from(f.cfg.max_connections);
+        let why = if pool_full && !busy_hot {
+            format!(
+                "all {} connections were busy (raise max_connections or the server is too slow)",
+                f.cfg.max_connections
+            )
+        } else {
+            "the generator fell behind".to_string()
+        };
+        reasons.push(format!(
+            "sent {a:.1} req/s of {i:.1} intended ({:.0}%): {why}",
+            100.0 * a / i
+        ));
+    }
+    if busy_hot {
+        reasons.push(format!(
+            "worker threads were {:.0}% busy: the numbers may describe redline, not the server (add threads or move the generator)",
+            100.0 * busy
+        ));
+    }
+    let verdict = if reasons.is_empty() {
+        format!(
+            "generator kept up: workers {:.0}% busy, worst send lag {:.1} ms",
+            100.0 * busy,
+            t.max_send_lag_us as f64 / 1000.0
+        )
+    } else {
+        format!("generator saturated: {}", reasons.join("; "))
+    };
+    Generator {
+        cpu_s: f.process_cpu.total_s(),
+        user_s: f.process_cpu.user.as_secs_f64(),
+        sys_s: f.process_cpu.sys.as_secs_f64(),
+        worker_cpu_s: f.worker_cpu.total_s(),
+        busy_ratio: busy,
+        intended_rate: intended,
+        achieved_rate: achieved,
+        late_sends: t.late_sends,
+        max_send_lag_ms: t.max_send_lag_us as f64 / 1000.0,
+        cpu_us_per_request: (t.requests > 0)
+            .then(|| f.process_cpu.total_s() * 1e6 / t.requests as f64),
+        saturated: short || busy_hot,
+        verdict,
+    }
+}

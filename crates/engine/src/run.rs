@@ -1,0 +1,321 @@
+//! Running a load test: [`run`] starts the worker threads, merges their per-interval metrics,
+//! hands each merged snapshot to the caller, and builds the [`Report`] at the end.
+//!
+//! The coordinator is the only place where threads meet, and only once per interval: workers
+//! send their interval data over a channel (the seam between measuring and showing), the
+//! coordinator merges and calls `on_interval` on the caller's thread.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::{Checked, Model, RunConfig};
+use crate::error::EngineError;
+use crate::metrics::{IntervalData, Totals};
+use crate::plan::Plan;
+use crate::report::{build_report, IntervalSnapshot, Report, RunFacts};
+use crate::usage::CpuTimes;
+use crate::worker::{run_thread, Job, Msg};
+
+/// PREFLIGHT_TIMEOUT bounds the preflight connect.
+pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// RunControl is a shared handle to stop a run early (Ctrl-C); share it in an `Arc`.
+#[derive(Debug, Default)]
+pub struct RunControl {
+    stopped: AtomicBool,
+}
+
+impl RunControl {
+    /// new makes a handle that has not been stopped.
+    pub fn new() -> Self {
+        RunControl {
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// stop asks the run to stop; workers notice within a few tens of milliseconds and the
+    /// report of what ran still comes back (with `interrupted: true`).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// is_stopped says whether `stop` was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+}
+
+/// run is a blocking load test: it spawns the worker threads, calls `on_interval` from the
+/// calling thread once per interval with the merged snapshot, and returns the report when
+/// the run ends (duration or count reached, or stopped through `control`).
+pub fn run(
+    config: RunConfig,
+    control: Arc<RunControl>,
+    on_interval: &mut dyn FnMut(&IntervalSnapshot),
+) -> Result<Report, EngineError> {
+    let cfg = Arc::new(config.check()?);
+    let addr = resolve(&cfg)?;
+    let internal = Arc::new(RunControl::new());
+    let (tx, rx) = mpsc::channel();
+    let cpu0 = CpuTimes::process();
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for index in 0..cfg.threads {
+        let job = Job {
+            index,
+            cfg: cfg.clone(),
+            addr,
+            start,
+            control: internal.clone(),
+        };
+        let tx = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("redline-w{index}"))
+            .spawn(move || run_thread(job, tx));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                internal.stop();
+                return Err(EngineError::Io(format!(
+                    "cannot start worker thread {index}: {e}"
+                )));
+            }
+        }
+    }
+    drop(tx);
+    let mut c = Coordinator::new(&cfg, start);
+    c.collect(&rx, &handles, &control, &internal, on_interval)?;
+    for h in handles {
+        let _ = h.join();
+    }
+    let process_cpu = CpuTimes::process().since(&cpu0);
+    Ok(c.finish(process_cpu))
+}
+
+/// resolve looks the host up and, when asked, proves it reachable with one TCP connect.
+fn resolve(cfg: &Checked) -> Result<SocketAddr, EngineError> {
+    let t = &cfg.target;
+    let addrs: Vec<SocketAddr> = (t.host.as_str(), t.port)
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Unreachable(format!("cannot resolve {}: {e}", t.host)))?
+        .collect();
+    let first = *addrs
+        .first()
+        .ok_or_else(|| EngineError::Unreachable(format!("{} has no address", t.host)))?;
+    if !cfg.preflight {
+        return Ok(first);
+    }
+    let wait = cfg.timeout.min(PREFLIGHT_TIMEOUT);
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, wait) {
+            Ok(_) => return Ok(*a),
+            Err(e) => last = Some(e),
+        }
+    }
+    let why = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
+    Err(EngineError::Unreachable(format!(
+        "cannot connect to {}:{}: {why}",
+        t.host, t.port
+    )))
+}
+
+/// Pending is an interval being merged: how many threads reported it, and their sum.
+struct Pending {
+    got: u32,
+    t_end_s: f64,
+    data: IntervalData,
+}
+
+/// Coordinator merges worker messages into snapshots and totals.
+struct Coordinator<'a> {
+    cfg: &'a Checked,
+    names: Vec<String>,
+    start: Instant,
+    pending: BTreeMap<u64, Pending>,
+    /// Per thread: None while running, Some(last interval index) once done.
+    done: Vec<Option<Option<u64>>>,
+    totals: Option<Totals>,
+    worker_cpu: CpuTimes,
+    ended: Instant,
+    interrupted: bool,
+    timeseries: Vec<IntervalSnapshot>,
+}
+
+impl<'a> Coordinator<'a> {
+    fn new(cfg: &'a Checked, start: Instant) -> Self {
+        Coordinator {
+            cfg,
+            names: Plan::single_request(cfg).names,
+            start,
+            pending: BTreeMap::new(),
+            done: vec![None; cfg.threads as usize],
+            totals: None,
+            worker_cpu: CpuTimes::default(),
+            ended: start,
+            interrupted: false,
+            timeseries: Vec::new(),
+        }
+    }
+
+    fn collect(
+        &mut self,
+        rx: &Receiver<Msg>,
+        handles: &[JoinHandle<()>],
+        control: &RunControl,
+        internal: &RunControl,
+        on_interval: &mut dyn FnMut(&IntervalSnapshot),
+    ) -> Result<(), EngineError> {
+        while self.done.iter().any(Option::is_none) {
+            if control.is_stopped() {
+                internal.stop();
+            }
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok(msg) => self.handle(msg, internal)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            self.emit_ready(on_interval);
+            for (i, h) in handles.iter().enumerate() {
+                if h.is_finished() && self.done[i].is_none() {
+                    // Drain what it sent before deciding it died.
+                    while let Ok(msg) = rx.try_recv() {
+                        self.handle(msg, internal)?;
+                    }
+                    if self.done[i].is_none() {
+                        internal.stop();
+                        return Err(EngineError::Internal(format!("worker thread {i} died")));
+                    }
+                }
+            }
+        }
+        self.emit_ready(on_interval);
+        let rest: Vec<u64> = self.pending.keys().copied().collect();
+        for k in rest {
+            self.emit(k, on_interval);
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, msg: Msg, internal: &RunControl) -> Result<(), EngineError> {
+        match msg {
+            Msg::Interval {
+                index,
+                t_end_s,
+                data,
+                ..
+            } => match self.pending.get_mut(&index) {
+                Some(p) => {
+                    p.got += 1;
+                    p.t_end_s = p.t_end_s.max(t_end_s);
+                    p.data.merge(&data);
+                }
+                None => {
+                    self.pending.insert(
+                        index,
+                        Pending {
+                            got: 1,
+                            t_end_s,
+                            data,
+                        },
+                    );
+                }
+            },
+            Msg::Done {
+                thread,
+                last_index,
+                totals,
+                cpu,
+                ended,
+                stopped,
+            } => {
+                self.done[thread as usize] = Some(last_index);
+                match self.totals.as_mut() {
+                    Some(t) => t.merge(&totals),
+                    None => self.totals = Some(*totals),
+                }
+                self.worker_cpu = self.worker_cpu.add(&cpu);
+                self.ended = self.ended.max(ended);
+                self.interrupted |= stopped;
+            }
+            Msg::Failed { thread, error } => {
+                internal.stop();
+                return Err(EngineError::Io(format!("worker thread {thread}: {error}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// expected is how many threads will report interval `k`: the running ones, and the
+    /// finished ones that got that far.
+    fn expected(&self, k: u64) -> u32 {
+        let reports = |d: &&Option<Option<u64>>| match d {
+            None => true,
+            Some(last) => last.is_some_and(|l| l >= k),
+        };
+        self.done.iter().filter(reports).count() as u32
+    }
+
+    fn emit_ready(&mut self, on_interval: &mut dyn FnMut(&IntervalSnapshot)) {
+        while let Some((&k, p)) = self.pending.first_key_value() {
+            if p.got < self.expected(k) {
+                break;
+            }
+            self.emit(k, on_interval);
+        }
+    }
+
+    fn emit(&mut self, k: u64, on_interval: &mut dyn FnMut(&IntervalSnapshot)) {
+        let Some(p) = self.pending.remove(&k) else {
+            return;
+        };
+        let step = self.cfg.interval.as_secs_f64();
+        let t0 = step * k as f64;
+        let t1 = p.t_end_s.max(t0);
+        let warmup = t0 < self.cfg.warmup.as_secs_f64();
+        let intended = self.intended_hits(t0, t1).map(|h| h / (t1 - t0).max(1e-9));
+        let snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended);
+        on_interval(&snap);
+        self.timeseries.push(snap);
+    }
+
+    /// intended_hits is, in the open model, how many hits the schedule wanted in [t0, t1].
+    fn intended_hits(&self, t0: f64, t1: f64) -> Option<f64> {
+        if self.cfg.model != Model::Open {
+            return None;
+        }
+        let end = self.cfg.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
+        let limit = self.cfg.requests.map_or(f64::INFINITY, |n| n as f64);
+        let c = |t: f64| self.cfg.profile.cumulative(t.min(end)).min(limit);
+        Some((c(t1) - c(t0)).max(0.0))
+    }
+
+    fn finish(self, process_cpu: CpuTimes) -> Report {
+        let wall_s = self.ended.duration_since(self.start).as_secs_f64();
+        let warm = self.cfg.warmup.as_secs_f64();
+        let measured_s = (wall_s - warm).max(0.0);
+        let intended_hits = self.intended_hits(warm, wall_s);
+        let highest = u64::try_from(self.cfg.timeout.as_micros()).unwrap_or(u64::MAX);
+        let open = self.cfg.model == Model::Open;
+        let totals = self
+            .totals
+            .unwrap_or_else(|| Totals::new(highest, self.names.len(), open));
+        build_report(RunFacts {
+            cfg: self.cfg,
+            names: &self.names,
+            totals,
+            process_cpu,
+            worker_cpu: self.worker_cpu,
+            wall_s,
+            measured_s,
+            intended_hits,
+            interrupted: self.interrupted,
+            timeseries: self.timeseries,
+        })
+    }
+}

@@ -1,0 +1,179 @@
+//! A tiny HTTP/1.1 server for the engine's integration tests: 127.0.0.1, port 0, its own
+//! thread and runtime, counting what it saw so tests can compare with what the engine reported.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Mode is how the test server answers.
+#[derive(Debug, Clone, Copy)]
+pub enum Mode {
+    /// Ok answers 200 after `delay`.
+    Ok { delay: Duration },
+    /// Stall holds requests arriving in [from, to) after the first request until `to`.
+    Stall { from: Duration, to: Duration },
+    /// Silent reads requests and never answers.
+    Silent,
+    /// Reset resets the connection (RST) after reading a request.
+    Reset,
+    /// Status answers every request with this status.
+    Status(u16),
+    /// Close answers with `Connection: close` and closes after each response.
+    Close,
+    /// Drop answers the first request of a connection, then closes it silently (no header).
+    Drop,
+}
+
+/// Seen is what the server observed.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub requests: AtomicU64,
+    pub connections: AtomicU64,
+}
+
+/// Server is a running test server; it stops when the test process ends.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub seen: Arc<Seen>,
+}
+
+impl Server {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.seen.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn connections(&self) -> u64 {
+        self.seen.connections.load(Ordering::SeqCst)
+    }
+}
+
+/// start runs a server in `mode` on its own thread.
+pub fn start(mode: Mode) -> Server {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let seen = Arc::new(Seen::default());
+    let s2 = seen.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+            tx.send(listener.local_addr().expect("addr"))
+                .expect("send addr");
+            let first: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
+            loop {
+                let Ok((sock, _)) = listener.accept().await else {
+                    continue;
+                };
+                s2.connections.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(serve(sock, mode, s2.clone(), first.clone()));
+            }
+        });
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("server started");
+    Server { addr, seen }
+}
+
+async fn serve(
+    mut sock: TcpStream,
+    mode: Mode,
+    seen: Arc<Seen>,
+    first: Arc<std::sync::OnceLock<Instant>>,
+) {
+    let _ = sock.set_nodelay(true);
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    // Rendered once per connection so the server allocates nothing per request (the
+    // allocation test shares this process).
+    let status = match mode {
+        Mode::Status(s) => s,
+        _ => 200,
+    };
+    let close = if matches!(mode, Mode::Close) {
+        "Connection: close\r\n"
+    } else {
+        ""
+    };
+    let resp = format!("HTTP/1.1 {status} X\r\n{close}Content-Length: 2\r\n\r\nok");
+    loop {
+        // One request head (the engine sends GETs without bodies here).
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        buf.drain(..end);
+        seen.requests.fetch_add(1, Ordering::SeqCst);
+        let t0 = *first.get_or_init(Instant::now);
+        match mode {
+            Mode::Ok { delay } => {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+            }
+            Mode::Stall { from, to } => {
+                let since = t0.elapsed();
+                if since >= from && since < to {
+                    tokio::time::sleep_until((t0 + to).into()).await;
+                }
+            }
+            Mode::Silent => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            Mode::Reset => {
+                reset(&sock);
+                return;
+            }
+            Mode::Status(_) | Mode::Close | Mode::Drop => {}
+        }
+        if sock.write_all(resp.as_bytes()).await.is_err()
+            || matches!(mode, Mode::Close | Mode::Drop)
+        {
+            return;
+        }
+    }
+}
+
+/// reset arranges for close to send an RST (SO_LINGER with a zero timeout).
+fn reset(sock: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: valid socket and a correctly sized linger struct.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+/// free_port returns a port nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}

@@ -1,0 +1,371 @@
+//! End-to-end runs of the engine against an in-test server on 127.0.0.1:0. Every run is
+//! bounded by a request count or a short duration; asserts compare the engine's report with
+//! what the server saw, with tolerances derived from the test's physics.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{start, Mode};
+use redline_engine::{run, EngineError, IntervalSnapshot, Report, RunConfig, RunControl};
+
+fn go(cfg: RunConfig) -> (Report, Vec<IntervalSnapshot>) {
+    let mut snaps = Vec::new();
+    let report = run(cfg, Arc::new(RunControl::new()), &mut |s| {
+        snaps.push(s.clone())
+    })
+    .expect("run succeeds");
+    (report, snaps)
+}
+
+fn cfg(url: String) -> RunConfig {
+    RunConfig {
+        url,
+        threads: Some(2),
+        interval_s: 0.25,
+        ..RunConfig::default()
+    }
+}
+
+#[test]
+fn closed_model_count_matches_what_the_server_saw() {
+    let server = start(Mode::Ok {
+        delay: Duration::ZERO,
+    });
+    let (r, snaps) = go(RunConfig {
+        connections: 8,
+        requests: Some(3000),
+        ..cfg(server.url("/hello?x=1"))
+    });
+    assert_eq!(r.requests, 3000);
+    assert_eq!(server.requests(), 3000, "server saw every request once");
+    assert_eq!(r.errors_total, 0);
+    assert_eq!(r.status_codes.get("200"), Some(&3000));
+    assert_eq!(r.connects, 8, "one keep-alive connection per VU");
+    assert_eq!(server.connections(), 8 + 1, "plus the preflight connect");
+    assert_eq!(r.per_name["GET /hello"].requests, 3000);
+    assert_eq!(
+        snaps.iter().map(|s| s.requests).sum::<u64>(),
+        3000,
+        "the time series adds up"
+    );
+    assert_eq!(
+        r.timeseries, snaps,
+        "the report carries the snapshots the callback saw"
+    );
+    assert!(r.latency_ms.min > 0.0 && r.latency_ms.max >= r.latency_ms.p50);
+    assert!(
+        r.uncorrected_latency_ms.is_none(),
+        "closed model: no separate service time"
+    );
+    assert!(!r.interrupted);
+    let json = serde_json::to_value(&r).expect("serialises");
+    assert_eq!(json["model"], "closed");
+    assert!(json["histograms"]["latency"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+}
+
+#[test]
+fn duration_run_loses_at_most_the_requests_in_flight() {
+    let server = start(Mode::Ok {
+        delay: Duration::from_millis(2),
+    });
+    let (r, _) = go(RunConfig {
+        connections: 4,
+        duration_s: Some(0.6),
+        ..cfg(server.url("/"))
+    });
+    let seen = server.requests();
+    // Requests in flight at the deadline reached the server but are not reported.
+    assert!(
+        seen >= r.requests && seen - r.requests <= 4,
+        "server {seen}, engine {}",
+        r.requests
+    );
+    assert!(r.requests > 0);
+    assert!(
+        (0.55..1.5).contains(&r.duration_s),
+        "duration {}",
+        r.duration_s
+    );
+}
+
+#[test]
+fn fixed_latency_shows_in_the_median() {
+    let delay = Duration::from_millis(20);
+    let server = start(Mode::Ok { delay });
+    let (r, _) = go(RunConfig {
+        connections: 4,
+        requests: Some(80),
+        ..cfg(server.url("/"))
+    });
+    assert_eq!(r.requests, 80);
+    // The server cannot answer faster than its delay; the slack covers timer granularity
+    // and a busy CI box.
+    assert!(
+        r.latency_ms.p50 >= 20.0 && r.latency_ms.p50 < 30.0,
+        "p50 {}",
+        r.latency_ms.p50
+    );
+    assert!(r.latency_ms.min >= 20.0, "min {}", r.latency_ms.min);
+}
+
+#[test]
+fn open_model_with_a_stalled_server_corrects_for_coordinated_omission() {
+    let server = start(Mode::Stall {
+        from: Duration::from_millis(500),
+        to: Duration::from_millis(1000),
+    });
+    let rate = 200.0;
+    let (r, _) = go(RunConfig {
+        rate: Some(rate),
+        requests: Some(300),
+        max_connections: Some(4),
+        ..cfg(server.url("/"))
+    });
+    assert_eq!(r.requests, 300);
+    assert_eq!(server.requests(), 300);
+    let corrected = r.latency_ms;
+    let uncorrected = r
+        .uncorrected_latency_ms
+        .expect("open model keeps service time");
+    // A third of the hits fall due in the 500 ms stall; timed from their intended start the
+    // top 10% waited at least ~350 ms, while the server served all but the 4 held ones fast.
+    assert!(corrected.p90 > 200.0, "corrected p90 {}", corrected.p90);
+    assert!(
+        uncorrected.p90 < 100.0,
+        "uncorrected p90 {}",
+        uncorrected.p90
+    );
+    assert!(corrected.p90 > uncorrected.p90 * 2.0);
+    assert!(
+        r.generator.late_sends > 0,
+        "hits had to wait for a connection"
+    );
+    assert!(r.connections <= 4, "pool capped, got {}", r.connections);
+}
+
+#[test]
+fn open_model_paces_at_the_rate() {
+    let server = start(Mode::Ok {
+        delay: Duration::ZERO,
+    });
+    let t0 = Instant::now();
+    let (r, _) = go(RunConfig {
+        rate: Some(400.0),
+        requests: Some(200),
+        ..cfg(server.url("/"))
+    });
+    let took = t0.elapsed().as_secs_f64();
+    assert_eq!(r.requests, 200);
+    assert_eq!(server.requests(), 200);
+    // Hit 199 is due at 199/400 s: the run cannot end sooner.
+    assert!(took >= 199.0 / 400.0, "took {took}");
+    assert!(r.generator.intended_rate.is_some());
+}
+
+#[test]
+fn stop_returns_promptly_with_a_report() {
+    let server = start(Mode::Ok {
+        delay: Duration::from_millis(1),
+    });
+    let control = Arc::new(RunControl::new());
+    let c2 = control.clone();
+    let t0 = Instant::now();
+    let mut stopped_at = None;
+    let r = run(
+        RunConfig {
+            connections: 4,
+            duration_s: Some(30.0),
+            interval_s: 0.1,
+            ..cfg(server.url("/"))
+        },
+        control,
+        &mut |_| {
+            if stopped_at.is_none() {
+                c2.stop();
+                stopped_at = Some(Instant::now());
+            }
+        },
+    )
+    .expect("run");
+    let after_stop = stopped_at.map(|s| s.elapsed()).unwrap_or_default();
+    assert!(r.interrupted);
+    assert!(r.requests > 0);
+    assert!(
+        after_stop < Duration::from_secs(2),
+        "stopping took {after_stop:?}"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "the 30 s run was cut short"
+    );
+}
+
+#[test]
+fn errors_are_classified() {
+    let silent = start(Mode::Silent);
+    let (r, _) = go(RunConfig {
+        connections: 2,
+        requests: Some(4),
+        timeout_s: 0.2,
+        ..cfg(silent.url("/"))
+    });
+    assert_eq!(
+        (r.errors.timeout, r.requests),
+        (4, 0),
+        "timeouts: {:?}",
+        r.errors
+    );
+
+    let reset = start(Mode::Reset);
+    let (r, _) = go(RunConfig {
+        connections: 2,
+        requests: Some(6),
+        ..cfg(reset.url("/"))
+    });
+    assert_eq!(r.errors.reset, 6, "resets: {:?}", r.errors);
+    assert_eq!(reset.requests(), 6);
+
+    let failing = start(Mode::Status(500));
+    let (r, _) = go(RunConfig {
+        connections: 2,
+        requests: Some(10),
+        ..cfg(failing.url("/"))
+    });
+    assert_eq!((r.errors.status, r.non_2xx, r.requests), (10, 10, 10));
+    assert_eq!(r.status_codes.get("500"), Some(&10));
+
+    let port = common::free_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let (r, _) = go(RunConfig {
+        connections: 2,
+        requests: Some(5),
+        preflight: false,
+        ..cfg(url.clone())
+    });
+    assert_eq!(r.errors.connect, 5, "refused: {:?}", r.errors);
+    match run(
+        RunConfig {
+            requests: Some(1),
+            ..cfg(url)
+        },
+        Arc::new(RunControl::new()),
+        &mut |_| {},
+    ) {
+        Err(EngineError::Unreachable(msg)) => assert!(msg.contains(&port.to_string()), "{msg}"),
+        other => panic!("preflight should fail, got {other:?}"),
+    }
+}
+
+#[test]
+fn reconnects_when_the_server_closes() {
+    for (label, mode) in [
+        ("connection: close", Mode::Close),
+        ("silent close", Mode::Drop),
+    ] {
+        let server = start(mode);
+        let (r, _) = go(RunConfig {
+            connections: 2,
+            requests: Some(40),
+            ..cfg(server.url("/"))
+        });
+        assert_eq!(
+            (r.requests, r.errors_total),
+            (40, 0),
+            "{label}: {:?}",
+            r.errors
+        );
+        assert_eq!(
+            server.requests(),
+            40,
+            "{label}: no request sent twice to the server"
+        );
+        // Each connection serves one response; a silently closed one is found dead (EOF)
+        // on reuse and the request is resent on a fresh connection, not counted as an error.
+        assert!(r.connects >= 40, "{label}: connects {}", r.connects);
+        assert_eq!(
+            server.connections(),
+            r.connects + 1,
+            "{label}: plus the preflight"
+        );
+    }
+}
+
+#[test]
+fn warmup_is_flagged_and_left_out_of_the_summary() {
+    let server = start(Mode::Ok {
+        delay: Duration::from_millis(1),
+    });
+    let (r, snaps) = go(RunConfig {
+        connections: 2,
+        duration_s: Some(1.0),
+        warmup_s: 0.5,
+        ..cfg(server.url("/"))
+    });
+    let warm: u64 = snaps.iter().filter(|s| s.warmup).map(|s| s.requests).sum();
+    assert!(
+        snaps.first().is_some_and(|s| s.warmup),
+        "first interval is warmup"
+    );
+    assert!(
+        snaps.last().is_some_and(|s| !s.warmup),
+        "last interval is measured"
+    );
+    assert!(warm > 0);
+    assert!(
+        r.requests < server.requests(),
+        "warmup requests are not in the summary"
+    );
+    assert!(
+        (0.45..1.0).contains(&r.duration_s),
+        "measured {} s after warmup",
+        r.duration_s
+    );
+}
+
+#[test]
+fn closed_stages_ramp_connections_up_and_down() {
+    let server = start(Mode::Ok {
+        delay: Duration::from_millis(2),
+    });
+    let stages = vec![
+        redline_engine::Stage {
+            duration_s: 0.4,
+            target: 6.0,
+        },
+        redline_engine::Stage {
+            duration_s: 0.4,
+            target: 6.0,
+        },
+        redline_engine::Stage {
+            duration_s: 0.4,
+            target: 0.0,
+        },
+    ];
+    let (r, snaps) = go(RunConfig {
+        stages: Some(stages),
+        interval_s: 0.2,
+        ..cfg(server.url("/"))
+    });
+    assert_eq!(r.connections, 6);
+    assert!(
+        r.connects <= 6,
+        "each VU keeps its connection, got {}",
+        r.connects
+    );
+    let peak = snaps
+        .iter()
+        .map(|s| s.active_connections)
+        .max()
+        .unwrap_or(0);
+    assert_eq!(peak, 6, "all VUs active on the plateau: {snaps:?}");
+    let first = snaps.first().map_or(0, |s| s.active_connections);
+    assert!(first < 6, "ramping up from 0, first interval had {first}");
+    assert!(
+        (1.1..2.5).contains(&snaps.last().map_or(0.0, |s| s.t_s)),
+        "ends with the stages"
+    );
+}

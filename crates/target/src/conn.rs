@@ -1,0 +1,629 @@
+//! One client connection: read, parse (pipelined) requests, apply their behaviour, answer.
+//!
+//! Hand-rolled on `httparse` rather than hyper's server because the target must misbehave on
+//! purpose (reset a connection, hang, stall) and must stay cheaper than the load generator it
+//! serves; see `server.rs` for the measurement behind the choice.
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BytesMut};
+use http::StatusCode;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::response::{self, Framing, Head, FILLER, FILLER_LEN};
+use crate::route::{Behaviour, Body, Route};
+use crate::server::Shared;
+use crate::sleep::Sleeper;
+
+/// MAX_HEAD is the largest request head accepted (431 beyond).
+const MAX_HEAD: usize = 64 * 1024;
+/// MAX_HEADERS is the most header lines parsed (431 beyond).
+const MAX_HEADERS: usize = 64;
+/// READ_CHUNK is how much room each read asks for.
+const READ_CHUNK: usize = 16 * 1024;
+/// FLUSH_AT is the output size at which a long body is written out mid-response.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// RequestBody is how a request's body is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RequestBody {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// Request is what the connection keeps from a parsed head (owned: the read buffer moves on).
+#[derive(Debug)]
+struct Request {
+    behaviour: Result<Behaviour, String>,
+    keep_alive: bool,
+    head_only: bool,
+    body: RequestBody,
+}
+
+/// Parsed is the outcome of looking at the read buffer.
+enum Parsed {
+    Request(Request, usize),
+    Partial,
+    Invalid(StatusCode, &'static str),
+}
+
+/// End is how a connection finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Close shuts the connection down in order.
+    Close,
+    /// Reset aborts it (RST) without answering.
+    Reset,
+    /// Hang keeps it open, unanswered, until the client leaves.
+    Hang,
+}
+
+/// serve runs one connection until the client leaves, asks to close, or a fault ends it.
+pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>, thread: usize) {
+    let _ = stream.set_nodelay(true);
+    let mut conn = Conn {
+        stream,
+        input: BytesMut::with_capacity(READ_CHUNK),
+        out: Vec::with_capacity(READ_CHUNK),
+        rng: SmallRng::from_rng(&mut rand::rng()),
+        sleeper: Sleeper::default(),
+        shared,
+        thread,
+    };
+    let end = conn.run().await.unwrap_or(End::Close);
+    match end {
+        End::Close => {
+            let _ = conn.stream.shutdown().await;
+        }
+        End::Reset => {
+            let _ = socket2::SockRef::from(&conn.stream).set_linger(Some(Duration::ZERO));
+        }
+        End::Hang => {
+            let mut sink = [0u8; 4096];
+            while let Ok(n) = conn.stream.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+struct Conn {
+    stream: TcpStream,
+    input: BytesMut,
+    out: Vec<u8>,
+    rng: SmallRng,
+    sleeper: Sleeper,
+    shared: Arc<Shared>,
+    thread: usize,
+}
+
+impl Conn {
+    /// run answers every complete request in the buffer, writes the batch, then reads more:
+    /// pipelined requests cost one write for all of them.
+    async fn run(&mut self) -> io::Result<End> {
+        let mut read_at = Instant::now();
+        loop {
+            loop {
+                match parse(&self.input) {
+                    Parsed::Request(request, used) => {
+                        self.input.advance(used);
+                        if let Some(end) = self.handle(request, read_at).await? {
+                            self.flush().await?;
+                            return Ok(end);
+                        }
+                    }
+                    Parsed::Partial => break,
+                    Parsed::Invalid(status, reason) => {
+                        self.simple(status, reason.as_bytes(), true);
+                        self.flush().await?;
+                        return Ok(End::Close);
+                    }
+                }
+            }
+            self.flush().await?;
+            if self.input.len() >= MAX_HEAD {
+                self.simple(
+                    StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                    b"request head too large\n",
+                    true,
+                );
+                self.flush().await?;
+                return Ok(End::Close);
+            }
+            if !self.read_more().await? {
+                return Ok(End::Close);
+            }
+            read_at = Instant::now();
+        }
+    }
+
+    /// handle consumes one request (head already parsed and consumed, body next) and queues its
+    /// answer; `Some(end)` stops the connection.
+    async fn handle(&mut self, request: Request, read_at: Instant) -> io::Result<Option<End>> {
+        match request.body {
+            RequestBody::None => {}
+            RequestBody::Length(n) => self.discard(n).await?,
+            RequestBody::Chunked => {
+                if !self.discard_chunked().await? {
+                    self.simple(StatusCode::BAD_REQUEST, b"bad chunked request body\n", true);
+                    return Ok(Some(End::Close));
+                }
+            }
+        }
+        let behaviour = match request.behaviour {
+            Ok(b) => b,
+            Err(reason) => {
+                self.counters_request();
+                let body = format!("{reason}\n");
+                self.simple(
+                    StatusCode::BAD_REQUEST,
+                    body.as_bytes(),
+                    !request.keep_alive,
+                );
+                return Ok((!request.keep_alive).then_some(End::Close));
+            }
+        };
+        if behaviour.route == Route::Stats {
+            let stats = self.shared.board.snapshot();
+            let body = format!(
+                "{{\"requests\": {}, \"connections\": {}}}\n",
+                stats.requests, stats.connections
+            );
+            self.reply(
+                StatusCode::OK,
+                "application/json",
+                body.as_bytes(),
+                &behaviour,
+                &request,
+            )
+            .await?;
+            return Ok((!request.keep_alive).then_some(End::Close));
+        }
+        self.counters_request();
+        if behaviour.reset > 0.0 && self.rng.random::<f64>() < behaviour.reset {
+            return Ok(Some(End::Reset));
+        }
+        if behaviour.hang {
+            return Ok(Some(End::Hang));
+        }
+        let work = self.wait(&behaviour, read_at).await?;
+        let status = if behaviour.injections.is_empty() {
+            StatusCode::OK
+        } else {
+            let draw = self.rng.random::<f64>();
+            behaviour.injections.pick(draw).unwrap_or(StatusCode::OK)
+        };
+        self.answer(status, work, &behaviour, &request).await?;
+        let close = behaviour.close || !request.keep_alive;
+        Ok(close.then_some(End::Close))
+    }
+
+    /// wait holds the answer until the stall window (if any) ends, then for the sampled latency,
+    /// both measured from when the request arrived (so pipelined requests do not queue behind
+    /// each other's delays); returns the sampled latency.
+    async fn wait(&mut self, behaviour: &Behaviour, read_at: Instant) -> io::Result<Duration> {
+        let latency = behaviour.latency.sample(&mut self.rng);
+        let mut start = read_at;
+        if let Some(stall) = behaviour.stall {
+            let started = self.shared.started;
+            if let Some(release) = stall.release_at(read_at.saturating_duration_since(started)) {
+                start = started + release;
+            }
+        }
+        let deadline = start + latency;
+        if deadline > read_at {
+            self.flush().await?;
+            self.sleeper.until(deadline).await?;
+        }
+        Ok(latency)
+    }
+
+    /// answer queues the response body a behaviour asks for.
+    async fn answer(
+        &mut self,
+        status: StatusCode,
+        work: Duration,
+        behaviour: &Behaviour,
+        request: &Request,
+    ) -> io::Result<()> {
+        match behaviour.body {
+            Body::Text => {
+                self.reply(status, "text/plain", b"ok\n", behaviour, request)
+                    .await
+            }
+            Body::WorkJson => {
+                let body = format!("{{\"time\": {}}}\n", work.as_millis());
+                self.reply(
+                    status,
+                    "application/json",
+                    body.as_bytes(),
+                    behaviour,
+                    request,
+                )
+                .await
+            }
+            Body::Filler(n) => self.reply_filler(status, n, behaviour, request).await,
+        }
+    }
+
+    /// reply queues a response with a small in-memory body.
+    async fn reply(
+        &mut self,
+        status: StatusCode,
+        content_type: &'static str,
+        body: &[u8],
+        behaviour: &Behaviour,
+        request: &Request,
+    ) -> io::Result<()> {
+        let framing = framing(behaviour);
+        let head = Head {
+            status,
+            content_type,
+            body_len: body.len() as u64,
+            framing,
+            close: behaviour.close || !request.keep_alive,
+        };
+        response::encode_head(&mut self.out, &head);
+        if response::has_body(status) && !request.head_only {
+            response::encode_piece(&mut self.out, body, framing);
+            response::encode_end(&mut self.out, framing);
+        }
+        if self.out.len() >= FLUSH_AT {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// reply_filler queues a response of `n` filler bytes, writing as it goes so memory stays
+    /// bounded whatever `n` is.
+    async fn reply_filler(
+        &mut self,
+        status: StatusCode,
+        n: u64,
+        behaviour: &Behaviour,
+        request: &Request,
+    ) -> io::Result<()> {
+        let framing = framing(behaviour);
+        let head = Head {
+            status,
+            content_type: "application/octet-stream",
+            body_len: n,
+            framing,
+            close: behaviour.close || !request.keep_alive,
+        };
+        response::encode_head(&mut self.out, &head);
+        if !response::has_body(status) || request.head_only {
+            return Ok(());
+        }
+        let mut left = n;
+        while left > 0 {
+            let piece = usize::try_from(left).map_or(FILLER_LEN, |l| l.min(FILLER_LEN));
+            response::encode_piece(&mut self.out, &FILLER[..piece], framing);
+            left -= piece as u64;
+            if self.out.len() >= FLUSH_AT {
+                self.flush().await?;
+            }
+        }
+        response::encode_end(&mut self.out, framing);
+        Ok(())
+    }
+
+    /// simple queues a plain-text response outside any behaviour (errors).
+    fn simple(&mut self, status: StatusCode, body: &[u8], close: bool) {
+        let head = Head {
+            status,
+            content_type: "text/plain",
+            body_len: body.len() as u64,
+            framing: Framing::Length,
+            close,
+        };
+        response::encode_head(&mut self.out, &head);
+        self.out.extend_from_slice(body);
+    }
+
+    fn counters_request(&self) {
+        self.shared.board.thread(self.thread).add_request();
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out).await?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// read_more appends what the socket has; false at end of stream.
+    async fn read_more(&mut self) -> io::Result<bool> {
+        self.input.reserve(READ_CHUNK);
+        Ok(self.stream.read_buf(&mut self.input).await? > 0)
+    }
+
+    /// need reads until at least `n` bytes are buffered; false if the client left first.
+    async fn need(&mut self, n: usize) -> io::Result<bool> {
+        while self.input.len() < n {
+            if !self.read_more().await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// discard skips a `Content-Length` body of `n` bytes without keeping it.
+    async fn discard(&mut self, mut n: u64) -> io::Result<()> {
+        loop {
+            let take = usize::try_from(n).map_or(self.input.len(), |n| n.min(self.input.len()));
+            self.input.advance(take);
+            n -= take as u64;
+            if n == 0 {
+                return Ok(());
+            }
+            if !self.read_more().await? {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+        }
+    }
+
+    /// discard_chunked skips a chunked body and its trailers; false if it is malformed.
+    async fn discard_chunked(&mut self) -> io::Result<bool> {
+        loop {
+            let (used, size) = match httparse::parse_chunk_size(&self.input) {
+                Ok(httparse::Status::Complete(found)) => found,
+                Ok(httparse::Status::Partial) if self.input.len() < MAX_HEAD => {
+                    if !self.read_more().await? {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    continue;
+                }
+                _ => return Ok(false),
+            };
+            self.input.advance(used);
+            if size == 0 {
+                return self.discard_trailers().await;
+            }
+            self.discard(size).await?;
+            if !self.need(2).await? {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            if &self.input[..2] != b"\r\n" {
+                return Ok(false);
+            }
+            self.input.advance(2);
+        }
+    }
+
+    /// discard_trailers skips trailer lines up to the empty line ending a chunked body.
+    async fn discard_trailers(&mut self) -> io::Result<bool> {
+        loop {
+            match self.input.windows(2).position(|w| w == b"\r\n") {
+                Some(0) => {
+                    self.input.advance(2);
+                    return Ok(true);
+                }
+                Some(at) => self.input.advance(at + 2),
+                None if self.input.len() >= MAX_HEAD => return Ok(false),
+                None => {
+                    if !self.read_more().await? {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn framing(behaviour: &Behaviour) -> Framing {
+    if behaviour.chunked {
+        Framing::Chunked
+    } else {
+        Framing::Length
+    }
+}
+
+/// parse looks for one complete request head at the front of `input`; on success it returns
+/// the request and the length of its head.
+fn parse(input: &[u8]) -> Parsed {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let used = match req.parse(input) {
+        Ok(httparse::Status::Complete(used)) => used,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(httparse::Error::TooManyHeaders) => {
+            return Parsed::Invalid(
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "too many headers\n",
+            )
+        }
+        Err(_) => return Parsed::Invalid(StatusCode::BAD_REQUEST, "malformed request\n"),
+    };
+    let http10 = req.version == Some(0);
+    let mut keep_alive = !http10;
+    let mut body = RequestBody::None;
+    for header in req.headers.iter() {
+        if header.name.eq_ignore_ascii_case("connection") {
+            for token in header.value.split(|b| *b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    keep_alive = false;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    keep_alive = true;
+                }
+            }
+        } else if header.name.eq_ignore_ascii_case("content-length") {
+            match std::str::from_utf8(header.value)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+            {
+                Some(n) if body != RequestBody::Chunked => body = RequestBody::Length(n),
+                Some(_) => {}
+                None => return Parsed::Invalid(StatusCode::BAD_REQUEST, "bad content-length\n"),
+            }
+        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            if header.value.trim_ascii().eq_ignore_ascii_case(b"chunked") {
+                body = RequestBody::Chunked;
+            } else {
+                return Parsed::Invalid(
+                    StatusCode::NOT_IMPLEMENTED,
+                    "unsupported transfer-encoding\n",
+                );
+            }
+        }
+    }
+    let request = Request {
+        behaviour: Behaviour::parse(req.path.unwrap_or("/")),
+        keep_alive,
+        head_only: req.method == Some("HEAD"),
+        body: if body == RequestBody::Length(0) {
+            RequestBody::None
+        } else {
+            body
+        },
+    };
+    Parsed::Request(request, used)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(bytes: &[u8]) -> (Request, usize) {
+        match parse(bytes) {
+            Parsed::Request(request, used) => (request, used),
+            Parsed::Partial => panic!("partial: {bytes:?}"),
+            Parsed::Invalid(status, reason) => panic!("invalid {status}: {reason}"),
+        }
+    }
+
+    #[test]
+    fn heads_parse() {
+        let get = b"GET /x?size=5 HTTP/1.1\r\nHost: a\r\n\r\n";
+        let (req, used) = request(get);
+        assert_eq!(used, get.len());
+        assert!(req.keep_alive && !req.head_only);
+        assert_eq!(req.body, RequestBody::None);
+        assert_eq!(req.behaviour.map(|b| b.body), Ok(Body::Filler(5)));
+
+        let cases: &[(&str, &[u8], bool, bool, RequestBody)] = &[
+            (
+                "http/1.0 closes",
+                b"GET / HTTP/1.0\r\n\r\n",
+                false,
+                false,
+                RequestBody::None,
+            ),
+            (
+                "http/1.0 keep-alive",
+                b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+                true,
+                false,
+                RequestBody::None,
+            ),
+            (
+                "connection close",
+                b"GET / HTTP/1.1\r\nconnection: foo, close\r\n\r\n",
+                false,
+                false,
+                RequestBody::None,
+            ),
+            (
+                "head",
+                b"HEAD / HTTP/1.1\r\n\r\n",
+                true,
+                true,
+                RequestBody::None,
+            ),
+            (
+                "content-length",
+                b"POST / HTTP/1.1\r\nContent-Length: 12\r\n\r\n",
+                true,
+                false,
+                RequestBody::Length(12),
+            ),
+            (
+                "zero length",
+                b"POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+                true,
+                false,
+                RequestBody::None,
+            ),
+            (
+                "chunked wins",
+                b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+                true,
+                false,
+                RequestBody::Chunked,
+            ),
+        ];
+        for (label, bytes, keep_alive, head_only, body) in cases {
+            let (req, _) = request(bytes);
+            assert_eq!(req.keep_alive, *keep_alive, "{label}");
+            assert_eq!(req.head_only, *head_only, "{label}");
+            assert_eq!(req.body, *body, "{label}");
+        }
+    }
+
+    #[test]
+    fn pipelined_heads_parse_one_at_a_time() {
+        let first = b"GET /a HTTP/1.1\r\n\r\n".as_slice();
+        let both = [first, b"GET /b?size=1 HTTP/1.1\r\n\r\n"].concat();
+        let (_, used) = request(&both);
+        assert_eq!(used, first.len());
+        let (second, _) = request(&both[used..]);
+        assert_eq!(second.behaviour.map(|b| b.body), Ok(Body::Filler(1)));
+    }
+
+    #[test]
+    fn split_heads_are_partial() {
+        let get = b"GET /x HTTP/1.1\r\nHost: a\r\n\r\n";
+        for cut in 0..get.len() {
+            assert!(
+                matches!(parse(&get[..cut]), Parsed::Partial),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_heads_are_rejected() {
+        let many = format!(
+            "GET / HTTP/1.1\r\n{}\r\n",
+            "a: b\r\n".repeat(MAX_HEADERS + 1)
+        );
+        let cases: &[(&str, &[u8], u16)] = &[
+            ("garbage", b"\x00\x01\x02 nonsense\r\n\r\n", 400),
+            ("bad version", b"GET / HTTP/9.9\r\n\r\n", 400),
+            (
+                "bad length",
+                b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+                400,
+            ),
+            (
+                "gzip body",
+                b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+                501,
+            ),
+            ("too many headers", many.as_bytes(), 431),
+        ];
+        for (label, bytes, want) in cases {
+            match parse(bytes) {
+                Parsed::Invalid(status, _) => assert_eq!(status.as_u16(), *want, "{label}"),
+                _ => panic!("{label}: accepted"),
+            }
+        }
+    }
+
+    #[test]
+    fn bad_queries_are_requests_with_a_reason() {
+        let (req, _) = request(b"GET /x?size=oops HTTP/1.1\r\n\r\n");
+        let reason = req.behaviour.expect_err("bad size");
+        assert!(reason.contains("bad size"), "{reason}");
+    }
+}

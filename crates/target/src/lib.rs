@@ -1,0 +1,32 @@
+//! redline-target: the small HTTP server bundled with redline for its tests, benchmarks and
+//! demos. Behaviour is chosen per request by query parameters on any path:
+//!
+//! - `size=N` body of N bytes; `chunked=1` chunked framing;
+//! - `latency=20ms`, `latency=uniform:10ms..50ms`, `latency=exp:20ms`,
+//!   `latency=lognormal:20ms:0.5`;
+//! - `status=500&p=0.1` (or `p500=0.1`, several allowed) status injection;
+//! - `stall=1s/5s` holds every response during the first 1 s of every 5 s;
+//! - `close=1`, `reset=P` (abort with RST), `hang=1` (never answer);
+//!
+//! plus `/api/work` (a flaky upstream) and `/__stats` (the server's own counters).
+//!
+//! ```no_run
+//! use redline_target::{Target, TargetConfig};
+//! let target = Target::start(TargetConfig::default())?;
+//! println!("{}/anything?latency=20ms", target.url());
+//! target.stop();
+//! # Ok::<(), redline_target::TargetError>(())
+//! ```
+
+mod config;
+mod conn;
+mod latency;
+mod response;
+mod route;
+mod server;
+mod sleep;
+mod stats;
+
+pub use config::{TargetConfig, TargetError};
+pub use server::Target;
+pub use stats::TargetStats;

@@ -1,0 +1,85 @@
+//! `redline-target`: run the target server until SIGINT or SIGTERM.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use redline_target::{Target, TargetConfig};
+
+/// Args are the command line: where to listen and with how many threads.
+#[derive(Debug, Parser)]
+#[command(
+    name = "redline-target",
+    version,
+    about = "redline's target HTTP server (behaviour by query: size, latency, status, stall, ...)"
+)]
+struct Args {
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to bind (0 = any free port).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Serving threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) if !err.use_stderr() => {
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            let text = err.to_string();
+            let line = text.lines().next().unwrap_or("bad arguments");
+            eprintln!("redline-target: {}", line.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = TargetConfig {
+        host: args.host,
+        port: args.port,
+        threads: args.threads,
+    };
+    let target = match Target::start(cfg) {
+        Ok(target) => target,
+        Err(err) => {
+            eprintln!("redline-target: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(stdout, "listening on {}", target.url());
+    let _ = stdout.flush();
+    if let Err(err) = wait_for_signal() {
+        eprintln!("redline-target: cannot wait for signals: {err}");
+        return ExitCode::FAILURE;
+    }
+    target.stop();
+    ExitCode::SUCCESS
+}
+
+/// wait_for_signal blocks until SIGINT or SIGTERM (Ctrl-C elsewhere).
+fn wait_for_signal() -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate())?;
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r,
+                _ = term.recv() => Ok(()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await
+        }
+    })
+}

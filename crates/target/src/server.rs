@@ -1,0 +1,233 @@
+//! The server: listeners, serving threads, start and stop.
+//!
+//! Thread per core, like the engine: each thread runs its own current-thread tokio runtime and
+//! accepts on its own `SO_REUSEPORT` listener, so the kernel spreads connections and nothing is
+//! shared or locked on the request path (each thread owns its counters). Requests are parsed
+//! with `httparse` by a hand-written loop (`conn.rs`) rather than hyper's server: the target has
+//! to misbehave on purpose (reset, hang, stall) and must cost less CPU per request than the load
+//! generator it serves.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tokio::sync::watch;
+
+use crate::config::{TargetConfig, TargetError};
+use crate::stats::{Board, TargetStats};
+
+/// MAX_THREADS bounds `TargetConfig::threads`.
+const MAX_THREADS: usize = 1024;
+/// BACKLOG is the listen queue length: large, since benchmarks open many connections at once.
+const BACKLOG: i32 = 4096;
+
+/// Shared is what every connection of every thread reads: the counters and the start time that
+/// stall windows are aligned to.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) board: Board,
+    pub(crate) started: Instant,
+}
+
+/// Target is a running target server; stop it with [`Target::stop`] or by dropping it (both
+/// join its threads, within milliseconds).
+#[derive(Debug)]
+pub struct Target {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Target {
+    /// start binds the address, starts the serving threads and returns once every thread is
+    /// accepting, so a client may connect as soon as it returns.
+    pub fn start(cfg: TargetConfig) -> Result<Target, TargetError> {
+        let count = match cfg.threads {
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if !(1..=MAX_THREADS).contains(&count) {
+            return Err(TargetError::InvalidThreads {
+                got: count,
+                max: MAX_THREADS,
+            });
+        }
+        let addr = resolve(&cfg.host, cfg.port)?;
+        let listeners = bind_listeners(addr, count).map_err(|source| TargetError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+        let local = listeners[0]
+            .local_addr()
+            .map_err(|source| TargetError::Bind {
+                addr: addr.to_string(),
+                source,
+            })?;
+        let shared = Arc::new(Shared {
+            board: Board::new(count),
+            started: Instant::now(),
+        });
+        let (shutdown, watcher) = watch::channel(false);
+        let mut target = Target {
+            addr: local,
+            shared,
+            shutdown,
+            threads: Vec::with_capacity(count),
+        };
+        let (ready_tx, ready_rx) = mpsc::channel();
+        for (index, listener) in listeners.into_iter().enumerate() {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|source| TargetError::Runtime { source })?;
+            let job = Job {
+                runtime,
+                listener,
+                shared: Arc::clone(&target.shared),
+                index,
+                shutdown: watcher.clone(),
+                ready: ready_tx.clone(),
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("redline-target-{index}"))
+                .spawn(move || job.run())
+                .map_err(|source| TargetError::Runtime { source })?;
+            target.threads.push(handle);
+        }
+        drop(ready_tx);
+        for _ in 0..count {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(source)) => return Err(TargetError::Runtime { source }),
+                Err(_) => {
+                    let source = io::Error::other("serving thread exited during start");
+                    return Err(TargetError::Runtime { source });
+                }
+            }
+        }
+        Ok(target)
+    }
+
+    /// local_addr is the bound address, with the real port when port 0 was asked for.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// url is the base URL clients should use, e.g. "http://127.0.0.1:40123".
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// stats sums the serving threads' counters (the same figures `/__stats` serves).
+    pub fn stats(&self) -> TargetStats {
+        self.shared.board.snapshot()
+    }
+
+    /// stop closes the listeners and every connection, and joins the threads.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        for handle in self.threads.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Job is one serving thread's work: accept until shutdown, then drop the runtime, which
+/// cancels (and so closes) all of the thread's connections.
+struct Job {
+    runtime: Runtime,
+    listener: StdListener,
+    shared: Arc<Shared>,
+    index: usize,
+    shutdown: watch::Receiver<bool>,
+    ready: mpsc::Sender<io::Result<()>>,
+}
+
+impl Job {
+    fn run(self) {
+        let Job {
+            runtime,
+            listener,
+            shared,
+            index,
+            mut shutdown,
+            ready,
+        } = self;
+        runtime.block_on(async move {
+            let listener = match TcpListener::from_std(listener) {
+                Ok(listener) => listener,
+                Err(err) => {
+                    let _ = ready.send(Err(err));
+                    return;
+                }
+            };
+            let _ = ready.send(Ok(()));
+            drop(ready);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.changed() => break,
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => {
+                            shared.board.thread(index).add_connection();
+                            tokio::spawn(crate::conn::serve(stream, Arc::clone(&shared), index));
+                        }
+                        // Out of file descriptors and the like: back off instead of spinning.
+                        Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                    },
+                }
+            }
+        });
+        drop(runtime);
+    }
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
+    let resolve_error = |source| TargetError::Resolve {
+        host: host.to_string(),
+        source,
+    };
+    (host, port)
+        .to_socket_addrs()
+        .map_err(resolve_error)?
+        .next()
+        .ok_or_else(|| resolve_error(io::Error::other("no address")))
+}
+
+/// bind_listeners binds `count` listeners on one port. A plain probe bind comes first so that a
+/// port already served by someone else (even with `SO_REUSEPORT`) is an error rather than
+/// silently shared, and so that port 0 picks one port for all threads.
+fn bind_listeners(addr: SocketAddr, count: usize) -> io::Result<Vec<StdListener>> {
+    let probe = bind_one(addr, false)?;
+    let addr = probe.local_addr()?;
+    if count == 1 {
+        return Ok(vec![probe]);
+    }
+    drop(probe);
+    (0..count).map(|_| bind_one(addr, true)).collect()
+}
+
+fn bind_one(addr: SocketAddr, reuse_port: bool) -> io::Result<StdListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    #[cfg(unix)]
+    socket.set_reuse_port(reuse_port)?;
+    #[cfg(not(unix))]
+    let _ = reuse_port;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
+}

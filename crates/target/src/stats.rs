@@ -1,0 +1,61 @@
+//! The server's own counters: what it saw, so tests can compare it with what a client reported.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// TargetStats is a snapshot of what the server saw since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TargetStats {
+    /// requests is the number of complete request heads parsed, `/__stats` excluded; counted on
+    /// arrival, so requests that were reset, hung or are still being delayed count too.
+    pub requests: u64,
+    /// connections is the number of connections accepted.
+    pub connections: u64,
+}
+
+/// Counters belong to one serving thread; cache-line aligned so threads never share a line,
+/// and only that thread writes them (Relaxed is enough: readers want totals, not ordering).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct Counters {
+    requests: AtomicU64,
+    connections: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add_request(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add_connection(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Board holds every thread's counters and sums them on demand (no lock on the request path).
+#[derive(Debug)]
+pub(crate) struct Board {
+    threads: Vec<Counters>,
+}
+
+impl Board {
+    pub(crate) fn new(threads: usize) -> Board {
+        Board {
+            threads: (0..threads.max(1)).map(|_| Counters::default()).collect(),
+        }
+    }
+
+    /// thread returns the counters of serving thread `index` (clamped, never panics).
+    pub(crate) fn thread(&self, index: usize) -> &Counters {
+        let last = self.threads.len().saturating_sub(1);
+        &self.threads[index.min(last)]
+    }
+
+    pub(crate) fn snapshot(&self) -> TargetStats {
+        self.threads
+            .iter()
+            .fold(TargetStats::default(), |sum, c| TargetStats {
+                requests: sum.requests + c.requests.load(Ordering::Relaxed),
+                connections: sum.connections + c.connections.load(Ordering::Relaxed),
+            })
+    }
+}

@@ -1,0 +1,3 @@
+from taskqueue.cli import main
+
+main()

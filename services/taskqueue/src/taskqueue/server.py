@@ -1,0 +1,131 @@
+"""Server: runs a TaskService behind uvicorn (uvloop + httptools) on a socket we bind ourselves.
+
+Binding the socket here, not in uvicorn, is what lets `--port 0` report the real port in
+the start line, which tests and the demo parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from types import FrameType
+
+import uvicorn
+
+from taskqueue.api import create_app
+from taskqueue.config import Config
+from taskqueue.service import TaskService
+
+log = logging.getLogger("taskqueue")
+
+
+class _Server(uvicorn.Server):
+    """_Server treats SIGINT/SIGTERM as a request for a clean stop (exit 0, stop line logged)
+    instead of re-raising the signal after shutdown as uvicorn does."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
+
+
+class ServeError(RuntimeError):
+    """ServeError is a start-up failure for the operator (port taken, data dir locked)."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """bind opens the listening socket (IPv4 or IPv6 by the host's spelling)."""
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.AF_INET  # a host name: resolved by bind() over IPv4
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(4096)
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """url_of is the base URL a client uses to reach the bound socket."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+async def serve_async(config: Config, on_ready: Callable[[str], None] | None = None) -> None:
+    """serve_async runs until SIGINT/SIGTERM; on_ready gets the base URL once serving."""
+    sock = bind(config.host, config.port)
+    service = TaskService(config)
+    try:
+        await service.start()
+    except Exception as exc:
+        sock.close()
+        raise ServeError(str(exc)) from None
+    url = url_of(sock)
+    # Start-up objects (modules, app, recovered tasks) live for the whole run: move them out
+    # of the collector's sight so full collections, and their pauses, stay small.
+    gc.collect()
+    gc.freeze()
+    app = create_app(service, manage_lifecycle=False)
+    server = _Server(
+        uvicorn.Config(
+            app,
+            loop="none",
+            http="httptools",
+            lifespan="off",
+            access_log=False,
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+            backlog=4096,
+            server_header=False,
+        )
+    )
+    try:
+        ready = asyncio.get_running_loop().create_task(_announce(server, url, on_ready))
+        await server.serve(sockets=[sock])
+        ready.cancel()
+    finally:
+        await service.stop()
+        sock.close()
+
+
+async def _announce(
+    server: uvicorn.Server, url: str, on_ready: Callable[[str], None] | None
+) -> None:
+    while not server.started:
+        await asyncio.sleep(0.01)
+    if on_ready is not None:
+        on_ready(url)
+
+
+def serve(config: Config) -> None:
+    """serve runs the service in this thread with uvloop, logging one line at start and at stop."""
+    import uvloop
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    state: dict[str, str] = {}
+
+    def ready(url: str) -> None:
+        state["url"] = url
+        log.info(
+            "taskqueue: listening on %s (data-dir %s, workers %d, max-queue %d)",
+            url,
+            config.data_dir,
+            config.workers,
+            config.max_queue,
+        )
+        sys.stdout.flush()
+
+    uvloop.run(serve_async(config, ready))
+    log.info("taskqueue: stopped %s", state.get("url", ""))

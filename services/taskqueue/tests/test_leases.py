@@ -1,0 +1,65 @@
+"""Leases and TTL: tasks left RUNNING by a dead server are requeued (or FAILED 'abandoned'
+once out of attempts) at start-up; finished tasks disappear after their TTL."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from conftest import submit, wait_final
+from taskqueue.models import Task, TaskStatus, TaskType
+from taskqueue.storage_sqlite import SqliteStorage
+
+
+async def _leave_running(data: Path, attempts_list: list[int]) -> list[str]:
+    storage = SqliteStorage(data)
+    recovered = await storage.open()
+    ids = []
+    for i, attempts in enumerate(attempts_list, start=recovered.last_seq + 1):
+        now = time.time()
+        task = Task(
+            id=f"orphan{i}",
+            seq=i,
+            type=TaskType.FACTORIAL,
+            params={"n": 12},
+            status=TaskStatus.RUNNING,
+            started_at=now,
+            attempts=attempts,
+            lease_until=now + 3600,
+        )
+        await storage.insert(task)
+        ids.append(task.id)
+    await storage.close()
+    return ids
+
+
+def test_orphaned_leases_are_recovered_at_startup(server_factory, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    retry, spent = asyncio.run(_leave_running(data, [1, 3]))  # default --max-attempts 3
+    srv = server_factory(data_dir=data)
+    with srv.client() as c:
+        again = wait_final(c, retry)
+        assert again["status"] == "SUCCEEDED" and again["attempts"] == 2, again
+        assert c.get(f"/tasks/{retry}").text == "479001600"
+        gone = wait_final(c, spent)
+        assert (
+            gone["status"] == "FAILED" and gone["error"] == "abandoned" and gone["attempts"] == 3
+        ), gone
+        assert "taskqueue_lease_expiries_total 2.0" in c.get("/metrics").text
+
+
+def test_finished_tasks_expire_after_ttl(server_factory) -> None:
+    srv = server_factory("--result-ttl-s", "0.5", "--cleanup-every-s", "0.5")
+    with srv.client() as c:
+        task_id = submit(c, {"type": "factorial", "n": 3}).json()["id"]
+        assert wait_final(c, task_id)["status"] == "SUCCEEDED"
+        deadline = time.monotonic() + 15
+        while (
+            c.get(f"/tasks/submissions/{task_id}").status_code != 404
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        assert c.get(f"/tasks/submissions/{task_id}").status_code == 404
+        assert c.get(f"/tasks/{task_id}").status_code == 404
+        assert 'taskqueue_tasks{status="SUCCEEDED"} 0.0' in c.get("/metrics").text

@@ -1,0 +1,47 @@
+"""SQLite storage: group commit batches concurrent writes; committed data survives reopening."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from taskqueue.models import Task, TaskStatus, TaskType
+from taskqueue.storage import Result
+from taskqueue.storage_sqlite import SqliteStorage, StorageLocked
+
+N = 500
+
+
+async def test_group_commit_batches_and_persists(tmp_path: Path) -> None:
+    storage = SqliteStorage(tmp_path)
+    await storage.open()
+    tasks = [
+        Task(id=f"t{i}", seq=i, type=TaskType.FACTORIAL, params={"n": i}) for i in range(1, N + 1)
+    ]
+    await asyncio.gather(*(storage.insert(t) for t in tasks))
+    batches = storage._w().batches
+    assert batches < N / 5, f"{batches} commits for {N} concurrent inserts: no group commit"
+    done = tasks[0].evolve(status=TaskStatus.SUCCEEDED, attempts=1, finished_at=1.0)
+    await storage.update(done, Result("text/plain", b"1"))
+    await storage.close()
+
+    again = SqliteStorage(tmp_path)
+    recovered = await again.open()
+    assert recovered.last_seq == N and len(recovered.unfinished) == N - 1
+    assert recovered.finished == {TaskStatus.SUCCEEDED: 1}
+    assert again.get("t1").status is TaskStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert again.get_result("t1") == Result("text/plain", b"1")
+    page = again.list(TaskStatus.QUEUED, after_seq=10, limit=5)
+    assert [t.seq for t in page] == [11, 12, 13, 14, 15]
+    gone = await again.delete_finished_before(cutoff=float("inf"), limit=100)
+    assert gone == [("t1", TaskStatus.SUCCEEDED)] and again.get_result("t1") is None
+    await again.close()
+
+
+async def test_data_dir_is_locked_to_one_server(tmp_path: Path) -> None:
+    first = SqliteStorage(tmp_path)
+    await first.open()
+    with pytest.raises(StorageLocked):
+        await SqliteStorage(tmp_path).open()
+    await first.close()
