@@ -18,9 +18,12 @@
 //! # Ok::<(), redline_target::TargetError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod config;
 mod conn;
 mod latency;
+mod request;
 mod response;
 mod route;
 mod server;

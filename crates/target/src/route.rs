@@ -40,7 +40,9 @@ pub(crate) enum Body {
 /// Injection answers with `status` with probability `p`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Injection {
+    /// status to answer with.
     pub(crate) status: StatusCode,
+    /// p is the probability, in [0, 1].
     pub(crate) p: f64,
 }
 
@@ -91,14 +93,23 @@ impl Injections {
 /// connection loop.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Behaviour {
+    /// route is the handler the path selected.
     pub(crate) route: Route,
+    /// body is what to send (`size=`).
     pub(crate) body: Body,
+    /// chunked frames the body as chunks (`chunked=1`).
     pub(crate) chunked: bool,
+    /// latency is drawn per request and waited before answering (`latency=`).
     pub(crate) latency: Latency,
+    /// injections replace the 200 with other statuses at random (`status=&p=`, `pNNN=`).
     pub(crate) injections: Injections,
+    /// stall holds answers during periodic windows (`stall=X/Y`).
     pub(crate) stall: Option<Stall>,
+    /// close answers with `Connection: close`, then closes (`close=1`).
     pub(crate) close: bool,
+    /// hang never answers; the connection stays open until the client leaves (`hang=1`).
     pub(crate) hang: bool,
+    /// reset is the probability of aborting the connection with RST instead (`reset=P`).
     pub(crate) reset: f64,
 }
 

@@ -129,11 +129,18 @@ fn stop_closes_the_port() {
     let target = start(2);
     let addr = target.local_addr();
     assert_eq!(Client::connect(addr).get("/").status, 200);
+    let mut delayed = Client::connect(addr);
+    delayed.send_get("/x?latency=30s");
+    assert!(
+        common::wait_until(Duration::from_secs(5), || target.stats().requests == 2),
+        "delayed request seen"
+    );
     let stopping = Instant::now();
     target.stop();
     assert!(stopping.elapsed() < Duration::from_millis(500));
     let refused = TcpStream::connect(addr).expect_err("nothing listens after stop");
     assert_eq!(refused.kind(), ErrorKind::ConnectionRefused);
+    assert!(delayed.at_eof(), "delayed connection closed by stop");
 }
 
 #[test]
@@ -191,4 +198,28 @@ fn start_errors_are_one_line() {
     assert!(unknown
         .to_string()
         .starts_with("cannot resolve host no such host.invalid: "));
+}
+
+#[test]
+fn target_can_move_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Target>();
+    assert_send_sync::<TargetError>();
+}
+
+#[test]
+fn ipv6_loopback_is_served_where_available() {
+    let Ok(target) = Target::start(TargetConfig {
+        host: "::1".to_string(),
+        threads: Some(1),
+        ..TargetConfig::default()
+    }) else {
+        return; // no IPv6 on this host
+    };
+    assert!(
+        target.url().starts_with("http://[::1]:"),
+        "{}",
+        target.url()
+    );
+    assert_eq!(Client::connect(target.local_addr()).get("/").status, 200);
 }

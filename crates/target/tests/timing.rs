@@ -27,6 +27,27 @@ fn fixed_latency_holds_each_response() {
     }
 }
 
+/// The median of a fixed latency is within 1 ms of it (the CI expectation for
+/// `redline run`); on Linux delays use a timerfd, so only scheduling noise remains, which the
+/// median of 21 samples shrugs off.
+#[cfg(target_os = "linux")]
+#[test]
+fn fixed_latency_median_is_precise() {
+    let target = start(1);
+    let mut client = Client::connect(target.local_addr());
+    let mut took: Vec<Duration> = (0..21)
+        .map(|_| {
+            let sent = Instant::now();
+            client.get("/x?latency=20ms");
+            sent.elapsed()
+        })
+        .collect();
+    took.sort();
+    let median = took[took.len() / 2];
+    assert!(median >= Duration::from_millis(20), "early: {median:?}");
+    assert!(median < Duration::from_millis(21), "imprecise: {median:?}");
+}
+
 #[test]
 fn random_latencies_stay_in_range() {
     let target = start(1);
@@ -94,4 +115,35 @@ fn stall_holds_until_the_window_ends() {
         started.elapsed() < Duration::from_secs(10),
         "test too slow to be meaningful"
     );
+}
+
+/// Many connections sleeping at once on few threads: every delay ends (no lost wake-up), none
+/// early, and the server counts every request.
+#[test]
+fn concurrent_delays_all_complete() {
+    let target = start(2);
+    let addr = target.local_addr();
+    let (clients, each) = (24u64, 15u64);
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut client = Client::connect(addr);
+                (0..each)
+                    .map(|_| {
+                        let sent = Instant::now();
+                        let resp = client.get("/x?latency=uniform:1ms..5ms");
+                        (resp.status, sent.elapsed())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for worker in workers {
+        for (status, took) in worker.join().expect("client thread") {
+            assert_eq!(status, 200);
+            assert!(took >= Duration::from_millis(1), "early: {took:?}");
+            assert!(took < Duration::from_millis(5) + SLACK, "late: {took:?}");
+        }
+    }
+    assert_eq!(target.stats().requests, clients * each);
 }
