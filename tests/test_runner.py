@@ -111,7 +111,7 @@ def test_closed_stages_ramp_the_connections(target):
     active = [s["active_connections"] for s in result.timeseries]
     assert max(active) == 10
     assert active[0] <= 5  # 0.5 s into a 2 s ramp to 10: about 2.5 VUs
-    assert active == sorted(active)
+    assert active[:4] == sorted(active[:4])  # rising through the 2 s ramp
     assert target.stats()["connections"] - before == 10 + 1  # one VU each, plus the preflight
 
 
