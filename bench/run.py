@@ -71,18 +71,40 @@ def server_requests(url: str) -> int:
         return int(json.loads(r.read())["requests"])
 
 
+def peak_rss_kb(pid: int) -> int:
+    """VmHWM of a live process. rusage's ru_maxrss is no use here: Linux carries the forking
+    parent's (this Python's) high-water mark into the child across exec."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = None) -> Row:
     """Runs argv pinned to the client core; counts requests at the server; reads rusage."""
     before = server_requests(url)
     start = time.monotonic()
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen(["taskset", "-c", CLIENT_CORE, *argv], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    _, status, ru = os.wait4(proc.pid, 0)
+                            stdout=log, stderr=subprocess.STDOUT)
+    peak = 0
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, peak_rss_kb(proc.pid))
+        time.sleep(0.1)
     wall = time.monotonic() - start
-    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    log.seek(0)
+    out = log.read().decode(errors="replace")
+    log.close()
     served = server_requests(url) - before
-    note = "" if os.waitstatus_to_exitcode(status) == 0 else f"exit {os.waitstatus_to_exitcode(status)}: {out.strip()[-200:]}"
-    return Row(tool, mode, served, wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, note)
+    code = os.waitstatus_to_exitcode(status)
+    note = "" if code == 0 else f"exit {code}: {out.strip()[-200:]}"
+    return Row(tool, mode, served, wall, ru.ru_utime + ru.ru_stime, peak, note)
 
 
 def generators(p: dict[str, str], url: str, secs: int, tmp: str) -> list[tuple[str, str, list[str], str | None]]:
