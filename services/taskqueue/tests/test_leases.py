@@ -63,3 +63,24 @@ def test_finished_tasks_expire_after_ttl(server_factory) -> None:
         assert c.get(f"/tasks/submissions/{task_id}").status_code == 404
         assert c.get(f"/tasks/{task_id}").status_code == 404
         assert 'taskqueue_tasks{status="SUCCEEDED"} 0.0' in c.get("/metrics").text
+
+
+def test_graceful_stop_requeues_running_work_without_using_an_attempt(
+    server_factory, origin, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    first = server_factory("--allow-fetch-cidr", "127.0.0.0/8", data_dir=data)
+    with first.client() as c:
+        body = {"type": "http-fetch", "url": origin.url("/slow?ms=4000"), "timeout_ms": 20000}
+        task_id = submit(c, body).json()["id"]
+        deadline = time.monotonic() + 10
+        while c.get(f"/tasks/submissions/{task_id}").json()["status"] != "RUNNING":
+            assert time.monotonic() < deadline, "task never started"
+            time.sleep(0.02)
+    t0 = time.monotonic()
+    assert first.stop() == 0
+    assert time.monotonic() - t0 < 4.0, "stop must not wait for the running fetch to finish"
+    second = server_factory("--allow-fetch-cidr", "127.0.0.0/8", data_dir=data)
+    with second.client() as c:
+        done = wait_final(c, task_id)
+    assert done["status"] == "SUCCEEDED" and done["attempts"] == 1, done

@@ -45,3 +45,22 @@ async def test_data_dir_is_locked_to_one_server(tmp_path: Path) -> None:
     with pytest.raises(StorageLocked):
         await SqliteStorage(tmp_path).open()
     await first.close()
+
+
+async def test_one_bad_write_does_not_sink_its_batch(tmp_path: Path) -> None:
+    import sqlite3
+
+    storage = SqliteStorage(tmp_path)
+    await storage.open()
+    good = [Task(id=f"g{i}", seq=i, type=TaskType.FACTORIAL, params={"n": 1}) for i in range(1, 50)]
+    clash = Task(id="g1", seq=999, type=TaskType.FACTORIAL, params={"n": 1})  # duplicate id
+    outcomes = await asyncio.gather(
+        *(storage.insert(t) for t in good[:25]),
+        storage.insert(clash),
+        *(storage.insert(t) for t in good[25:]),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[25], sqlite3.IntegrityError)
+    assert [o for i, o in enumerate(outcomes) if i != 25] == [None] * len(good)
+    assert len(storage.list(None, 0, 1000)) == len(good) and storage.healthy()
+    await storage.close()

@@ -32,7 +32,7 @@ a pool round trip costs the main process 100-140 us of CPU whatever n is, while 
 3000! costs about 85 us (5000!: 200 us). Below the break-even, offloading would spend more of
 the serving process's CPU than it saves, and block the loop for longer than it frees it."""
 
-FACTORIAL_IN_FLIGHT = 64
+FACTORIAL_IN_FLIGHT = 256
 """FACTORIAL_IN_FLIGHT: factorial tasks started at once. Most of a task's life is waiting for
 its claim and result to be group-committed, so far more than `workers` must be in flight to
 keep the pool busy; the pool's own queue still runs only `workers` computations at a time."""

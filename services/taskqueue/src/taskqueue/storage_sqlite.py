@@ -17,7 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -134,7 +134,7 @@ class _Update(NamedTuple):
     result: Result | None
 
 
-Op = Union[_Insert, _Update, Callable[[sqlite3.Connection], Any]]
+Op = _Insert | _Update | Callable[[sqlite3.Connection], Any]
 _Item = tuple[Op, "asyncio.Future[Any]"]
 
 
@@ -176,7 +176,9 @@ def _apply(conn: sqlite3.Connection, batch: list[_Item]) -> list[Any]:
         )
     if results:
         _multirow(
-            conn, "INSERT OR REPLACE INTO results (seq, content_type, body) VALUES", "",
+            conn,
+            "INSERT OR REPLACE INTO results (seq, content_type, body) VALUES",
+            "",
             list(results.values()),
         )
     return [None if isinstance(op, (_Insert, _Update)) else op(conn) for op, _ in batch]
@@ -239,7 +241,7 @@ class _Writer(threading.Thread):
         outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
         try:
             values = self._transaction(batch)
-            outcomes = [(fut, v, None) for (_, fut), v in zip(batch, values)]
+            outcomes = [(fut, v, None) for (_, fut), v in zip(batch, values, strict=True)]
             self.failed = None
         except sqlite3.Error as exc:
             if len(batch) > 1:  # find the bad op: one transaction each, so the rest still land
@@ -274,9 +276,11 @@ def _delete_op(cutoff: float, limit: int) -> Op:
             " ORDER BY finished_at LIMIT ?",
             (cutoff, limit),
         ).fetchall()
-        seqs = [(r[0],) for r in rows]
-        conn.executemany("DELETE FROM results WHERE seq=?", seqs)
-        conn.executemany("DELETE FROM tasks WHERE seq=?", seqs)
+        seqs = [r[0] for r in rows]
+        if seqs:  # one statement each: see _apply for why not executemany
+            marks = ",".join("?" * len(seqs))
+            conn.execute(f"DELETE FROM results WHERE seq IN ({marks})", seqs)
+            conn.execute(f"DELETE FROM tasks WHERE seq IN ({marks})", seqs)
         return [(r[1], TaskStatus(r[2])) for r in rows]
 
     return op
