@@ -57,9 +57,9 @@ def render(result: Result) -> str:
     if gen.get("late_sends"):
         lines.append(f"Late sends:   {gen['late_sends']} (timed from their intended start)")
     verdict = gen.get("verdict", "")
-    prefix = "WARNING generator saturated: " if gen.get("saturated") else "Generator: "
-    cpu = f"CPU {gen.get('cpu_s', 0):.2f}s, {100 * gen.get('busy_ratio', 0):.0f}% of {d.get('threads', '?')} threads"
-    lines.append(f"{prefix}{verdict} ({cpu})")
+    verdict = verdict[:1].upper() + verdict[1:]
+    cpu = f"CPU {gen.get('cpu_s', 0):.2f}s"
+    lines.append(f"{'WARNING: ' if gen.get('saturated') else ''}{verdict} ({cpu})")
     if result.interrupted:
         lines.append("Interrupted: this summary covers what ran before the stop.")
     return "\n".join(lines)
