@@ -56,8 +56,13 @@ class Row:
 
 
 def peers() -> dict[str, str]:
-    found = {"WRK": shutil.which("wrk") or "", "HEY": shutil.which("hey") or "",
-             "K6": shutil.which("k6") or "", "OHA": shutil.which("oha") or "", "LOCUST": ""}
+    found = {
+        "WRK": shutil.which("wrk") or "",
+        "HEY": shutil.which("hey") or "",
+        "K6": shutil.which("k6") or "",
+        "OHA": shutil.which("oha") or "",
+        "LOCUST": "",
+    }
     if PEERS_ENV.exists():
         for line in PEERS_ENV.read_text().splitlines():
             key, sep, val = line.partition("=")
@@ -88,8 +93,9 @@ def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = N
     before = server_requests(url)
     start = time.monotonic()
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(["taskset", "-c", CLIENT_CORE, *argv], cwd=cwd,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        ["taskset", "-c", CLIENT_CORE, *argv], cwd=cwd, stdout=log, stderr=subprocess.STDOUT
+    )
     peak = 0
     while True:
         pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
@@ -107,58 +113,103 @@ def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = N
     return Row(tool, mode, served, wall, ru.ru_utime + ru.ru_stime, peak, note)
 
 
-def generators(p: dict[str, str], url: str, secs: int, tmp: str) -> list[tuple[str, str, list[str], str | None]]:
+def generators(
+    p: dict[str, str], url: str, secs: int, tmp: str
+) -> list[tuple[str, str, list[str], str | None]]:
     redline = str(VENV_BIN / "redline")
     gens = [
         ("wrk", "closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"], None),
-        ("redline", "closed", [redline, "run", url + "/", "-t", "1", "-c", str(CONNS), "-d", f"{secs}s", "-q"], None),
+        (
+            "redline",
+            "closed",
+            [redline, "run", url + "/", "-t", "1", "-c", str(CONNS), "-d", f"{secs}s", "-q"],
+            None,
+        ),
         ("hey", "closed", [p["HEY"], "-c", str(CONNS), "-z", f"{secs}s", url + "/"], None),
-        ("oha", "closed", [p["OHA"], "-c", str(CONNS), "-z", f"{secs}s", "--no-tui", url + "/"], None),
+        (
+            "oha",
+            "closed",
+            [p["OHA"], "-c", str(CONNS), "-z", f"{secs}s", "--no-tui", url + "/"],
+            None,
+        ),
     ]
     k6_script = Path(tmp) / "k6.js"
-    k6_script.write_text(textwrap.dedent(f"""
+    k6_script.write_text(
+        textwrap.dedent(f"""
         import http from 'k6/http';
         export const options = {{ vus: {CONNS}, duration: '{secs}s', discardResponseBodies: true }};
         export default function () {{ http.get('{url}/'); }}
-    """))
+    """)
+    )
     gens.append(("k6", "closed", [p["K6"], "run", "-q", str(k6_script)], None))
     locustfile = Path(tmp) / "locustfile.py"
-    locustfile.write_text(textwrap.dedent("""
+    locustfile.write_text(
+        textwrap.dedent("""
         from locust import task
         from locust.contrib.fasthttp import FastHttpUser
         class U(FastHttpUser):
             @task
             def get(self):
                 self.client.get("/")
-    """))
-    gens.append(("locust", "closed", [p["LOCUST"], "-f", str(locustfile), "--headless", "-u", str(CONNS),
-                                      "-r", str(CONNS), "-t", f"{secs}s", "-H", url, "--only-summary"], tmp))
+    """)
+    )
+    gens.append(
+        (
+            "locust",
+            "closed",
+            [
+                p["LOCUST"],
+                "-f",
+                str(locustfile),
+                "--headless",
+                "-u",
+                str(CONNS),
+                "-r",
+                str(CONNS),
+                "-t",
+                f"{secs}s",
+                "-H",
+                url,
+                "--only-summary",
+            ],
+            tmp,
+        )
+    )
     return [g for g in gens if g[2][0]]
 
 
 def table(rows: list[Row]) -> str:
     wrk = next((r for r in rows if r.tool == "wrk"), None)
-    lines = ["| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB | note |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB | note |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         ratio = f"{r.us_per_req / wrk.us_per_req:.2f}×" if wrk and wrk.requests else "-"
-        lines.append(f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} | "
-                     f"{r.max_rss_kb / 1024:.1f} | {r.note} |")
+        lines.append(
+            f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} | "
+            f"{r.max_rss_kb / 1024:.1f} | {r.note} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--rss-seconds", type=int, default=60, help="length of the long RSS run (0: skip)")
+    ap.add_argument(
+        "--rss-seconds", type=int, default=60, help="length of the long RSS run (0: skip)"
+    )
     ap.add_argument("--only", help="comma-separated tools to run")
     args = ap.parse_args()
     if not shutil.which("taskset"):
         print("bench: taskset is required (util-linux)", file=sys.stderr)
         return 2
     p = peers()
-    server = subprocess.Popen(["taskset", "-c", SERVER_CORE, str(VENV_BIN / "redline"), "target", "--threads", "1"],
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        ["taskset", "-c", SERVER_CORE, str(VENV_BIN / "redline"), "target", "--threads", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = server.stdout.readline() if server.stdout else ""
         url = line.strip().rsplit(" ", 1)[-1]
@@ -171,16 +222,42 @@ def main() -> int:
                 if args.only and tool not in args.only.split(","):
                     continue
                 rows.append(measure(tool, mode, argv, url, cwd))
-                print(f"  {tool}: {rows[-1].rps:,.0f} req/s, {rows[-1].us_per_req:.1f} µs/req", flush=True)
+                print(
+                    f"  {tool}: {rows[-1].rps:,.0f} req/s, {rows[-1].us_per_req:.1f} µs/req",
+                    flush=True,
+                )
             closed = next((r for r in rows if r.tool == "redline"), None)
             if closed and (not args.only or "redline-open" in args.only or "redline" in args.only):
                 rate = int(closed.rps * 0.9)
-                argv = [str(VENV_BIN / "redline"), "run", url + "/", "-t", "1", "--rate", str(rate),
-                        "--max-connections", str(CONNS), "-d", f"{args.seconds}s", "-q"]
+                argv = [
+                    str(VENV_BIN / "redline"),
+                    "run",
+                    url + "/",
+                    "-t",
+                    "1",
+                    "--rate",
+                    str(rate),
+                    "--max-connections",
+                    str(CONNS),
+                    "-d",
+                    f"{args.seconds}s",
+                    "-q",
+                ]
                 rows.append(measure("redline", f"open {rate}/s", argv, url))
             if args.rss_seconds and (not args.only or "redline" in args.only):
                 for secs in sorted({max(10, args.rss_seconds // 3), args.rss_seconds}):
-                    argv = [str(VENV_BIN / "redline"), "run", url + "/", "-t", "1", "-c", str(CONNS), "-d", f"{secs}s", "-q"]
+                    argv = [
+                        str(VENV_BIN / "redline"),
+                        "run",
+                        url + "/",
+                        "-t",
+                        "1",
+                        "-c",
+                        str(CONNS),
+                        "-d",
+                        f"{secs}s",
+                        "-q",
+                    ]
                     rows.append(measure("redline", f"closed {secs}s (RSS)", argv, url))
         print()
         print(table(rows))

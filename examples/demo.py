@@ -45,7 +45,9 @@ def start_taskqueue(data_dir: str) -> tuple[subprocess.Popen, str]:
     exe = os.path.join(os.path.dirname(sys.executable), "taskqueue")
     proc = subprocess.Popen(
         [exe, "serve", "--port", "0", "--data-dir", data_dir],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     deadline = time.monotonic() + 30
     assert proc.stdout is not None
@@ -65,8 +67,10 @@ def taskqueue_demo() -> None:
         proc, base = start_taskqueue(data_dir)
         try:
             req = urllib.request.Request(
-                base + "/tasks/submissions", data=json.dumps({"type": "factorial", "n": 1000}).encode(),
-                headers={"Content-Type": "application/json"}, method="POST",
+                base + "/tasks/submissions",
+                data=json.dumps({"type": "factorial", "n": 1000}).encode(),
+                headers={"Content-Type": "application/json"},
+                method="POST",
             )
             with urllib.request.urlopen(req, timeout=10) as resp:
                 task = json.loads(resp.read())

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-
 import redline
 
 #: Every subprocess in the suite is bounded by this many seconds.
@@ -36,5 +35,8 @@ def run_cli(*args: str, timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedP
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     return subprocess.run(
         [sys.executable, "-m", "redline", *args],
-        capture_output=True, text=True, timeout=timeout, env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )

@@ -12,12 +12,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import run_cli
 
-SCHEMA = json.loads(
-    (Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text()
-)
+SCHEMA = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text())
 
 
 def test_run_prints_a_wrk_style_summary_and_valid_json(target, tmp_path):
@@ -25,7 +22,13 @@ def test_run_prints_a_wrk_style_summary_and_valid_json(target, tmp_path):
     before = target.stats()["requests"]
     p = run_cli("run", target.url + "/", "-c", "5", "-n", "500", "--json", str(out), "-q")
     assert p.returncode == 0, p.stderr
-    for words in ("Latency Distribution", "99.99%", "Requests/sec:", "Transfer/sec:", "500 requests in"):
+    for words in (
+        "Latency Distribution",
+        "99.99%",
+        "Requests/sec:",
+        "Transfer/sec:",
+        "500 requests in",
+    ):
         assert words in p.stdout
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, SCHEMA)
@@ -69,9 +72,22 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 def test_ctrl_c_prints_the_summary_and_writes_json(target, tmp_path):
     out = tmp_path / "int.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "redline", "run", target.url + "/", "-c", "4", "-d", "30s",
-         "--json", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "redline",
+            "run",
+            target.url + "/",
+            "-c",
+            "4",
+            "-d",
+            "30s",
+            "--json",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)

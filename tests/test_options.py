@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from redline.errors import ConfigError
 from redline.options import Stage, check_url, parse_duration, parse_header, parse_stages, read_body
 
@@ -11,15 +10,25 @@ from redline.options import Stage, check_url, parse_duration, parse_header, pars
 @pytest.mark.parametrize(
     "text, seconds",
     [
-        ("15s", 15.0), ("250ms", 0.25), ("2m", 120.0), ("1h", 3600.0), ("1.5", 1.5),
-        ("500us", 0.0005), (" 3s ", 3.0), (10, 10.0), (0.5, 0.5), ("0s", 0.0),
+        ("15s", 15.0),
+        ("250ms", 0.25),
+        ("2m", 120.0),
+        ("1h", 3600.0),
+        ("1.5", 1.5),
+        ("500us", 0.0005),
+        (" 3s ", 3.0),
+        (10, 10.0),
+        (0.5, 0.5),
+        ("0s", 0.0),
     ],
 )
 def test_parse_duration_accepts(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "abc", "10 parsecs", "-1s", "1s2", "s", float("nan"), -3, True])
+@pytest.mark.parametrize(
+    "text", ["", "abc", "10 parsecs", "-1s", "1s2", "s", float("nan"), -3, True]
+)
 def test_parse_duration_refuses_with_one_line(text):
     with pytest.raises(ConfigError) as e:
         parse_duration(text, "duration")
@@ -28,7 +37,9 @@ def test_parse_duration_refuses_with_one_line(text):
 
 def test_parse_stages():
     assert parse_stages("10s:100,30s:100,10s:0") == [
-        Stage(10.0, 100.0), Stage(30.0, 100.0), Stage(10.0, 0.0)
+        Stage(10.0, 100.0),
+        Stage(30.0, 100.0),
+        Stage(10.0, 0.0),
     ]
     assert parse_stages([("1s", 5), (2, 7)]) == [Stage(1.0, 5.0), Stage(2.0, 7.0)]
 
@@ -63,8 +74,11 @@ def test_check_url_accepts(url):
 @pytest.mark.parametrize(
     "url, words",
     [
-        ("127.0.0.1:8080", "scheme"), ("ftp://host/", "scheme"), ("http://", "no host"),
-        ("http://host:99999/", "malformed"), ("http://host:0/", "port 0"),
+        ("127.0.0.1:8080", "scheme"),
+        ("ftp://host/", "scheme"),
+        ("http://", "no host"),
+        ("http://host:99999/", "malformed"),
+        ("http://host:0/", "port 0"),
         ("https://host/", "https"),
     ],
 )

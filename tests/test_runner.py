@@ -10,7 +10,6 @@ import time
 
 import psutil
 import pytest
-
 import redline
 
 
@@ -84,9 +83,7 @@ def test_errors_are_classified(target, path, cls):
 
 
 def test_refused_port_counts_connect_errors(free_port):
-    result = redline.run(
-        f"http://127.0.0.1:{free_port}/", rate=50, duration="1s", preflight=False
-    )
+    result = redline.run(f"http://127.0.0.1:{free_port}/", rate=50, duration="1s", preflight=False)
     assert result.errors["connect"] >= 40
     assert result.requests == 0
 
@@ -98,7 +95,9 @@ def test_unreachable_target_is_an_error_before_the_run(free_port):
 
 def test_progress_receives_one_snapshot_per_interval(target):
     seen = []
-    redline.run(target.url + "/", connections=4, duration="2s", interval="500ms", progress=seen.append)
+    redline.run(
+        target.url + "/", connections=4, duration="2s", interval="500ms", progress=seen.append
+    )
     assert 3 <= len(seen) <= 5
     assert all(s["requests"] >= 0 and "p99_ms" in s for s in seen)
 

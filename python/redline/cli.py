@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="generate load against a URL and print a summary (wrk-style)")
     r.add_argument("url", help="http://host:port/path")
-    r.add_argument("-c", "--connections", type=int, help="closed model: connections/VUs (default 50)")
+    r.add_argument(
+        "-c", "--connections", type=int, help="closed model: connections/VUs (default 50)"
+    )
     r.add_argument("-d", "--duration", help="how long to run, e.g. 15s, 2m (default 10s)")
     r.add_argument("-n", "--requests", type=int, help="stop after this many requests")
     r.add_argument("--rate", type=float, help="open model: requests per second")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from redline.errors import ConfigError
@@ -44,7 +46,7 @@ class Stage:
     target: float
 
 
-def parse_stages(spec: str | list) -> list[Stage]:
+def parse_stages(spec: str | Iterable[Any]) -> list[Stage]:
     """parse_stages reads ``"10s:100,30s:100,10s:0"`` (or a list of (duration, target) pairs)."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     stages = []
@@ -60,7 +62,9 @@ def parse_stages(spec: str | list) -> list[Stage]:
             try:
                 dur, target = item
             except (TypeError, ValueError):
-                raise ConfigError(f"stages: expected (duration, target) pairs, got {item!r}") from None
+                raise ConfigError(
+                    f"stages: expected (duration, target) pairs, got {item!r}"
+                ) from None
         try:
             t = float(target)
         except (TypeError, ValueError):

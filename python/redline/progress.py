@@ -18,7 +18,9 @@ def describe(s: dict[str, Any]) -> str:
         f"conns={s.get('active_connections', 0)}"
     )
     if s.get("intended_rate"):
-        line += f"  intended={fmt_count(s['intended_rate'])}/s lag={fmt_ms(s.get('send_lag_ms', 0))}"
+        line += (
+            f"  intended={fmt_count(s['intended_rate'])}/s lag={fmt_ms(s.get('send_lag_ms', 0))}"
+        )
     if s.get("warmup"):
         line += "  (warm-up)"
     return line
@@ -45,7 +47,9 @@ class LiveProgress:
         from rich.live import Live
 
         self._live = Live(
-            "starting...", console=Console(file=stream or sys.stderr), transient=True,
+            "starting...",
+            console=Console(file=stream or sys.stderr),
+            transient=True,
             auto_refresh=False,
         )
         self._live.start()

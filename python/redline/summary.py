@@ -8,8 +8,14 @@ import statistics
 from redline.result import Result
 from redline.units import fmt_bytes, fmt_count, fmt_ms
 
-_PERCENTILES = (("50%", "p50"), ("75%", "p75"), ("90%", "p90"), ("99%", "p99"),
-                ("99.9%", "p99_9"), ("99.99%", "p99_99"))
+_PERCENTILES = (
+    ("50%", "p50"),
+    ("75%", "p75"),
+    ("90%", "p90"),
+    ("99%", "p99"),
+    ("99.9%", "p99_9"),
+    ("99.99%", "p99_99"),
+)
 
 
 def render(result: Result) -> str:
@@ -18,7 +24,9 @@ def render(result: Result) -> str:
     lines = []
     model = "open model" if d.get("model") == "open" else "closed model"
     lines.append(f"Run @ {d.get('method', 'GET')} {d.get('url', '')}")
-    head = f"  {d.get('threads', '?')} threads and {d.get('connections', '?')} connections ({model})"
+    head = (
+        f"  {d.get('threads', '?')} threads and {d.get('connections', '?')} connections ({model})"
+    )
     gen = d.get("generator", {})
     if d.get("model") == "open" and gen.get("intended_rate"):
         head += f", intended {fmt_count(gen['intended_rate'])} req/s"
@@ -26,12 +34,19 @@ def render(result: Result) -> str:
     lat = result.latency
     rps = _per_interval_rps(result)
     lines.append("  Stats          Avg      Stdev        Max")
-    lines.append(f"    Latency {fmt_ms(lat.mean):>10} {fmt_ms(lat.stdev):>10} {fmt_ms(lat.max):>10}")
+    lines.append(
+        f"    Latency {fmt_ms(lat.mean):>10} {fmt_ms(lat.stdev):>10} {fmt_ms(lat.max):>10}"
+    )
     if rps:
         mean = statistics.fmean(rps)
         sd = statistics.pstdev(rps) if len(rps) > 1 else 0.0
-        lines.append(f"    Req/Sec {fmt_count(mean):>10} {fmt_count(sd):>10} {fmt_count(max(rps)):>10}")
-    lines.append("  Latency Distribution" + (" (from intended send time)" if d.get("model") == "open" else ""))
+        lines.append(
+            f"    Req/Sec {fmt_count(mean):>10} {fmt_count(sd):>10} {fmt_count(max(rps)):>10}"
+        )
+    lines.append(
+        "  Latency Distribution"
+        + (" (from intended send time)" if d.get("model") == "open" else "")
+    )
     unc = result.uncorrected_latency
     for label, key in _PERCENTILES:
         row = f"  {label:>7} {fmt_ms(getattr(lat, key)):>10}"
@@ -49,7 +64,9 @@ def render(result: Result) -> str:
     non2xx = int(d.get("non_2xx", 0))
     if non2xx:
         by_status = ", ".join(
-            f"{code}: {n}" for code, n in sorted(result.status_codes.items()) if not 200 <= code < 300
+            f"{code}: {n}"
+            for code, n in sorted(result.status_codes.items())
+            if not 200 <= code < 300
         )
         lines.append(f"  Non-2xx or 3xx responses: {non2xx} ({by_status})")
     lines.append(f"Requests/sec: {result.rps:>12.2f}")
