@@ -8,6 +8,14 @@ use std::sync::Arc;
 
 use redline_engine::{run, RunConfig, RunControl, Stage};
 
+/// out prints to stdout, ignoring a closed pipe (`| head`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn parse_args() -> Result<(RunConfig, bool, bool), String> {
     let mut cfg = RunConfig::default();
     let (mut json, mut quiet) = (false, false);
@@ -81,25 +89,34 @@ fn main() {
         }
     };
     match run(cfg, control, &mut show) {
-        Ok(r) if json => println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default()),
+        Ok(r) if json => out!("{}", serde_json::to_string_pretty(&r).unwrap_or_default()),
         Ok(r) => {
             let l = r.latency_ms;
-            println!(
+            out!(
                 "{} requests in {:.2}s, {:.0} req/s, errors {}",
-                r.requests, r.duration_s, r.rps, r.errors_total
+                r.requests,
+                r.duration_s,
+                r.rps,
+                r.errors_total
             );
-            println!(
+            out!(
                 "latency ms: mean {:.3} p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
-                l.mean, l.p50, l.p90, l.p99, l.max
+                l.mean,
+                l.p50,
+                l.p90,
+                l.p99,
+                l.max
             );
             if let Some(u) = r.uncorrected_latency_ms {
-                println!(
+                out!(
                     "uncorrected ms: p50 {:.3} p99 {:.3} max {:.3}",
-                    u.p50, u.p99, u.max
+                    u.p50,
+                    u.p99,
+                    u.max
                 );
             }
             let g = &r.generator;
-            println!(
+            out!(
                 "cpu {:.3}s (user {:.3} sys {:.3}) = {:.2} us/req; {}",
                 g.cpu_s,
                 g.user_s,

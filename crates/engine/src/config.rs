@@ -85,6 +85,9 @@ impl Default for RunConfig {
     }
 }
 
+/// MAX_SECS bounds every time setting (about 31 years): beyond it durations overflow.
+pub const MAX_SECS: f64 = 1e9;
+
 /// DEFAULT_MAX_CONNECTIONS caps the open model's pool when the caller gives no cap.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 1000;
 
@@ -166,10 +169,15 @@ impl RunConfig {
         };
         let timeout = positive_secs("timeout_s", self.timeout_s)?;
         let interval = positive_secs("interval_s", self.interval_s)?;
-        if !(self.warmup_s.is_finite() && self.warmup_s >= 0.0) {
-            return Err(EngineError::config("warmup_s must be >= 0"));
-        }
-        let warmup = Duration::from_secs_f64(self.warmup_s);
+        let warmup = match Duration::try_from_secs_f64(self.warmup_s) {
+            Ok(w) if w.as_secs_f64() < MAX_SECS => w,
+            _ => {
+                return Err(EngineError::config(format!(
+                    "warmup_s must be >= 0, got {}",
+                    self.warmup_s
+                )))
+            }
+        };
         let (model, profile) = self.model_and_profile()?;
         let duration = self.duration(&profile)?;
         if let Some(d) = duration {
@@ -283,7 +291,7 @@ impl RunConfig {
 }
 
 fn positive_secs(name: &str, v: f64) -> Result<Duration, EngineError> {
-    if v.is_finite() && v > 0.0 && v < 1e9 {
+    if v.is_finite() && v > 0.0 && v < MAX_SECS {
         Ok(Duration::from_secs_f64(v))
     } else {
         Err(EngineError::config(format!("{name} must be > 0, got {v}")))
@@ -295,7 +303,7 @@ fn check_stages(stages: &[Stage]) -> Result<Vec<Stage>, EngineError> {
         return Err(EngineError::config("stages must not be empty"));
     }
     for (i, s) in stages.iter().enumerate() {
-        if !(s.duration_s.is_finite() && s.duration_s > 0.0) {
+        if !(s.duration_s.is_finite() && s.duration_s > 0.0 && s.duration_s < MAX_SECS) {
             return Err(EngineError::config(format!(
                 "stage {}: duration must be > 0, got {}",
                 i + 1,

@@ -161,6 +161,26 @@ fn rejects_bad_configs_with_one_line() {
             "bad HTTP method",
         ),
         (
+            "huge warmup",
+            r#"{"url":"http://h/","warmup_s":1e300,"requests":1}"#,
+            "warmup_s must be >= 0",
+        ),
+        (
+            "negative warmup",
+            r#"{"url":"http://h/","warmup_s":-1,"requests":1}"#,
+            "warmup_s must be >= 0",
+        ),
+        (
+            "huge stage",
+            r#"{"url":"http://h/","stages":[{"duration_s":1e300,"target":5}]}"#,
+            "stage 1: duration",
+        ),
+        (
+            "huge duration",
+            r#"{"url":"http://h/","duration_s":1e300}"#,
+            "duration_s must be > 0",
+        ),
+        (
             "zero pool",
             r#"{"url":"http://h/","rate":1,"max_connections":0,"duration_s":1}"#,
             "max_connections",

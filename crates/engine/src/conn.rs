@@ -140,9 +140,12 @@ impl Conn {
 
     /// exchange sends `request` and reads its response, failing with a timeout once
     /// `deadline` passes (the caller sets it). `now` is the caller's current time, reused as
-    /// the send time when no connect is needed (one clock read less per request). A keep-alive connection the server had already closed
-    /// (EOF or reset before any response byte) is reopened and the request resent once,
-    /// as browsers and HTTP clients do. On failure the connection is closed.
+    /// the send time when no connect is needed (one clock read less per request).
+    ///
+    /// A reused keep-alive connection that turns out closed (EOF before any response byte:
+    /// the server timed it out just as we sent) is reopened and the request resent once, as
+    /// HTTP clients do. A reset is not retried: a server that resets on a request is an error
+    /// the user must see. On failure the connection is closed.
     pub async fn exchange(
         &mut self,
         request: &[u8],
@@ -169,15 +172,29 @@ impl Conn {
                         connects,
                     });
                 }
-                Err(Trip::Stale(_)) if reused => {
+                Err(Trip::Stale) if reused => {
                     self.close();
                 }
-                Err(Trip::Stale(class)) | Err(Trip::Failed(class)) => {
+                Err(Trip::Stale) => {
+                    self.close();
+                    return Err(Failure {
+                        class: ErrorClass::Read,
+                        connects,
+                    });
+                }
+                Err(Trip::Failed(class)) => {
                     self.close();
                     return Err(Failure { class, connects });
                 }
             }
         }
+    }
+
+    /// open connects ahead of need (the open model connects while it waits for a due hit,
+    /// so connect time does not land on the request). Errors are left for the request to
+    /// meet and count.
+    pub async fn open(&mut self, deadline: &mut Deadline) -> bool {
+        self.stream.is_none() && self.connect(deadline).await.is_ok()
     }
 
     async fn connect(&mut self, deadline: &mut Deadline) -> Result<(), ErrorClass> {
@@ -232,7 +249,7 @@ impl Conn {
             match stream.try_read(&mut b.data[b.end..]) {
                 Ok(0) => {
                     if bytes_in == 0 {
-                        return Err(Trip::Stale(ErrorClass::Read));
+                        return Err(Trip::Stale);
                     }
                     self.reader
                         .finish()
@@ -248,12 +265,7 @@ impl Conn {
                     readable(stream, deadline).await?
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(match classify(&e, ErrorClass::Read) {
-                        ErrorClass::Reset if bytes_in == 0 => Trip::Stale(ErrorClass::Reset),
-                        c => Trip::Failed(c),
-                    })
-                }
+                Err(e) => return Err(Trip::Failed(classify(&e, ErrorClass::Read))),
             }
         }
         self.served += 1;
@@ -308,11 +320,11 @@ impl ReadBuf {
     }
 }
 
-/// Trip is how a round trip failed: `Stale` means the connection was dead before any
-/// response byte (safe to retry once on a fresh connection).
+/// Trip is how a round trip failed: `Stale` means the server had closed the connection
+/// (clean EOF) before any response byte (safe to retry once on a fresh connection).
 #[derive(Debug, Clone, Copy)]
 enum Trip {
-    Stale(ErrorClass),
+    Stale,
     Failed(ErrorClass),
 }
 
@@ -350,12 +362,7 @@ async fn write_all(
                 ready.await?;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                return Err(match classify(&e, ErrorClass::Write) {
-                    ErrorClass::Reset => Trip::Stale(ErrorClass::Reset),
-                    c => Trip::Failed(c),
-                })
-            }
+            Err(e) => return Err(Trip::Failed(classify(&e, ErrorClass::Write))),
         }
     }
     Ok(())

@@ -2,20 +2,23 @@
 //!
 //! Thread-per-core HTTP/1.1 load generation with a closed (VUs) and an open (arrival rate)
 //! model driven by one paced loop, latency measured from the intended send time, and
-//! HdrHistogram metrics merged per interval. No Python here: `crates/py` binds [`run`].
+//! HdrHistogram metrics merged per interval. No Python here: `crates/py` binds [`run()`].
+
+#![warn(missing_docs)]
 
 pub mod config;
-pub mod conn;
+pub(crate) mod conn;
 pub mod error;
 pub mod http;
+pub(crate) mod lane;
 pub mod metrics;
-pub mod metronome;
+pub(crate) mod metronome;
 pub mod pacer;
 pub mod plan;
 pub mod report;
 pub mod run;
 pub mod usage;
-pub mod worker;
+pub(crate) mod worker;
 
 pub use config::{RunConfig, Stage};
 pub use error::EngineError;

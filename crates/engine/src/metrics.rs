@@ -190,7 +190,7 @@ pub struct NameStats {
 pub struct Totals {
     /// requests: responses received.
     pub requests: u64,
-    /// sends: hits sent.
+    /// sends: hits sent within the send window.
     pub sends: u64,
     /// bytes_in: bytes read.
     pub bytes_in: u64,
@@ -287,6 +287,9 @@ pub struct Response {
 #[derive(Debug)]
 pub struct Recorder {
     warmup_end: Instant,
+    /// send_end: end of the send window (timed runs); sends after it (late hits sent during
+    /// the end-of-run grace) are not counted as achieved rate.
+    pub send_end: Option<Instant>,
     /// interval: the interval being filled.
     pub interval: IntervalData,
     /// totals: post-warmup summary.
@@ -299,6 +302,7 @@ impl Recorder {
     pub fn new(warmup_end: Instant, highest_us: u64, names: usize, open: bool) -> Self {
         Recorder {
             warmup_end,
+            send_end: None,
             interval: IntervalData::new(highest_us),
             totals: Totals::new(highest_us, names, open),
             open_connections: 0,
@@ -358,8 +362,9 @@ impl Recorder {
         if now < self.warmup_end {
             return;
         }
+        let in_window = self.send_end.is_none_or(|e| now < e);
         let t = &mut self.totals;
-        t.sends += 1;
+        t.sends += u64::from(in_window);
         t.bytes_out += bytes_out;
         t.late_sends += u64::from(late);
         t.max_send_lag_us = t.max_send_lag_us.max(lag_us);

@@ -226,10 +226,34 @@ pub struct OpenPacer {
     pub stride: Stride,
 }
 
+impl OpenPacer {
+    /// due_by is how many of this thread's hits are due at or before `elapsed` (within the
+    /// run's end and request limit): what the thread should have sent by then.
+    pub fn due_by(&self, elapsed: Duration) -> u64 {
+        // Global hit j is due by t when the integral of the rate has reached j; hits due at
+        // or after the end are never sent (see `pace`).
+        let t = elapsed.as_secs_f64();
+        let mut last = match self.end {
+            Some(e) if t >= e => self.rate.cumulative(e).ceil() - 1.0,
+            _ => self.rate.cumulative(t).floor(),
+        };
+        if let Some(n) = self.limit {
+            last = last.min(n as f64 - 1.0);
+        }
+        if last < 0.0 || (last as u64) < self.stride.offset {
+            return 0;
+        }
+        (last as u64 - self.stride.offset) / self.stride.stride + 1
+    }
+}
+
 impl Pacer for OpenPacer {
-    fn pace(&self, _elapsed: Duration, hits: u64, _lane: u32) -> Pace {
+    fn pace(&self, elapsed: Duration, hits: u64, _lane: u32) -> Pace {
         let global = self.stride.global(hits);
-        if self.limit.is_some_and(|n| global >= n) {
+        // Nothing leaves after the end, not even a backlog of hits that fell due before it:
+        // the run is over, and the shortfall shows as achieved < intended.
+        let over = self.end.is_some_and(|e| elapsed.as_secs_f64() >= e);
+        if over || self.limit.is_some_and(|n| global >= n) {
             return Pace::Stop;
         }
         match self.rate.time_of(global as f64) {

@@ -145,8 +145,9 @@ fn open_pacer_schedules_hits_at_the_rate() {
         ),
     ];
     for (label, p, hits, want) in cases {
-        // The open schedule does not depend on when we ask: time is injected, nothing sleeps.
-        for elapsed in [0.0, 0.05, 5.0] {
+        // Within the run the schedule does not depend on when we ask: time is injected,
+        // nothing sleeps, and a hit asked for late is still due at its slot.
+        for elapsed in [0.0, 0.05, 0.9] {
             assert_eq!(
                 p.pace(secs(elapsed), hits, 0),
                 want,
@@ -154,6 +155,12 @@ fn open_pacer_schedules_hits_at_the_rate() {
             );
         }
     }
+    let timed = pacer(None, Some(1.0), ONE);
+    assert_eq!(
+        timed.pace(secs(1.0), 3, 0),
+        Pace::Stop,
+        "a backlog is not sent after the end"
+    );
 }
 
 #[test]
@@ -265,4 +272,60 @@ fn closed_ramp_down_parks_lanes_for_good() {
         Pace::Stop,
         "VU 5 is gone for good at 6s"
     );
+}
+
+#[test]
+fn open_pacer_counts_the_hits_due_by_a_time() {
+    let p = |limit, end, stride| OpenPacer {
+        rate: Profile::constant(100.0),
+        end,
+        limit,
+        stride,
+    };
+    // label, pacer, elapsed, due
+    let cases = [
+        ("at start, hit 0 is due", p(None, None, ONE), 0.0, 1),
+        ("after 50ms: hits 0..=5", p(None, None, ONE), 0.05, 6),
+        (
+            "capped by the end: hit 10 at 100ms is not sent",
+            p(None, Some(0.1), ONE),
+            5.0,
+            10,
+        ),
+        ("capped by the limit", p(Some(3), None, ONE), 5.0, 3),
+        (
+            "thread 1 of 4 after 95ms: hits 1,5",
+            p(
+                None,
+                None,
+                Stride {
+                    stride: 4,
+                    offset: 1,
+                },
+            ),
+            0.095,
+            3,
+        ),
+        (
+            "thread 3 of 4 at start: none",
+            p(
+                None,
+                None,
+                Stride {
+                    stride: 4,
+                    offset: 3,
+                },
+            ),
+            0.0,
+            0,
+        ),
+    ];
+    for (label, pacer, t, want) in cases {
+        assert_eq!(pacer.due_by(secs(t)), want, "{label}");
+        // Consistent with pace(): exactly `want` hits have a due time <= t.
+        let on_time = (0..want + 2)
+            .filter(|&h| matches!(pacer.pace(Duration::ZERO, h, 0), Pace::Due(at) if at <= secs(t) + Duration::from_nanos(1)))
+            .count() as u64;
+        assert_eq!(on_time, want, "{label}: pace agrees");
+    }
 }

@@ -158,7 +158,7 @@ pub struct Report {
     pub connections: u64,
     /// interrupted: the run was stopped before its end.
     pub interrupted: bool,
-    /// duration_s: measured wall time after warmup.
+    /// duration_s: measured send window after warmup, in seconds.
     pub duration_s: f64,
     /// requests: responses received after warmup.
     pub requests: u64,
@@ -209,7 +209,7 @@ pub struct RunFacts<'a> {
     pub worker_cpu: CpuTimes,
     /// wall_s: whole run wall time.
     pub wall_s: f64,
-    /// measured_s: wall time after warmup.
+    /// measured_s: the send window after warmup (excludes the end-of-run grace).
     pub measured_s: f64,
     /// intended_hits: open model: hits the schedule wanted after warmup.
     pub intended_hits: Option<f64>,
@@ -303,12 +303,12 @@ fn generator(f: &RunFacts<'_>) -> Generator {
     let short =
         matches!((intended, achieved), (Some(i), Some(a)) if i > 0.0 && a < SATURATED_ACHIEVED * i);
     let busy_hot = busy > SATURATED_BUSY;
+    let pool_full = t.peak_connections >= u64::from(f.cfg.max_connections);
     let mut reasons = Vec::new();
     if let (true, Some(i), Some(a)) = (short, intended, achieved) {
-        let pool_full = t.peak_connections >= u64::from(f.cfg.max_connections);
         let why = if pool_full && !busy_hot {
             format!(
-                "all {} connections were busy (raise max_connections or the server is too slow)",
+                "all {} connections were busy (the server is too slow for this rate; raise max_connections to queue more)",
                 f.cfg.max_connections
             )
         } else {
@@ -325,9 +325,21 @@ fn generator(f: &RunFacts<'_>) -> Generator {
             100.0 * busy
         ));
     }
+    let late_share = per_second(t.late_sends as f64, t.sends.max(1) as f64);
+    let late_note =
+        if intended.is_some() && late_share > 0.01 && !short {
+            format!(
+            "; {:.0}% of requests left late (worst {:.0} ms{}), timed from their intended start",
+            100.0 * late_share,
+            t.max_send_lag_us as f64 / 1000.0,
+            if pool_full { ", all connections busy" } else { "" }
+        )
+        } else {
+            String::new()
+        };
     let verdict = if reasons.is_empty() {
         format!(
-            "generator kept up: workers {:.0}% busy, worst send lag {:.1} ms",
+            "generator kept up: workers {:.0}% busy, worst send lag {:.1} ms{late_note}",
             100.0 * busy,
             t.max_send_lag_us as f64 / 1000.0
         )
@@ -350,3 +362,7 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         verdict,
     }
 }
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

@@ -19,7 +19,7 @@ use crate::metrics::{IntervalData, Totals};
 use crate::plan::Plan;
 use crate::report::{build_report, IntervalSnapshot, Report, RunFacts};
 use crate::usage::CpuTimes;
-use crate::worker::{run_thread, Job, Msg};
+use crate::worker::{run_thread, Job, Msg, StartGate};
 
 /// PREFLIGHT_TIMEOUT bounds the preflight connect.
 pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -63,24 +63,26 @@ pub fn run(
     let internal = Arc::new(RunControl::new());
     let (tx, rx) = mpsc::channel();
     let cpu0 = CpuTimes::process();
-    let start = Instant::now();
+    let gate = Arc::new(StartGate::new());
     let mut handles = Vec::new();
     for index in 0..cfg.threads {
         let job = Job {
             index,
             cfg: cfg.clone(),
             addr,
-            start,
+            start: Instant::now(),
             control: internal.clone(),
         };
         let tx = tx.clone();
+        let g = gate.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("redline-w{index}"))
-            .spawn(move || run_thread(job, tx));
+            .spawn(move || run_thread(job, g, tx));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
                 internal.stop();
+                gate.open(0);
                 return Err(EngineError::Io(format!(
                     "cannot start worker thread {index}: {e}"
                 )));
@@ -88,6 +90,7 @@ pub fn run(
         }
     }
     drop(tx);
+    let start = gate.open(cfg.threads);
     let mut c = Coordinator::new(&cfg, start);
     c.collect(&rx, &handles, &control, &internal, on_interval)?;
     for h in handles {
@@ -208,7 +211,6 @@ impl<'a> Coordinator<'a> {
                 index,
                 t_end_s,
                 data,
-                ..
             } => match self.pending.get_mut(&index) {
                 Some(p) => {
                     p.got += 1;
@@ -298,8 +300,14 @@ impl<'a> Coordinator<'a> {
     fn finish(self, process_cpu: CpuTimes) -> Report {
         let wall_s = self.ended.duration_since(self.start).as_secs_f64();
         let warm = self.cfg.warmup.as_secs_f64();
-        let measured_s = (wall_s - warm).max(0.0);
-        let intended_hits = self.intended_hits(warm, wall_s);
+        // Rates are over the send window: the grace period for the last responses (timed
+        // runs) adds responses, not time in which requests could have been sent.
+        let send_end = self
+            .cfg
+            .duration
+            .map_or(wall_s, |d| d.as_secs_f64().min(wall_s));
+        let measured_s = (send_end - warm).max(0.0);
+        let intended_hits = self.intended_hits(warm, send_end);
         let highest = u64::try_from(self.cfg.timeout.as_micros()).unwrap_or(u64::MAX);
         let open = self.cfg.model == Model::Open;
         let totals = self

@@ -24,9 +24,12 @@ pub enum Mode {
     Reset,
     /// Status answers every request with this status.
     Status(u16),
+    /// ResetReused answers the first request of a connection and resets on the second.
+    ResetReused,
     /// Close answers with `Connection: close` and closes after each response.
     Close,
-    /// Drop answers the first request of a connection, then closes it silently (no header).
+    /// Drop answers the first request of a connection, then closes it without warning
+    /// (no `Connection: close`), as a server timing out an idle keep-alive connection does.
     Drop,
 }
 
@@ -109,6 +112,7 @@ async fn serve(
         ""
     };
     let resp = format!("HTTP/1.1 {status} X\r\n{close}Content-Length: 2\r\n\r\nok");
+    let mut served = 0u32;
     loop {
         // One request head (the engine sends GETs without bodies here).
         let end = loop {
@@ -143,11 +147,25 @@ async fn serve(
                 reset(&sock);
                 return;
             }
-            Mode::Status(_) | Mode::Close | Mode::Drop => {}
+            Mode::ResetReused if served > 0 => {
+                reset(&sock);
+                return;
+            }
+            Mode::Status(_) | Mode::Close | Mode::Drop | Mode::ResetReused => {}
         }
-        if sock.write_all(resp.as_bytes()).await.is_err()
-            || matches!(mode, Mode::Close | Mode::Drop)
-        {
+        served += 1;
+        if sock.write_all(resp.as_bytes()).await.is_err() || matches!(mode, Mode::Close) {
+            return;
+        }
+        if matches!(mode, Mode::Drop) {
+            // FIN, then discard whatever arrives (a request racing the close) until the
+            // client hangs up, so the close is a clean EOF for the client, never a reset.
+            let _ = sock.shutdown().await;
+            while let Ok(n) = sock.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+            }
             return;
         }
     }

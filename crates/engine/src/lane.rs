@@ -1,0 +1,320 @@
+//! Lanes: the one paced loop every VU (closed model) or pooled connection (open model) runs.
+//!
+//! Each lane asks the [`Pacer`] what to do, waits if told to, runs the plan's flow and
+//! records. Lanes of a thread share only `Rc`/`Cell` state (`Shared`: hit counter, pool
+//! size, recorder): the runtime is single-threaded, so the request path takes no lock and
+//! touches no atomic.
+
+use std::cell::{Cell, RefCell};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use tokio::time::Sleep;
+
+use crate::config::Model;
+use crate::conn::{Conn, Deadline};
+use crate::metrics::{Recorder, Response};
+use crate::metronome::Metronome;
+use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
+use crate::plan::{Plan, RequestStep, Step};
+use crate::worker::{Job, LATE_SLACK};
+
+/// Shared is the per-thread state every lane of the thread sees.
+pub(crate) struct Shared {
+    /// job: what this thread runs.
+    pub(crate) job: Job,
+    /// plan: the flows, rendered once.
+    pub(crate) plan: Plan,
+    /// pacer: when the next hit goes out.
+    pub(crate) pacer: AnyPacer,
+    /// rec: this thread's measurements.
+    pub(crate) rec: RefCell<Recorder>,
+    /// hits: hits claimed so far (the next unclaimed hit's number).
+    pub(crate) hits: Cell<u64>,
+    /// lanes: lanes still running their loop (each owns at most one connection).
+    pub(crate) lanes: Cell<u32>,
+    /// max_lanes: this thread's share of the VUs or of max_connections.
+    pub(crate) max_lanes: u32,
+    /// next_lane: local number of the next lane to spawn.
+    pub(crate) next_lane: Cell<u32>,
+    /// all_done: signalled when the last lane ends.
+    pub(crate) all_done: Notify,
+    /// open: open model (latency from the intended send).
+    pub(crate) open: bool,
+    /// metronome: precise send timing for the open model (None: closed model, or no timerfd).
+    pub(crate) metronome: Option<Metronome>,
+}
+
+impl Shared {
+    /// new prepares a thread's plan, pacer and recorder; call it inside the runtime (the
+    /// open model's timerfd registers with its reactor).
+    pub(crate) fn new(job: Job) -> Shared {
+        let cfg = job.cfg.clone();
+        let plan = Plan::single_request(&cfg);
+        let open = cfg.model == Model::Open;
+        let stride = Stride {
+            stride: u64::from(cfg.threads),
+            offset: u64::from(job.index),
+        };
+        let end = cfg.duration.map(|d| d.as_secs_f64());
+        let pacer = match cfg.model {
+            Model::Closed => AnyPacer::Closed(ClosedPacer {
+                vus: cfg.profile.clone(),
+                end,
+                limit: cfg.requests,
+                stride,
+            }),
+            Model::Open => AnyPacer::Open(OpenPacer {
+                rate: cfg.profile.clone(),
+                end,
+                limit: cfg.requests,
+                stride,
+            }),
+        };
+        let max_lanes = match cfg.model {
+            Model::Closed => lane_share(
+                cfg.profile.peak().ceil().max(1.0) as u32,
+                cfg.threads,
+                job.index,
+            ),
+            Model::Open => lane_share(cfg.max_connections, cfg.threads, job.index).max(1),
+        };
+        let highest_us = u64::try_from(cfg.timeout.as_micros())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1_000_000);
+        let mut rec = Recorder::new(job.start + cfg.warmup, highest_us, plan.names.len(), open);
+        rec.send_end = cfg.duration.map(|d| job.start + d);
+        Shared {
+            job,
+            plan,
+            pacer,
+            rec: RefCell::new(rec),
+            hits: Cell::new(0),
+            lanes: Cell::new(0),
+            max_lanes,
+            next_lane: Cell::new(0),
+            all_done: Notify::new(),
+            open,
+            metronome: if open { Metronome::new().ok() } else { None },
+        }
+    }
+}
+
+/// lane_share is how many of `total` lanes thread `index` of `threads` owns (lane i belongs
+/// to thread i % threads).
+pub fn lane_share(total: u32, threads: u32, index: u32) -> u32 {
+    total / threads + u32::from(index < total % threads)
+}
+
+/// initial_lanes is how many lanes a thread starts: all its VUs (closed), or a small pool
+/// sized for ~1 ms service time at the peak rate (open), which grows when sends run late.
+pub(crate) fn initial_lanes(s: &Shared) -> u32 {
+    if !s.open {
+        return s.max_lanes;
+    }
+    let cfg = &s.job.cfg;
+    let share = cfg.profile.peak() / f64::from(cfg.threads);
+    ((share / 1000.0).ceil() as u32).clamp(1, s.max_lanes)
+}
+
+/// grow_pool adds connections when hits fall due with no lane free to claim them (all are
+/// busy with requests or waiting on earlier hits), up to the thread's share of
+/// `max_connections`. It watches the clock rather than waiting for a lane to finish, so a
+/// stalled server grows the pool instead of silently delaying the schedule. A hit must stay
+/// unclaimed for [`LATE_SLACK`] *while this thread runs* before a lane is added for it: after
+/// the thread itself was descheduled, the existing lanes get that long to catch up first.
+pub(crate) async fn grow_pool(s: Rc<Shared>) {
+    let AnyPacer::Open(pacer) = &s.pacer else {
+        return;
+    };
+    let start = s.job.start;
+    loop {
+        let at = match pacer.pace(start.elapsed(), s.hits.get(), 0) {
+            Pace::Due(at) => start + at,
+            _ => return,
+        };
+        let check = at.max(Instant::now()) + LATE_SLACK;
+        tokio::time::sleep_until(check.into()).await;
+        let now = Instant::now();
+        if now > check + LATE_SLACK {
+            continue; // We were not running: give the lanes their slack first.
+        }
+        let overdue = pacer.due_by(now.saturating_duration_since(start + LATE_SLACK));
+        let missing = overdue.saturating_sub(s.hits.get());
+        let room = u64::from(s.max_lanes.saturating_sub(s.lanes.get()));
+        for _ in 0..missing.min(room) {
+            spawn_lane(&s);
+        }
+        if missing > room {
+            // Pool full: the hits wait for a lane; look again a little later.
+            tokio::time::sleep(LATE_SLACK).await;
+        } else if missing > 0 {
+            // Let the new lanes claim the overdue hits before counting again.
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// spawn_lane starts one more lane on this thread.
+pub(crate) fn spawn_lane(shared: &Rc<Shared>) {
+    let local = shared.next_lane.get();
+    shared.next_lane.set(local + 1);
+    // Global lane number: lane i of every thread interleaves, so ramps spread evenly.
+    let lane = local * shared.job.cfg.threads + shared.job.index;
+    shared.lanes.set(shared.lanes.get() + 1);
+    let s = shared.clone();
+    tokio::task::spawn_local(async move {
+        let _count = LaneCount(s.clone());
+        let mut lane_state = Lane::new(&s, lane);
+        lane_state.run(&s).await;
+        lane_state.shutdown(&s);
+    });
+}
+
+/// LaneCount takes a lane off the count when its task ends, however it ends (a panic in a
+/// lane must not leave a count-bound run waiting forever).
+struct LaneCount(Rc<Shared>);
+
+impl Drop for LaneCount {
+    fn drop(&mut self) {
+        let s = &self.0;
+        s.lanes.set(s.lanes.get().saturating_sub(1));
+        if s.lanes.get() == 0 {
+            s.all_done.notify_one();
+        }
+    }
+}
+
+/// Lane is one VU/connection's loop state: its connection, its reusable timers, and the
+/// time its last request completed (reused as "now" to save a clock read).
+struct Lane {
+    lane: u32,
+    conn: Conn,
+    timeout: Deadline,
+    pace: Pin<Box<Sleep>>,
+    clock: Option<Instant>,
+}
+
+impl Lane {
+    fn new(s: &Shared, lane: u32) -> Self {
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
+        Lane {
+            lane,
+            conn: Conn::new(s.job.addr),
+            timeout: Deadline::new(),
+            pace: Box::pin(tokio::time::sleep_until(far)),
+            clock: None,
+        }
+    }
+
+    async fn run(&mut self, s: &Rc<Shared>) {
+        let start = s.job.start;
+        loop {
+            let now = self.clock.take().unwrap_or_else(Instant::now);
+            let hit = s.hits.get();
+            let intended = match s
+                .pacer
+                .pace(now.saturating_duration_since(start), hit, self.lane)
+            {
+                Pace::Stop => return,
+                Pace::Idle(at) => {
+                    self.close(s);
+                    self.pace.as_mut().reset((start + at).into());
+                    self.pace.as_mut().await;
+                    continue;
+                }
+                Pace::Now => {
+                    s.hits.set(hit + 1);
+                    self.clock = Some(now);
+                    now
+                }
+                Pace::Due(at) => {
+                    s.hits.set(hit + 1);
+                    let due = start + at;
+                    if due > now + crate::metronome::EARLY {
+                        self.timeout.set(now + s.job.cfg.timeout);
+                        if self.conn.open(&mut self.timeout).await {
+                            s.rec.borrow_mut().connections(1, false, true);
+                        }
+                        match &s.metronome {
+                            Some(m) => m.wait_until(due).await,
+                            None => {
+                                self.pace.as_mut().reset(due.into());
+                                self.pace.as_mut().await;
+                            }
+                        }
+                    } else {
+                        self.clock = Some(now);
+                    }
+                    due
+                }
+            };
+            self.iteration(s, hit, intended).await;
+        }
+    }
+
+    /// iteration runs one flow for hit `hit`, intended to start at `intended`.
+    async fn iteration(&mut self, s: &Rc<Shared>, hit: u64, intended: Instant) {
+        let Some(flow) = s.plan.flow(hit) else { return };
+        for step in &flow.steps {
+            match step {
+                Step::Request(r) => self.request(s, r, intended).await,
+            }
+        }
+    }
+
+    async fn request(&mut self, s: &Rc<Shared>, r: &RequestStep, intended: Instant) {
+        let now = self.clock.take().unwrap_or_else(Instant::now);
+        let lag = now.saturating_duration_since(intended);
+        let late = s.open && lag > LATE_SLACK;
+        s.rec
+            .borrow_mut()
+            .send(now, r.bytes.len() as u64, lag, late);
+        self.timeout.set(now + s.job.cfg.timeout);
+        let was_open = self.conn.is_open();
+        let result = self
+            .conn
+            .exchange(&r.bytes, r.head, &mut self.timeout, now)
+            .await;
+        let done = Instant::now();
+        self.clock = Some(done);
+        let mut rec = s.rec.borrow_mut();
+        match result {
+            Ok(x) => {
+                rec.connections(x.connects, was_open, self.conn.is_open());
+                // Open model: from the intended send, so time spent waiting for a free
+                // connection or a behind-schedule generator counts against the server, as
+                // wrk2 does (coordinated omission). Closed model: from the actual write.
+                let from = if s.open {
+                    intended.min(x.sent_at)
+                } else {
+                    x.sent_at
+                };
+                let resp = Response {
+                    stat: r.stat,
+                    status: x.status,
+                    latency: done.saturating_duration_since(from),
+                    service: done.saturating_duration_since(x.sent_at),
+                    bytes_in: x.bytes_in,
+                };
+                rec.response(done, &resp);
+            }
+            Err(f) => {
+                rec.connections(f.connects, was_open, self.conn.is_open());
+                rec.error(done, r.stat, f.class);
+            }
+        }
+    }
+
+    fn close(&mut self, s: &Shared) {
+        if self.conn.close() {
+            s.rec.borrow_mut().connections(0, true, false);
+        }
+    }
+
+    fn shutdown(&mut self, s: &Shared) {
+        self.close(s);
+    }
+}
