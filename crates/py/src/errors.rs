@@ -5,9 +5,24 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use redline_engine::EngineError;
 
-create_exception!(_engine, RedlineError, PyException, "RedlineError: base of every redline error.");
-create_exception!(_engine, ConfigError, RedlineError, "ConfigError: the run or server configuration is invalid.");
-create_exception!(_engine, UnreachableError, RedlineError, "UnreachableError: the target cannot be resolved or connected to.");
+create_exception!(
+    _engine,
+    RedlineError,
+    PyException,
+    "RedlineError: base of every redline error."
+);
+create_exception!(
+    _engine,
+    ConfigError,
+    RedlineError,
+    "ConfigError: the run or server configuration is invalid."
+);
+create_exception!(
+    _engine,
+    UnreachableError,
+    RedlineError,
+    "UnreachableError: the target cannot be resolved or connected to."
+);
 
 /// register adds the exception types to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

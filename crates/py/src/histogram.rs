@@ -45,7 +45,12 @@ pub fn merge_histograms(histograms: Vec<String>) -> PyResult<String> {
 pub fn histogram_quantiles(histogram: &str, quantiles: Vec<f64>) -> PyResult<(u64, Vec<u64>)> {
     let h = decode(histogram)?;
     if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
-        return Err(ConfigError::new_err(format!("quantile {q} is outside 0..=1")));
+        return Err(ConfigError::new_err(format!(
+            "quantile {q} is outside 0..=1"
+        )));
     }
-    Ok((h.len(), quantiles.iter().map(|q| h.value_at_quantile(*q)).collect()))
+    Ok((
+        h.len(),
+        quantiles.iter().map(|q| h.value_at_quantile(*q)).collect(),
+    ))
 }

@@ -23,13 +23,21 @@ impl Target {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
         }
-        let cfg = TargetConfig { host, port, threads };
+        let cfg = TargetConfig {
+            host,
+            port,
+            threads,
+        };
         let inner = py
             .allow_threads(|| redline_target::Target::start(cfg))
             .map_err(|e| RedlineError::new_err(e.to_string()))?;
         let url = inner.url();
         let port = inner.local_addr().port();
-        Ok(Self { inner: Some(inner), url, port })
+        Ok(Self {
+            inner: Some(inner),
+            url,
+            port,
+        })
     }
 
     /// url: "http://HOST:PORT" the server listens on.
