@@ -137,3 +137,26 @@ def test_histograms_merge_and_agree_with_the_summary(target):
     assert count == 800
     assert 2000 <= p25 < 5000 and 20000 <= p75 < 23000
     assert a.percentile(0.5) == pytest.approx(a.latency.p50, rel=0.01)
+
+
+def test_the_gil_is_released_while_the_engine_runs(target):
+    """A Python thread keeps running during a run: the engine does not hold the GIL."""
+    import threading
+
+    ticks = 0
+    done = threading.Event()
+
+    def spin():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        redline.run(target.url + "/", connections=4, duration="1s")
+    finally:
+        done.set()
+        t.join(timeout=5)
+    assert ticks > 200  # about 1000 if never blocked; 0-10 if the GIL were held
