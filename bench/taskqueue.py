@@ -1,0 +1,636 @@
+"""Benchmark of the taskqueue service (issue 3, "Performance"): three scenarios, one run.
+
+    .venv/bin/python bench/taskqueue.py [--seconds 30] [--runs 1] [--only status,submit,mix]
+        [--mix-rate 700,550,400] [--no-pin] [--service-cmd CMD] [--write-results]
+
+Each scenario gets a fresh service (`taskqueue serve --port 0`, a new temporary data dir,
+`--allow-fetch-cidr 127.0.0.0/8`) and, for http-fetch, an origin (`redline target --threads 1`),
+all on 127.0.0.1. The machine has 2 cores: by default the service (with its SQLite writer and
+checkpointer threads and its factorial worker processes, which inherit the affinity) is pinned
+to core 0 with `taskset -c 0`; the generator (wrk, one thread, or k6) and the origin share
+core 1. Every generator run is bounded by its duration and by a subprocess timeout.
+
+Scenarios and goals (2-core box, generator on the same box):
+  status  GET /tasks/submissions/{id} over 300 finished tasks (wrk + Lua)   >= 5,000 req/s
+  submit  POST /tasks/submissions, durable 202s per second (wrk + Lua)       >= 2,000/s
+          (--max-queue raised to 10,000,000 so admission control does not turn it into a
+          503 benchmark; 503s, if any, are reported separately)
+  mix     seed 000's user with k6 (constant arrival rate): 5:1 http-fetch:factorial, status
+          polled at once and then every second until done, then the result; req/s counts
+          requests sent after a 5 s ramp-up until the arrivals stop;
+          >= 2,500 req/s in total with p99 < 100 ms per request type and zero failures.
+
+What the server saw is checked as well as what the client reported: the 202s counted by wrk
+must match the tasks the service stored, and every k6 task must be SUCCEEDED in the service.
+Latency percentiles are client-side (wrk: closed loop, from each request's send; k6: from each
+request's actual send, so a saturated generator shows up as dropped iterations, reported too).
+The notes give the service's CPU use, how long its threads waited for a CPU (schedstat: the
+box is shared, and that wait is latency no code change removes) and its disk writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import re
+import resource
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = ROOT / "bench" / "taskqueue"
+VENV_BIN = Path(sys.executable).parent
+PEERS_ENV = Path.home() / ".cache/redline-peers/peers.env"
+CORES = {"service": "0", "generator": "1"}
+"""CORES: where each side runs (`--no-pin` empties it: the scheduler places everything)."""
+START_TIMEOUT_S = 30.0
+STATUS_IDS = 300
+MIX_WARMUP_S = 5
+URL_RE = re.compile(rb"(http://[0-9.]+:[0-9]+)")
+K6_FAIL_RE = re.compile(r'msg="FAIL ((?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class Row:
+    """Row is one scenario run as it appears in the results table."""
+
+    scenario: str
+    tool: str
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    errors: str
+    goal: str
+    met: bool
+    load: str
+    notes: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+
+
+def peers() -> dict[str, str]:
+    """peers reads the generator paths written by install-peers.sh (PATH as a fallback)."""
+    found = {"WRK": shutil.which("wrk") or "", "K6": shutil.which("k6") or ""}
+    if PEERS_ENV.exists():
+        for line in PEERS_ENV.read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep and not key.startswith("#") and value:
+                found[key.strip()] = value.strip()
+    return found
+
+
+def load_avg() -> str:
+    """load_avg is the 1/5/15-minute load average (the box is shared: context for the figures)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@contextmanager
+def started(argv: list[str], log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """started runs a server that prints its URL in its start line; yields (url, process)."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            match = URL_RE.search(log.read_bytes())
+            if match:
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{argv[0]} did not start: {log.read_text()[-500:]}")
+            time.sleep(0.05)
+        yield match.group(1).decode(), proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def pin(role: str) -> list[str]:
+    """pin is the taskset prefix that keeps `role` on its core (none without pinning)."""
+    return ["taskset", "-c", CORES[role]] if role in CORES else []
+
+
+def service_argv(cmd: str, data_dir: Path, max_queue: int | None) -> list[str]:
+    """service_argv is the pinned taskqueue command line (cmd: how to run `taskqueue`)."""
+    argv = [*pin("service"), *shlex.split(cmd), "serve", "--port", "0"]
+    argv += ["--data-dir", str(data_dir), "--allow-fetch-cidr", "127.0.0.0/8"]
+    return argv + (["--max-queue", str(max_queue)] if max_queue else [])
+
+
+def origin_argv() -> list[str]:
+    """origin_argv is the pinned http-fetch origin (redline's target server, one thread)."""
+    return [
+        *pin("generator"),
+        str(VENV_BIN / "redline"),
+        "target",
+        "--threads",
+        "1",
+        "--port",
+        "0",
+    ]
+
+
+def http_json(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    """http_json makes one JSON request (setup and cross-checks only, never the measurement)."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return dict(json.loads(resp.read()))
+
+
+def server_tasks(url: str) -> dict[str, int]:
+    """server_tasks is the service's own count of tasks by status (/healthz)."""
+    return {str(k): int(v) for k, v in dict(http_json("GET", f"{url}/healthz")["tasks"]).items()}
+
+
+def wait_drained(url: str, timeout_s: float) -> dict[str, int]:
+    """wait_drained waits (bounded) until no task is QUEUED or RUNNING; returns the counts."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        tasks = server_tasks(url)
+        if tasks.get("QUEUED", 0) + tasks.get("RUNNING", 0) == 0 or time.monotonic() > deadline:
+            return tasks
+        time.sleep(0.2)
+
+
+def cpu_seconds(proc: subprocess.Popen[bytes]) -> float:
+    """cpu_seconds is user+system CPU of a process and its descendants so far."""
+    total = 0.0
+    try:
+        root = psutil.Process(proc.pid)
+        for p in [root, *root.children(recursive=True)]:
+            t = p.cpu_times()
+            total += t.user + t.system
+    except psutil.Error:
+        pass
+    return total
+
+
+def sched_wait_s(proc: subprocess.Popen[bytes]) -> float:
+    """sched_wait_s is how long the process tree's threads sat runnable waiting for a CPU.
+
+    From /proc/<pid>/task/<tid>/schedstat (second field, ns). On a shared box this is the
+    direct measure of contention: latency a pinned service could not avoid.
+    """
+    total = 0
+    try:
+        root = psutil.Process(proc.pid)
+        pids = [root.pid, *(c.pid for c in root.children(recursive=True))]
+    except psutil.Error:
+        return 0.0
+    for pid in pids:
+        for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            try:
+                total += int(stat.read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return total / 1e9
+
+
+def written_bytes(proc: subprocess.Popen[bytes]) -> int:
+    """written_bytes is what the service process has written to storage so far (WAL, db)."""
+    try:
+        return int(psutil.Process(proc.pid).io_counters().write_bytes)
+    except (psutil.Error, AttributeError):
+        return 0
+
+
+def run_generator(argv: list[str], timeout_s: float, cwd: Path) -> tuple[str, float]:
+    """run_generator runs a pinned generator, bounded by timeout_s; returns (output, wall_s)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=cwd)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise RuntimeError(f"{argv[3]} ran past {timeout_s:.0f} s") from None
+    return out.decode(errors="replace"), time.monotonic() - t0
+
+
+def child_cpu() -> float:
+    """child_cpu is the CPU of all reaped children so far: the generator's, read as a delta."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def wrk_json(output: str) -> dict[str, Any]:
+    """wrk_json extracts the WRKJSON line that bench/taskqueue/common.lua prints."""
+    for line in output.splitlines():
+        if line.startswith("WRKJSON "):
+            return dict(json.loads(line[len("WRKJSON ") :]))
+    raise RuntimeError(f"wrk printed no summary:\n{output[-1500:]}")
+
+
+def wrk_argv(wrk: str, script: str, url: str, seconds: int, conns: int, arg: str) -> list[str]:
+    """wrk_argv is the pinned wrk command line (one thread: one core to spend)."""
+    return [
+        *pin("generator"),
+        wrk,
+        "-t1",
+        f"-c{conns}",
+        f"-d{seconds}s",
+        "--timeout",
+        "5s",
+        "-s",
+        str(HERE / script),
+        url,
+        "--",
+        arg,
+    ]
+
+
+def seed_ids(url: str, n: int, path: Path) -> None:
+    """seed_ids submits n small factorial tasks, waits for them to finish, writes their ids."""
+    ids = [
+        str(http_json("POST", f"{url}/tasks/submissions", {"type": "factorial", "n": 50})["id"])
+        for _ in range(n)
+    ]
+    tasks = wait_drained(url, 30)
+    if tasks.get("SUCCEEDED", 0) != n:
+        raise RuntimeError(f"seeding: expected {n} SUCCEEDED tasks, server has {tasks}")
+    path.write_text("\n".join(ids) + "\n")
+
+
+def ms(us: float) -> float:
+    """ms converts wrk's microseconds to milliseconds."""
+    return float(us) / 1000.0
+
+
+def scenario_status(tools: dict[str, str], work: Path, seconds: int, conns: int) -> Row:
+    """scenario_status: GET /tasks/submissions/{id} over STATUS_IDS finished tasks (wrk)."""
+    ids = work / "ids.txt"
+    with started(service_argv(tools["TASKQUEUE"], work / "data", None), work / "service.log") as (
+        url,
+        svc,
+    ):
+        seed_ids(url, STATUS_IDS, ids)
+        load = load_avg()
+        argv = wrk_argv(tools["WRK"], "status.lua", url, seconds, conns, str(ids))
+        cpu0, gen0, wait0 = cpu_seconds(svc), child_cpu(), sched_wait_s(svc)
+        out, wall = run_generator(argv, seconds + 30, work)
+        svc_cpu, gen_cpu = cpu_seconds(svc) - cpu0, child_cpu() - gen0
+        waited = sched_wait_s(svc) - wait0
+    s = wrk_json(out)
+    codes = {str(k): int(v) for k, v in dict(s["codes"]).items()}
+    rps = int(s["requests"]) / (int(s["duration_us"]) / 1e6)
+    bad = sum(n for c, n in codes.items() if c != "200") + sum(
+        int(v) for k, v in dict(s["errors"]).items() if k != "status"
+    )
+    return Row(
+        "status GETs",
+        "wrk",
+        rps,
+        ms(s["p50_us"]),
+        ms(s["p99_us"]),
+        str(bad),
+        ">= 5,000 req/s",
+        rps >= 5000 and bad == 0,
+        load,
+        notes=[
+            f"{conns} connections, {STATUS_IDS} ids; codes {codes}; "
+            f"service CPU {100 * svc_cpu / wall:.0f}% of a core, waited {waited:.1f} s for a CPU "
+            f"({1e6 * svc_cpu / max(1, int(s['requests'])):.0f} us/request), "
+            f"wrk {100 * gen_cpu / wall:.0f}%"
+        ],
+        commands=[
+            shlex.join(service_argv(tools["TASKQUEUE"], Path("$DATA"), None)),
+            shlex.join(argv),
+        ],
+    )
+
+
+SUBMIT_BODIES = {
+    "factorial": '{"type":"factorial","n":20}',
+    "fetch": '{"type":"http-fetch","url":"%s/anything?size=1024"}',
+}
+
+
+def scenario_submit(
+    tools: dict[str, str],
+    work: Path,
+    seconds: int,
+    conns: int,
+    kind: str,
+) -> Row:
+    """scenario_submit: durable POST /tasks/submissions at a closed loop of conns (wrk)."""
+    max_queue = 10_000_000  # far above what a run can submit: no admission-control 503s
+    with started(origin_argv(), work / "origin.log") as (origin, _):
+        with started(
+            service_argv(tools["TASKQUEUE"], work / "data", max_queue), work / "service.log"
+        ) as (url, svc):
+            body = SUBMIT_BODIES[kind].replace("%s", origin)
+            before = sum(server_tasks(url).values())
+            load = load_avg()
+            argv = wrk_argv(tools["WRK"], "submit.lua", url, seconds, conns, body)
+            cpu0, gen0, wait0 = cpu_seconds(svc), child_cpu(), sched_wait_s(svc)
+            io0 = written_bytes(svc)
+            out, wall = run_generator(argv, seconds + 30, work)
+            svc_cpu, gen_cpu = cpu_seconds(svc) - cpu0, child_cpu() - gen0
+            waited = sched_wait_s(svc) - wait0
+            wrote = written_bytes(svc) - io0
+            after = server_tasks(url)
+            drained = wait_drained(url, 120)
+    s = wrk_json(out)
+    codes = {str(k): int(v) for k, v in dict(s["codes"]).items()}
+    accepted = codes.get("202", 0)
+    stored = sum(after.values()) - before
+    rps = accepted / (int(s["duration_us"]) / 1e6)
+    other = sum(n for c, n in codes.items() if c not in ("202", "503")) + sum(
+        int(v) for k, v in dict(s["errors"]).items() if k != "status"
+    )
+    errors = f"{other} (+{codes.get('503', 0)} 503s)"
+    # wrk stops counting at its deadline with up to `conns` submissions in flight, which the
+    # server may still store: accepted <= stored <= accepted + conns.
+    ok = rps >= 2000 and other == 0 and accepted <= stored <= accepted + conns
+    return Row(
+        f"durable submissions ({kind})",
+        "wrk",
+        rps,
+        ms(s["p50_us"]),
+        ms(s["p99_us"]),
+        errors,
+        ">= 2,000 accepted/s",
+        ok,
+        load,
+        notes=[
+            f"{conns} connections, --max-queue {max_queue}; codes {codes}; server stored "
+            f"{stored} new tasks (202s: {accepted}), writing "
+            f"{wrote / max(1, stored) / 1024:.1f} KiB to disk per task; "
+            f"queue at end {after.get('QUEUED', 0)}, "
+            f"after drain {drained}; service CPU {100 * svc_cpu / wall:.0f}% of a core, "
+            f"waited {waited:.1f} s for a CPU "
+            f"({1e6 * svc_cpu / max(1, accepted):.0f} us per 202, incl. running tasks), "
+            f"wrk {100 * gen_cpu / wall:.0f}%"
+        ],
+        commands=[
+            shlex.join(service_argv(tools["TASKQUEUE"], Path("$DATA"), max_queue)),
+            shlex.join(argv),
+        ],
+    )
+
+
+def k6_argv(k6: str) -> list[str]:
+    """k6_argv is the pinned k6 command line; its settings come from the environment."""
+    return [*pin("generator"), k6, "run", "-q", "--no-color", str(HERE / "mix.js")]
+
+
+def mix_figures(summary: dict[str, Any]) -> dict[str, float]:
+    """mix_figures pulls counts and per-type latencies out of k6's handleSummary JSON."""
+    metrics: dict[str, dict[str, dict[str, float]]] = summary["metrics"]
+
+    def val(name: str, key: str) -> float:
+        return float(metrics.get(name, {}).get("values", {}).get(key, 0.0))
+
+    out = {
+        "requests": val("http_reqs", "count"),
+        "iterations": val("iterations", "count"),
+        "dropped": val("dropped_iterations", "count"),
+        "failures": val("failures", "count"),
+        "done": val("tasks_done", "count"),
+        "p50": val("http_req_duration", "med"),
+        "steady": val("steady_reqs", "count"),
+        "p99": val("http_req_duration", "p(99)"),
+        "wall_s": float(summary["state"]["testRunDurationMs"]) / 1000,
+    }
+    for rt in ("submit_fetch", "submit_factorial", "status", "result"):
+        out[f"p99_{rt}"] = val(f"http_req_duration{{rt:{rt}}}", "p(99)")
+        out[f"n_{rt}"] = val(f"http_reqs{{rt:{rt}}}", "count")
+    return out
+
+
+def scenario_mix(tools: dict[str, str], work: Path, seconds: int, rate: int) -> Row:
+    """scenario_mix: the seed-000 user at `rate` new tasks per second (k6)."""
+    summary = work / "k6-summary.json"
+    with started(origin_argv(), work / "origin.log") as (origin, _):
+        with started(
+            service_argv(tools["TASKQUEUE"], work / "data", None), work / "service.log"
+        ) as (url, svc):
+            env = {
+                "TQ_URL": url,
+                "ORIGIN_URL": origin,
+                "RATE": str(rate),
+                "DURATION": f"{seconds}s",
+                "SUMMARY": str(summary),
+                "SIZE": "1024",
+                "FACT_N": "100",
+                "WARMUP_S": str(MIX_WARMUP_S),
+                "K6_NO_USAGE_REPORT": "true",
+            }
+            os.environ.update(env)
+            load = load_avg()
+            argv = k6_argv(tools["K6"])
+            cpu0, gen0, wait0 = cpu_seconds(svc), child_cpu(), sched_wait_s(svc)
+            io0 = written_bytes(svc)
+            out, wall = run_generator(argv, seconds + 120, work)
+            svc_cpu, gen_cpu = cpu_seconds(svc) - cpu0, child_cpu() - gen0
+            waited = sched_wait_s(svc) - wait0
+            wrote = written_bytes(svc) - io0
+            tasks = wait_drained(url, 60)
+    if not summary.exists():
+        raise RuntimeError(f"k6 wrote no summary:\n{out[-1500:]}")
+    f = mix_figures(json.loads(summary.read_text()))
+    causes = sorted({m.group(1).strip() for m in K6_FAIL_RE.finditer(out)})
+    rps = f["steady"] / (seconds - MIX_WARMUP_S)
+    worst = max(f[f"p99_{rt}"] for rt in ("submit_fetch", "submit_factorial", "status", "result"))
+    server_ok = tasks.get("SUCCEEDED", 0) == f["done"] and tasks.get("FAILED", 0) == 0
+    failures = int(f["failures"]) + int(f["dropped"])
+    p99s = ", ".join(
+        f"{rt} {f[f'p99_{rt}']:.1f}"
+        for rt in ("submit_fetch", "submit_factorial", "status", "result")
+    )
+    return Row(
+        f"seed-000 mix @ {rate} tasks/s",
+        "k6",
+        rps,
+        f["p50"],
+        worst,
+        f"{int(f['failures'])} (+{int(f['dropped'])} dropped iterations)",
+        ">= 2,500 req/s, p99 < 100 ms, 0 failures",
+        rps >= 2500 and worst < 100 and failures == 0 and server_ok,
+        load,
+        notes=[
+            f"p99 ms by type: {p99s} (p99 column: the worst type; p50: all requests); "
+            + (f"failures seen: {'; '.join(causes[:5])}; " if causes else "")
+            + f"req/s = {int(f['steady'])} requests sent from {MIX_WARMUP_S} s to {seconds} s "
+            f"(all: {int(f['requests'])} in {f['wall_s']:.1f} s incl. ramp-up and drain); "
+            f"disk writes {wrote / max(1, f['iterations']) / 1024:.1f} KiB per task; "
+            f"{int(f['iterations'])} tasks, k6 done {int(f['done'])}, server "
+            f"{tasks}; service CPU {100 * svc_cpu / wall:.0f}% of a core, "
+            f"waited {waited:.1f} s for a CPU "
+            f"({1e6 * svc_cpu / max(1, f['requests']):.0f} us/request incl. running tasks), k6 "
+            f"{100 * gen_cpu / wall:.0f}%"
+        ],
+        commands=[
+            shlex.join(service_argv(tools["TASKQUEUE"], Path("$DATA"), None)),
+            shlex.join(origin_argv()),
+            " ".join(f"{k}={v}" for k, v in env.items() if k != "SUMMARY") + " " + shlex.join(argv),
+        ],
+    )
+
+
+def table(rows: list[Row]) -> str:
+    """table renders the results as Markdown, with each run's notes and commands below it."""
+    lines = [
+        "| scenario | tool | req/s | p50 ms | p99 ms | errors | goal | met? | load avg |",
+        "|---|---|---:|---:|---:|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.scenario} | {r.tool} | {r.rps:,.0f} | {r.p50_ms:.1f} | "
+            f"{r.p99_ms:.1f} | {r.errors} | {r.goal} | {'yes' if r.met else 'NO'} | "
+            f"{r.load} |"
+        )
+    lines.append("")
+    for i, r in enumerate(rows, 1):
+        lines.append(f"{i}. **{r.scenario}**: " + "; ".join(r.notes))
+        lines.extend(f"   - `{c}`" for c in r.commands)
+    return "\n".join(lines) + "\n"
+
+
+def mix_job(tools: dict[str, str], seconds: int, rate: int, work: Path) -> Row:
+    """mix_job binds one mix rate for the job list (a lambda in a loop would bind late)."""
+    return scenario_mix(tools, work, seconds, rate)
+
+
+def placement() -> str:
+    """placement says where each side ran and what else shared the box (for the results)."""
+    where = (
+        "service pinned to core 0 (`taskset -c 0`, with its threads and worker processes); "
+        "wrk/k6 and the origin on core 1 (`taskset -c 1`)"
+        if CORES
+        else "nothing pinned (the scheduler placed service, generator and origin)"
+    )
+    return (
+        f"{os.cpu_count()} cores; {where}. The box was shared with other engineers' builds "
+        "and tests during the runs: the load average is given per row, and each note says "
+        "how long the service's threads waited for a CPU."
+    )
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """parse_args reads the command line."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=int, default=30, help="duration of each run (default 30)")
+    p.add_argument("--runs", type=int, default=1, help="runs of each scenario (default 1)")
+    p.add_argument(
+        "--only",
+        default="status,submit,mix",
+        help="comma-separated scenarios: status, submit, submit-fetch, mix",
+    )
+    p.add_argument("--conns", type=int, default=64, help="wrk connections (default 64)")
+    p.add_argument(
+        "--mix-rate",
+        default="700",
+        help="k6 new tasks per second; a comma list runs each (default 700: about "
+        "2,600 req/s at ~3.7 requests a task)",
+    )
+    p.add_argument(
+        "--service-cmd",
+        default=str(VENV_BIN / "taskqueue"),
+        help="command that runs the taskqueue CLI, for A/B runs of a scratch copy "
+        "(e.g. 'env PYTHONPATH=/tmp/copy .venv/bin/python -m taskqueue')",
+    )
+    p.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="do not pin (default: service on core 0, generator and origin on core 1)",
+    )
+    p.add_argument(
+        "--write-results",
+        action="store_true",
+        help="also write the table to bench/taskqueue/RESULTS.md",
+    )
+    args = p.parse_args(argv)
+    if not 1 <= args.seconds <= 300 or not 1 <= args.runs <= 10:
+        p.error("--seconds must be 1..300 and --runs 1..10")
+    if "mix" in args.only and args.seconds < 2 * MIX_WARMUP_S:
+        p.error(
+            f"the mix needs --seconds >= {2 * MIX_WARMUP_S} "
+            f"(its first {MIX_WARMUP_S} s are ramp-up)"
+        )
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """main runs the chosen scenarios and prints the table."""
+    args = parse_args(argv)
+    tools = peers()
+    tools["TASKQUEUE"] = args.service_cmd
+    if args.no_pin:
+        CORES.clear()
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = only - {"status", "submit", "submit-fetch", "mix"}
+    if unknown:
+        print(f"taskqueue bench: unknown scenario(s) {sorted(unknown)}", file=sys.stderr)
+        return 2
+    try:
+        rates = [int(r) for r in args.mix_rate.split(",") if r.strip()]
+    except ValueError:
+        print(
+            f"taskqueue bench: --mix-rate {args.mix_rate!r} is not a list of integers",
+            file=sys.stderr,
+        )
+        return 2
+    wants = {"WRK": only & {"status", "submit", "submit-fetch"}, "K6": only & {"mix"}}
+    for key, needed in wants.items():
+        if needed and not (tools.get(key) and Path(tools[key]).exists()):
+            print(f"taskqueue bench: {key.lower()} not found (see {PEERS_ENV})", file=sys.stderr)
+            return 2
+    jobs: list[Callable[[Path], Row]] = []
+    for _ in range(args.runs):
+        if "status" in only:
+            jobs.append(lambda w: scenario_status(tools, w, args.seconds, args.conns))
+        if "submit" in only:
+            jobs.append(lambda w: scenario_submit(tools, w, args.seconds, args.conns, "factorial"))
+        if "submit-fetch" in only:
+            jobs.append(lambda w: scenario_submit(tools, w, args.seconds, args.conns, "fetch"))
+        if "mix" in only:
+            jobs.extend(functools.partial(mix_job, tools, args.seconds, r) for r in rates)
+    rows = []
+    for job in jobs:
+        with tempfile.TemporaryDirectory(prefix="tq-bench-") as tmp:
+            row = job(Path(tmp))
+        rows.append(row)
+        print(
+            f"{row.scenario}: {row.rps:,.0f} req/s, p99 {row.p99_ms:.1f} ms, errors "
+            f"{row.errors} (load {row.load})",
+            file=sys.stderr,
+            flush=True,
+        )
+    text = table(rows)
+    print(text)
+    if args.write_results:
+        (HERE / "RESULTS.md").write_text(
+            "# taskqueue benchmark results\n\nMeasured with `.venv/bin/python bench/taskqueue.py "
+            + " ".join(argv if argv is not None else sys.argv[1:])
+            + "` on "
+            + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            + ".\n\n"
+            + placement()
+            + "\n\n"
+            + text
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
