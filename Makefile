@@ -7,7 +7,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-rust test-python lint bench clean
+.PHONY: help install demo test test-rust test-python lint bench bench-taskqueue clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-12s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ lint: install ## rustfmt, clippy, ruff, mypy
 
 bench: install ## redline vs wrk/hey/k6/locust side by side (needs ../shared/tools/install-peers.sh)
 	$(PY) bench/run.py
+
+bench-taskqueue: install ## taskqueue: status GETs, durable submissions, seed-000 mix (wrk, k6)
+	$(PY) bench/taskqueue.py
 
 clean: ## remove build outputs and the venv
 	rm -rf target $(VENV) .pytest_cache
