@@ -116,13 +116,12 @@ def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = N
 def generators(
     p: dict[str, str], url: str, secs: int, tmp: str
 ) -> list[tuple[str, str, list[str], str | None]]:
-    redline = str(VENV_BIN / "redline")
     gens = [
         ("wrk", "closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"], None),
         (
             "redline",
             "closed",
-            [redline, "run", url + "/", "-t", "1", "-c", str(CONNS), "-d", f"{secs}s", "-q"],
+            redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s"),
             None,
         ),
         ("hey", "closed", [p["HEY"], "-c", str(CONNS), "-z", f"{secs}s", url + "/"], None),
@@ -178,6 +177,25 @@ def generators(
     return [g for g in gens if g[2][0]]
 
 
+def wanted(args: argparse.Namespace, tool: str) -> bool:
+    return not args.only or tool in args.only.split(",")
+
+
+def redline_argv(url: str, *flags: str) -> list[str]:
+    """The redline CLI on one worker thread, quiet, against url/ with the given flags."""
+    return [str(VENV_BIN / "redline"), "run", url + "/", "-t", "1", "-q", *flags]
+
+
+def median_row(rows: list[Row]) -> Row:
+    """The run with the median CPU per request; its note says how many runs there were."""
+    ordered = sorted(rows, key=lambda r: r.us_per_req)
+    row = ordered[len(ordered) // 2]
+    if len(rows) > 1:
+        spread = ", ".join(f"{r.us_per_req:.1f}" for r in ordered)
+        row.note = (row.note + " " if row.note else "") + f"median of {len(rows)} ({spread} µs)"
+    return row
+
+
 def table(rows: list[Row]) -> str:
     wrk = next((r for r in rows if r.tool == "wrk"), None)
     lines = [
@@ -200,6 +218,7 @@ def main() -> int:
         "--rss-seconds", type=int, default=60, help="length of the long RSS run (0: skip)"
     )
     ap.add_argument("--only", help="comma-separated tools to run")
+    ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (median kept)")
     args = ap.parse_args()
     if not shutil.which("taskset"):
         print("bench: taskset is required (util-linux)", file=sys.stderr)
@@ -218,46 +237,35 @@ def main() -> int:
             return 1
         rows: list[Row] = []
         with tempfile.TemporaryDirectory() as tmp:
-            for tool, mode, argv, cwd in generators(p, url, args.seconds, tmp):
-                if args.only and tool not in args.only.split(","):
-                    continue
-                rows.append(measure(tool, mode, argv, url, cwd))
-                print(
-                    f"  {tool}: {rows[-1].rps:,.0f} req/s, {rows[-1].us_per_req:.1f} µs/req",
-                    flush=True,
-                )
-            closed = next((r for r in rows if r.tool == "redline"), None)
-            if closed and (not args.only or "redline-open" in args.only or "redline" in args.only):
-                rate = int(closed.rps * 0.9)
-                argv = [
-                    str(VENV_BIN / "redline"),
-                    "run",
-                    url + "/",
-                    "-t",
-                    "1",
+            gens = [g for g in generators(p, url, args.seconds, tmp) if wanted(args, g[0])]
+            runs: dict[str, list[Row]] = {}
+            for rep in range(args.reps):  # interleaved, so drift hits every tool alike
+                for tool, mode, argv, cwd in gens:
+                    row = measure(tool, mode, argv, url, cwd)
+                    runs.setdefault(tool, []).append(row)
+                    print(
+                        f"  [{rep + 1}/{args.reps}] {tool}: {row.rps:,.0f} req/s, "
+                        f"{row.us_per_req:.1f} µs/req",
+                        flush=True,
+                    )
+            rows = [median_row(r) for r in runs.values()]
+            if "redline" in runs:
+                capacity = max(r.rps for rs in runs.values() for r in rs)
+                rate = int(capacity * 0.9)
+                argv = redline_argv(
+                    url,
                     "--rate",
                     str(rate),
                     "--max-connections",
                     str(CONNS),
                     "-d",
                     f"{args.seconds}s",
-                    "-q",
-                ]
-                rows.append(measure("redline", f"open {rate}/s", argv, url))
-            if args.rss_seconds and (not args.only or "redline" in args.only):
+                )
+                opened = [measure("redline", f"open {rate}/s", argv, url) for _ in range(args.reps)]
+                rows.append(median_row(opened))
+            if args.rss_seconds and wanted(args, "redline"):
                 for secs in sorted({max(10, args.rss_seconds // 3), args.rss_seconds}):
-                    argv = [
-                        str(VENV_BIN / "redline"),
-                        "run",
-                        url + "/",
-                        "-t",
-                        "1",
-                        "-c",
-                        str(CONNS),
-                        "-d",
-                        f"{secs}s",
-                        "-q",
-                    ]
+                    argv = redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s")
                     rows.append(measure("redline", f"closed {secs}s (RSS)", argv, url))
         print()
         print(table(rows))
