@@ -33,6 +33,10 @@ from taskqueue.config import ConfigError
             ["127.0.0.0/8", "::1/128"],
         ),
         ([], {"TASKQUEUE_DATA_DIR": "/tmp/x"}, "data_dir", Path("/tmp/x")),
+        ([], {}, "fast_path", True),
+        (["--fast-path", "off"], {}, "fast_path", False),
+        ([], {"TASKQUEUE_FAST_PATH": "OFF"}, "fast_path", False),
+        (["--fast-path", "on"], {"TASKQUEUE_FAST_PATH": "off"}, "fast_path", True),
     ],
 )
 def test_config_sources(args: list[str], env: dict, field: str, value: object) -> None:
@@ -49,6 +53,7 @@ def test_config_sources(args: list[str], env: dict, field: str, value: object) -
         (["--workers", "0"], {}, "workers"),
         (["--max-queue", "-1"], {}, "max-queue"),
         (["--allow-fetch-cidr", "not-a-cidr"], {}, "allow-fetch-cidr"),
+        (["--fast-path", "maybe"], {}, "--fast-path"),
     ],
 )
 def test_bad_config_raises(args: list[str], env: dict, fragment: str) -> None:

@@ -1,8 +1,9 @@
 """API: the HTTP face of TaskService (FastAPI; OpenAPI at /docs and /openapi.json).
 
-Hot routes return pre-encoded bytes in plain `Response`s: no response models, no
-per-request validation beyond the path, because status polling is most of the traffic.
-Every error body is `{"error": "...", "field": ...}`.
+The three hot routes (submit, status, result) decide nothing here: they read the request
+and send the `Reply` that `replies` computes, the same one the raw-ASGI fast path
+(fastpath.py) sends, so both doors answer byte for byte alike. These routes remain for the
+OpenAPI document and for `--fast-path off`. Every error body is `{"error", "field"}`.
 """
 
 from __future__ import annotations
@@ -19,24 +20,29 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from taskqueue import replies
 from taskqueue.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from taskqueue.models import Task, TaskStatus, TaskType
-from taskqueue.service import NotCancellable, Overloaded, TaskService
-from taskqueue.submission import SubmissionError, request_schema
+from taskqueue.models import Task, TaskStatus
+from taskqueue.replies import IDEMPOTENCY_KEY_MAX, JSON, Reply
+from taskqueue.service import NotCancellable, TaskService
+from taskqueue.submission import request_schema
 
-JSON = "application/json"
-BINARY = "application/octet-stream"
-_FOREIGN = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox"}
 MAX_LIST_LIMIT = 1000
-IDEMPOTENCY_KEY_MAX = 255
+
+
+class ReplyResponse(Response):
+    """ReplyResponse sends a Reply's status, raw headers and body exactly as the fast path does."""
+
+    def __init__(self, answer: Reply) -> None:
+        self.status_code, self.raw_headers, self.body = answer
+        self.background = None
 
 
 def _error(
     status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None
 ) -> Response:
-    return Response(
-        orjson.dumps({"error": message, "field": field}), status, headers=headers, media_type=JSON
-    )
+    extra = tuple((k.lower().encode(), v.encode()) for k, v in (headers or {}).items())
+    return ReplyResponse(replies.error(status, message, field, extra))
 
 
 def _task(task: Task, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -130,27 +136,6 @@ def _links() -> dict[str, Any]:
     }
 
 
-def _prefers_json(accept: str) -> bool:
-    """_prefers_json: does the Accept header rank application/json above text/plain?"""
-    best_json = best_text = -1.0
-    for part in accept.split(","):
-        media, _, params = part.strip().partition(";")
-        q = 1.0
-        for p in params.split(";"):
-            k, _, v = p.strip().partition("=")
-            if k == "q":
-                try:
-                    q = float(v)
-                except ValueError:
-                    q = 0.0
-        media = media.strip().lower()
-        if media == JSON:
-            best_json = max(best_json, q)
-        elif media in ("text/plain", "text/*"):
-            best_text = max(best_text, q)
-    return best_json > 0 and best_json > best_text
-
-
 def create_app(service: TaskService, manage_lifecycle: bool = True) -> FastAPI:
     """create_app builds the FastAPI application around a TaskService.
 
@@ -221,21 +206,6 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
 
-async def _read_body(request: Request, limit: int) -> bytes | None:
-    """_read_body returns the body, or None once it passes limit (unread beyond)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        return None
-    chunks = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _add_submit_route(app: FastAPI, service: TaskService) -> None:
     limit = service.config.max_body_bytes
 
@@ -269,29 +239,10 @@ def _add_submit_route(app: FastAPI, service: TaskService) -> None:
         },
     )
     async def submit(request: Request) -> Response:
-        body = await _read_body(request, limit)
-        if body is None:
-            service.metrics.rejections.labels("too_large").inc()
-            return _error(413, f"body larger than {limit} bytes")
+        declared = request.headers.get("content-length")
+        body = await replies.read_body(request.stream(), declared, limit)
         key = request.headers.get("idempotency-key")
-        if key is not None and not 0 < len(key) <= IDEMPOTENCY_KEY_MAX:
-            return _error(
-                422,
-                f"Idempotency-Key must be 1..{IDEMPOTENCY_KEY_MAX} characters",
-                "Idempotency-Key",
-            )
-        try:
-            task, created = await service.submit(body, key)
-        except SubmissionError as exc:
-            if exc.field != "Idempotency-Key":
-                service.metrics.rejections.labels("invalid").inc()
-            return Response(exc.body(), exc.status, media_type=JSON)
-        except Overloaded as exc:
-            return _error(503, str(exc), headers={"Retry-After": str(exc.retry_after)})
-        headers = {"Location": f"/tasks/submissions/{task.id}"}
-        if not created:
-            headers["Idempotent-Replayed"] = "true"
-        return _task(task, 202, headers)
+        return ReplyResponse(await replies.submit(service, body, key))
 
 
 def _add_status_routes(app: FastAPI, service: TaskService) -> None:
@@ -302,10 +253,7 @@ def _add_status_routes(app: FastAPI, service: TaskService) -> None:
         responses={200: _TASK_SCHEMA, 404: _error_schema("Unknown task")},
     )
     async def status(task_id: str) -> Response:
-        task = service.get(task_id)
-        if task is None:
-            return _error(404, f"no task {task_id}", "task_id")
-        return _task(task)
+        return ReplyResponse(replies.status(service, task_id))
 
     @app.delete(
         "/tasks/submissions/{task_id}",
@@ -327,7 +275,7 @@ def _add_status_routes(app: FastAPI, service: TaskService) -> None:
         except NotCancellable as exc:
             return _error(409, f"task already {exc.task.status.value}", "task_id")
         if task is None:
-            return _error(404, f"no task {task_id}", "task_id")
+            return ReplyResponse(replies.not_found(task_id))
         return _task(task)
 
 
@@ -352,31 +300,8 @@ def _add_result_route(app: FastAPI, service: TaskService) -> None:
         },
     )
     async def result(task_id: str, request: Request) -> Response:
-        task = service.get(task_id)
-        if task is None:
-            return _error(404, f"no task {task_id}", "task_id")
-        if task.status is TaskStatus.FAILED:
-            return Response(
-                orjson.dumps({"id": task.id, "status": task.status.value, "error": task.error}),
-                media_type=JSON,
-            )
-        if task.status is not TaskStatus.SUCCEEDED:
-            return Response(
-                orjson.dumps(
-                    {"id": task.id, "status": task.status.value, "error": "task has not finished"}
-                ),
-                409,
-                headers={"Retry-After": "1"},
-                media_type=JSON,
-            )
-        stored = service.result(task_id)
-        if stored is None:  # removed by TTL cleanup between the two reads
-            return _error(404, f"no task {task_id}", "task_id")
-        if task.type is TaskType.FACTORIAL and _prefers_json(request.headers.get("accept", "")):
-            return Response(b'{"result":"' + stored.body + b'"}', media_type=JSON)
-        # Fetched content is foreign: never let a browser run it as this origin's page.
-        ctype = stored.content_type or BINARY
-        return Response(stored.body, headers={"Content-Type": ctype, **_FOREIGN})
+        accept = request.headers.get("accept", "")
+        return ReplyResponse(replies.result(service, task_id, accept))
 
 
 def _add_list_route(app: FastAPI, service: TaskService) -> None:

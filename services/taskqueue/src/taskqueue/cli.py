@@ -15,6 +15,17 @@ from typing import Any, NoReturn
 
 from taskqueue.config import Config, ConfigError
 
+
+def _on_off(raw: str) -> bool:
+    """_on_off parses a switch; anything but on/off (or true/false, 1/0) is a ValueError."""
+    value = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}.get(
+        raw.strip().lower()
+    )
+    if value is None:
+        raise ValueError(raw)
+    return value
+
+
 # flag, Config field, parser, help
 _OPTIONS: list[tuple[str, str, Callable[[str], Any], str]] = [
     ("--host", "host", str, "address to listen on"),
@@ -53,6 +64,12 @@ _OPTIONS: list[tuple[str, str, Callable[[str], Any], str]] = [
     ),
     ("--cleanup-every-s", "cleanup_every_s", float, "how often expired tasks are deleted"),
     ("--cache-finished", "cache_finished", int, "finished tasks kept in memory for fast reads"),
+    (
+        "--fast-path",
+        "fast_path",
+        _on_off,
+        "on|off: serve the hot routes through raw ASGI instead of FastAPI (default on)",
+    ),
 ]
 
 

@@ -39,6 +39,8 @@ class Config:
     cleanup_every_s: float = 60.0
     # Bounded: every cached task is heap the garbage collector walks in a full collection.
     cache_finished: int = 20_000
+    # Off only to compare against (or to rule out) the raw-ASGI hot routes: see fastpath.py.
+    fast_path: bool = True
 
     def validate(self) -> Config:
         """validate checks ranges and CIDRs, returning self or raising ConfigError."""

@@ -7,6 +7,7 @@ encoded JSON of its public view and drops it on every state change.
 from __future__ import annotations
 
 import enum
+import os
 import time
 import uuid
 from datetime import datetime, timezone
@@ -37,8 +38,25 @@ class TaskType(str, enum.Enum):
 
 
 def new_task_id() -> str:
-    """new_task_id returns a random, URL-safe, unguessable task id."""
-    return uuid.uuid4().hex
+    """new_task_id returns a unique, URL-safe, unguessable task id: a UUIDv7 in hex.
+
+    Time-ordered (RFC 9562 version 7: 48 bits of Unix milliseconds, then 74 random bits)
+    rather than random (version 4): consecutive tasks land on the same right-most pages of
+    the `id` index, so a group commit rewrites a few pages instead of one page per task
+    (random ids wrote several times more WAL per task). The trade-off: an id reveals when
+    its task was submitted, to the millisecond; 74 random bits still make ids unguessable
+    and collisions negligible (the UNIQUE index would refuse one). Clients must keep
+    treating ids as opaque strings.
+    """
+    if _UUID7 is not None:
+        return _UUID7().hex
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    value = value & ~(0xF << 76) | 0x7 << 76  # version 7
+    value = value & ~(0x3 << 62) | 0x2 << 62  # RFC 9562 variant
+    return f"{value:032x}"
+
+
+_UUID7 = getattr(uuid, "uuid7", None)  # Python >= 3.14 has it
 
 
 def iso_time(ts: float | None) -> str | None:

@@ -20,6 +20,7 @@ import uvicorn
 
 from taskqueue.api import create_app
 from taskqueue.config import Config
+from taskqueue.fastpath import FastPath
 from taskqueue.service import TaskService
 
 log = logging.getLogger("taskqueue")
@@ -80,7 +81,8 @@ async def serve_async(config: Config, on_ready: Callable[[str], None] | None = N
     app = create_app(service, manage_lifecycle=False)
     server = _Server(
         uvicorn.Config(
-            app,
+            FastPath(app, service) if config.fast_path else app,
+            interface="asgi3",
             loop="none",
             http="httptools",
             lifespan="off",
@@ -89,6 +91,8 @@ async def serve_async(config: Config, on_ready: Callable[[str], None] | None = N
             timeout_graceful_shutdown=5,
             backlog=4096,
             server_header=False,
+            # Nothing reads the client address, so skip the X-Forwarded-For layer.
+            proxy_headers=False,
         )
     )
     try:
