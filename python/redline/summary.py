@@ -83,12 +83,14 @@ def render(result: Result) -> str:
 
 
 def _per_interval_rps(result: Result) -> list[float]:
-    """Requests per second of each post-warm-up interval (wrk's Req/Sec row)."""
-    out = []
+    """Requests per second of each full post-warm-up interval (wrk's Req/Sec row). The short
+    interval in which in-flight requests drain after the end is left out: a few requests in a
+    few milliseconds would read as a huge rate."""
+    spans = []
     prev_t = 0.0
     for s in result.timeseries:
         t = float(s.get("t_s", 0.0))
-        width, prev_t = t - prev_t, t
-        if width > 0 and not s.get("warmup"):
-            out.append(s.get("requests", 0) / width)
-    return out
+        spans.append((t - prev_t, s))
+        prev_t = t
+    full = max((w for w, _ in spans), default=0.0)
+    return [s.get("requests", 0) / w for w, s in spans if w >= 0.5 * full and not s.get("warmup")]

@@ -1,0 +1,89 @@
+"""The end-of-run text (redline/summary.py), rendered from hand-made result documents."""
+
+from __future__ import annotations
+
+import re
+
+from redline.result import Result
+from redline.summary import render
+
+LAT = {
+    "min": 1,
+    "mean": 2,
+    "stdev": 0.5,
+    "p50": 2,
+    "p75": 2.5,
+    "p90": 3,
+    "p99": 4,
+    "p99_9": 5,
+    "p99_99": 6,
+    "max": 7,
+}
+
+
+def doc(**over):
+    d = {
+        "version": 1,
+        "url": "http://127.0.0.1:1/",
+        "method": "GET",
+        "model": "closed",
+        "threads": 1,
+        "connections": 10,
+        "interrupted": False,
+        "duration_s": 2.0,
+        "requests": 2000,
+        "rps": 1000.0,
+        "bytes_in": 2048,
+        "bytes_out": 1024,
+        "transfer_in_per_s": 1024.0,
+        "status_codes": {"200": 1990, "503": 10},
+        "non_2xx": 10,
+        "errors": {
+            "connect": 0,
+            "timeout": 3,
+            "read": 0,
+            "write": 0,
+            "reset": 0,
+            "protocol": 0,
+            "status": 10,
+        },
+        "latency_ms": LAT,
+        "uncorrected_latency_ms": None,
+        "per_name": {},
+        "timeseries": [
+            {"t_s": 1.0, "requests": 900},
+            {"t_s": 2.0, "requests": 1100},
+            {"t_s": 2.004, "requests": 8},  # the drain after the end
+        ],
+        "generator": {
+            "cpu_s": 0.1,
+            "saturated": False,
+            "busy_ratio": 0.1,
+            "verdict": "generator kept up",
+        },
+        "histograms": {"latency": "x"},
+    }
+    d.update(over)
+    return Result(d)
+
+
+def test_req_sec_row_leaves_out_the_drain_interval():
+    text = render(doc())
+    row = next(line for line in text.splitlines() if "Req/Sec" in line)
+    assert row.split()[1:] == ["1.00k", "100", "1.10k"]  # avg, stdev, max of 900 and 1100
+
+
+def test_errors_and_non_2xx_are_spelled_out():
+    text = render(doc())
+    assert "Errors: connect 0, timeout 3," in text
+    assert re.search(r"Non-2xx or 3xx responses: 10 \(503: 10\)", text)
+
+
+def test_saturated_generator_is_a_warning():
+    g = {
+        "cpu_s": 2.0,
+        "saturated": True,
+        "busy_ratio": 0.95,
+        "verdict": "generator saturated: worker threads were 95% busy",
+    }
+    assert "WARNING: Generator saturated: worker threads were 95% busy" in render(doc(generator=g))
