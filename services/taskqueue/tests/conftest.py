@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -9,11 +10,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from taskqueue.fetch import Fetcher
 
 FINAL = ("SUCCEEDED", "FAILED")
 _URL = re.compile(r"listening on (http://\S+)")
@@ -152,3 +154,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def client(server: Server) -> Iterator[httpx.Client]:
     with server.client() as c:
         yield c
+
+
+@contextlib.asynccontextmanager
+async def make_fetcher(**kwargs: object) -> AsyncIterator[Fetcher]:
+    """make_fetcher yields a Fetcher built with ``kwargs`` and always closes it (no fd leak)."""
+    fetcher = Fetcher(**kwargs)  # type: ignore[arg-type]
+    try:
+        yield fetcher
+    finally:
+        await fetcher.close()

@@ -7,14 +7,14 @@ well as on what the fetcher reported. Time bounds are derived from the delays th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import make_fetcher
 from taskqueue.fetch import Fetcher, FetchError, FetchResult
 
 try:
@@ -29,15 +29,6 @@ LOOPBACK = ["127.0.0.0/8", "::1/128"]
 def origin() -> Iterator[Origin]:
     with origin_server() as server:
         yield server
-
-
-@contextlib.asynccontextmanager
-async def make_fetcher(**kwargs: Any) -> AsyncIterator[Fetcher]:
-    fetcher = Fetcher(**kwargs)
-    try:
-        yield fetcher
-    finally:
-        await fetcher.close()
 
 
 async def fetch_error(fetcher: Fetcher, url: str, **kwargs: Any) -> str:

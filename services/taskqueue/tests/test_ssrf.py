@@ -4,14 +4,13 @@ then the guard end to end through the fetcher against a real origin that counts 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import socket
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
-from taskqueue.fetch import Fetcher, FetchError
+from conftest import make_fetcher
+from taskqueue.fetch import FetchError
 from taskqueue.ssrf import (
     AddressClass,
     AddressPolicy,
@@ -251,15 +250,6 @@ async def test_resolver_fails_when_nothing_is_allowed() -> None:
 def origin() -> Iterator[Origin]:
     with origin_server() as server:
         yield server
-
-
-@contextlib.asynccontextmanager
-async def make_fetcher(**kwargs: Any) -> AsyncIterator[Fetcher]:
-    fetcher = Fetcher(**kwargs)
-    try:
-        yield fetcher
-    finally:
-        await fetcher.close()
 
 
 # Every spelling of an address the origin listens on: if the guard let one through, the
