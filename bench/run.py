@@ -115,8 +115,10 @@ def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = N
 
 
 def generators(
-    p: dict[str, str], url: str, secs: int, tmp: str
+    p: dict[str, str], url: str, secs: int, tmp: str, rates: dict[str, int]
 ) -> list[tuple[str, str, list[str], str | None]]:
+    """Every (tool, mode, argv, cwd) of one repetition: the closed rows, then an open row per
+    entry of `rates` (label -> req/s) for each tool that has an open model (redline, oha, k6)."""
     gens = [
         ("wrk", "closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"], None),
         (
@@ -175,7 +177,53 @@ def generators(
             tmp,
         )
     )
+    for label, rate in rates.items():
+        mode = f"open {label} ({rate:,}/s)"
+        gens.append(
+            (
+                "redline",
+                mode,
+                redline_argv(
+                    url, "--rate", str(rate), "--max-connections", str(CONNS), "-d", f"{secs}s"
+                ),
+                None,
+            )
+        )
+        # oha's open model: a fixed query rate, latency corrected for coordinated omission.
+        oha_argv = [p["OHA"], "-c", str(CONNS), "-q", str(rate), "-z", f"{secs}s"]
+        oha_argv += ["--latency-correction", "--no-tui", url + "/"]
+        gens.append(("oha", mode, oha_argv, None))
+        # k6's open model: the constant-arrival-rate executor.
+        script = Path(tmp) / f"k6-open-{rate}.js"
+        script.write_text(
+            textwrap.dedent(f"""
+            import http from 'k6/http';
+            export const options = {{
+              discardResponseBodies: true,
+              scenarios: {{ open: {{
+                executor: 'constant-arrival-rate', rate: {rate}, timeUnit: '1s',
+                duration: '{secs}s', preAllocatedVUs: {CONNS}, maxVUs: {CONNS},
+              }} }},
+            }};
+            export default function () {{ http.get('{url}/'); }}
+        """)
+        )
+        gens.append(("k6", mode, [p["K6"], "run", "-q", str(script)], None))
     return [g for g in gens if g[2][0]]
+
+
+def wrk_matching(p: dict[str, str], url: str, rate: int) -> int | None:
+    """The fewest wrk connections whose closed throughput reaches `rate` (2 s probes).
+
+    A generator's cost per request depends on how busy the server is: below capacity the
+    server sleeps between requests, and on loopback the sender pays for waking it. wrk at 50
+    connections keeps the server saturated, so an open-model row at half capacity is also
+    compared with wrk driving the server at (at least) the same throughput."""
+    for c in range(1, 17):
+        argv = [p["WRK"], "-t1", f"-c{c}", "-d2s", url + "/"]
+        if measure("wrk", "probe", argv, url).rps >= rate:
+            return c
+    return None  # wrk does not reach the rate with few connections: nothing to match
 
 
 def wanted(args: argparse.Namespace, tool: str) -> bool:
@@ -199,7 +247,7 @@ def median_row(rows: list[Row]) -> Row:
 
 
 def table(rows: list[Row]) -> str:
-    wrk = next((r for r in rows if r.tool == "wrk"), None)
+    wrk = next((r for r in rows if r.tool == "wrk" and r.mode == "closed"), None)
     lines = [
         "| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB | note |",
         "|---|---|---:|---:|---:|---:|---|",
@@ -239,37 +287,38 @@ def main() -> int:
             return 1
         rows: list[Row] = []
         with tempfile.TemporaryDirectory() as tmp:
-            gens = [g for g in generators(p, url, args.seconds, tmp) if wanted(args, g[0])]
-            runs: dict[str, list[Row]] = {}
-            for rep in range(args.reps):  # interleaved, so drift hits every tool alike
+            # The open rows run at shares of the server's capacity, so measure it first: the
+            # best of three short closed redline runs (the same meter as every row).
+            rates: dict[str, int] = {}
+            if wanted(args, "redline") or wanted(args, "oha") or wanted(args, "k6"):
+                probe = redline_argv(url, "-c", str(CONNS), "-d", f"{min(args.seconds, 5)}s")
+                capacity = max(measure("redline", "probe", probe, url).rps for _ in range(3))
+                print(f"  capacity probe: {capacity:,.0f} req/s", flush=True)
+                # The issue's row is just under capacity; the half-capacity row shows the open
+                # model where it pays most for its pacing.
+                rates = {"90% cap.": int(capacity * 0.9), "50% cap.": int(capacity * 0.5)}
+            gens = [g for g in generators(p, url, args.seconds, tmp, rates) if wanted(args, g[0])]
+            if p["WRK"] and wanted(args, "wrk"):
+                for label, rate in rates.items():
+                    c = wrk_matching(p, url, rate)
+                    if c is None:
+                        continue
+                    mode = f"closed -c{c} (≥ open {label} rate)"
+                    argv = [p["WRK"], "-t1", f"-c{c}", f"-d{args.seconds}s", url + "/"]
+                    # Listed (and run) right after the open rows it is compared with.
+                    at = max(i for i, g in enumerate(gens) if label in g[1]) + 1 if gens else 0
+                    gens.insert(at, ("wrk", mode, argv, None))
+            runs: dict[tuple[str, str], list[Row]] = {}
+            for rep in range(args.reps):  # interleaved, so drift hits every row alike
                 for tool, mode, argv, cwd in gens:
                     row = measure(tool, mode, argv, url, cwd)
-                    runs.setdefault(tool, []).append(row)
+                    runs.setdefault((tool, mode), []).append(row)
                     print(
-                        f"  [{rep + 1}/{args.reps}] {tool}: {row.rps:,.0f} req/s, "
+                        f"  [{rep + 1}/{args.reps}] {tool} {mode}: {row.rps:,.0f} req/s, "
                         f"{row.us_per_req:.1f} µs/req",
                         flush=True,
                     )
             rows = [median_row(r) for r in runs.values()]
-            if "redline" in runs:
-                # Capacity: the better median closed throughput of this run (a single best run
-                # would be an outlier on a shared box). The issue's row is just under it; the
-                # half-capacity row shows the open model where it pays most for its pacing.
-                capacity = max(median_row(rs).rps for rs in runs.values())
-                for share in (0.9, 0.5):
-                    rate = int(capacity * share)
-                    argv = redline_argv(
-                        url,
-                        "--rate",
-                        str(rate),
-                        "--max-connections",
-                        str(CONNS),
-                        "-d",
-                        f"{args.seconds}s",
-                    )
-                    mode = f"open {rate}/s ({share:.0%} cap.)"
-                    opened = [measure("redline", mode, argv, url) for _ in range(args.reps)]
-                    rows.append(median_row(opened))
             if args.rss_seconds and wanted(args, "redline"):
                 for secs in sorted({max(10, args.rss_seconds // 3), args.rss_seconds}):
                     argv = redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s")
