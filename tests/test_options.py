@@ -65,7 +65,8 @@ def test_parse_header_refuses(header):
 
 
 @pytest.mark.parametrize(
-    "url", ["http://127.0.0.1:8080/", "http://localhost/x?y=1", "http://[::1]:9/p"]
+    "url",
+    ["http://127.0.0.1:8080/", "http://localhost/x?y=1", "http://[::1]:9/p", "https://h:8443/"],
 )
 def test_check_url_accepts(url):
     assert check_url(url) == url
@@ -79,7 +80,7 @@ def test_check_url_accepts(url):
         ("http://", "no host"),
         ("http://host:99999/", "malformed"),
         ("http://host:0/", "port 0"),
-        ("https://host/", "https"),
+        ("gopher://host/", "use http:// or https://"),
     ],
 )
 def test_check_url_refuses(url, words):

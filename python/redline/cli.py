@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="generate load against a URL and print a summary (wrk-style)")
-    r.add_argument("url", help="http://host:port/path")
+    r.add_argument("url", help="http://host:port/path or https://...")
     r.add_argument(
         "-c", "--connections", type=int, help="closed model: connections/VUs (default 50)"
     )
@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", default="30s", help="per-request timeout (default 30s)")
     r.add_argument("--warmup", default="0s", help="left out of the summary (default 0s)")
     r.add_argument("--interval", default="1s", help="reporting interval (default 1s)")
+    r.add_argument("--cacert", metavar="FILE", help="https: also trust the CAs in this PEM file")
+    r.add_argument(
+        "-k", "--insecure", action="store_true", help="https: skip certificate verification"
+    )
     r.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     r.add_argument("-q", "--quiet", action="store_true", help="no live progress")
     r.set_defaults(func=cmd_run)
@@ -83,6 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             warmup=args.warmup,
             interval=args.interval,
             max_connections=args.max_connections,
+            insecure=args.insecure,
+            cacert=args.cacert,
             progress=view,
         )
     finally:

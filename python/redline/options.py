@@ -107,7 +107,7 @@ def read_body(body: str | bytes | None) -> bytes | None:
 
 
 def check_url(url: str) -> str:
-    """check_url accepts ``http://host[:port]/path`` and refuses anything else in one line."""
+    """check_url accepts ``http(s)://host[:port]/path`` and refuses anything else in one line."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -115,9 +115,9 @@ def check_url(url: str) -> str:
         raise ConfigError(f"url: malformed URL {url!r}: {e}") from None
     if parts.scheme not in ("http", "https"):
         shown = parts.scheme or "missing"
-        raise ConfigError(f"url: unsupported scheme {shown!r} in {url!r} (use http://)")
-    if parts.scheme == "https":
-        raise ConfigError(f"url: https is not supported yet: {url!r}")
+        raise ConfigError(
+            f"url: unsupported scheme {shown!r} in {url!r} (use http:// or https://)"
+        )
     if not parts.hostname:
         raise ConfigError(f"url: no host in {url!r}")
     if port == 0:

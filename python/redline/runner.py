@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from redline import _engine
@@ -51,6 +52,8 @@ def run(
     open_model: bool = False,
     progress: Progress | None = None,
     preflight: bool = True,
+    insecure: bool = False,
+    cacert: str | os.PathLike[str] | None = None,
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
 
@@ -59,6 +62,8 @@ def run(
     latency measured from the intended send time (no coordinated omission). ``stages`` ramps VUs
     (closed model) or req/s (``open_model=True``) linearly between targets.
     Stop after ``duration`` or ``requests``; ``warmup`` is left out of the summary.
+    https targets are verified against the system's CAs plus ``cacert`` (a PEM file);
+    ``insecure=True`` skips certificate verification.
     """
     config = build_config(
         url,
@@ -77,6 +82,8 @@ def run(
         interval=interval,
         open_model=open_model,
         preflight=preflight,
+        insecure=insecure,
+        cacert=cacert,
     )
     callback = None
     if progress is not None:
@@ -106,6 +113,8 @@ def build_config(
     interval: str | float,
     open_model: bool = False,
     preflight: bool = True,
+    insecure: bool = False,
+    cacert: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """build_config validates the options and renders the engine's RunConfig (a dict)."""
     check_url(url)
@@ -133,6 +142,8 @@ def build_config(
     interval_s = parse_duration(interval, "interval")
     if interval_s < 0.05:
         raise ConfigError("interval: must be at least 50ms")
+    if cacert is not None and not Path(cacert).is_file():
+        raise ConfigError(f"cacert: no such file {str(cacert)!r}")
     open_model = open_model or rate is not None
     if open_model and rate is None and stage_list is None:
         raise ConfigError("open model: give a rate (--rate R) or rate stages (--stages)")
@@ -155,6 +166,8 @@ def build_config(
         "warmup_s": parse_duration(warmup, "warmup"),
         "interval_s": interval_s,
         "preflight": bool(preflight),
+        "insecure": bool(insecure),
+        "ca_file": str(cacert) if cacert is not None else None,
     }
 
 

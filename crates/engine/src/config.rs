@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::error::EngineError;
 use crate::pacer::Profile;
+use crate::tls::TlsSettings;
 
 /// Stage is one leg of a ramp: move linearly to `target` over `duration_s`, like k6's stages.
 /// The target is VUs in the closed model and requests per second in the open model.
@@ -28,7 +29,7 @@ pub struct Stage {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
-    /// url: `http://host:port/path?query` (plain http only for now).
+    /// url: `http://host:port/path?query` or `https://...`.
     pub url: String,
     /// method: the HTTP method, default `GET`.
     pub method: String,
@@ -58,8 +59,13 @@ pub struct RunConfig {
     pub warmup_s: f64,
     /// interval_s: reporting interval in seconds, default 1.
     pub interval_s: f64,
-    /// preflight: resolve and make one TCP connect before starting, default true.
+    /// preflight: resolve and make one TCP connect (and TLS handshake) before starting,
+    /// default true.
     pub preflight: bool,
+    /// insecure: https without certificate verification (self-signed test servers).
+    pub insecure: bool,
+    /// ca_file: a PEM file of CA certificates trusted for https, besides the system's.
+    pub ca_file: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -81,6 +87,8 @@ impl Default for RunConfig {
             warmup_s: 0.0,
             interval_s: 1.0,
             preflight: true,
+            insecure: false,
+            ca_file: None,
         }
     }
 }
@@ -113,6 +121,8 @@ pub struct Target {
     pub authority: String,
     /// path: the path alone, used to name the request (`GET /api`).
     pub path: String,
+    /// https: whether the scheme is https.
+    pub https: bool,
 }
 
 /// Checked is a validated configuration: typed, consistent, ready for the workers.
@@ -148,6 +158,8 @@ pub struct Checked {
     pub interval: Duration,
     /// preflight: connect once before starting.
     pub preflight: bool,
+    /// tls: the TLS client settings of an https target.
+    pub tls: Option<TlsSettings>,
 }
 
 impl RunConfig {
@@ -159,6 +171,15 @@ impl RunConfig {
     /// check validates the configuration and resolves it into [`Checked`] settings.
     pub fn check(&self) -> Result<Checked, EngineError> {
         let target = parse_url(&self.url)?;
+        let tls = if target.https {
+            Some(TlsSettings::new(
+                &target.host,
+                self.insecure,
+                self.ca_file.as_deref(),
+            )?)
+        } else {
+            None
+        };
         let method = check_method(&self.method)?;
         check_headers(&self.headers)?;
         let body = match &self.body_b64 {
@@ -213,6 +234,7 @@ impl RunConfig {
             warmup,
             interval,
             preflight: self.preflight,
+            tls,
         })
     }
 
@@ -329,19 +351,15 @@ fn check_stages(stages: &[Stage]) -> Result<Vec<Stage>, EngineError> {
 fn parse_url(raw: &str) -> Result<Target, EngineError> {
     let url =
         url::Url::parse(raw).map_err(|e| EngineError::config(format!("bad URL {raw:?}: {e}")))?;
-    match url.scheme() {
-        "http" => {}
-        "https" => {
-            return Err(EngineError::config(format!(
-                "unsupported scheme in {raw:?}: https is not supported yet, use http"
-            )))
-        }
+    let https = match url.scheme() {
+        "http" => false,
+        "https" => true,
         other => {
             return Err(EngineError::config(format!(
-                "unsupported scheme {other:?} in {raw:?}: use http"
+                "unsupported scheme {other:?} in {raw:?}: use http or https"
             )))
         }
-    }
+    };
     let host = match url.host() {
         Some(url::Host::Domain(d)) => d.to_string(),
         Some(url::Host::Ipv4(a)) => a.to_string(),
@@ -365,6 +383,7 @@ fn parse_url(raw: &str) -> Result<Target, EngineError> {
         path_and_query,
         authority,
         path,
+        https,
     })
 }
 

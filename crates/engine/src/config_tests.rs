@@ -33,6 +33,11 @@ fn accepts_good_configs_with_defaults() {
         parse(r#"{"url":"http://h/","connections":2,"threads":8,"duration_s":1}"#).expect("valid");
     assert_eq!(few.threads, 2, "no more threads than VUs");
 
+    let tls = parse(r#"{"url":"https://example.test/x","duration_s":1}"#).expect("valid");
+    assert!(tls.target.https && tls.tls.is_some());
+    assert_eq!(tls.target.port, 443);
+    assert!(c.tls.is_none(), "plain http has no TLS settings");
+
     let body = parse(r#"{"url":"http://h/","method":"post","body_b64":"aGk=","duration_s":1}"#)
         .expect("valid");
     assert_eq!(
@@ -55,9 +60,9 @@ fn rejects_bad_configs_with_one_line() {
             "bad URL",
         ),
         (
-            "https",
-            r#"{"url":"https://h/","duration_s":1}"#,
-            "https is not supported",
+            "missing cacert",
+            r#"{"url":"https://h/","duration_s":1,"ca_file":"/nonexistent/ca.pem"}"#,
+            "cacert \"/nonexistent/ca.pem\"",
         ),
         (
             "ftp",

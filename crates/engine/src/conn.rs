@@ -9,7 +9,7 @@
 //! lazily re-armed `Sleep` per lane ([`Deadline`]): no timer work per request.
 
 use std::future::{poll_fn, Future};
-use std::io;
+use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
@@ -21,6 +21,7 @@ use tokio::time::Sleep;
 
 use crate::http::ResponseReader;
 use crate::metrics::ErrorClass;
+use crate::tls::{self, TlsSettings};
 
 /// READ_BUF is the initial read buffer per connection (wrk uses 8 KiB as well); bodies are
 /// counted through it, never kept, so it only grows for unusually large response heads.
@@ -100,22 +101,28 @@ pub struct Failure {
     pub connects: u32,
 }
 
-/// Conn is a lane's connection: the socket (when open), its read buffer and parser.
+/// Conn is a lane's connection: the socket (when open), its TLS session (https), its read
+/// buffer and parser.
 #[derive(Debug)]
 pub struct Conn {
     addr: SocketAddr,
     stream: Option<TcpStream>,
+    tls_settings: Option<TlsSettings>,
+    tls: Option<Box<rustls::ClientConnection>>,
     buf: ReadBuf,
     reader: ResponseReader,
     served: u64,
 }
 
 impl Conn {
-    /// new makes a closed connection to `addr`; it connects on first use.
-    pub fn new(addr: SocketAddr) -> Self {
+    /// new makes a closed connection to `addr` (TLS when `tls` is given); it connects on
+    /// first use.
+    pub fn new(addr: SocketAddr, tls: Option<TlsSettings>) -> Self {
         Conn {
             addr,
             stream: None,
+            tls_settings: tls,
+            tls: None,
             buf: ReadBuf {
                 data: vec![0; READ_BUF],
                 start: 0,
@@ -135,6 +142,7 @@ impl Conn {
     pub fn close(&mut self) -> bool {
         self.buf.clear();
         self.served = 0;
+        self.tls = None;
         self.stream.take().is_some()
     }
 
@@ -212,6 +220,14 @@ impl Conn {
         .await?;
         // Requests are single small writes: do not let Nagle hold them back.
         let _ = stream.set_nodelay(true);
+        self.tls = match &self.tls_settings {
+            Some(settings) => {
+                let mut session = settings.session().map_err(|_| ErrorClass::Connect)?;
+                handshake(&mut session, &stream, deadline).await?;
+                Some(Box::new(session))
+            }
+            None => None,
+        };
         self.stream = Some(stream);
         self.buf.clear();
         self.served = 0;
@@ -229,7 +245,17 @@ impl Conn {
             .stream
             .as_ref()
             .ok_or(Trip::Failed(ErrorClass::Connect))?;
-        write_all(stream, request, deadline).await?;
+        match self.tls.as_deref_mut() {
+            Some(session) => {
+                // Plaintext into rustls (it encrypts into its own buffer), then the records out.
+                session
+                    .writer()
+                    .write_all(request)
+                    .map_err(|e| Trip::Failed(classify(&e, ErrorClass::Write)))?;
+                flush_tls(session, stream, deadline).await?;
+            }
+            None => write_all(stream, request, deadline).await?,
+        }
         self.reader = ResponseReader::new(head);
         let mut bytes_in = 0u64;
         let mut last_read_full = false;
@@ -246,7 +272,11 @@ impl Conn {
                 }
             }
             b.make_room()?;
-            match stream.try_read(&mut b.data[b.end..]) {
+            let read = match self.tls.as_deref_mut() {
+                Some(session) => tls::try_read(session, stream, &mut b.data[b.end..]),
+                None => stream.try_read(&mut b.data[b.end..]),
+            };
+            match read {
                 Ok(0) => {
                     if bytes_in == 0 {
                         return Err(Trip::Stale);
@@ -272,7 +302,7 @@ impl Conn {
         let status = self.reader.status;
         if self.reader.close {
             self.close();
-        } else if self.buf.start == self.buf.end && !last_read_full {
+        } else if self.buf.start == self.buf.end && !last_read_full && self.tls.is_none() {
             self.buf.clear();
             // The response is complete and the server sends nothing unasked, so the readiness
             // tokio cached for this socket is stale: drop it without a syscall. If the server
@@ -335,6 +365,8 @@ pub fn classify(e: &io::Error, other: ErrorClass) -> ErrorClass {
         | io::ErrorKind::BrokenPipe
         | io::ErrorKind::ConnectionAborted => ErrorClass::Reset,
         io::ErrorKind::TimedOut => ErrorClass::Timeout,
+        // Only TLS reports this: a record that does not decrypt or parse.
+        io::ErrorKind::InvalidData => ErrorClass::Protocol,
         _ => other,
     }
 }
@@ -347,25 +379,75 @@ async fn write_all(
     while !data.is_empty() {
         match stream.try_write(data) {
             Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let ready = poll_fn(|cx| {
-                    if let Poll::Ready(r) = stream.poll_write_ready(cx) {
-                        return Poll::Ready(
-                            r.map_err(|e| Trip::Failed(classify(&e, ErrorClass::Write))),
-                        );
-                    }
-                    if deadline.poll_expired(cx) {
-                        return Poll::Ready(Err(Trip::Failed(ErrorClass::Timeout)));
-                    }
-                    Poll::Pending
-                });
-                ready.await?;
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(Trip::Failed(classify(&e, ErrorClass::Write))),
         }
     }
     Ok(())
+}
+
+/// handshake runs a TLS client handshake on a fresh socket, bounded by `deadline`; any
+/// failure (a bad certificate, a server that does not speak TLS) is a connect error.
+async fn handshake(
+    session: &mut rustls::ClientConnection,
+    stream: &TcpStream,
+    deadline: &mut Deadline,
+) -> Result<(), ErrorClass> {
+    let fail = |_: Trip| ErrorClass::Connect;
+    while session.is_handshaking() {
+        flush_tls(session, stream, deadline).await.map_err(fail)?;
+        if !session.is_handshaking() {
+            break;
+        }
+        match session.read_tls(&mut tls::Sock(stream)) {
+            Ok(0) => return Err(ErrorClass::Connect),
+            Ok(_) => {
+                if session.process_new_packets().is_err() {
+                    // Send the alert that says why, then give up.
+                    let _ = session.write_tls(&mut tls::Sock(stream));
+                    return Err(ErrorClass::Connect);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                readable(stream, deadline).await.map_err(fail)?
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(ErrorClass::Connect),
+        }
+    }
+    flush_tls(session, stream, deadline).await.map_err(fail)
+}
+
+/// flush_tls writes every TLS record rustls has ready, waiting for the socket when it is full.
+async fn flush_tls(
+    session: &mut rustls::ClientConnection,
+    stream: &TcpStream,
+    deadline: &mut Deadline,
+) -> Result<(), Trip> {
+    while session.wants_write() {
+        match session.write_tls(&mut tls::Sock(stream)) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Trip::Failed(classify(&e, ErrorClass::Write))),
+        }
+    }
+    Ok(())
+}
+
+/// writable waits for write readiness or the request timeout, whichever comes first.
+async fn writable(stream: &TcpStream, deadline: &mut Deadline) -> Result<(), Trip> {
+    poll_fn(|cx| {
+        if let Poll::Ready(r) = stream.poll_write_ready(cx) {
+            return Poll::Ready(r.map_err(|e| Trip::Failed(classify(&e, ErrorClass::Write))));
+        }
+        if deadline.poll_expired(cx) {
+            return Poll::Ready(Err(Trip::Failed(ErrorClass::Timeout)));
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// readable waits for read readiness or the request timeout, whichever comes first.

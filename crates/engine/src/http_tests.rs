@@ -212,6 +212,7 @@ fn renders_requests_once_with_host_and_length() {
         path_and_query: "/a?b=1".into(),
         authority: "127.0.0.1:8080".into(),
         path: "/a".into(),
+        https: false,
     };
     // label, method, headers, body, expected bytes
     type RenderCase = (

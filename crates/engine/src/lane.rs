@@ -202,7 +202,7 @@ impl Lane {
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
         Lane {
             lane,
-            conn: Conn::new(s.job.addr),
+            conn: Conn::new(s.job.addr, s.job.cfg.tls.clone()),
             timeout: Deadline::new(),
             pace: Box::pin(tokio::time::sleep_until(far)),
             clock: None,

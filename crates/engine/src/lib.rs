@@ -1,6 +1,6 @@
 //! redline_engine: the load engine behind redline.
 //!
-//! Thread-per-core HTTP/1.1 load generation with a closed (VUs) and an open (arrival rate)
+//! Thread-per-core HTTP/1.1 (and HTTPS, over rustls) load generation with a closed (VUs) and an open (arrival rate)
 //! model driven by one paced loop, latency measured from the intended send time, and
 //! HdrHistogram metrics merged per interval. No Python here: `crates/py` binds [`run()`].
 
@@ -17,6 +17,7 @@ pub mod pacer;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod tls;
 pub mod usage;
 pub(crate) mod worker;
 

@@ -33,7 +33,7 @@ pub fn micros(d: Duration) -> u64 {
 /// ErrorClass is why a request failed; per-request failures are counted, never raised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
-    /// Connect: the TCP connect failed or timed out.
+    /// Connect: the TCP connect (or, for https, the TLS handshake) failed or timed out.
     Connect,
     /// Timeout: no complete response within the request timeout.
     Timeout,

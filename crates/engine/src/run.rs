@@ -117,7 +117,19 @@ fn resolve(cfg: &Checked) -> Result<SocketAddr, EngineError> {
     let mut last = None;
     for a in &addrs {
         match TcpStream::connect_timeout(a, wait) {
-            Ok(_) => return Ok(*a),
+            Ok(stream) => {
+                if let Some(tls) = &cfg.tls {
+                    tls.preflight(stream, wait).map_err(|why| {
+                        EngineError::Unreachable(format!(
+                            "TLS handshake with {}:{} failed: {why}{}",
+                            t.host,
+                            t.port,
+                            tls_hint(&why)
+                        ))
+                    })?;
+                }
+                return Ok(*a);
+            }
             Err(e) => last = Some(e),
         }
     }
@@ -126,6 +138,17 @@ fn resolve(cfg: &Checked) -> Result<SocketAddr, EngineError> {
         "cannot connect to {}:{}: {why}",
         t.host, t.port
     )))
+}
+
+/// tls_hint says what to do about a failed TLS preflight, in words.
+fn tls_hint(why: &str) -> &'static str {
+    if why.contains("certificate") {
+        " (trust its CA with --cacert FILE, or skip checks with --insecure)"
+    } else if why.contains("corrupt message") {
+        " (is it an https server? use http:// for plain HTTP)"
+    } else {
+        ""
+    }
 }
 
 /// Pending is an interval being merged: how many threads reported it, and their sum.

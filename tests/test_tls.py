@@ -1,0 +1,154 @@
+"""https: redline against a real TLS server on 127.0.0.1 (certificates from a throwaway CA).
+
+The server is Python's own http.server behind ssl, so the TLS stack on the other side is
+OpenSSL, not rustls: the requests it counted are compared with what redline reported.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import redline
+from conftest import run_cli
+
+trustme = pytest.importorskip("trustme")
+
+BODY = b"hello over tls\n"
+
+
+@dataclass
+class TlsServer:
+    """TlsServer is a keep-alive HTTPS server that counts the requests it answered."""
+
+    url: str
+    ca_pem: Path
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    requests: int = 0
+    handshakes: int = 0
+
+    def count(self) -> int:
+        with self.lock:
+            return self.requests
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServer]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    cert.configure_cert(ctx)
+    ca_pem = tmp_path_factory.mktemp("tls") / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_pem))
+
+    state: dict[str, TlsServer] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            srv = state["server"]
+            with srv.lock:
+                srv.requests += 1
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            self.wfile.write(BODY)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def get_request(self):  # type: ignore[no-untyped-def]
+            sock, addr = self.socket.accept()
+            sock.settimeout(10)
+            try:
+                tls = ctx.wrap_socket(sock, server_side=True)
+            except (ssl.SSLError, OSError):
+                sock.close()
+                raise
+            with state["server"].lock:
+                state["server"].handshakes += 1
+            return tls, addr
+
+        def handle_error(self, request, client_address):  # type: ignore[no-untyped-def]
+            pass  # a client that gives up on our certificate is part of the tests
+
+    httpd = Server(("127.0.0.1", 0), Handler)
+    port = httpd.server_address[1]
+    state["server"] = TlsServer(url=f"https://127.0.0.1:{port}/", ca_pem=ca_pem)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield state["server"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+def test_https_requests_counted_by_the_server(tls_server: TlsServer) -> None:
+    before = tls_server.count()
+    result = redline.run(
+        tls_server.url,
+        connections=4,
+        requests=300,
+        threads=1,
+        cacert=tls_server.ca_pem,
+    )
+    assert result.requests == 300
+    assert sum(result.errors.values()) == 0, result.errors
+    assert tls_server.count() - before == 300
+    # Keep-alive: four connections (four handshakes), not one per request.
+    assert result.data["connects"] <= 8
+
+
+def test_https_open_model_by_host_name(tls_server: TlsServer) -> None:
+    # The certificate names "localhost" too: SNI and name verification on a DNS name.
+    url = tls_server.url.replace("127.0.0.1", "localhost")
+    before = tls_server.count()
+    result = redline.run(url, rate=200, duration="1s", threads=1, cacert=tls_server.ca_pem)
+    assert sum(result.errors.values()) == 0, result.errors
+    assert 190 <= result.requests <= 200
+    assert tls_server.count() - before == result.requests
+
+
+def test_untrusted_certificate_is_one_line_and_exit_2(tls_server: TlsServer) -> None:
+    before = tls_server.count()
+    p = run_cli("run", tls_server.url, "-n", "10", "-q")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "certificate" in lines[0] and "--cacert" in lines[0]
+    assert tls_server.count() == before, "no request may go out over an untrusted connection"
+
+
+def test_insecure_skips_verification(tls_server: TlsServer) -> None:
+    before = tls_server.count()
+    p = run_cli("run", tls_server.url, "-n", "40", "-c", "2", "-t", "1", "-k", "-q")
+    assert p.returncode == 0, p.stderr
+    assert tls_server.count() - before == 40
+    assert "40 requests" in p.stdout
+
+
+def test_cacert_flag_and_missing_file(tls_server: TlsServer) -> None:
+    p = run_cli("run", tls_server.url, "-n", "5", "--cacert", str(tls_server.ca_pem), "-q")
+    assert p.returncode == 0, p.stderr
+    p = run_cli("run", tls_server.url, "-n", "5", "--cacert", "/nonexistent/ca.pem")
+    assert p.returncode == 2 and "cacert" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_https_to_a_plain_http_server_says_so(target: redline.Target) -> None:
+    url = target.url.replace("http://", "https://") + "/"
+    p = run_cli("run", url, "-n", "5", "-k", "--timeout", "2s")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "TLS handshake" in lines[0], p.stderr
