@@ -90,6 +90,9 @@ pub struct Exchange {
     pub bytes_in: u64,
     /// connects: new connections this exchange opened (0, or 1-2 with a stale retry).
     pub connects: u32,
+    /// arrived: when the kernel received the response's last bytes, if it stamped them (see
+    /// [`crate::stamp`]); None means "when it was read".
+    pub arrived: Option<Instant>,
 }
 
 /// Failure is a failed exchange: its class, and whether a connection was opened first.
@@ -109,20 +112,23 @@ pub struct Conn {
     stream: Option<TcpStream>,
     tls_settings: Option<TlsSettings>,
     tls: Option<Box<rustls::ClientConnection>>,
+    /// stamp: ask the kernel for receive timestamps (the thread naps; see [`crate::stamp`]).
+    stamp: bool,
     buf: ReadBuf,
     reader: ResponseReader,
     served: u64,
 }
 
 impl Conn {
-    /// new makes a closed connection to `addr` (TLS when `tls` is given); it connects on
-    /// first use.
-    pub fn new(addr: SocketAddr, tls: Option<TlsSettings>) -> Self {
+    /// new makes a closed connection to `addr` (TLS when `tls` is given; kernel receive
+    /// timestamps when `stamp`); it connects on first use.
+    pub fn new(addr: SocketAddr, tls: Option<TlsSettings>, stamp: bool) -> Self {
         Conn {
             addr,
             stream: None,
             tls_settings: tls,
             tls: None,
+            stamp,
             buf: ReadBuf {
                 data: vec![0; READ_BUF],
                 start: 0,
@@ -172,12 +178,18 @@ impl Conn {
             let reused = self.served > 0;
             let sent_at = if connects == 0 { now } else { Instant::now() };
             match self.round_trip(request, head, deadline, sent_at).await {
-                Ok((sent_at, status, bytes_in)) => {
+                Ok(Trip0 {
+                    sent_at,
+                    status,
+                    bytes_in,
+                    arrived,
+                }) => {
                     return Ok(Exchange {
                         sent_at,
                         status,
                         bytes_in,
                         connects,
+                        arrived,
                     });
                 }
                 Err(Trip::Stale) if reused => {
@@ -220,6 +232,10 @@ impl Conn {
         .await?;
         // Requests are single small writes: do not let Nagle hold them back.
         let _ = stream.set_nodelay(true);
+        if self.stamp && crate::stamp::enable(&stream).is_err() {
+            // Without stamps a nap would be charged to the server: stop napping instead.
+            crate::metronome::no_naps();
+        }
         self.tls = match &self.tls_settings {
             Some(settings) => {
                 let mut session = settings.session().map_err(|_| ErrorClass::Connect)?;
@@ -240,7 +256,7 @@ impl Conn {
         head: bool,
         deadline: &mut Deadline,
         sent_at: Instant,
-    ) -> Result<(Instant, u16, u64), Trip> {
+    ) -> Result<Trip0, Trip> {
         let stream = self
             .stream
             .as_ref()
@@ -259,6 +275,7 @@ impl Conn {
         self.reader = ResponseReader::new(head);
         let mut bytes_in = 0u64;
         let mut last_read_full = false;
+        let mut arrived = None;
         loop {
             let b = &mut self.buf;
             if b.end > b.start {
@@ -274,6 +291,12 @@ impl Conn {
             b.make_room()?;
             let read = match self.tls.as_deref_mut() {
                 Some(session) => tls::try_read(session, stream, &mut b.data[b.end..]),
+                None if self.stamp => {
+                    crate::stamp::try_read(stream, &mut b.data[b.end..]).map(|(n, at)| {
+                        arrived = at;
+                        n
+                    })
+                }
                 None => stream.try_read(&mut b.data[b.end..]),
             };
             match read {
@@ -311,7 +334,12 @@ impl Conn {
                 Err::<(), _>(io::ErrorKind::WouldBlock.into())
             });
         }
-        Ok((sent_at, status, bytes_in))
+        Ok(Trip0 {
+            sent_at,
+            status,
+            bytes_in,
+            arrived,
+        })
     }
 }
 
@@ -348,6 +376,14 @@ impl ReadBuf {
         }
         Ok(())
     }
+}
+
+/// Trip0 is a completed round trip (see [`Exchange`]).
+struct Trip0 {
+    sent_at: Instant,
+    status: u16,
+    bytes_in: u64,
+    arrived: Option<Instant>,
 }
 
 /// Trip is how a round trip failed: `Stale` means the server had closed the connection

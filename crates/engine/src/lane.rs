@@ -45,6 +45,9 @@ pub(crate) struct Shared {
     pub(crate) open: bool,
     /// metronome: precise send timing for the open model (None: closed model, or no timerfd).
     pub(crate) metronome: Option<Metronome>,
+    /// naps: the thread naps until its next due hit and times responses by kernel receive
+    /// timestamps (open model over plain http; see [`crate::metronome::nap`]).
+    pub(crate) naps: bool,
 }
 
 impl Shared {
@@ -84,6 +87,10 @@ impl Shared {
         let highest_us = u64::try_from(cfg.timeout.as_micros())
             .unwrap_or(u64::MAX)
             .saturating_add(1_000_000);
+        let metronome = if open { Metronome::new().ok() } else { None };
+        // TLS reads go through rustls, which has no way to hand back the kernel's stamps.
+        let naps = metronome.is_some() && cfg.tls.is_none();
+        crate::metronome::set_naps(naps);
         let mut rec = Recorder::new(job.start + cfg.warmup, highest_us, plan.names.len(), open);
         rec.send_end = cfg.duration.map(|d| job.start + d);
         Shared {
@@ -97,7 +104,8 @@ impl Shared {
             next_lane: Cell::new(0),
             all_done: Notify::new(),
             open,
-            metronome: if open { Metronome::new().ok() } else { None },
+            metronome,
+            naps,
         }
     }
 }
@@ -202,7 +210,7 @@ impl Lane {
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
         Lane {
             lane,
-            conn: Conn::new(s.job.addr, s.job.cfg.tls.clone()),
+            conn: Conn::new(s.job.addr, s.job.cfg.tls.clone(), s.naps),
             timeout: Deadline::new(),
             pace: Box::pin(tokio::time::sleep_until(far)),
             clock: None,
@@ -292,11 +300,14 @@ impl Lane {
                 } else {
                     x.sent_at
                 };
+                // The response ended when its last bytes arrived: the kernel's stamp when the
+                // thread napped through it, else now.
+                let end = x.arrived.map_or(done, |a| a.clamp(x.sent_at, done));
                 let resp = Response {
                     stat: r.stat,
                     status: x.status,
-                    latency: done.saturating_duration_since(from),
-                    service: done.saturating_duration_since(x.sent_at),
+                    latency: end.saturating_duration_since(from),
+                    service: end.saturating_duration_since(x.sent_at),
                     bytes_in: x.bytes_in,
                 };
                 rec.response(done, &resp);

@@ -17,6 +17,7 @@ pub mod pacer;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub(crate) mod stamp;
 pub mod tls;
 pub mod usage;
 pub(crate) mod worker;

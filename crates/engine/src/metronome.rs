@@ -94,6 +94,7 @@ impl Metronome {
             guard.clear_ready();
             drop(guard);
             self.armed.set(None);
+            NAP_UNTIL.with(|n| n.set(None));
             let now = Instant::now() + EARLY;
             let next = {
                 let mut q = self.queue.borrow_mut();
@@ -111,6 +112,7 @@ impl Metronome {
     }
 
     fn arm(&self, due: Instant) {
+        NAP_UNTIL.with(|n| n.set(Some(due)));
         let wait = due
             .saturating_duration_since(Instant::now())
             .max(Duration::from_nanos(1));
@@ -130,5 +132,45 @@ impl Metronome {
         if rc == 0 {
             self.armed.set(Some(due));
         }
+    }
+}
+
+/// NAP_MAX: the longest a thread naps; a next hit further away than this parks on epoll as
+/// usual (at such low rates a wake-up per response costs little).
+pub const NAP_MAX: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// NAPS: whether this thread may nap (open model over plain http, stamps working).
+    static NAPS: Cell<bool> = const { Cell::new(false) };
+    /// NAP_UNTIL: when the metronome's timer fires next (None: not armed).
+    static NAP_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// set_naps allows or forbids naps on this thread.
+pub fn set_naps(on: bool) {
+    NAPS.with(|n| n.set(on));
+}
+
+/// no_naps stops this thread's naps for good (a socket refused receive timestamps).
+pub fn no_naps() {
+    set_naps(false);
+}
+
+/// nap is the worker runtime's before-park hook. When the thread has nothing to run and its
+/// next hit is due within [`NAP_MAX`], it sleeps until then instead of parking on epoll:
+/// responses that arrive meanwhile wait in their sockets, and the one wake-up at the due
+/// time serves them all with the sends (at 90k req/s: 0.04 instead of 0.2 context switches
+/// per request). Their latency is not stretched by the nap: a napping thread's sockets carry
+/// kernel receive timestamps ([`crate::stamp`]), and a response ends when its bytes arrived.
+pub fn nap() {
+    if !NAPS.with(Cell::get) {
+        return;
+    }
+    let Some(due) = NAP_UNTIL.with(Cell::get) else {
+        return;
+    };
+    let now = Instant::now();
+    if due > now && due <= now + NAP_MAX {
+        std::thread::sleep(due - now);
     }
 }
