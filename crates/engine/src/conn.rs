@@ -178,7 +178,7 @@ impl Conn {
             let reused = self.served > 0;
             let sent_at = if connects == 0 { now } else { Instant::now() };
             match self.round_trip(request, head, deadline, sent_at).await {
-                Ok(Trip0 {
+                Ok(RoundTrip {
                     sent_at,
                     status,
                     bytes_in,
@@ -256,7 +256,7 @@ impl Conn {
         head: bool,
         deadline: &mut Deadline,
         sent_at: Instant,
-    ) -> Result<Trip0, Trip> {
+    ) -> Result<RoundTrip, Trip> {
         let stream = self
             .stream
             .as_ref()
@@ -334,7 +334,7 @@ impl Conn {
                 Err::<(), _>(io::ErrorKind::WouldBlock.into())
             });
         }
-        Ok(Trip0 {
+        Ok(RoundTrip {
             sent_at,
             status,
             bytes_in,
@@ -378,8 +378,8 @@ impl ReadBuf {
     }
 }
 
-/// Trip0 is a completed round trip (see [`Exchange`]).
-struct Trip0 {
+/// RoundTrip is a completed round trip (see [`Exchange`]).
+struct RoundTrip {
     sent_at: Instant,
     status: u16,
     bytes_in: u64,
