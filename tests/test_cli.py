@@ -88,6 +88,10 @@ def test_ctrl_c_prints_the_summary_and_writes_json(target, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A suite started in the background by a non-interactive shell inherits SIGINT
+        # ignored, and Python then never turns it into KeyboardInterrupt: give the child the
+        # default disposition, as a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
