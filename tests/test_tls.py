@@ -1,7 +1,8 @@
-"""https: redline against a real TLS server on 127.0.0.1 (certificates from a throwaway CA).
+"""https: redline against real TLS servers on 127.0.0.1 (certificates from a throwaway CA).
 
-The server is Python's own http.server behind ssl, so the TLS stack on the other side is
-OpenSSL, not rustls: the requests it counted are compared with what redline reported.
+Two servers: Python's own http.server behind ssl, so the TLS stack on the other side is
+OpenSSL, not rustls; and redline's own target in https mode. The requests each counted are
+compared with what redline reported.
 """
 
 from __future__ import annotations
@@ -152,3 +153,40 @@ def test_https_to_a_plain_http_server_says_so(target: redline.Target) -> None:
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "TLS handshake" in lines[0], p.stderr
+
+
+@pytest.fixture(scope="module")
+def cert_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(ca.pem, cert.pem, key.pem) for 127.0.0.1 and localhost."""
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    d = tmp_path_factory.mktemp("target-tls")
+    files = (d / "ca.pem", d / "cert.pem", d / "key.pem")
+    ca.cert_pem.write_to_path(str(files[0]))
+    cert.cert_chain_pems[0].write_to_path(str(files[1]))
+    cert.private_key_pem.write_to_path(str(files[2]))
+    return files
+
+
+def test_the_target_serves_https(cert_files: tuple[Path, Path, Path]) -> None:
+    ca_pem, cert_pem, key_pem = cert_files
+    with redline.Target(threads=1, tls_cert=cert_pem, tls_key=key_pem) as t:
+        assert t.url.startswith("https://127.0.0.1:")
+        closed = redline.run(t.url + "/?size=2000", connections=8, requests=2000, cacert=ca_pem)
+        assert closed.requests == 2000 and closed.errors_total == 0
+        assert closed.data["bytes_in"] >= 2000 * 2000
+        assert t.stats()["requests"] == 2000
+        assert t.stats()["connections"] <= 16  # keep-alive over TLS
+        opened = redline.run(t.url + "/", rate=500, duration="1s", threads=1, cacert=ca_pem)
+        assert opened.errors_total == 0 and 480 <= opened.requests <= 500
+        failing = redline.run(t.url + "/?status=503", connections=2, requests=50, cacert=ca_pem)
+        assert failing.errors["status"] == 50 and failing.status_codes == {503: 50}
+        assert t.stats()["requests"] == 2000 + opened.requests + 50
+
+
+def test_target_cli_tls_flags_go_together(cert_files: tuple[Path, Path, Path]) -> None:
+    p = run_cli("target", "--tls-cert", str(cert_files[1]))
+    assert p.returncode == 2 and "--tls-key" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("target", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem")
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip().count("\n") == 0 and "certificate" in p.stderr

@@ -14,7 +14,12 @@ def histogram_quantiles(histogram: str, quantiles: list[float]) -> tuple[int, li
 
 class Target:
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, threads: int | None = None
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        threads: int | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
     ) -> None: ...
     @property
     def url(self) -> str: ...

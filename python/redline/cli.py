@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--host", default="127.0.0.1")
     t.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     t.add_argument("--threads", type=int, help="server threads (default: one per core)")
+    t.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate")
+    t.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
     t.set_defaults(func=cmd_target)
     return p
 
@@ -108,7 +110,9 @@ def cmd_target(args: argparse.Namespace) -> int:
         raise RedlineError(f"--port: must be 0..65535, got {args.port}")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with Target(args.host, args.port, args.threads) as target:
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise RedlineError("--tls-cert and --tls-key go together")
+    with Target(args.host, args.port, args.threads, args.tls_cert, args.tls_key) as target:
         print(f"listening on {target.url}", flush=True)
         try:
             while not stop.wait(0.2):

@@ -115,9 +115,7 @@ def check_url(url: str) -> str:
         raise ConfigError(f"url: malformed URL {url!r}: {e}") from None
     if parts.scheme not in ("http", "https"):
         shown = parts.scheme or "missing"
-        raise ConfigError(
-            f"url: unsupported scheme {shown!r} in {url!r} (use http:// or https://)"
-        )
+        raise ConfigError(f"url: unsupported scheme {shown!r} in {url!r} (use http:// or https://)")
     if not parts.hostname:
         raise ConfigError(f"url: no host in {url!r}")
     if port == 0:

@@ -8,6 +8,7 @@ demos. Behaviour is chosen per request by query parameters, e.g. ``/?latency=20m
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from redline import _engine
@@ -15,14 +16,28 @@ from redline import _engine
 
 class Target:
     """Target starts the server on ``host:port`` (port 0 picks a free port) with ``threads``
-    worker threads (default: one per core); use it as a context manager or call :meth:`stop`."""
+    worker threads (default: one per core); use it as a context manager or call :meth:`stop`.
+    With ``tls_cert`` and ``tls_key`` (PEM files) it serves https."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, threads: int | None = None):
-        self._native = _engine.Target(host, port, threads)
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        threads: int | None = None,
+        tls_cert: str | os.PathLike[str] | None = None,
+        tls_key: str | os.PathLike[str] | None = None,
+    ):
+        self._native = _engine.Target(
+            host,
+            port,
+            threads,
+            None if tls_cert is None else os.fspath(tls_cert),
+            None if tls_key is None else os.fspath(tls_key),
+        )
 
     @property
     def url(self) -> str:
-        """url: ``http://HOST:PORT`` (no trailing slash)."""
+        """url: ``http://HOST:PORT`` or ``https://HOST:PORT`` (no trailing slash)."""
         return self._native.url
 
     @property

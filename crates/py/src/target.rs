@@ -2,12 +2,13 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use redline_target::TargetConfig;
+use redline_target::{TargetConfig, TlsFiles};
 
 use crate::errors::{ConfigError, RedlineError};
 
-/// Target(host="127.0.0.1", port=0, threads=None): starts redline's target server in
-/// background threads; `stop()` (or dropping it) shuts it down.
+/// Target(host="127.0.0.1", port=0, threads=None, tls_cert=None, tls_key=None): starts
+/// redline's target server in background threads (https with the PEM certificate and key);
+/// `stop()` (or dropping it) shuts it down.
 #[pyclass(module = "redline._engine")]
 pub struct Target {
     inner: Option<redline_target::Target>,
@@ -18,15 +19,28 @@ pub struct Target {
 #[pymethods]
 impl Target {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None))]
-    fn new(py: Python<'_>, host: String, port: u16, threads: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None))]
+    fn new(
+        py: Python<'_>,
+        host: String,
+        port: u16,
+        threads: Option<usize>,
+        tls_cert: Option<std::path::PathBuf>,
+        tls_key: Option<std::path::PathBuf>,
+    ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
         }
+        let tls = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            _ => return Err(ConfigError::new_err("tls_cert and tls_key go together")),
+        };
         let cfg = TargetConfig {
             host,
             port,
             threads,
+            tls,
         };
         let inner = py
             .allow_threads(|| redline_target::Target::start(cfg))

@@ -1,6 +1,7 @@
 //! Configuration and start-up errors of the target server.
 
 use std::io;
+use std::path::PathBuf;
 
 /// TargetConfig says where the target server listens and how many threads serve it; the
 /// defaults (loopback, ephemeral port, one thread per core) suit tests and benchmarks, which
@@ -13,6 +14,17 @@ pub struct TargetConfig {
     pub port: u16,
     /// threads is the number of serving threads; `None` means one per available core.
     pub threads: Option<usize>,
+    /// tls serves https with this certificate chain and private key (PEM files).
+    pub tls: Option<TlsFiles>,
+}
+
+/// TlsFiles names the PEM files of an https target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// cert: the certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// key: the private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
 }
 
 impl Default for TargetConfig {
@@ -21,6 +33,7 @@ impl Default for TargetConfig {
             host: "127.0.0.1".to_string(),
             port: 0,
             threads: None,
+            tls: None,
         }
     }
 }
@@ -53,6 +66,9 @@ pub enum TargetError {
         /// source is the operating system's error.
         source: io::Error,
     },
+    /// Tls: the certificate or key could not be loaded or do not match.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// Runtime: a serving thread or its event loop could not be created.
     #[error("cannot start server thread: {}", reason(.source))]
     Runtime {

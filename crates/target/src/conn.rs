@@ -13,13 +13,13 @@ use http::StatusCode;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::request::{self, Parsed, Request, RequestBody};
 use crate::response::{self, Framing, Head, FILLER, FILLER_LEN};
 use crate::route::{Behaviour, Body, Route};
 use crate::server::Shared;
 use crate::sleep;
+use crate::tls::Io;
 
 /// MAX_HEAD is the largest request head accepted (431 beyond).
 const MAX_HEAD: usize = 64 * 1024;
@@ -40,8 +40,8 @@ enum End {
 }
 
 /// serve runs one connection until the client leaves, asks to close, or a fault ends it.
-pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>, thread: usize) {
-    let _ = stream.set_nodelay(true);
+pub(crate) async fn serve<S: Io>(stream: S, shared: Arc<Shared>, thread: usize) {
+    let _ = stream.tcp().set_nodelay(true);
     let mut conn = Conn {
         stream,
         input: BytesMut::with_capacity(READ_CHUNK),
@@ -56,7 +56,7 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>, thread: usize)
             let _ = conn.stream.shutdown().await;
         }
         End::Reset => {
-            let _ = socket2::SockRef::from(&conn.stream).set_linger(Some(Duration::ZERO));
+            let _ = socket2::SockRef::from(conn.stream.tcp()).set_linger(Some(Duration::ZERO));
         }
         End::Hang => {
             let mut sink = [0u8; 4096];
@@ -69,8 +69,8 @@ pub(crate) async fn serve(stream: TcpStream, shared: Arc<Shared>, thread: usize)
     }
 }
 
-struct Conn {
-    stream: TcpStream,
+struct Conn<S> {
+    stream: S,
     input: BytesMut,
     out: Vec<u8>,
     rng: SmallRng,
@@ -78,7 +78,7 @@ struct Conn {
     thread: usize,
 }
 
-impl Conn {
+impl<S: Io> Conn<S> {
     /// run answers every complete request in the buffer, writes the batch, then reads more:
     /// pipelined requests cost one write for all of them.
     async fn run(&mut self) -> io::Result<End> {
@@ -309,6 +309,8 @@ impl Conn {
     async fn flush(&mut self) -> io::Result<()> {
         if !self.out.is_empty() {
             self.stream.write_all(&self.out).await?;
+            // A no-op for TCP; pushes out any TLS record rustls still holds.
+            self.stream.flush().await?;
             self.out.clear();
         }
         Ok(())

@@ -29,7 +29,8 @@ mod route;
 mod server;
 mod sleep;
 mod stats;
+mod tls;
 
-pub use config::{TargetConfig, TargetError};
+pub use config::{TargetConfig, TargetError, TlsFiles};
 pub use server::Target;
 pub use stats::TargetStats;

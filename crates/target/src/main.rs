@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use redline_target::{Target, TargetConfig};
+use redline_target::{Target, TargetConfig, TlsFiles};
 
 /// Args are the command line: where to listen and with how many threads.
 #[derive(Debug, Parser)]
@@ -23,6 +23,12 @@ struct Args {
     /// Serving threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Serve https with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -43,6 +49,10 @@ fn main() -> ExitCode {
         host: args.host,
         port: args.port,
         threads: args.threads,
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| TlsFiles { cert, key }),
     };
     let target = match Target::start(cfg) {
         Ok(target) => target,

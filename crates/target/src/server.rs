@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use crate::config::{TargetConfig, TargetError};
 use crate::stats::{Board, TargetStats};
+use tokio_rustls::TlsAcceptor;
 
 /// MAX_THREADS bounds `TargetConfig::threads`.
 const MAX_THREADS: usize = 1024;
@@ -44,6 +45,7 @@ pub(crate) struct Shared {
 #[derive(Debug)]
 pub struct Target {
     addr: SocketAddr,
+    https: bool,
     shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
@@ -63,6 +65,7 @@ impl Target {
                 max: MAX_THREADS,
             });
         }
+        let tls = cfg.tls.as_ref().map(crate::tls::acceptor).transpose()?;
         let addr = resolve(&cfg.host, cfg.port)?;
         let listeners = bind_listeners(addr, count).map_err(|source| TargetError::Bind {
             addr: addr.to_string(),
@@ -81,6 +84,7 @@ impl Target {
         let (shutdown, watcher) = watch::channel(false);
         let mut target = Target {
             addr: local,
+            https: tls.is_some(),
             shared,
             shutdown,
             threads: Vec::with_capacity(count),
@@ -98,6 +102,7 @@ impl Target {
                 index,
                 shutdown: watcher.clone(),
                 ready: ready_tx.clone(),
+                tls: tls.clone(),
             };
             let handle = std::thread::Builder::new()
                 .name(format!("redline-target-{index}"))
@@ -126,7 +131,8 @@ impl Target {
 
     /// url is the base URL clients should use, e.g. "http://127.0.0.1:40123".
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// stats sums the serving threads' counters (the same figures `/__stats` serves).
@@ -151,6 +157,9 @@ impl Drop for Target {
 
 /// Job is one serving thread's work: accept until shutdown, then drop the runtime, which
 /// cancels (and so closes) all of the thread's connections.
+/// HANDSHAKE bounds a TLS handshake.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
 struct Job {
     runtime: Runtime,
     listener: StdListener,
@@ -158,6 +167,7 @@ struct Job {
     index: usize,
     shutdown: watch::Receiver<bool>,
     ready: mpsc::Sender<io::Result<()>>,
+    tls: Option<TlsAcceptor>,
 }
 
 impl Job {
@@ -169,6 +179,7 @@ impl Job {
             index,
             mut shutdown,
             ready,
+            tls,
         } = self;
         runtime.block_on(async move {
             let listener = match TcpListener::from_std(listener) {
@@ -196,7 +207,23 @@ impl Job {
                     accepted = listener.accept() => match accepted {
                         Ok((stream, _)) => {
                             shared.board.thread(index).add_connection();
-                            tokio::spawn(crate::conn::serve(stream, Arc::clone(&shared), index));
+                            let shared = Arc::clone(&shared);
+                            match &tls {
+                                None => {
+                                    tokio::spawn(crate::conn::serve(stream, shared, index));
+                                }
+                                Some(acceptor) => {
+                                    let handshake = acceptor.accept(stream);
+                                    tokio::spawn(async move {
+                                        // A client that fails or stalls the handshake is
+                                        // dropped.
+                                        let handshake = tokio::time::timeout(HANDSHAKE, handshake);
+                                        if let Ok(Ok(tls)) = handshake.await {
+                                            crate::conn::serve(tls, shared, index).await;
+                                        }
+                                    });
+                                }
+                            }
                         }
                         // Out of file descriptors and the like: back off instead of spinning.
                         Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,

@@ -198,6 +198,20 @@ fn start_errors_are_one_line() {
     assert!(unknown
         .to_string()
         .starts_with("cannot resolve host no such host.invalid: "));
+    let no_cert = Target::start(TargetConfig {
+        tls: Some(redline_target::TlsFiles {
+            cert: "/nonexistent/cert.pem".into(),
+            key: "/nonexistent/key.pem".into(),
+        }),
+        ..TargetConfig::default()
+    })
+    .expect_err("missing certificate");
+    let text = no_cert.to_string();
+    assert!(
+        text.starts_with("TLS: certificate /nonexistent/cert.pem: "),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "{text}");
 }
 
 #[test]

@@ -1,0 +1,55 @@
+//! https for the target: a rustls server configuration from PEM files, and the one trait the
+//! connection code needs to serve plain and TLS streams alike.
+
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsAcceptor;
+
+use crate::config::{TargetError, TlsFiles};
+
+/// acceptor loads the certificate chain and key and builds the TLS acceptor (ALPN http/1.1).
+pub(crate) fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, TargetError> {
+    let shown = |p: &std::path::Path| p.display().to_string();
+    let certs = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| TargetError::Tls(format!("certificate {}: {e}", shown(&files.cert))))?;
+    if certs.is_empty() {
+        return Err(TargetError::Tls(format!(
+            "certificate {}: no PEM certificate in the file",
+            shown(&files.cert)
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_file(&files.key)
+        .map_err(|e| TargetError::Tls(format!("key {}: {e}", shown(&files.key))))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TargetError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| TargetError::Tls(format!("certificate and key: {e}")))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Io is a served stream: plain TCP or TLS over TCP.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin {
+    /// tcp is the socket underneath (for socket options such as SO_LINGER).
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Io for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Io for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+}
