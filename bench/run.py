@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -73,7 +74,9 @@ def peers() -> dict[str, str]:
 
 
 def server_requests(url: str) -> int:
-    with urllib.request.urlopen(url + "/__stats", timeout=5) as r:
+    # Our own local target: its https certificate is the bench's throwaway one.
+    ctx = ssl._create_unverified_context() if url.startswith("https:") else None
+    with urllib.request.urlopen(url + "/__stats", timeout=5, context=ctx) as r:
         return int(json.loads(r.read())["requests"])
 
 
@@ -246,8 +249,9 @@ def median_row(rows: list[Row]) -> Row:
     return dataclasses.replace(row, note=note)
 
 
-def table(rows: list[Row]) -> str:
-    wrk = next((r for r in rows if r.tool == "wrk" and r.mode == "closed"), None)
+def table(rows: list[Row], reference: str = "closed") -> str:
+    """The markdown table; ratios are to the wrk row whose mode is `reference`."""
+    wrk = next((r for r in rows if r.tool == "wrk" and r.mode == reference), None)
     lines = [
         "| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB | note |",
         "|---|---|---:|---:|---:|---:|---|",
@@ -261,6 +265,59 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def https_table(p: dict[str, str], args: argparse.Namespace) -> str:
+    """The closed-model rows over https, against a second target serving TLS (a throwaway
+    certificate from trustme): wrk and oha skip verification, redline verifies with --cacert;
+    on keep-alive connections that only costs the handshakes."""
+    try:
+        import trustme
+    except ImportError:
+        return "(https rows skipped: trustme is not installed; `make install` installs it)"
+    with tempfile.TemporaryDirectory() as tmp:
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1")
+        ca_pem, cert_pem, key_pem = (Path(tmp) / n for n in ("ca.pem", "cert.pem", "key.pem"))
+        ca.cert_pem.write_to_path(str(ca_pem))
+        cert.cert_chain_pems[0].write_to_path(str(cert_pem))
+        cert.private_key_pem.write_to_path(str(key_pem))
+        server = subprocess.Popen(
+            [
+                *("taskset", "-c", SERVER_CORE, str(VENV_BIN / "redline"), "target"),
+                *("--threads", "1", "--tls-cert", str(cert_pem), "--tls-key", str(key_pem)),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            line = server.stdout.readline() if server.stdout else ""
+            url = line.strip().rsplit(" ", 1)[-1]
+            if not url.startswith("https://"):
+                return f"(https rows skipped: the target did not start: {line!r})"
+            secs = str(args.https_seconds)
+            gens = [
+                ("wrk", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"]),
+                ("redline", redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s")),
+                ("oha", [p["OHA"], "-c", str(CONNS), "-z", f"{secs}s", "--no-tui", "--insecure"]),
+            ]
+            gens[1][1].extend(["--cacert", str(ca_pem)])
+            gens[2][1].append(url + "/")
+            gens = [g for g in gens if g[1][0] and wanted(args, g[0])]
+            runs: dict[str, list[Row]] = {}
+            for rep in range(args.reps):
+                for tool, argv in gens:
+                    row = measure(tool, "closed https", argv, url)
+                    runs.setdefault(tool, []).append(row)
+                    print(
+                        f"  [{rep + 1}/{args.reps}] {tool} closed https: {row.rps:,.0f} req/s, "
+                        f"{row.us_per_req:.1f} µs/req",
+                        flush=True,
+                    )
+            return table([median_row(r) for r in runs.values()], reference="closed https")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
@@ -268,6 +325,12 @@ def main() -> int:
         "--rss-seconds", type=int, default=60, help="length of the long RSS run (0: skip)"
     )
     ap.add_argument("--only", help="comma-separated tools to run")
+    ap.add_argument(
+        "--https-seconds",
+        type=int,
+        default=10,
+        help="length of each closed-model https run against a TLS target (0: skip)",
+    )
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (median kept)")
     args = ap.parse_args()
     if not shutil.which("taskset"):
@@ -325,6 +388,9 @@ def main() -> int:
                     rows.append(measure("redline", f"closed {secs}s (RSS)", argv, url))
         print()
         print(table(rows))
+        if args.https_seconds:
+            print()
+            print(https_table(p, args))
     finally:
         server.terminate()
         server.wait(timeout=10)
