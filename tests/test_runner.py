@@ -48,9 +48,10 @@ def test_fixed_latency_gives_p50_within_a_millisecond(target):
 def test_naps_between_hits_do_not_stretch_latency(target):
     """At ~1,100 req/s on one thread the next hit is always under a millisecond away, so the
     open model naps until it instead of waking for each response; responses wait in their
-    sockets meanwhile (up to ~0.9 ms, ~0.45 ms on average). Kernel receive timestamps must keep
-    that wait out of the latency: the open model's median service time stays within 0.15 ms of
-    a closed-model baseline (one connection, no naps) measured alongside."""
+    sockets meanwhile (up to ~0.9 ms; the median grew by 0.85 ms with stamps disabled). Kernel
+    receive timestamps must keep that wait out of the latency: the open model's median service
+    time stays within 0.3 ms of a closed-model baseline (one connection, no naps) measured
+    alongside."""
     base = redline.run(target.url + "/", connections=1, duration="2s", threads=1)
     before = served(target)
     result = redline.run(target.url + "/", rate=1100, duration="2s", threads=1)
@@ -58,9 +59,9 @@ def test_naps_between_hits_do_not_stretch_latency(target):
     assert result.errors_total == 0
     uncorrected = result.uncorrected_latency
     assert uncorrected is not None
-    assert uncorrected.p50 <= base.latency.p50 + 0.15, (uncorrected, base.latency)
+    assert uncorrected.p50 <= base.latency.p50 + 0.3, (uncorrected, base.latency)
     # Timed from the intended send, which the nap ends at: no more than a little later.
-    assert result.latency.p50 <= base.latency.p50 + 0.25, (result.latency, base.latency)
+    assert result.latency.p50 <= base.latency.p50 + 0.4, (result.latency, base.latency)
 
 
 def test_stall_shows_in_corrected_percentiles():

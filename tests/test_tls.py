@@ -118,7 +118,7 @@ def test_https_open_model_by_host_name(tls_server: TlsServer) -> None:
     before = tls_server.count()
     result = redline.run(url, rate=200, duration="1s", threads=1, cacert=tls_server.ca_pem)
     assert sum(result.errors.values()) == 0, result.errors
-    assert 190 <= result.requests <= 200
+    assert 180 <= result.requests <= 200
     assert tls_server.count() - before == result.requests
 
 
@@ -178,7 +178,7 @@ def test_the_target_serves_https(cert_files: tuple[Path, Path, Path]) -> None:
         assert t.stats()["requests"] == 2000
         assert t.stats()["connections"] <= 16  # keep-alive over TLS
         opened = redline.run(t.url + "/", rate=500, duration="1s", threads=1, cacert=ca_pem)
-        assert opened.errors_total == 0 and 480 <= opened.requests <= 500
+        assert opened.errors_total == 0 and 450 <= opened.requests <= 500
         failing = redline.run(t.url + "/?status=503", connections=2, requests=50, cacert=ca_pem)
         assert failing.errors["status"] == 50 and failing.status_codes == {503: 50}
         assert t.stats()["requests"] == 2000 + opened.requests + 50
