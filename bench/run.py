@@ -15,6 +15,7 @@ a missing peer is skipped with a note.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -26,6 +27,7 @@ import tempfile
 import textwrap
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +57,10 @@ class Row:
     @property
     def us_per_req(self) -> float:
         return 1e6 * self.cpu_s / self.requests if self.requests else float("inf")
+
+
+#: Gen is one row to run: (tool, mode, argv, working directory).
+Gen = tuple[str, str, list[str], str | None]
 
 
 def peers() -> dict[str, str]:
@@ -119,10 +125,10 @@ def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = N
 
 def generators(
     p: dict[str, str], url: str, secs: int, tmp: str, rates: dict[str, int]
-) -> list[tuple[str, str, list[str], str | None]]:
+) -> list[Gen]:
     """Every (tool, mode, argv, cwd) of one repetition: the closed rows, then an open row per
     entry of `rates` (label -> req/s) for each tool that has an open model (redline, oha, k6)."""
-    gens = [
+    gens: list[Gen] = [
         ("wrk", "closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"], None),
         (
             "redline",
@@ -265,6 +271,46 @@ def table(rows: list[Row], reference: str = "closed") -> str:
     return "\n".join(lines)
 
 
+class TargetFailed(Exception):
+    """TargetFailed: the target server did not print the URL it listens on."""
+
+
+@contextlib.contextmanager
+def target_server(*flags: str) -> Iterator[str]:
+    """Runs `redline target` (one thread, plus `flags`) on the server core; yields its URL."""
+    server = subprocess.Popen(
+        ["taskset", "-c", SERVER_CORE, str(VENV_BIN / "redline"), "target", "--threads", "1"]
+        + list(flags),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        url = line.strip().rsplit(" ", 1)[-1]
+        if "://" not in url:
+            raise TargetFailed(f"the target did not start: {line!r}")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def interleave(gens: list[Gen], reps: int, url: str) -> list[Row]:
+    """Runs every (tool, mode, argv, cwd) once per repetition, interleaved so that drift hits
+    every row alike, and keeps each row's median."""
+    runs: dict[tuple[str, str], list[Row]] = {}
+    for rep in range(reps):
+        for tool, mode, argv, cwd in gens:
+            row = measure(tool, mode, argv, url, cwd)
+            runs.setdefault((tool, mode), []).append(row)
+            print(
+                f"  [{rep + 1}/{reps}] {tool} {mode}: {row.rps:,.0f} req/s, "
+                f"{row.us_per_req:.1f} µs/req",
+                flush=True,
+            )
+    return [median_row(r) for r in runs.values()]
+
+
 def https_table(p: dict[str, str], args: argparse.Namespace) -> str:
     """The closed-model rows over https, against a second target serving TLS (a throwaway
     certificate from trustme): wrk and oha skip verification, redline verifies with --cacert;
@@ -280,42 +326,34 @@ def https_table(p: dict[str, str], args: argparse.Namespace) -> str:
         ca.cert_pem.write_to_path(str(ca_pem))
         cert.cert_chain_pems[0].write_to_path(str(cert_pem))
         cert.private_key_pem.write_to_path(str(key_pem))
-        server = subprocess.Popen(
-            [
-                *("taskset", "-c", SERVER_CORE, str(VENV_BIN / "redline"), "target"),
-                *("--threads", "1", "--tls-cert", str(cert_pem), "--tls-key", str(key_pem)),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
         try:
-            line = server.stdout.readline() if server.stdout else ""
-            url = line.strip().rsplit(" ", 1)[-1]
-            if not url.startswith("https://"):
-                return f"(https rows skipped: the target did not start: {line!r})"
-            secs = str(args.https_seconds)
-            gens = [
-                ("wrk", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"]),
-                ("redline", redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s")),
-                ("oha", [p["OHA"], "-c", str(CONNS), "-z", f"{secs}s", "--no-tui", "--insecure"]),
-            ]
-            gens[1][1].extend(["--cacert", str(ca_pem)])
-            gens[2][1].append(url + "/")
-            gens = [g for g in gens if g[1][0] and wanted(args, g[0])]
-            runs: dict[str, list[Row]] = {}
-            for rep in range(args.reps):
-                for tool, argv in gens:
-                    row = measure(tool, "closed https", argv, url)
-                    runs.setdefault(tool, []).append(row)
-                    print(
-                        f"  [{rep + 1}/{args.reps}] {tool} closed https: {row.rps:,.0f} req/s, "
-                        f"{row.us_per_req:.1f} µs/req",
-                        flush=True,
-                    )
-            return table([median_row(r) for r in runs.values()], reference="closed https")
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+            with target_server("--tls-cert", str(cert_pem), "--tls-key", str(key_pem)) as url:
+                secs = f"{args.https_seconds}s"
+                argvs = {
+                    "wrk": [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}", url + "/"],
+                    "redline": redline_argv(
+                        url, "-c", str(CONNS), "-d", secs, "--cacert", str(ca_pem)
+                    ),
+                    "oha": [
+                        p["OHA"],
+                        "-c",
+                        str(CONNS),
+                        "-z",
+                        secs,
+                        "--no-tui",
+                        "--insecure",
+                        url + "/",
+                    ],
+                }
+                gens: list[Gen] = [
+                    (tool, "closed https", argv, None)
+                    for tool, argv in argvs.items()
+                    if argv[0] and wanted(args, tool)
+                ]
+                rows = interleave(gens, args.reps, url)
+        except TargetFailed as e:
+            return f"(https rows skipped: {e})"
+        return table(rows, reference="closed https")
 
 
 def main() -> int:
@@ -337,64 +375,52 @@ def main() -> int:
         print("bench: taskset is required (util-linux)", file=sys.stderr)
         return 2
     p = peers()
-    server = subprocess.Popen(
-        ["taskset", "-c", SERVER_CORE, str(VENV_BIN / "redline"), "target", "--threads", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     try:
-        line = server.stdout.readline() if server.stdout else ""
-        url = line.strip().rsplit(" ", 1)[-1]
-        if not url.startswith("http://"):
-            print(f"bench: target did not start: {line!r}", file=sys.stderr)
-            return 1
-        rows: list[Row] = []
-        with tempfile.TemporaryDirectory() as tmp:
-            # The open rows run at shares of the server's capacity, so measure it first: the
-            # best of three short closed redline runs (the same meter as every row).
-            rates: dict[str, int] = {}
-            if wanted(args, "redline") or wanted(args, "oha") or wanted(args, "k6"):
-                probe = redline_argv(url, "-c", str(CONNS), "-d", f"{min(args.seconds, 5)}s")
-                capacity = max(measure("redline", "probe", probe, url).rps for _ in range(3))
-                print(f"  capacity probe: {capacity:,.0f} req/s", flush=True)
-                # The issue's row is just under capacity; the half-capacity row shows the open
-                # model where it pays most for its pacing.
-                rates = {"90% cap.": int(capacity * 0.9), "50% cap.": int(capacity * 0.5)}
-            gens = [g for g in generators(p, url, args.seconds, tmp, rates) if wanted(args, g[0])]
-            if p["WRK"] and wanted(args, "wrk"):
-                for label, rate in rates.items():
-                    c = wrk_matching(p, url, rate)
-                    if c is None:
-                        continue
-                    mode = f"closed -c{c} (≥ open {label} rate)"
-                    argv = [p["WRK"], "-t1", f"-c{c}", f"-d{args.seconds}s", url + "/"]
-                    # Listed (and run) right after the open rows it is compared with.
-                    at = max(i for i, g in enumerate(gens) if label in g[1]) + 1 if gens else 0
-                    gens.insert(at, ("wrk", mode, argv, None))
-            runs: dict[tuple[str, str], list[Row]] = {}
-            for rep in range(args.reps):  # interleaved, so drift hits every row alike
-                for tool, mode, argv, cwd in gens:
-                    row = measure(tool, mode, argv, url, cwd)
-                    runs.setdefault((tool, mode), []).append(row)
-                    print(
-                        f"  [{rep + 1}/{args.reps}] {tool} {mode}: {row.rps:,.0f} req/s, "
-                        f"{row.us_per_req:.1f} µs/req",
-                        flush=True,
-                    )
-            rows = [median_row(r) for r in runs.values()]
-            if args.rss_seconds and wanted(args, "redline"):
-                for secs in sorted({max(10, args.rss_seconds // 3), args.rss_seconds}):
-                    argv = redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s")
-                    rows.append(measure("redline", f"closed {secs}s (RSS)", argv, url))
+        with target_server() as url, tempfile.TemporaryDirectory() as tmp:
+            rows = closed_and_open_rows(p, url, tmp, args)
+    except TargetFailed as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 1
+    print()
+    print(table(rows))
+    if args.https_seconds:
         print()
-        print(table(rows))
-        if args.https_seconds:
-            print()
-            print(https_table(p, args))
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+        print(https_table(p, args))
     return 0
+
+
+def closed_and_open_rows(
+    p: dict[str, str], url: str, tmp: str, args: argparse.Namespace
+) -> list[Row]:
+    """The plain-http rows: every closed row, the open rows at shares of the measured
+    capacity, wrk at the matching throughput, and the long RSS runs."""
+    # The open rows run at shares of the server's capacity, so measure it first: the
+    # best of three short closed redline runs (the same meter as every row).
+    rates: dict[str, int] = {}
+    if wanted(args, "redline") or wanted(args, "oha") or wanted(args, "k6"):
+        probe = redline_argv(url, "-c", str(CONNS), "-d", f"{min(args.seconds, 5)}s")
+        capacity = max(measure("redline", "probe", probe, url).rps for _ in range(3))
+        print(f"  capacity probe: {capacity:,.0f} req/s", flush=True)
+        # The issue's row is just under capacity; the half-capacity row shows the open
+        # model where it pays most for its pacing.
+        rates = {"90% cap.": int(capacity * 0.9), "50% cap.": int(capacity * 0.5)}
+    gens = [g for g in generators(p, url, args.seconds, tmp, rates) if wanted(args, g[0])]
+    if p["WRK"] and wanted(args, "wrk"):
+        for label, rate in rates.items():
+            c = wrk_matching(p, url, rate)
+            if c is None:
+                continue
+            mode = f"closed -c{c} (≥ open {label} rate)"
+            argv = [p["WRK"], "-t1", f"-c{c}", f"-d{args.seconds}s", url + "/"]
+            # Listed (and run) right after the open rows it is compared with.
+            at = max(i for i, g in enumerate(gens) if label in g[1]) + 1 if gens else 0
+            gens.insert(at, ("wrk", mode, argv, None))
+    rows = interleave(gens, args.reps, url)
+    if args.rss_seconds and wanted(args, "redline"):
+        for secs in sorted({max(10, args.rss_seconds // 3), args.rss_seconds}):
+            argv = redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s")
+            rows.append(measure("redline", f"closed {secs}s (RSS)", argv, url))
+    return rows
 
 
 if __name__ == "__main__":

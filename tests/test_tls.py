@@ -39,13 +39,23 @@ class TlsServer:
 
 
 @pytest.fixture(scope="module")
-def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsServer]:
+def cert_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(ca.pem, cert.pem, key.pem) for 127.0.0.1 and localhost."""
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1", "localhost")
+    d = tmp_path_factory.mktemp("target-tls")
+    files = (d / "ca.pem", d / "cert.pem", d / "key.pem")
+    ca.cert_pem.write_to_path(str(files[0]))
+    cert.cert_chain_pems[0].write_to_path(str(files[1]))
+    cert.private_key_pem.write_to_path(str(files[2]))
+    return files
+
+
+@pytest.fixture(scope="module")
+def tls_server(cert_files: tuple[Path, Path, Path]) -> Iterator[TlsServer]:
+    ca_pem, cert_pem, key_pem = cert_files
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    cert.configure_cert(ctx)
-    ca_pem = tmp_path_factory.mktemp("tls") / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_pem))
+    ctx.load_cert_chain(cert_pem, key_pem)
 
     state: dict[str, TlsServer] = {}
 
@@ -153,19 +163,6 @@ def test_https_to_a_plain_http_server_says_so(target: redline.Target) -> None:
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "TLS handshake" in lines[0], p.stderr
-
-
-@pytest.fixture(scope="module")
-def cert_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """(ca.pem, cert.pem, key.pem) for 127.0.0.1 and localhost."""
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    d = tmp_path_factory.mktemp("target-tls")
-    files = (d / "ca.pem", d / "cert.pem", d / "key.pem")
-    ca.cert_pem.write_to_path(str(files[0]))
-    cert.cert_chain_pems[0].write_to_path(str(files[1]))
-    cert.private_key_pem.write_to_path(str(files[2]))
-    return files
 
 
 def test_the_target_serves_https(cert_files: tuple[Path, Path, Path]) -> None:

@@ -151,11 +151,6 @@ pub fn set_naps(on: bool) {
     NAPS.with(|n| n.set(on));
 }
 
-/// no_naps stops this thread's naps for good (a socket refused receive timestamps).
-pub fn no_naps() {
-    set_naps(false);
-}
-
 /// nap is the worker runtime's before-park hook. When the thread has nothing to run and its
 /// next hit is due within [`NAP_MAX`], it sleeps until then instead of parking on epoll:
 /// responses that arrive meanwhile wait in their sockets, and the one wake-up at the due

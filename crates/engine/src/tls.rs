@@ -189,27 +189,21 @@ impl Write for Sock<'_> {
 /// (close_notify, or the peer closing the socket: HTTP framing tells a truncated response);
 /// `WouldBlock` means more ciphertext must arrive first.
 pub fn try_read(tls: &mut ClientConnection, sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    let mut closed = false;
     loop {
         match tls.reader().read(buf) {
             Ok(n) => return Ok(n),
+            // The socket is closed: what rustls held was all there will be.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && closed => return Ok(0),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
             Err(e) => return Err(e),
         }
-        if tls.read_tls(&mut Sock(sock))? == 0 {
-            // The socket is closed: whatever rustls holds is all there will be.
-            tls.process_new_packets().map_err(invalid)?;
-            return match tls.reader().read(buf) {
-                Ok(n) => Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
-                Err(e) => Err(e),
-            };
-        }
+        closed = tls.read_tls(&mut Sock(sock))? == 0;
         tls.process_new_packets().map_err(invalid)?;
-        // Records that need an answer (a key update) are sent on the way; the request path
-        // flushes anything left.
-        while tls.wants_write() {
+        // Records that need an answer (a key update) are sent on the way while the socket is
+        // open; the request path flushes anything left.
+        while !closed && tls.wants_write() {
             match tls.write_tls(&mut Sock(sock)) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
