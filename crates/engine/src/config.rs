@@ -66,6 +66,12 @@ pub struct RunConfig {
     pub insecure: bool,
     /// ca_file: a PEM file of CA certificates trusted for https, besides the system's.
     pub ca_file: Option<String>,
+    /// live: the target (VUs or rate) may change during the run through
+    /// [`crate::control::LoadControl`]; the run starts at `connections` or `rate` and lasts
+    /// until stopped (or `duration_s`, its upper bound).
+    pub live: bool,
+    /// max_vus: a live closed-model run's cap on VUs (default: `connections`).
+    pub max_vus: Option<i64>,
 }
 
 impl Default for RunConfig {
@@ -89,6 +95,8 @@ impl Default for RunConfig {
             preflight: true,
             insecure: false,
             ca_file: None,
+            live: false,
+            max_vus: None,
         }
     }
 }
@@ -160,6 +168,10 @@ pub struct Checked {
     pub preflight: bool,
     /// tls: the TLS client settings of an https target.
     pub tls: Option<TlsSettings>,
+    /// live: the target may change during the run (see [`RunConfig::live`]).
+    pub live: bool,
+    /// max_vus: the most VUs the closed model can reach: the profile's peak, or a live run's cap.
+    pub max_vus: u32,
 }
 
 impl RunConfig {
@@ -217,6 +229,7 @@ impl RunConfig {
         if max_connections == 0 {
             return Err(EngineError::config("max_connections must be > 0"));
         }
+        let max_vus = self.vu_cap(&profile)?;
         let threads = self.threads(model, &profile, max_connections)?;
         Ok(Checked {
             url: self.url.clone(),
@@ -235,7 +248,39 @@ impl RunConfig {
             interval,
             preflight: self.preflight,
             tls,
+            live: self.live,
+            max_vus,
         })
+    }
+
+    /// vu_cap is how many VUs the closed model may run: the profile's peak, or in a live run
+    /// `max_vus` (lanes up to it are started as the target rises).
+    fn vu_cap(&self, profile: &Profile) -> Result<u32, EngineError> {
+        let peak = profile.peak().ceil().max(1.0) as u32;
+        if self.live && self.stages.is_some() {
+            return Err(EngineError::config(
+                "a live run starts at one target: give connections or a rate, not stages",
+            ));
+        }
+        match self.max_vus {
+            None => Ok(peak),
+            Some(_) if !self.live => Err(EngineError::config("max_vus needs a live run")),
+            Some(n) => {
+                let cap = u32::try_from(n).unwrap_or(0);
+                if cap == 0 {
+                    return Err(EngineError::config(format!(
+                        "max_vus must be 1 to {}, got {n}",
+                        u32::MAX
+                    )));
+                }
+                if cap < peak {
+                    return Err(EngineError::config(format!(
+                        "max_vus ({cap}) must be at least the starting VUs ({peak})"
+                    )));
+                }
+                Ok(cap)
+            }
+        }
     }
 
     fn model_and_profile(&self) -> Result<(Model, Profile), EngineError> {
@@ -305,7 +350,7 @@ impl RunConfig {
         };
         // More threads than connections would leave threads with nothing to do.
         let lanes = match model {
-            Model::Closed => profile.peak().ceil().max(1.0) as u32,
+            Model::Closed => self.vu_cap(profile)?,
             Model::Open => max_conn,
         };
         Ok(wanted.min(lanes).max(1))

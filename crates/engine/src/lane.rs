@@ -27,8 +27,9 @@ pub(crate) struct Shared {
     pub(crate) job: Job,
     /// plan: the flows, rendered once.
     pub(crate) plan: Plan,
-    /// pacer: when the next hit goes out.
-    pub(crate) pacer: AnyPacer,
+    /// pacer: when the next hit goes out. A RefCell because a live run's new target is
+    /// installed by [`crate::control::follow`]; never borrowed across an await.
+    pub(crate) pacer: RefCell<AnyPacer>,
     /// rec: this thread's measurements.
     pub(crate) rec: RefCell<Recorder>,
     /// hits: hits claimed so far (the next unclaimed hit's number).
@@ -68,6 +69,7 @@ impl Shared {
                 end,
                 limit: cfg.requests,
                 stride,
+                recheck: cfg.live.then_some(crate::control::RECHECK_S),
             }),
             Model::Open => AnyPacer::Open(OpenPacer {
                 rate: cfg.profile.clone(),
@@ -77,11 +79,7 @@ impl Shared {
             }),
         };
         let max_lanes = match cfg.model {
-            Model::Closed => lane_share(
-                cfg.profile.peak().ceil().max(1.0) as u32,
-                cfg.threads,
-                job.index,
-            ),
+            Model::Closed => lane_share(cfg.max_vus, cfg.threads, job.index),
             Model::Open => lane_share(cfg.max_connections, cfg.threads, job.index).max(1),
         };
         let highest_us = u64::try_from(cfg.timeout.as_micros())
@@ -96,7 +94,7 @@ impl Shared {
         Shared {
             job,
             plan,
-            pacer,
+            pacer: RefCell::new(pacer),
             rec: RefCell::new(rec),
             hits: Cell::new(0),
             lanes: Cell::new(0),
@@ -119,10 +117,12 @@ pub fn lane_share(total: u32, threads: u32, index: u32) -> u32 {
 /// initial_lanes is how many lanes a thread starts: all its VUs (closed), or a small pool
 /// sized for ~1 ms service time at the peak rate (open), which grows when sends run late.
 pub(crate) fn initial_lanes(s: &Shared) -> u32 {
-    if !s.open {
-        return s.max_lanes;
-    }
     let cfg = &s.job.cfg;
+    if !s.open {
+        // The starting VUs; a live run starts more as its target rises (up to max_lanes).
+        let vus = cfg.profile.peak().ceil().max(1.0) as u32;
+        return lane_share(vus, cfg.threads, s.job.index).min(s.max_lanes);
+    }
     let share = cfg.profile.peak() / f64::from(cfg.threads);
     ((share / 1000.0).ceil() as u32).clamp(1, s.max_lanes)
 }
@@ -134,12 +134,13 @@ pub(crate) fn initial_lanes(s: &Shared) -> u32 {
 /// unclaimed for [`LATE_SLACK`] *while this thread runs* before a lane is added for it: after
 /// the thread itself was descheduled, the existing lanes get that long to catch up first.
 pub(crate) async fn grow_pool(s: Rc<Shared>) {
-    let AnyPacer::Open(pacer) = &s.pacer else {
+    if !s.open {
         return;
-    };
+    }
     let start = s.job.start;
     loop {
-        let at = match pacer.pace(start.elapsed(), s.hits.get(), 0) {
+        let pace = s.pacer.borrow().pace(start.elapsed(), s.hits.get(), 0);
+        let at = match pace {
             Pace::Due(at) => start + at,
             _ => return,
         };
@@ -149,7 +150,11 @@ pub(crate) async fn grow_pool(s: Rc<Shared>) {
         if now > check + LATE_SLACK {
             continue; // We were not running: give the lanes their slack first.
         }
-        let overdue = pacer.due_by(now.saturating_duration_since(start + LATE_SLACK));
+        let due_by = s
+            .pacer
+            .borrow()
+            .due_by(now.saturating_duration_since(start + LATE_SLACK));
+        let Some(overdue) = due_by else { return };
         let missing = overdue.saturating_sub(s.hits.get());
         let room = u64::from(s.max_lanes.saturating_sub(s.lanes.get()));
         for _ in 0..missing.min(room) {
@@ -222,10 +227,11 @@ impl Lane {
         loop {
             let now = self.clock.take().unwrap_or_else(Instant::now);
             let hit = s.hits.get();
-            let intended = match s
+            let pace = s
                 .pacer
-                .pace(now.saturating_duration_since(start), hit, self.lane)
-            {
+                .borrow()
+                .pace(now.saturating_duration_since(start), hit, self.lane);
+            let intended = match pace {
                 Pace::Stop => return,
                 Pace::Idle(at) => {
                     self.close(s);

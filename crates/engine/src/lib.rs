@@ -8,6 +8,7 @@
 
 pub mod config;
 pub(crate) mod conn;
+pub mod control;
 pub mod error;
 pub mod http;
 pub(crate) mod lane;

@@ -123,11 +123,61 @@ impl Profile {
             .fold(0.0, f64::max)
     }
 
+    /// segment_at is the leg covering `t` (the last leg after the end). A binary search: a
+    /// live profile grows a leg or two per retarget, and this runs once per request.
     fn segment_at(&self, t: f64) -> Option<&Segment> {
-        self.segments
-            .iter()
-            .find(|s| t < s.end())
-            .or(self.segments.last())
+        let i = self.segments.partition_point(|s| s.end() <= t);
+        self.segments.get(i).or(self.segments.last())
+    }
+
+    /// retarget cuts the profile at `at` seconds and continues from there: a linear ramp from
+    /// the value at `at` to `to` over `ramp` seconds, then a hold at `to` that never ends by
+    /// itself. Everything before `at` stays as it was, so the integral (the open model's count
+    /// of hits due) is continuous across the change: no burst, no gap.
+    pub fn retarget(&mut self, at: f64, to: f64, ramp: f64) {
+        let at = at.max(0.0);
+        let from = self.value(at);
+        let before = self.cumulative(at);
+        let end = self.segments.last().map_or(0.0, Segment::end);
+        self.segments.retain(|s| s.start < at);
+        if let Some(last) = self.segments.last_mut() {
+            if last.end() > at {
+                last.to = last.value_at(at);
+                last.dur = at - last.start;
+            }
+        }
+        let mut start = at;
+        if end < at {
+            // The profile had ended: nothing was due in between.
+            self.segments.push(Segment {
+                start: end,
+                dur: at - end,
+                from: 0.0,
+                to: 0.0,
+                before,
+            });
+        }
+        let from = if end < at { 0.0 } else { from };
+        let mut before = before;
+        if ramp > 0.0 {
+            let leg = Segment {
+                start,
+                dur: ramp,
+                from,
+                to,
+                before,
+            };
+            before += leg.area(ramp);
+            start += ramp;
+            self.segments.push(leg);
+        }
+        self.segments.push(Segment {
+            start,
+            dur: f64::INFINITY,
+            from: to,
+            to,
+            before,
+        });
     }
 
     /// value is the profile at `t` seconds (the last target after the end).
@@ -150,7 +200,11 @@ impl Profile {
     /// time_of is the first time the cumulative reaches `h` (when hit number `h` is due),
     /// or None if the profile ends first. It inverts the integral of each leg in closed form.
     pub fn time_of(&self, h: f64) -> Option<f64> {
-        for s in &self.segments {
+        // Legs whose integral ends below `h` cannot hold it: skip them in one binary search.
+        let first = self
+            .segments
+            .partition_point(|s| h > s.before + s.area(s.dur));
+        for s in &self.segments[first..] {
             let total = s.area(s.dur);
             if h > s.before + total {
                 continue;
@@ -179,7 +233,8 @@ impl Profile {
     /// next_above is the first time at or after `t` when the profile exceeds `level`
     /// (when closed-model VU number `level` becomes active), or None if it never does.
     pub fn next_above(&self, level: f64, t: f64) -> Option<f64> {
-        for s in self.segments.iter().filter(|s| s.end() > t) {
+        let first = self.segments.partition_point(|s| s.end() <= t);
+        for s in &self.segments[first..] {
             let t0 = t.max(s.start);
             if s.value_at(t0) > level {
                 return Some(t0);
@@ -275,6 +330,9 @@ pub struct ClosedPacer {
     pub limit: Option<u64>,
     /// stride: this thread's share.
     pub stride: Stride,
+    /// recheck: a live run (the target may rise later): a lane above the VU count idles for
+    /// this long and asks again, instead of stopping for good.
+    pub recheck: Option<f64>,
 }
 
 impl Pacer for ClosedPacer {
@@ -289,7 +347,11 @@ impl Pacer for ClosedPacer {
         if self.vus.value(t) > level {
             return Pace::Now;
         }
-        match self.vus.next_above(level, t) {
+        let next = self
+            .vus
+            .next_above(level, t)
+            .or(self.recheck.map(|r| t + r));
+        match next {
             Some(at) if self.end.is_none_or(|e| at < e) => Pace::Idle(Duration::from_secs_f64(at)),
             _ => Pace::Stop,
         }
@@ -304,6 +366,26 @@ pub enum AnyPacer {
     Closed(ClosedPacer),
     /// Open: hits on a rate schedule.
     Open(OpenPacer),
+}
+
+impl AnyPacer {
+    /// set_profile replaces the VU or rate profile (a live run's new target). Hits already
+    /// claimed keep their numbers: with a profile continued by [`Profile::retarget`], the
+    /// next hit's due time follows on from the last one.
+    pub fn set_profile(&mut self, profile: Profile) {
+        match self {
+            AnyPacer::Closed(p) => p.vus = profile,
+            AnyPacer::Open(p) => p.rate = profile,
+        }
+    }
+
+    /// due_by is, in the open model, how many of this thread's hits are due by `elapsed`.
+    pub fn due_by(&self, elapsed: Duration) -> Option<u64> {
+        match self {
+            AnyPacer::Closed(_) => None,
+            AnyPacer::Open(p) => Some(p.due_by(elapsed)),
+        }
+    }
 }
 
 impl Pacer for AnyPacer {

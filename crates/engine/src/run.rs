@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::config::{Checked, Model, RunConfig};
+use crate::control::LoadControl;
 use crate::error::EngineError;
 use crate::metrics::{IntervalData, Totals};
 use crate::plan::Plan;
@@ -24,18 +25,33 @@ use crate::worker::{run_thread, Job, Msg, StartGate};
 /// PREFLIGHT_TIMEOUT bounds the preflight connect.
 pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// RunControl is a shared handle to stop a run early (Ctrl-C); share it in an `Arc`.
+/// RunControl is a shared handle to stop a run early (Ctrl-C) and, in a live run, to change
+/// its load ([`RunControl::load`]); share it in an `Arc`.
 #[derive(Debug, Default)]
 pub struct RunControl {
     stopped: AtomicBool,
+    load: Arc<LoadControl>,
 }
 
 impl RunControl {
     /// new makes a handle that has not been stopped.
     pub fn new() -> Self {
+        RunControl::default()
+    }
+
+    /// linked is a fresh stop flag that shares this handle's load control: the run stops its
+    /// workers through its own flag, while the caller's target changes reach them.
+    fn linked(&self) -> Self {
         RunControl {
             stopped: AtomicBool::new(false),
+            load: self.load.clone(),
         }
+    }
+
+    /// load is the live run's load control: `control.load().set_target(..)` changes the VUs
+    /// or the rate while the run goes on (the configuration must set `live`).
+    pub fn load(&self) -> &Arc<LoadControl> {
+        &self.load
     }
 
     /// stop asks the run to stop; workers notice within a few tens of milliseconds and the
@@ -60,7 +76,10 @@ pub fn run(
 ) -> Result<Report, EngineError> {
     let cfg = Arc::new(config.check()?);
     let addr = resolve(&cfg)?;
-    let internal = Arc::new(RunControl::new());
+    let internal = Arc::new(control.linked());
+    if cfg.live {
+        control.load().begin(cfg.profile.clone());
+    }
     let (tx, rx) = mpsc::channel();
     let cpu0 = CpuTimes::process();
     let gate = Arc::new(StartGate::new());
@@ -91,7 +110,8 @@ pub fn run(
     }
     drop(tx);
     let start = gate.open(cfg.threads);
-    let mut c = Coordinator::new(&cfg, start);
+    control.load().started(start);
+    let mut c = Coordinator::new(&cfg, start, control.load().clone());
     c.collect(&rx, &handles, &control, &internal, on_interval)?;
     for h in handles {
         let _ = h.join();
@@ -171,10 +191,12 @@ struct Coordinator<'a> {
     ended: Instant,
     interrupted: bool,
     timeseries: Vec<IntervalSnapshot>,
+    /// load: the live profile, for the intended rate of a live open-model run.
+    load: Arc<LoadControl>,
 }
 
 impl<'a> Coordinator<'a> {
-    fn new(cfg: &'a Checked, start: Instant) -> Self {
+    fn new(cfg: &'a Checked, start: Instant, load: Arc<LoadControl>) -> Self {
         Coordinator {
             cfg,
             names: Plan::single_request(cfg).names,
@@ -186,6 +208,7 @@ impl<'a> Coordinator<'a> {
             ended: start,
             interrupted: false,
             timeseries: Vec::new(),
+            load,
         }
     }
 
@@ -316,7 +339,10 @@ impl<'a> Coordinator<'a> {
         }
         let end = self.cfg.duration.map_or(f64::INFINITY, |d| d.as_secs_f64());
         let limit = self.cfg.requests.map_or(f64::INFINITY, |n| n as f64);
-        let c = |t: f64| self.cfg.profile.cumulative(t.min(end)).min(limit);
+        // A live run's schedule is the profile as the caller changed it.
+        let live = self.cfg.live.then(|| self.load.profile()).flatten();
+        let profile = live.as_ref().map_or(&self.cfg.profile, |(_, p)| p);
+        let c = |t: f64| profile.cumulative(t.min(end)).min(limit);
         Some((c(t1) - c(t0)).max(0.0))
     }
 

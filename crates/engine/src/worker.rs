@@ -180,6 +180,10 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     if shared.open {
         tokio::task::spawn_local(grow_pool(shared.clone()));
     }
+    if shared.job.cfg.live {
+        let load = shared.job.control.load().clone();
+        tokio::task::spawn_local(crate::control::follow(shared.clone(), load));
+    }
     if shared.metronome.is_some() {
         let s = shared.clone();
         tokio::task::spawn_local(async move {

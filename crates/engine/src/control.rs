@@ -1,0 +1,146 @@
+//! Changing a live run's load: [`LoadControl`] holds the run's VU or rate [`Profile`], and
+//! [`follow`] brings each worker thread's pacer up to date with it.
+//!
+//! The capacity search runs one engine run for all its steps, so connections stay warm and a
+//! step lasts as long as steadiness takes. The caller decides the next target; the engine only
+//! obeys: [`LoadControl::set_target`] cuts the profile at "now" and appends "ramp to X over R
+//! seconds, then hold" ([`Profile::retarget`]). The pacer stays a pure function of time; what
+//! changes is the profile it is handed. Workers look at a version number once per
+//! [`FOLLOW_TICK`], never per request, and take the lock only when it moved.
+
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::error::EngineError;
+use crate::lane::{lane_share, spawn_lane, Shared};
+use crate::pacer::Profile;
+
+/// FOLLOW_TICK is how often a worker thread checks for a new target: the bound on how late a
+/// change starts on that thread.
+pub const FOLLOW_TICK: Duration = Duration::from_millis(10);
+
+/// RECHECK_S is how often, in a live closed-model run, a VU above the current count wakes to
+/// see whether the count has risen (a lowered target leaves VUs idle, not gone).
+pub const RECHECK_S: f64 = 0.1;
+
+/// LoadControl is the live profile of a run, shared by the caller and the worker threads.
+#[derive(Debug, Default)]
+pub struct LoadControl {
+    /// version: bumped on every change; 0 means "the profile of the configuration".
+    version: AtomicU64,
+    state: Mutex<Live>,
+}
+
+/// Live is what the lock guards: the current profile and the run's start instant.
+#[derive(Debug, Default)]
+struct Live {
+    profile: Option<Profile>,
+    start: Option<Instant>,
+}
+
+impl LoadControl {
+    /// new makes a control with no run behind it (set_target fails until the run begins).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        // A panic while holding this lock cannot leave the profile half-written (retarget
+        // only pushes whole legs), so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// begin makes the control live with the run's starting profile (called by the run).
+    pub(crate) fn begin(&self, profile: Profile) {
+        self.live().profile = Some(profile);
+    }
+
+    /// started records the instant the run's clock started (called by the run).
+    pub(crate) fn started(&self, start: Instant) {
+        self.live().start = Some(start);
+    }
+
+    /// set_target moves the load to `value` (VUs in the closed model, requests per second in
+    /// the open one), ramping linearly over `ramp` from the load at the moment of the call,
+    /// then holding. It returns the moment of the change, in seconds since the run's start,
+    /// so the caller can line the per-interval snapshots up with its steps.
+    pub fn set_target(&self, value: f64, ramp: Duration) -> Result<f64, EngineError> {
+        if !(value.is_finite() && value > 0.0) {
+            return Err(EngineError::config(format!(
+                "target must be > 0, got {value}"
+            )));
+        }
+        let ramp_s = ramp.as_secs_f64();
+        if ramp_s > crate::config::MAX_SECS {
+            return Err(EngineError::config(format!(
+                "ramp must be under {} s",
+                crate::config::MAX_SECS
+            )));
+        }
+        let mut live = self.live();
+        let at = live.start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let profile = live.profile.as_mut().ok_or_else(|| {
+            EngineError::config("this run is not live: start it with live set to change its load")
+        })?;
+        profile.retarget(at, value, ramp_s);
+        self.version.fetch_add(1, Ordering::Release);
+        Ok(at)
+    }
+
+    /// target is the load the profile asks for now (None before a live run begins).
+    pub fn target(&self) -> Option<f64> {
+        let live = self.live();
+        let t = live.start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        live.profile.as_ref().map(|p| p.value(t))
+    }
+
+    /// version counts the changes so far; a worker compares it with the last one it applied.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// profile is a copy of the current profile and its version (None unless live).
+    pub fn profile(&self) -> Option<(u64, Profile)> {
+        let live = self.live();
+        // Read under the lock: set_target bumps the version while holding it.
+        let v = self.version();
+        live.profile.clone().map(|p| (v, p))
+    }
+}
+
+/// follow keeps one worker thread's pacer on the live profile: once per [`FOLLOW_TICK`] it
+/// compares the version, and on a change installs the new profile and, in the closed model,
+/// starts the lanes the new peak needs (up to the thread's share of `max_vus`). It runs until
+/// the thread's lanes are dropped with the runtime.
+pub(crate) async fn follow(s: Rc<Shared>, control: std::sync::Arc<LoadControl>) {
+    let mut seen = 0;
+    let mut tick = tokio::time::interval(FOLLOW_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if control.version() == seen {
+            continue;
+        }
+        let Some((version, profile)) = control.profile() else {
+            continue;
+        };
+        let peak = profile.peak();
+        // No borrow of the pacer lives across an await, so this cannot collide with a lane.
+        let Ok(mut pacer) = s.pacer.try_borrow_mut() else {
+            continue;
+        };
+        pacer.set_profile(profile);
+        drop(pacer);
+        seen = version;
+        if !s.open {
+            let cfg = &s.job.cfg;
+            let total = (peak.ceil() as u32).min(cfg.max_vus);
+            let want = lane_share(total, cfg.threads, s.job.index).min(s.max_lanes);
+            while s.next_lane.get() < want {
+                spawn_lane(&s);
+            }
+        }
+    }
+}
