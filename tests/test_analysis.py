@@ -1,0 +1,346 @@
+"""Tests for redline.analysis: the numerics on synthetic series whose truth is known."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from redline.analysis import (
+    StepResult,
+    analyse,
+    build_answers,
+    find_knee,
+    fit_usl,
+    is_steady,
+    judge_steadiness,
+    leak_check,
+    little_check,
+    mser5_cut,
+    mser_cut,
+    optimal_step,
+    usl_throughput,
+)
+
+RNG_SEED = 20261123
+
+
+def noisy(values: np.ndarray, rel: float, seed: int = RNG_SEED) -> np.ndarray:
+    """noisy multiplies each value by (1 + N(0, rel)), a deterministic seeded noise."""
+    return values * (1 + np.random.default_rng(seed).normal(0, rel, len(values)))
+
+
+# -- USL ------------------------------------------------------------------------------------
+
+USL_CASES = [
+    # label, lambda, sigma, kappa, concurrency levels, relative noise
+    ("contention and crosstalk", 100.0, 0.05, 0.001, [1, 2, 4, 8, 16, 32, 48, 64], 0.02),
+    ("contention only", 250.0, 0.10, 0.0, [1, 2, 4, 8, 16, 32, 64], 0.01),
+    ("near-linear", 50.0, 0.005, 0.00005, [1, 5, 10, 20, 40, 80, 160], 0.01),
+    ("strong crosstalk", 400.0, 0.02, 0.01, [1, 2, 3, 5, 8, 12, 16, 24], 0.02),
+]
+
+
+@pytest.mark.parametrize("label,lam,sigma,kappa,ns,rel", USL_CASES, ids=[c[0] for c in USL_CASES])
+def test_usl_fit_recovers_parameters(label, lam, sigma, kappa, ns, rel):
+    n = np.array(ns, dtype=float)
+    fit = fit_usl(n, noisy(usl_throughput(n, lam, sigma, kappa), rel))
+    assert fit.ok, fit.note
+    assert fit.lam == pytest.approx(lam, rel=0.08)
+    assert fit.sigma == pytest.approx(sigma, abs=0.02)
+    assert fit.kappa == pytest.approx(kappa, rel=0.35, abs=2e-4)
+    assert fit.r2 > 0.97
+    if kappa > 0:
+        true_peak = math.sqrt((1 - sigma) / kappa)
+        assert fit.peak_n == pytest.approx(true_peak, rel=0.25)
+        assert fit.peak_throughput_rps == pytest.approx(
+            float(usl_throughput(true_peak, lam, sigma, kappa)), rel=0.1
+        )
+
+
+def test_usl_fit_without_crosstalk_predicts_no_peak():
+    n = np.array([1, 2, 4, 8, 16, 32], dtype=float)
+    fit = fit_usl(n, usl_throughput(n, 10.0, 0.2, 0.0))
+    assert fit.ok and fit.kappa == pytest.approx(0.0, abs=1e-6)
+    assert fit.peak_n is None or fit.peak_n > 500
+
+
+@pytest.mark.parametrize(
+    "label,ns,xs,note",
+    [
+        ("too few points", [1, 2], [10, 20], "2 load levels"),
+        ("repeated levels", [4, 4, 4, 8, 8], [40, 41, 39, 70, 71], "2 load levels"),
+        ("empty", [], [], "0 load levels"),
+        ("no throughput", [1, 2, 4], [0, 0, 0], "no throughput"),
+        ("nan and zero loads dropped", [0, 1, float("nan"), 2], [0, 10, 5, 20], "2 load levels"),
+    ],
+)
+def test_usl_fit_is_graceful_on_bad_data(label, ns, xs, note):
+    fit = fit_usl(ns, xs)
+    assert not fit.ok
+    assert note in fit.note
+    with pytest.raises(ValueError):
+        fit.predict(1)
+
+
+def test_usl_curve_follows_fit():
+    n = np.array([1, 2, 4, 8, 16], dtype=float)
+    fit = fit_usl(n, usl_throughput(n, 100, 0.05, 0.002))
+    curve = fit.curve(20, points=5)
+    assert len(curve) == 5 and curve[0][0] == 1 and curve[-1][0] == 20
+    assert curve[-1][1] == pytest.approx(float(usl_throughput(20, 100, 0.05, 0.002)), rel=0.02)
+
+
+# -- MSER-5 and steadiness ------------------------------------------------------------------
+
+
+def warmup_series(warm: int, total: int, level: float = 100.0, rel: float = 0.02) -> list[float]:
+    """warmup_series rises linearly from 10 % of ``level`` for ``warm`` points, then holds
+    ``level`` with noise."""
+    ramp = np.linspace(0.1 * level, level, warm, endpoint=False)
+    flat = noisy(np.full(total - warm, level), rel)
+    return [*ramp, *flat]
+
+
+@pytest.mark.parametrize(
+    "label,series,batch,lo,hi",
+    [
+        # On stationary data MSER may cut anywhere in the first half (harmless, only wasteful).
+        ("flat: cut within first half", list(noisy(np.full(60, 100.0), 0.02)), 5, 0, 30),
+        ("15-point warm-up", warmup_series(15, 80), 5, 15, 20),
+        ("30-point warm-up", warmup_series(30, 100), 5, 30, 35),
+        ("short series: no cut", warmup_series(10, 18), 5, 0, 0),
+        ("per-interval batches", warmup_series(6, 30), 1, 5, 10),
+        ("cut never past half", warmup_series(45, 60), 5, 0, 30),
+    ],
+)
+def test_mser_cut(label, series, batch, lo, hi):
+    cut = mser_cut(series, batch)
+    assert lo <= cut <= hi
+    assert cut % batch == 0
+
+
+def test_mser5_cut_is_batch_five():
+    s = warmup_series(20, 100)
+    assert mser5_cut(s) == mser_cut(s, 5)
+    with pytest.raises(ValueError):
+        mser_cut(s, 0)
+
+
+@pytest.mark.parametrize(
+    "label,throughput,p99,steady,why",
+    [
+        ("flat", list(noisy(np.full(12, 500.0), 0.03)), None, True, ""),
+        ("warm-up then flat", warmup_series(4, 14, 500), None, True, ""),
+        ("still ramping", list(np.linspace(100, 400, 12)), None, False, "drifts"),
+        ("too short", [500.0, 500, 501], None, False, "need 5"),
+        ("erratic", [100.0, 400, 120, 380, 90, 420, 110, 390, 100, 400], None, False, "varies"),
+        (
+            "flat throughput, p99 climbing",
+            list(noisy(np.full(12, 500.0), 0.02)),
+            list(np.linspace(10, 40, 12)),
+            False,
+            "p99 drifts",
+        ),
+        (
+            "flat throughput and p99",
+            list(noisy(np.full(12, 500.0), 0.02)),
+            list(noisy(np.full(12, 20.0), 0.05, seed=7)),
+            True,
+            "",
+        ),
+        ("nothing completes", [0.0] * 8, None, True, "no throughput"),
+    ],
+)
+def test_steadiness(label, throughput, p99, steady, why):
+    verdict = judge_steadiness(throughput, p99)
+    assert verdict.steady is steady, verdict
+    assert why in verdict.why
+    assert is_steady(throughput, p99) == (steady, verdict.cut)
+
+
+def test_steadiness_cut_lands_after_warmup():
+    s = warmup_series(5, 20, 500)
+    ok, cut = is_steady(s)
+    assert ok and 4 <= cut <= 8
+
+
+# -- knee and power -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "label,loads,throughput,lo,hi",
+    [
+        # saturating at 40 users: X = min(N, 40) * 10, with a little slope after
+        ("hard knee at 40", [5, 10, 20, 30, 40, 50, 60, 80], None, 30, 50),
+        ("linear: no knee", [1, 2, 3, 4, 5, 6], [10, 20, 30, 40, 50, 60], None, None),
+        ("too few points", [1, 2], [10, 20], None, None),
+    ],
+)
+def test_find_knee(label, loads, throughput, lo, hi):
+    if throughput is None:
+        throughput = [min(n, 40) * 10 + 0.2 * max(n - 40, 0) for n in loads]
+    knee = find_knee(loads, throughput)
+    if lo is None:
+        assert knee.load is None
+    else:
+        assert lo <= knee.load <= hi
+        assert knee.throughput_rps == throughput[loads.index(knee.load)]
+
+
+def test_knee_on_usl_curve_is_before_peak():
+    n = np.array([1, 2, 4, 8, 16, 24, 32, 48, 64], dtype=float)
+    x = usl_throughput(n, 100, 0.03, 0.0005)
+    knee = find_knee(n, x)
+    assert knee.load is not None and 4 <= knee.load <= math.sqrt(0.97 / 0.0005)
+
+
+# -- Little's law and leaks -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "label,inflight,rps,mean_ms,ok",
+    [
+        ("holds exactly", 50.0, 1000.0, 50.0, True),
+        ("within 20 %", 55.0, 1000.0, 50.0, True),
+        ("generator fell behind: too few in flight", 30.0, 1000.0, 50.0, False),
+        ("lost completions: too many in flight", 80.0, 1000.0, 50.0, False),
+        ("idle", 0.0, 0.0, 0.0, True),
+        ("stuck: in flight, nothing completes", 10.0, 0.0, 0.0, False),
+    ],
+)
+def test_little_check(label, inflight, rps, mean_ms, ok):
+    c = little_check(inflight, rps, mean_ms)
+    assert c.ok is ok
+    assert c.expected == pytest.approx(rps * mean_ms / 1000)
+
+
+@pytest.mark.parametrize(
+    "label,values,min_rise,suspected",
+    [
+        ("fds climbing 2/s", [100 + 2 * t for t in range(60)], 10, True),
+        ("fds flat", [100] * 60, 10, False),
+        ("fds noisy but flat", list(noisy(np.full(60, 100.0), 0.05)), 10, False),
+        ("rss falling", [500e6 - 1e6 * t for t in range(60)], 16 * 2**20, False),
+        ("tiny rise below threshold", [100 + 0.05 * t for t in range(60)], 10, False),
+        ("too few points", [1, 50, 100], 10, False),
+        ("gaps are skipped", [None if t % 3 == 0 else 100 + 2 * t for t in range(60)], 10, True),
+    ],
+)
+def test_leak_check(label, values, min_rise, suspected):
+    t = list(range(len(values)))
+    trend = leak_check(t, values, min_rise=min_rise)
+    assert trend.suspected is suspected
+    if label == "fds climbing 2/s":
+        assert trend.slope_per_s == pytest.approx(2.0)
+        assert trend.p_value < 1e-6
+
+
+# -- the four answers -----------------------------------------------------------------------
+
+
+def synthetic_steps(model: str = "closed") -> list[StepResult]:
+    """synthetic_steps: a closed-model search against a USL service (λ 10, σ 0.05, κ 0.002)
+    whose p99 bound (800 ms) breaks at 32 users."""
+    steps = []
+    for i, n in enumerate([1, 2, 4, 8, 16, 24, 32]):
+        x = float(usl_throughput(n, 10, 0.05, 0.002))
+        mean = 1000 * n / x
+        fired = ["slo"] if mean * 2 > 800 else []
+        steps.append(
+            StepResult(
+                index=i,
+                load=n,
+                model=model,
+                start_s=10.0 * i,
+                end_s=10.0 * i + 10,
+                throughput_rps=x,
+                p50_ms=mean * 0.9,
+                p90_ms=mean * 1.5,
+                p95_ms=mean * 1.7,
+                p99_ms=mean * 2,
+                p99_9_ms=mean * 3,
+                mean_ms=mean,
+                inflight_mean=float(n),
+                errors_by_class={"timeout": 3} if fired else {},
+                errors=3 if fired else 0,
+                error_rate=0.001 if fired else 0.0,
+                service={"cpu_percent": 10.0 * n, "fds": 20.0 + n},
+                fired=fired,
+                why="p99 was over 800 ms" if fired else "",
+            )
+        )
+    return steps
+
+
+def test_answers_from_steps():
+    steps = synthetic_steps()
+    a = build_answers(steps, model="closed")
+    good = [s for s in steps if s.ok]
+    best = max(good, key=lambda s: s.throughput_rps)
+    assert a["steady_state_throughput_rps"] == best.throughput_rps
+    assert a["latency_ms"] == {
+        "p50": best.p50_ms,
+        "p90": best.p90_ms,
+        "p95": best.p95_ms,
+        "p99": best.p99_ms,
+        "p99_9": best.p99_9_ms,
+    }
+    opt = optimal_step(steps)
+    assert a["optimal"]["users"] == opt.load and opt.ok
+    assert all(s.throughput_rps / s.mean_ms <= opt.throughput_rps / opt.mean_ms for s in good)
+    assert a["limit"]["load"] == 32 and a["limit"]["reason"] == "slo"
+    assert "32 users" in a["text"]["limit"] and "1 timeout" not in a["text"]["limit"]
+    assert "3 timeout" in a["text"]["limit"]
+    assert set(a["text"]) == {"throughput", "latency", "optimal", "limit"}
+
+
+@pytest.mark.parametrize(
+    "label,mutate,expect_opt,expect_limit",
+    [
+        ("every step good", lambda s: [x for x in s if x.ok], True, None),
+        ("every step bad", lambda s: [x for x in s if not x.ok], False, 32),
+        ("no steps", lambda s: [], False, None),
+    ],
+)
+def test_answers_edge_cases(label, mutate, expect_opt, expect_limit):
+    a = build_answers(mutate(synthetic_steps()), model="closed")
+    assert (a["optimal"] is not None) is expect_opt
+    assert a["limit"]["load"] == expect_limit
+    if expect_limit is None:
+        assert a["limit"]["reason"] == "none" and "No limit" in a["text"]["limit"]
+
+
+def test_answers_open_model_and_overrides():
+    steps = synthetic_steps("open")
+    a = build_answers(
+        steps,
+        model="open",
+        latency_ms={"p95": 12.5, "p50": None},
+        reason="backlog",
+        detail="achieved 80/s of 100/s",
+    )
+    assert "rate" in a["optimal"] and "users" not in a["optimal"]
+    assert a["latency_ms"]["p95"] == 12.5 and a["latency_ms"]["p50"] is not None
+    assert a["limit"]["reason"] == "backlog" and "req/s offered" in a["text"]["limit"]
+
+
+def test_analyse_bundles_models_and_checks():
+    steps = synthetic_steps()
+    samples = [{"t_s": float(t), "fds": 50.0 + 3 * t, "rss_bytes": 1e8} for t in range(40)]
+    out = analyse(steps, model="closed", samples=samples)
+    assert out["usl"]["ok"] and out["usl"]["sigma"] == pytest.approx(0.05, abs=0.01)
+    assert out["usl"]["x"] == "users" and len(out["usl"]["curve"]) == 50
+    assert out["knee"]["load"] is not None
+    assert len(out["checks"]["little"]) == len(steps)
+    assert all(c["ok"] for c in out["checks"]["little"])
+    assert out["checks"]["leaks"]["fds"]["suspected"] is True
+    assert out["checks"]["leaks"]["rss_bytes"]["suspected"] is False
+
+
+def test_step_roundtrip_ignores_unknown_keys():
+    s = synthetic_steps()[-1]
+    d = s.to_dict()
+    assert d["ok"] is False and d["duration_s"] == 10
+    d["from_the_future"] = 1
+    assert StepResult.from_dict(d) == s
