@@ -6,17 +6,19 @@ The engine is Rust (``redline._engine``); this package is its typed Python face 
 
 from redline._engine import __version__
 from redline.errors import ConfigError, RedlineError, UnreachableError
-from redline.options import Stage
+from redline.options import IgnoredOption, Stage
 from redline.result import Latency, Result, merge_histograms
-from redline.runner import run
+from redline.runner import defaults, run
 from redline.target import Target
 
 __all__ = [
     "__version__",
     "run",
+    "defaults",
     "Result",
     "Latency",
     "Stage",
+    "IgnoredOption",
     "Target",
     "merge_histograms",
     "RedlineError",

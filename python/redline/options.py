@@ -1,28 +1,31 @@
-"""Parsing and validation of run options: durations, stages, headers, bodies.
+"""Parsing of run options: durations, stages, headers, bodies, and which options a run ignores.
 
 The CLI and the Python API share these, so ``redline.run(duration="15s")`` and
-``redline run -d 15s`` accept exactly the same spellings and fail with the same one-line errors.
+``redline run -d 15s`` accept exactly the same spellings. Only the *spelling* is checked here
+(is ``"15x"`` a duration, is ``"10s:5"`` a stage): whether a value is allowed (a rate above 0,
+a method that is a token, a URL with a host) is the engine's rule alone
+(``RunConfig::check``), and its one-line message reaches the user unchanged.
 """
 
 from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from redline.errors import ConfigError
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_duration(value: str | float | int, what: str = "duration") -> float:
     """parse_duration turns ``"15s"``, ``"250ms"``, ``"2m"``, ``"1.5"`` (seconds) or a number into
-    seconds, refusing negative or malformed values with a ConfigError naming ``what``."""
+    seconds, refusing malformed or infinite values (JSON cannot carry them) with a ConfigError
+    naming ``what``. The sign is the engine's to judge."""
     if isinstance(value, bool):
         raise ConfigError(f"{what}: expected a duration like 15s, got {value!r}")
     if isinstance(value, (int, float)):
@@ -32,9 +35,13 @@ def parse_duration(value: str | float | int, what: str = "duration") -> float:
         if not m:
             raise ConfigError(f"{what}: expected a duration like 15s, 250ms or 2m, got {value!r}")
         seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
-    if not seconds >= 0 or seconds == float("inf"):
-        raise ConfigError(f"{what}: must be a finite duration >= 0, got {value!r}")
+    if not _finite(seconds):
+        raise ConfigError(f"{what}: expected a finite duration, got {value!r}")
     return seconds
+
+
+def _finite(x: float) -> bool:
+    return x == x and abs(x) != float("inf")
 
 
 @dataclass(frozen=True)
@@ -69,28 +76,22 @@ def parse_stages(spec: str | Iterable[Any]) -> list[Stage]:
             t = float(target)
         except (TypeError, ValueError):
             raise ConfigError(f"stages: target must be a number, got {target!r}") from None
-        if not t >= 0 or t == float("inf"):
-            raise ConfigError(f"stages: target must be >= 0, got {target!r}")
+        if not _finite(t):
+            raise ConfigError(f"stages: target must be a finite number, got {target!r}")
         stages.append(Stage(parse_duration(dur, "stages"), t))
-    if not stages or all(s.duration_s == 0 for s in stages):
-        raise ConfigError("stages: need at least one stage with a duration > 0")
     return stages
 
 
 def parse_header(header: str | tuple[str, str]) -> tuple[str, str]:
-    """parse_header reads ``"Name: value"`` (or a (name, value) pair) into a checked pair."""
+    """parse_header splits ``"Name: value"`` (or takes a (name, value) pair) and strips both;
+    the engine decides which names and values are allowed."""
     if isinstance(header, str):
         name, sep, value = header.partition(":")
         if not sep:
             raise ConfigError(f"header: expected 'Name: value', got {header!r}")
     else:
         name, value = header
-    name, value = name.strip(), value.strip()
-    if not name or not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name):
-        raise ConfigError(f"header: invalid header name {name!r}")
-    if "\r" in value or "\n" in value:
-        raise ConfigError(f"header {name}: value must not contain line breaks")
-    return name, value
+    return name.strip(), value.strip()
 
 
 def read_body(body: str | bytes | None) -> bytes | None:
@@ -106,23 +107,46 @@ def read_body(body: str | bytes | None) -> bytes | None:
     return body.encode()
 
 
-def check_url(url: str) -> str:
-    """check_url accepts ``http(s)://host[:port]/path`` and refuses anything else in one line."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as e:
-        raise ConfigError(f"url: malformed URL {url!r}: {e}") from None
-    if parts.scheme not in ("http", "https"):
-        shown = parts.scheme or "missing"
-        raise ConfigError(f"url: unsupported scheme {shown!r} in {url!r} (use http:// or https://)")
-    if not parts.hostname:
-        raise ConfigError(f"url: no host in {url!r}")
-    if port == 0:
-        raise ConfigError(f"url: port 0 is not a valid destination in {url!r}")
-    return url
-
-
 def encode_body(body: bytes | None) -> str | None:
     """encode_body renders a body for the engine's JSON configuration."""
     return None if body is None else base64.b64encode(body).decode("ascii")
+
+
+class IgnoredOption(UserWarning):
+    """IgnoredOption: an option was given that the chosen load model or URL does not use."""
+
+
+def ignored_options(
+    url: str,
+    *,
+    connections: object = None,
+    rate: object = None,
+    stages: object = None,
+    open_model: bool = False,
+    max_connections: object = None,
+    cacert: object = None,
+    insecure: bool = False,
+    spell: Callable[[str], str] = str,
+) -> list[str]:
+    """ignored_options names each given option the run will not use, one line each. ``spell``
+    renders an option's name (the CLI passes its flags: ``connections`` -> ``-c/--connections``).
+    These are warnings, not errors: the run is still well defined."""
+    open_run = rate is not None or open_model
+    notes = []
+    if connections is not None and open_run:
+        notes.append(
+            f"{spell('connections')} is ignored by the open model: its pool grows as the rate "
+            f"needs, up to {spell('max_connections')}"
+        )
+    elif connections is not None and stages is not None:
+        notes.append(f"{spell('connections')} is ignored: the stages set the number of VUs")
+    if max_connections is not None and not open_run:
+        notes.append(
+            f"{spell('max_connections')} is ignored by the closed model "
+            f"(it caps the open model's pool: give {spell('rate')})"
+        )
+    if url.lower().startswith("http://"):
+        for name, value in (("cacert", cacert), ("insecure", insecure or None)):
+            if value is not None:
+                notes.append(f"{spell(name)} is ignored for an http:// URL")
+    return notes

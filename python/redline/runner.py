@@ -6,22 +6,26 @@
 
 The engine runs in native threads with the GIL released; ``progress`` receives each
 interval's snapshot (a dict) as the run goes.
+
+Options are validated once, by the engine (``RunConfig::check``), which also owns every
+default: this module parses units (``"15s"``, ``"10s:100"``, ``"@body.json"``), leaves out
+what the caller did not give, and lets the engine's one-line ConfigError through unchanged.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from redline import _engine
-from redline.errors import ConfigError
 from redline.options import (
+    IgnoredOption,
     Stage,
-    check_url,
     encode_body,
+    ignored_options,
     parse_duration,
     parse_header,
     parse_stages,
@@ -42,13 +46,13 @@ def run(
     requests: int | None = None,
     stages: str | Iterable[Stage | tuple[Any, Any]] | None = None,
     threads: int | None = None,
-    method: str = "GET",
+    method: str | None = None,
     headers: Iterable[str | tuple[str, str]] = (),
     body: str | bytes | None = None,
-    timeout: str | float = 30.0,
-    warmup: str | float = 0.0,
+    timeout: str | float | None = None,
+    warmup: str | float | None = None,
     max_connections: int | None = None,
-    interval: str | float = 1.0,
+    interval: str | float | None = None,
     open_model: bool = False,
     progress: Progress | None = None,
     preflight: bool = True,
@@ -63,8 +67,22 @@ def run(
     (closed model) or req/s (``open_model=True``) linearly between targets.
     Stop after ``duration`` or ``requests``; ``warmup`` is left out of the summary.
     https targets are verified against the system's CAs plus ``cacert`` (a PEM file);
-    ``insecure=True`` skips certificate verification.
+    ``insecure=True`` skips certificate verification. Options left as None take the engine's
+    defaults (``redline.defaults()``: 50 connections, 10 s, GET, 30 s timeout, one thread per
+    core). Invalid options raise ConfigError with the engine's message; options the run will not
+    use (``connections`` with ``rate``) give an IgnoredOption warning.
     """
+    for note in ignored_options(
+        url,
+        connections=connections,
+        rate=rate,
+        stages=stages,
+        open_model=open_model,
+        max_connections=max_connections,
+        cacert=cacert,
+        insecure=insecure,
+    ):
+        warnings.warn(note, IgnoredOption, stacklevel=2)
     config = build_config(
         url,
         connections=connections,
@@ -98,82 +116,59 @@ def run(
 def build_config(
     url: str,
     *,
-    connections: int | None,
-    rate: float | None,
-    duration: str | float | None,
-    requests: int | None,
-    stages: str | Iterable[Any] | None,
-    threads: int | None,
-    method: str,
-    headers: Iterable[str | tuple[str, str]],
-    body: str | bytes | None,
-    timeout: str | float,
-    warmup: str | float,
-    max_connections: int | None,
-    interval: str | float,
+    connections: int | None = None,
+    rate: float | None = None,
+    duration: str | float | None = None,
+    requests: int | None = None,
+    stages: str | Iterable[Any] | None = None,
+    threads: int | None = None,
+    method: str | None = None,
+    headers: Iterable[str | tuple[str, str]] = (),
+    body: str | bytes | None = None,
+    timeout: str | float | None = None,
+    warmup: str | float | None = None,
+    max_connections: int | None = None,
+    interval: str | float | None = None,
     open_model: bool = False,
     preflight: bool = True,
     insecure: bool = False,
     cacert: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """build_config validates the options and renders the engine's RunConfig (a dict)."""
-    check_url(url)
-    if rate is not None and (isinstance(rate, bool) or not float(rate) > 0):
-        raise ConfigError(f"rate: must be > 0 requests per second, got {rate!r}")
-    if connections is not None and (isinstance(connections, bool) or int(connections) < 1):
-        raise ConfigError(f"connections: must be at least 1, got {connections!r}")
-    if threads is not None and int(threads) < 1:
-        raise ConfigError(f"threads: must be at least 1, got {threads!r}")
-    if max_connections is not None and int(max_connections) < 1:
-        raise ConfigError(f"max_connections: must be at least 1, got {max_connections!r}")
-    if requests is not None and int(requests) < 1:
-        raise ConfigError(f"requests: must be at least 1, got {requests!r}")
-    if not method or not method.isalpha():
-        raise ConfigError(f"method: expected an HTTP method like GET, got {method!r}")
-    stage_list = parse_stages(stages) if stages is not None else None
-    duration_s = parse_duration(duration, "duration") if duration is not None else None
-    if duration_s is None and requests is None and stage_list is None:
-        duration_s = 10.0
-    if duration_s is not None and duration_s <= 0:
-        raise ConfigError("duration: must be > 0")
-    timeout_s = parse_duration(timeout, "timeout")
-    if timeout_s <= 0:
-        raise ConfigError("timeout: must be > 0")
-    interval_s = parse_duration(interval, "interval")
-    if interval_s < 0.05:
-        raise ConfigError("interval: must be at least 50ms")
-    if cacert is not None and not Path(cacert).is_file():
-        raise ConfigError(f"cacert: no such file {str(cacert)!r}")
-    open_model = open_model or rate is not None
-    if open_model and rate is None and stage_list is None:
-        raise ConfigError("open model: give a rate (--rate R) or rate stages (--stages)")
-    return {
+    """build_config renders the engine's RunConfig (a dict) from the options: units parsed,
+    the body read and encoded, and every option the caller left as None left out, so that the
+    engine's default applies. Nothing is judged here; ``RunConfig::check`` does that."""
+    config: dict[str, Any] = {
         "url": url,
-        "method": method.upper(),
-        "headers": [list(parse_header(h)) for h in headers],
+        "method": method,
+        "connections": connections,
+        "rate": rate,
+        "max_connections": max_connections,
+        "requests": requests,
+        "threads": threads,
+        "duration_s": _seconds(duration, "duration"),
+        "timeout_s": _seconds(timeout, "timeout"),
+        "warmup_s": _seconds(warmup, "warmup"),
+        "interval_s": _seconds(interval, "interval"),
         "body_b64": encode_body(read_body(body)),
-        "connections": int(connections) if connections is not None else 50,
-        "rate": float(rate) if rate is not None else None,
-        "stages": [{"duration_s": s.duration_s, "target": s.target} for s in stage_list]
-        if stage_list
-        else None,
-        "open": open_model,
-        "max_connections": int(max_connections) if max_connections is not None else None,
-        "duration_s": duration_s,
-        "requests": int(requests) if requests is not None else None,
-        "threads": int(threads) if threads is not None else _default_threads(),
-        "timeout_s": timeout_s,
-        "warmup_s": parse_duration(warmup, "warmup"),
-        "interval_s": interval_s,
-        "preflight": bool(preflight),
-        "insecure": bool(insecure),
-        "ca_file": str(cacert) if cacert is not None else None,
+        "ca_file": os.fspath(cacert) if cacert is not None else None,
     }
+    if stages is not None:
+        config["stages"] = [
+            {"duration_s": s.duration_s, "target": s.target} for s in parse_stages(stages)
+        ]
+    config = {k: v for k, v in config.items() if v is not None}
+    config["headers"] = [list(parse_header(h)) for h in headers]
+    config["open"] = bool(open_model)
+    config["preflight"] = bool(preflight)
+    config["insecure"] = bool(insecure)
+    return config
 
 
-def _default_threads() -> int:
-    """One worker thread per core this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+def defaults() -> dict[str, Any]:
+    """defaults returns the engine's defaults for the options a run leaves out (by the
+    engine's field names: ``connections``, ``duration_s``, ``timeout_s``, ...)."""
+    return dict(json.loads(_engine.defaults()))
+
+
+def _seconds(value: str | float | None, what: str) -> float | None:
+    return None if value is None else parse_duration(value, what)

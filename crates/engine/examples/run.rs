@@ -27,13 +27,13 @@ fn parse_args() -> Result<(RunConfig, bool, bool), String> {
                 .map_err(|e| format!("bad number {s:?}: {e}"))
         };
         match a.as_str() {
-            "-c" => cfg.connections = num(val("-c")?)? as u32,
+            "-c" => cfg.connections = num(val("-c")?)? as i64,
             "-d" => cfg.duration_s = Some(num(val("-d")?)?),
-            "-n" => cfg.requests = Some(num(val("-n")?)? as u64),
+            "-n" => cfg.requests = Some(num(val("-n")?)? as i64),
             "--rate" => cfg.rate = Some(num(val("--rate")?)?),
-            "-t" => cfg.threads = Some(num(val("-t")?)? as u32),
+            "-t" => cfg.threads = Some(num(val("-t")?)? as i64),
             "--max-connections" => {
-                cfg.max_connections = Some(num(val("--max-connections")?)? as u32)
+                cfg.max_connections = Some(num(val("--max-connections")?)? as i64)
             }
             "--timeout" => cfg.timeout_s = num(val("--timeout")?)?,
             "--warmup" => cfg.warmup_s = num(val("--warmup")?)?,

@@ -38,7 +38,9 @@ pub struct RunConfig {
     /// body_b64: the request body, base64 (standard alphabet).
     pub body_b64: Option<String>,
     /// connections: closed model VUs (one connection each); ignored by the open model.
-    pub connections: u32,
+    /// Signed, like every count here, so that a negative value gets [`RunConfig::check`]'s
+    /// message rather than a deserialiser's.
+    pub connections: i64,
     /// rate: open model constant rate in requests per second (> 0).
     pub rate: Option<f64>,
     /// stages: ramping legs; VUs (closed) or req/s (open, when `open` is true).
@@ -46,13 +48,14 @@ pub struct RunConfig {
     /// open: use the open model; implied by `rate`.
     pub open: bool,
     /// max_connections: the open model's connection pool cap (default 1000).
-    pub max_connections: Option<u32>,
-    /// duration_s: total run time in seconds (or give `requests`, or `stages`).
+    pub max_connections: Option<i64>,
+    /// duration_s: total run time in seconds (or give `requests`, or `stages`); when none of
+    /// the three is given the run lasts [`DEFAULT_DURATION_S`].
     pub duration_s: Option<f64>,
     /// requests: total number of requests to send (`-n`).
-    pub requests: Option<u64>,
+    pub requests: Option<i64>,
     /// threads: worker threads, default the available cores.
-    pub threads: Option<u32>,
+    pub threads: Option<i64>,
     /// timeout_s: per-request timeout in seconds, default 30.
     pub timeout_s: f64,
     /// warmup_s: seconds at the start excluded from the summary (still in the time series).
@@ -81,7 +84,7 @@ impl Default for RunConfig {
             method: "GET".to_string(),
             headers: Vec::new(),
             body_b64: None,
-            connections: 50,
+            connections: DEFAULT_CONNECTIONS,
             rate: None,
             stages: None,
             open: false,
@@ -106,6 +109,38 @@ pub const MAX_SECS: f64 = 1e9;
 
 /// DEFAULT_MAX_CONNECTIONS caps the open model's pool when the caller gives no cap.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 1000;
+
+/// DEFAULT_CONNECTIONS is the closed model's VU count when the caller gives none (wrk's
+/// `-c` default is 10; 50 keeps a single-threaded server busy on loopback).
+pub const DEFAULT_CONNECTIONS: i64 = 50;
+
+/// DEFAULT_DURATION_S is how long a run lasts when it is given no duration, request count or
+/// stages (wrk's default too).
+pub const DEFAULT_DURATION_S: f64 = 10.0;
+
+/// MIN_INTERVAL_S is the shortest reporting interval: each interval merges every thread's
+/// histograms, and below ~50 ms that merging becomes a measurable share of the run.
+pub const MIN_INTERVAL_S: f64 = 0.05;
+
+/// MAX_COUNT bounds connections, the pool cap and threads: a million sockets is past what one
+/// host can open, and the bound keeps the conversions to `u32` exact.
+pub const MAX_COUNT: i64 = 1_000_000;
+
+/// defaults: the defaults [`RunConfig::check`] applies, by option name, for the CLI's help
+/// (`threads` is absent: it is the number of cores this process may run on).
+pub fn defaults() -> serde_json::Value {
+    let d = RunConfig::default();
+    serde_json::json!({
+        "method": d.method,
+        "connections": d.connections,
+        "max_connections": DEFAULT_MAX_CONNECTIONS,
+        "duration_s": DEFAULT_DURATION_S,
+        "timeout_s": d.timeout_s,
+        "warmup_s": d.warmup_s,
+        "interval_s": d.interval_s,
+        "min_interval_s": MIN_INTERVAL_S,
+    })
+}
 
 /// Model is the load model: who decides when the next request goes out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,9 +210,17 @@ pub struct Checked {
 }
 
 impl RunConfig {
-    /// from_json parses a `RunConfig` from JSON; errors are one-line [`EngineError::Config`]s.
+    /// from_json parses a `RunConfig` from JSON; errors are one-line [`EngineError::Config`]s
+    /// (serde's " at line 1 column 40" is left out: the JSON is built by a program, not typed).
     pub fn from_json(json: &str) -> Result<RunConfig, EngineError> {
-        serde_json::from_str(json).map_err(|e| EngineError::config(format!("bad run config: {e}")))
+        serde_json::from_str(json).map_err(|e| {
+            let msg = e.to_string();
+            let msg = match msg.rfind(" at line ") {
+                Some(at) if e.line() > 0 => &msg[..at],
+                _ => msg.as_str(),
+            };
+            EngineError::config(format!("bad run config: {msg}"))
+        })
     }
 
     /// check validates the configuration and resolves it into [`Checked`] settings.
@@ -200,13 +243,20 @@ impl RunConfig {
                 .decode(b)
                 .map_err(|e| EngineError::config(format!("body_b64 is not valid base64: {e}")))?,
         };
-        let timeout = positive_secs("timeout_s", self.timeout_s)?;
-        let interval = positive_secs("interval_s", self.interval_s)?;
+        let timeout = positive_secs("timeout", self.timeout_s)?;
+        let interval = positive_secs("interval", self.interval_s)?;
+        if interval.as_secs_f64() < MIN_INTERVAL_S {
+            return Err(EngineError::config(format!(
+                "interval must be at least {}ms, got {}ms",
+                MIN_INTERVAL_S * 1e3,
+                self.interval_s * 1e3
+            )));
+        }
         let warmup = match Duration::try_from_secs_f64(self.warmup_s) {
             Ok(w) if w.as_secs_f64() < MAX_SECS => w,
             _ => {
                 return Err(EngineError::config(format!(
-                    "warmup_s must be >= 0, got {}",
+                    "warmup must be >= 0 s, got {}",
                     self.warmup_s
                 )))
             }
@@ -222,13 +272,19 @@ impl RunConfig {
                 )));
             }
         }
-        if self.requests == Some(0) {
-            return Err(EngineError::config("requests must be > 0"));
-        }
-        let max_connections = self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
-        if max_connections == 0 {
-            return Err(EngineError::config("max_connections must be > 0"));
-        }
+        let requests = match self.requests {
+            Some(n) if n < 1 => {
+                return Err(EngineError::config(format!(
+                    "requests must be > 0, got {n}"
+                )))
+            }
+            Some(n) => Some(n.unsigned_abs()),
+            None => None,
+        };
+        let max_connections = match self.max_connections {
+            Some(n) => count("max_connections", n)?,
+            None => DEFAULT_MAX_CONNECTIONS,
+        };
         let max_vus = self.vu_cap(&profile)?;
         let threads = self.threads(model, &profile, max_connections)?;
         Ok(Checked {
@@ -241,7 +297,7 @@ impl RunConfig {
             profile,
             max_connections,
             duration,
-            requests: self.requests,
+            requests,
             threads,
             timeout,
             warmup,
@@ -292,7 +348,9 @@ impl RunConfig {
             (Some(_), Some(_)) => Err(EngineError::config("give either rate or stages, not both")),
             (Some(r), None) => {
                 if !(r.is_finite() && r > 0.0) {
-                    return Err(EngineError::config(format!("rate must be > 0, got {r}")));
+                    return Err(EngineError::config(format!(
+                        "rate must be > 0 requests per second, got {r}"
+                    )));
                 }
                 Ok((Model::Open, Profile::constant(r)))
             }
@@ -308,13 +366,8 @@ impl RunConfig {
                 Err(EngineError::config("the open model needs a rate or stages"))
             }
             (None, None) => {
-                if self.connections == 0 {
-                    return Err(EngineError::config("connections must be > 0"));
-                }
-                Ok((
-                    Model::Closed,
-                    Profile::constant(f64::from(self.connections)),
-                ))
+                let vus = count("connections", self.connections)?;
+                Ok((Model::Closed, Profile::constant(f64::from(vus))))
             }
         }
     }
@@ -323,18 +376,16 @@ impl RunConfig {
         let staged = self.stages.is_some();
         match (self.duration_s, self.requests, staged) {
             (Some(_), _, true) => Err(EngineError::config(
-                "stages set the duration; do not also give duration_s",
+                "stages set the duration; do not also give a duration",
             )),
             (_, Some(_), true) => Err(EngineError::config(
                 "give either stages or a request count, not both",
             )),
             (Some(_), Some(_), false) => Err(EngineError::config(
-                "give either duration_s or requests, not both",
+                "give either a duration or a request count, not both",
             )),
-            (None, None, false) => Err(EngineError::config(
-                "give a duration_s, a request count or stages",
-            )),
-            (Some(d), None, false) => Ok(Some(positive_secs("duration_s", d)?)),
+            (None, None, false) => Ok(Some(Duration::from_secs_f64(DEFAULT_DURATION_S))),
+            (Some(d), None, false) => Ok(Some(positive_secs("duration", d)?)),
             (None, Some(_), false) => Ok(None),
             (None, None, true) => Ok(profile.end()),
         }
@@ -342,8 +393,7 @@ impl RunConfig {
 
     fn threads(&self, model: Model, profile: &Profile, max_conn: u32) -> Result<u32, EngineError> {
         let wanted = match self.threads {
-            Some(0) => return Err(EngineError::config("threads must be > 0")),
-            Some(t) => t,
+            Some(t) => count("threads", t)?,
             None => std::thread::available_parallelism()
                 .map(|n| u32::try_from(n.get()).unwrap_or(1))
                 .unwrap_or(1),
@@ -361,7 +411,20 @@ fn positive_secs(name: &str, v: f64) -> Result<Duration, EngineError> {
     if v.is_finite() && v > 0.0 && v < MAX_SECS {
         Ok(Duration::from_secs_f64(v))
     } else {
-        Err(EngineError::config(format!("{name} must be > 0, got {v}")))
+        Err(EngineError::config(format!(
+            "{name} must be > 0 s, got {v}"
+        )))
+    }
+}
+
+/// count checks a count option (connections, threads, the pool cap): 1 to [`MAX_COUNT`].
+fn count(name: &str, v: i64) -> Result<u32, EngineError> {
+    match u32::try_from(v) {
+        Ok(n) if (1..=MAX_COUNT).contains(&v) => Ok(n),
+        _ if v < 1 => Err(EngineError::config(format!("{name} must be > 0, got {v}"))),
+        _ => Err(EngineError::config(format!(
+            "{name} must be at most {MAX_COUNT}, got {v}"
+        ))),
     }
 }
 
@@ -394,8 +457,12 @@ fn check_stages(stages: &[Stage]) -> Result<Vec<Stage>, EngineError> {
 }
 
 fn parse_url(raw: &str) -> Result<Target, EngineError> {
-    let url =
-        url::Url::parse(raw).map_err(|e| EngineError::config(format!("bad URL {raw:?}: {e}")))?;
+    let url = url::Url::parse(raw).map_err(|e| match e {
+        url::ParseError::RelativeUrlWithoutBase => EngineError::config(format!(
+            "bad URL {raw:?}: no scheme (write http://{raw} or https://{raw})"
+        )),
+        e => EngineError::config(format!("bad URL {raw:?}: {e}")),
+    })?;
     let https = match url.scheme() {
         "http" => false,
         "https" => true,
@@ -411,6 +478,11 @@ fn parse_url(raw: &str) -> Result<Target, EngineError> {
         Some(url::Host::Ipv6(a)) => a.to_string(),
         None => return Err(EngineError::config(format!("bad URL {raw:?}: no host"))),
     };
+    if url.port() == Some(0) {
+        return Err(EngineError::config(format!(
+            "bad URL {raw:?}: port 0 is not a destination"
+        )));
+    }
     let port = url.port_or_known_default().unwrap_or(80);
     let authority = match (url.host_str(), url.port()) {
         (Some(h), Some(p)) => format!("{h}:{p}"),
@@ -432,13 +504,12 @@ fn parse_url(raw: &str) -> Result<Target, EngineError> {
     })
 }
 
+/// check_method accepts any RFC 9110 token (`M-SEARCH`, `PROPFIND`) and sends it upper case.
 fn check_method(m: &str) -> Result<String, EngineError> {
-    if m.is_empty()
-        || !m
-            .bytes()
-            .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
-    {
-        return Err(EngineError::config(format!("bad HTTP method {m:?}")));
+    if m.is_empty() || !m.bytes().all(is_token) {
+        return Err(EngineError::config(format!(
+            "bad HTTP method {m:?}: expected a token like GET or M-SEARCH"
+        )));
     }
     Ok(m.to_ascii_uppercase())
 }

@@ -38,6 +38,17 @@ fn accepts_good_configs_with_defaults() {
     assert_eq!(tls.target.port, 443);
     assert!(c.tls.is_none(), "plain http has no TLS settings");
 
+    let nothing = parse(r#"{"url":"http://h/"}"#).expect("valid: every limit has a default");
+    assert_eq!(
+        nothing.duration,
+        Some(Duration::from_secs_f64(DEFAULT_DURATION_S))
+    );
+    assert_eq!(nothing.profile.peak(), DEFAULT_CONNECTIONS as f64);
+    let token = parse(r#"{"url":"http://h/","method":"m-search"}"#).expect("valid method");
+    assert_eq!(token.method, "M-SEARCH");
+    let floor = parse(r#"{"url":"http://h/","interval_s":0.05}"#).expect("interval floor");
+    assert_eq!(floor.interval, Duration::from_millis(50));
+
     let body = parse(r#"{"url":"http://h/","method":"post","body_b64":"aGk=","duration_s":1}"#)
         .expect("valid");
     assert_eq!(
@@ -72,19 +83,43 @@ fn rejects_bad_configs_with_one_line() {
         (
             "zero rate",
             r#"{"url":"http://h/","rate":0,"duration_s":1}"#,
-            "rate must be > 0",
+            "rate must be > 0 requests per second, got 0",
         ),
         (
             "negative rate",
             r#"{"url":"http://h/","rate":-5,"duration_s":1}"#,
-            "rate must be > 0",
+            "rate must be > 0 requests per second, got -5",
         ),
         (
             "zero connections",
             r#"{"url":"http://h/","connections":0,"duration_s":1}"#,
-            "connections must be > 0",
+            "connections must be > 0, got 0",
         ),
-        ("no limit", r#"{"url":"http://h/"}"#, "give a duration_s"),
+        (
+            "negative connections",
+            r#"{"url":"http://h/","connections":-3}"#,
+            "connections must be > 0, got -3",
+        ),
+        (
+            "a million and one connections",
+            r#"{"url":"http://h/","connections":1000001}"#,
+            "connections must be at most 1000000",
+        ),
+        (
+            "port 0",
+            r#"{"url":"http://h:0/"}"#,
+            "port 0 is not a destination",
+        ),
+        (
+            "interval under the floor",
+            r#"{"url":"http://h/","interval_s":0.01}"#,
+            "interval must be at least 50ms, got 10ms",
+        ),
+        (
+            "wrong type",
+            r#"{"url":"http://h/","rate":"fast"}"#,
+            "bad run config: invalid type: string \"fast\", expected f64",
+        ),
         (
             "both limits",
             r#"{"url":"http://h/","duration_s":1,"requests":5}"#,
@@ -93,12 +128,12 @@ fn rejects_bad_configs_with_one_line() {
         (
             "zero requests",
             r#"{"url":"http://h/","requests":0}"#,
-            "requests must be > 0",
+            "requests must be > 0, got 0",
         ),
         (
             "negative duration",
             r#"{"url":"http://h/","duration_s":-1}"#,
-            "duration_s must be > 0",
+            "duration must be > 0 s, got -1",
         ),
         (
             "empty stages",
@@ -133,12 +168,12 @@ fn rejects_bad_configs_with_one_line() {
         (
             "zero threads",
             r#"{"url":"http://h/","threads":0,"duration_s":1}"#,
-            "threads must be > 0",
+            "threads must be > 0, got 0",
         ),
         (
             "zero timeout",
             r#"{"url":"http://h/","timeout_s":0,"duration_s":1}"#,
-            "timeout_s must be > 0",
+            "timeout must be > 0 s, got 0",
         ),
         (
             "warmup too long",
@@ -168,12 +203,12 @@ fn rejects_bad_configs_with_one_line() {
         (
             "huge warmup",
             r#"{"url":"http://h/","warmup_s":1e300,"requests":1}"#,
-            "warmup_s must be >= 0",
+            "warmup must be >= 0 s",
         ),
         (
             "negative warmup",
             r#"{"url":"http://h/","warmup_s":-1,"requests":1}"#,
-            "warmup_s must be >= 0",
+            "warmup must be >= 0 s",
         ),
         (
             "huge stage",
@@ -183,12 +218,12 @@ fn rejects_bad_configs_with_one_line() {
         (
             "huge duration",
             r#"{"url":"http://h/","duration_s":1e300}"#,
-            "duration_s must be > 0",
+            "duration must be > 0 s",
         ),
         (
             "zero pool",
             r#"{"url":"http://h/","rate":1,"max_connections":0,"duration_s":1}"#,
-            "max_connections",
+            "max_connections must be > 0, got 0",
         ),
     ];
     for (label, json, want) in cases {
@@ -199,6 +234,10 @@ fn rejects_bad_configs_with_one_line() {
                 assert!(matches!(e, EngineError::Config(_)), "{label}: {e:?}");
                 assert!(msg.contains(want), "{label}: {msg:?} lacks {want:?}");
                 assert!(!msg.contains('\n'), "{label}: not one line: {msg:?}");
+                assert!(
+                    !msg.contains(" at line "),
+                    "{label}: JSON position: {msg:?}"
+                );
             }
         }
     }

@@ -40,7 +40,7 @@ fn allocations_for(url: &str, requests: u64, open: bool) -> u64 {
         url: url.to_string(),
         connections: 4,
         threads: Some(2),
-        requests: Some(requests),
+        requests: Some(i64::try_from(requests).expect("a small count")),
         rate: open.then_some(50_000.0),
         // A capped pool, so growing it (a few allocations per new connection) stays bounded.
         max_connections: Some(4),

@@ -13,7 +13,7 @@ use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use redline_engine::{IntervalSnapshot, RunConfig, RunControl};
 
-use crate::errors::{engine_err, ConfigError, RedlineError};
+use crate::errors::{engine_err, RedlineError};
 
 /// How often the waiting thread wakes to check for signals when no snapshot arrives.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
@@ -23,8 +23,8 @@ const SIGNAL_POLL: Duration = Duration::from_millis(100);
 #[pyfunction]
 #[pyo3(signature = (config_json, progress=None))]
 pub fn run(py: Python<'_>, config_json: &str, progress: Option<PyObject>) -> PyResult<String> {
-    let config: RunConfig = serde_json::from_str(config_json)
-        .map_err(|e| ConfigError::new_err(format!("invalid run configuration: {e}")))?;
+    // The engine's own parser, so a malformed configuration reads as it does from Rust.
+    let config = RunConfig::from_json(config_json).map_err(engine_err)?;
     let control = Arc::new(RunControl::new());
     let (tx, rx) = mpsc::channel::<String>();
     let engine_control = Arc::clone(&control);
@@ -81,4 +81,11 @@ pub fn run(py: Python<'_>, config_json: &str, progress: Option<PyObject>) -> PyR
     let report = outcome.map_err(engine_err)?;
     serde_json::to_string(&report)
         .map_err(|e| RedlineError::new_err(format!("cannot serialise the report: {e}")))
+}
+
+/// defaults() -> json: the defaults the engine applies to options left out of a run's
+/// configuration (the CLI's help shows them; Python keeps no copy).
+#[pyfunction]
+pub fn defaults() -> String {
+    redline_engine::config::defaults().to_string()
 }
