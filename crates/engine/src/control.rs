@@ -52,9 +52,14 @@ impl LoadControl {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// begin makes the control live with the run's starting profile (called by the run).
-    pub(crate) fn begin(&self, profile: Profile) {
-        self.live().profile = Some(profile);
+    /// begin makes the control live with the run's starting profile. The run calls it; a
+    /// caller that starts the run on another thread may call it first, so that set_target
+    /// works at once. Only the first call counts: a target set in between is kept.
+    pub fn begin(&self, profile: Profile) {
+        let mut live = self.live();
+        if live.profile.is_none() {
+            live.profile = Some(profile);
+        }
     }
 
     /// started records the instant the run's clock started (called by the run).
@@ -142,5 +147,18 @@ pub(crate) async fn follow(s: Rc<Shared>, control: std::sync::Arc<LoadControl>) 
                 spawn_lane(&s);
             }
         }
+    }
+}
+
+/// lanes_done_after_end resolves when a live run's thread is finished: its send window is
+/// over and its lanes have ended (a thread with no lanes must not end early, since a rising
+/// target may give it some).
+pub(crate) async fn lanes_done_after_end(s: &Shared) {
+    match s.job.cfg.duration {
+        Some(d) => tokio::time::sleep_until((s.job.start + d).into()).await,
+        None => std::future::pending().await,
+    }
+    while s.lanes.get() > 0 {
+        s.all_done.notified().await;
     }
 }

@@ -200,8 +200,12 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     // them would hide exactly the slow ones (a stall at the end of the run).
     let grace = job.cfg.timeout.min(GRACE);
     let deadline = job.cfg.duration.map(|d| job.start + d + grace);
+    // A live run's thread may have no lane yet (its share of the starting VUs is zero):
+    // it ends with the send window, not when its lanes are gone.
+    let live = job.cfg.live;
     let stopped = tokio::select! {
-        _ = all_lanes_done(&shared) => false,
+        _ = all_lanes_done(&shared), if !live => false,
+        _ = crate::control::lanes_done_after_end(&shared), if live => false,
         _ = wait_stop(&job.control) => true,
         _ = sleep_until_opt(deadline) => false,
     };

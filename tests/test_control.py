@@ -1,0 +1,103 @@
+"""The live-run handle (``_engine.start_run``): the target changes while the run goes on and
+the server counts the new rate; stop() ends it and the report of what ran comes back."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import redline
+from redline import _engine
+from redline.errors import ConfigError
+
+
+def live_config(url: str, **extra: object) -> str:
+    cfg = {"url": url, "duration_s": 30.0, "live": True, "interval_s": 0.25, "threads": 2}
+    cfg.update(extra)
+    return json.dumps(cfg)
+
+
+def snapshots(handle: _engine.RunHandle, n: int) -> list[dict]:
+    got: list[dict] = []
+    deadline = time.monotonic() + 10
+    while len(got) < n and time.monotonic() < deadline:
+        raw = handle.next_snapshot(1.0)
+        if raw is not None:
+            got.append(json.loads(raw))
+    assert len(got) == n, "a snapshot every interval"
+    return got
+
+
+def test_set_target_changes_the_rate_the_server_counts():
+    with redline.Target() as target:
+        handle = _engine.start_run(live_config(target.url + "/", rate=200.0))
+        snapshots(handle, 4)
+        at = handle.set_target(800.0)
+        snapshots(handle, 2)  # the change, then a whole interval after it
+        before = target.stats()["requests"]
+        t0 = time.monotonic()
+        snapshots(handle, 8)
+        counted = target.stats()["requests"] - before
+        rate = counted / (time.monotonic() - t0)
+        handle.stop()
+        report = json.loads(handle.report())
+        seen = target.stats()["requests"]
+    assert at > 0.9, "the change came after four 0.25 s intervals"
+    assert 680 < rate < 920, f"server counted {rate:.0f} req/s after set_target(800)"
+    assert report["interrupted"] is True
+    assert report["requests"] <= seen
+
+
+def test_closed_model_target_is_users():
+    with redline.Target() as target:
+        handle = _engine.start_run(
+            live_config(target.url + "/?latency=20ms", connections=1, max_vus=10)
+        )
+        low = snapshots(handle, 4)
+        handle.set_target(10.0)
+        snapshots(handle, 2)
+        high = snapshots(handle, 4)
+        assert handle.target() == 10.0
+        handle.stop()
+        handle.report()
+    lo = sum(s["achieved_rate"] for s in low[1:]) / 3
+    hi = sum(s["achieved_rate"] for s in high) / 4
+    # 20 ms a request: ~50 req/s a user.
+    assert 8 * lo < hi < 12 * lo, (lo, hi)
+    assert all(s["active_connections"] == 10 for s in high)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"live": True, "rate": 10.0, "stages": [{"duration_s": 1, "target": 1}]}, "rate or"),
+        ({"live": True, "connections": 5, "max_vus": 2}, "max_vus"),
+        ({"live": False, "connections": 1, "max_vus": 2}, "max_vus needs a live run"),
+    ],
+)
+def test_bad_live_configs_are_one_line_errors(config, message):
+    cfg = {"url": "http://127.0.0.1:9/", "duration_s": 1.0, "preflight": False, **config}
+    with pytest.raises(ConfigError, match=message):
+        _engine.start_run(json.dumps(cfg))
+
+
+def test_a_run_that_is_not_live_refuses_targets_and_bad_values_are_refused():
+    with redline.Target() as target:
+        handle = _engine.start_run(
+            json.dumps({"url": target.url + "/", "duration_s": 5.0, "connections": 1})
+        )
+        with pytest.raises(ConfigError, match="not live"):
+            handle.set_target(5.0)
+        handle.stop()
+        handle.report()
+        live = _engine.start_run(live_config(target.url + "/", connections=1))
+        with pytest.raises(ConfigError, match="> 0"):
+            live.set_target(0.0)
+        with pytest.raises(ConfigError, match="ramp"):
+            live.set_target(2.0, -1.0)
+        live.stop()
+        assert json.loads(live.report())["requests"] >= 0
+        # report() is repeatable.
+        assert live.report() == live.report()
