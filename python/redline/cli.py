@@ -7,11 +7,14 @@ import argparse
 import signal
 import sys
 import threading
+import warnings
 from pathlib import Path
 
+from redline import __version__
 from redline.errors import RedlineError
-from redline.progress import for_stream
-from redline.runner import run
+from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
+from redline.progress import Goal, for_stream
+from redline.runner import defaults, run
 from redline.summary import render
 
 EXIT_USAGE = 2
@@ -25,44 +28,157 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """build_parser defines every subcommand and flag."""
+    """build_parser defines every subcommand and flag; each subcommand adds its own parser."""
     p = _Parser(prog="redline", description="HTTP load testing that tells the truth.")
+    p.add_argument("--version", action="version", version=f"redline {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add_run_parser(sub)
+    add_target_parser(sub)
+    return p
 
-    r = sub.add_parser("run", help="generate load against a URL and print a summary (wrk-style)")
-    r.add_argument("url", help="http://host:port/path or https://...")
-    r.add_argument(
-        "-c", "--connections", type=int, help="closed model: connections/VUs (default 50)"
+
+RUN_DESCRIPTION = """\
+Generate HTTP load against URL and print a wrk-style summary.
+
+Closed model (default): each of -c connections sends its next request when its last one is
+answered. Open model (--rate, or --stages with --open): requests go out on a fixed schedule
+whatever the server does, and latency is measured from when each request was due, so a
+stalling server shows in the percentiles (no coordinated omission).
+The engine validates every option; a bad one is a one-line error and exit status 2."""
+
+RUN_EXAMPLES = """\
+examples:
+  redline run -c 50 -d 30s http://127.0.0.1:8080/
+  redline run --rate 2000 -d 1m --max-connections 200 http://127.0.0.1:8080/api
+  redline run --stages 10s:100,30s:100,10s:0 --json result.json http://127.0.0.1:8080/"""
+
+
+def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """add_run_parser defines ``redline run``; the defaults it shows are the engine's."""
+    d = defaults()
+    r = sub.add_parser(
+        "run",
+        help="generate load against a URL and print a summary (wrk-style)",
+        description=RUN_DESCRIPTION,
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    r.add_argument("-d", "--duration", help="how long to run, e.g. 15s, 2m (default 10s)")
-    r.add_argument("-n", "--requests", type=int, help="stop after this many requests")
-    r.add_argument("--rate", type=float, help="open model: requests per second")
-    r.add_argument("--stages", help="ramp, e.g. 10s:100,30s:100,10s:0 (VUs, or req/s with --open)")
-    r.add_argument("--open", action="store_true", help="stages are req/s targets (open model)")
-    r.add_argument("--max-connections", type=int, help="open model: connection pool cap")
-    r.add_argument("-t", "--threads", type=int, help="worker threads (default: one per core)")
-    r.add_argument("-m", "--method", default="GET", help="HTTP method (default GET)")
-    r.add_argument("-H", "--header", action="append", default=[], help="'Name: value' (repeatable)")
-    r.add_argument("--body", help="request body: a string, or @file")
-    r.add_argument("--timeout", default="30s", help="per-request timeout (default 30s)")
-    r.add_argument("--warmup", default="0s", help="left out of the summary (default 0s)")
-    r.add_argument("--interval", default="1s", help="reporting interval (default 1s)")
-    r.add_argument("--cacert", metavar="FILE", help="https: also trust the CAs in this PEM file")
-    r.add_argument(
-        "-k", "--insecure", action="store_true", help="https: skip certificate verification"
+    r.add_argument("url", metavar="URL", help="http://host:port/path or https://...")
+    load = r.add_argument_group("load model")
+    load.add_argument(
+        "-c",
+        "--connections",
+        type=int,
+        metavar="N",
+        help=f"closed model: connections, one virtual user each (default: {d['connections']})",
     )
-    r.add_argument("--json", metavar="FILE", help="write the full result as JSON")
-    r.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+    load.add_argument("--rate", type=float, metavar="REQ/S", help="open model: requests per second")
+    load.add_argument(
+        "--stages",
+        metavar="DURATION:TARGET,...",
+        help="ramp linearly through targets, e.g. 10s:100,30s:100,10s:0 (VUs; req/s with --open)",
+    )
+    load.add_argument("--open", action="store_true", help="--stages targets are req/s (open model)")
+    load.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help=f"open model: connection pool cap (default: {d['max_connections']})",
+    )
+    load.add_argument(
+        "-d",
+        "--duration",
+        metavar="DURATION",
+        help=f"how long to run, e.g. 15s, 2m (default: {_secs(d['duration_s'])} "
+        "unless -n or --stages)",
+    )
+    load.add_argument(
+        "-n", "--requests", type=int, metavar="N", help="stop after N requests instead"
+    )
+    load.add_argument(
+        "--warmup",
+        metavar="DURATION",
+        help=f"left out of the summary (default: {_secs(d['warmup_s'])})",
+    )
+    load.add_argument(
+        "-t", "--threads", type=int, metavar="N", help="worker threads (default: one per core)"
+    )
+    req = r.add_argument_group("request")
+    req.add_argument(
+        "-m", "--method", metavar="METHOD", help=f"HTTP method (default: {d['method']})"
+    )
+    req.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="extra request header (repeatable)",
+    )
+    req.add_argument("--body", metavar="TEXT|@FILE", help="request body: text, or @file to read")
+    req.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        help=f"per-request timeout (default: {_secs(d['timeout_s'])})",
+    )
+    tls = r.add_argument_group("https")
+    tls.add_argument("--cacert", metavar="FILE", help="also trust the CAs in this PEM file")
+    tls.add_argument("-k", "--insecure", action="store_true", help="skip certificate verification")
+    out = r.add_argument_group("output")
+    out.add_argument("--json", metavar="FILE", help="write the full result as JSON")
+    out.add_argument(
+        "--interval",
+        metavar="DURATION",
+        help=f"reporting interval (default: {_secs(d['interval_s'])}, "
+        f"at least {_secs(d['min_interval_s'])})",
+    )
+    out.add_argument("-q", "--quiet", action="store_true", help="no live progress on stderr")
     r.set_defaults(func=cmd_run)
+    return r
 
+
+def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """add_target_parser defines ``redline target``."""
     t = sub.add_parser("target", help="serve redline's bundled test server until Ctrl-C")
-    t.add_argument("--host", default="127.0.0.1")
-    t.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
-    t.add_argument("--threads", type=int, help="server threads (default: one per core)")
+    t.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    t.add_argument(
+        "--port", type=int, default=0, metavar="PORT", help="0 picks a free port (default)"
+    )
+    t.add_argument(
+        "--threads", type=int, metavar="N", help="server threads (default: one per core)"
+    )
     t.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate")
     t.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
+    t.add_argument(
+        "--capacity",
+        type=int,
+        metavar="N",
+        help="serve at most N requests at once, the rest queue (needs --service-time)",
+    )
+    t.add_argument(
+        "--service-time",
+        metavar="DURATION",
+        help="how long each --capacity slot is held, e.g. 10ms: capacity = N / DURATION req/s",
+    )
     t.set_defaults(func=cmd_target)
-    return p
+    return t
+
+
+#: The CLI's spelling of each run option named in a warning.
+FLAGS = {
+    "connections": "-c/--connections",
+    "max_connections": "--max-connections",
+    "rate": "--rate",
+    "cacert": "--cacert",
+    "insecure": "-k/--insecure",
+}
+
+
+def _secs(seconds: float) -> str:
+    """_secs renders a default duration the way a user would type it (10s, 50ms)."""
+    if seconds and seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    return f"{seconds:g}s"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -71,35 +187,62 @@ def cmd_run(args: argparse.Namespace) -> int:
         parent = Path(args.json).resolve().parent
         if not parent.is_dir():
             raise RedlineError(f"--json: directory {str(parent)!r} does not exist")
-    view = None if args.quiet else for_stream(sys.stderr)
-    try:
-        result = run(
-            args.url,
-            connections=args.connections,
-            rate=args.rate,
-            duration=args.duration,
-            requests=args.requests,
-            stages=args.stages,
-            open_model=args.open,
-            threads=args.threads,
-            method=args.method,
-            headers=args.header,
-            body=args.body,
-            timeout=args.timeout,
-            warmup=args.warmup,
-            interval=args.interval,
-            max_connections=args.max_connections,
-            insecure=args.insecure,
-            cacert=args.cacert,
-            progress=view,
-        )
-    finally:
-        if view is not None:
-            view.close()
+    for note in ignored_options(
+        args.url,
+        connections=args.connections,
+        rate=args.rate,
+        stages=args.stages,
+        open_model=args.open,
+        max_connections=args.max_connections,
+        cacert=args.cacert,
+        insecure=args.insecure,
+        spell=lambda name: FLAGS.get(name, name),
+    ):
+        print(f"redline: warning: {note}", file=sys.stderr)
+    view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
+    with warnings.catch_warnings():
+        # Said above in the CLI's own spelling.
+        warnings.simplefilter("ignore", IgnoredOption)
+        try:
+            result = run(
+                args.url,
+                connections=args.connections,
+                rate=args.rate,
+                duration=args.duration,
+                requests=args.requests,
+                stages=args.stages,
+                open_model=args.open,
+                threads=args.threads,
+                method=args.method,
+                headers=args.header,
+                body=args.body,
+                timeout=args.timeout,
+                warmup=args.warmup,
+                interval=args.interval,
+                max_connections=args.max_connections,
+                insecure=args.insecure,
+                cacert=args.cacert,
+                progress=view,
+            )
+        finally:
+            if view is not None:
+                view.close()
     print(render(result), flush=True)
     if args.json:
         result.write_json(args.json)
     return 130 if result.interrupted else 0
+
+
+def run_goal(args: argparse.Namespace) -> Goal:
+    """run_goal: where the live view's progress bar ends (the engine's default duration when
+    no limit is given)."""
+    if args.requests:
+        return Goal(requests=args.requests)
+    if args.stages:
+        return Goal(seconds=sum(s.duration_s for s in parse_stages(args.stages)))
+    if args.duration:
+        return Goal(seconds=parse_duration(args.duration, "duration"))
+    return Goal(seconds=float(defaults()["duration_s"]))
 
 
 def cmd_target(args: argparse.Namespace) -> int:
@@ -112,7 +255,17 @@ def cmd_target(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if (args.tls_cert is None) != (args.tls_key is None):
         raise RedlineError("--tls-cert and --tls-key go together")
-    with Target(args.host, args.port, args.threads, args.tls_cert, args.tls_key) as target:
+    if (args.capacity is None) != (args.service_time is None):
+        raise RedlineError("--capacity and --service-time go together")
+    with Target(
+        args.host,
+        args.port,
+        args.threads,
+        args.tls_cert,
+        args.tls_key,
+        capacity=args.capacity,
+        service_time=args.service_time,
+    ) as target:
         print(f"listening on {target.url}", flush=True)
         try:
             while not stop.wait(0.2):

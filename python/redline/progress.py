@@ -1,12 +1,22 @@
-"""progress: the live view of a run. A rich status line on a terminal, one plain line per
-interval otherwise (logs, CI), both fed by the same per-interval snapshots."""
+"""progress: the live view of a run. On a terminal, a rich panel redrawn once per interval (a bar
+over the duration, request count or stages, the live rate with a sparkline, the interval's
+percentiles, errors as they appear); elsewhere (logs, CI) one plain line per interval. Both only
+consume the engine's per-interval snapshot dicts: nothing here measures anything.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections import deque
+from dataclasses import dataclass
 from typing import IO, Any
 
 from redline.units import fmt_count, fmt_ms
+
+#: The sparkline's steps, lowest to highest.
+_BARS = "▁▂▃▄▅▆▇█"
+#: How many intervals the rate sparkline remembers.
+_HISTORY = 40
 
 
 def describe(s: dict[str, Any]) -> str:
@@ -26,6 +36,15 @@ def describe(s: dict[str, Any]) -> str:
     return line
 
 
+@dataclass(frozen=True)
+class Goal:
+    """Goal: where the run ends, for the progress bar: after ``seconds`` (a duration or the
+    stages' total) or after ``requests`` answers."""
+
+    seconds: float | None = None
+    requests: int | None = None
+
+
 class PlainProgress:
     """PlainProgress prints one line per interval to a stream (default stderr)."""
 
@@ -39,13 +58,107 @@ class PlainProgress:
         """close ends the view (nothing to do for plain lines)."""
 
 
-class LiveProgress:
-    """LiveProgress keeps one updating status line on a terminal (rich)."""
+class Tally:
+    """Tally: what the snapshots so far add up to (the live view's state)."""
 
-    def __init__(self, stream: IO[str] | None = None):
+    def __init__(self) -> None:
+        self.t_s = 0.0
+        self.requests = 0
+        self.errors = 0
+        self.by_class: dict[str, int] = {}
+        self.rates: deque[float] = deque(maxlen=_HISTORY)
+        self.last: dict[str, Any] = {}
+
+    def add(self, s: dict[str, Any]) -> None:
+        """add folds one interval snapshot in."""
+        self.t_s = float(s.get("t_s") or self.t_s)
+        self.requests += int(s.get("requests") or 0)
+        self.errors += int(s.get("errors") or 0)
+        # Per-class counts, where the snapshot carries them (a dict class -> count).
+        for cls, n in (s.get("errors_by_class") or {}).items():
+            if n:
+                self.by_class[cls] = self.by_class.get(cls, 0) + int(n)
+        self.rates.append(float(s.get("achieved_rate") or 0.0))
+        self.last = s
+
+    def fraction(self, goal: Goal) -> float | None:
+        """fraction: how far the run is towards its goal, 0..1 (None when unknown)."""
+        if goal.requests:
+            return min(1.0, (self.requests + self.errors) / goal.requests)
+        if goal.seconds:
+            return min(1.0, self.t_s / goal.seconds)
+        return None
+
+
+def sparkline(values: list[float]) -> str:
+    """sparkline draws values as block characters scaled to their maximum."""
+    top = max(values, default=0.0)
+    if top <= 0:
+        return _BARS[0] * len(values)
+    return "".join(
+        _BARS[min(len(_BARS) - 1, int(v / top * (len(_BARS) - 1) + 0.5))] for v in values
+    )
+
+
+def view(tally: Tally, goal: Goal) -> Any:
+    """view builds the panel's renderable from the tally (a rich Group of lines)."""
+    from rich.console import Group
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+    from rich.text import Text
+
+    s = tally.last
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    frac = tally.fraction(goal)
+    if goal.requests:
+        where = f"{tally.requests + tally.errors:,} / {goal.requests:,} requests"
+    elif goal.seconds:
+        where = f"{tally.t_s:.1f}s / {goal.seconds:g}s"
+    else:
+        where = f"{tally.t_s:.1f}s"
+    bar = Table.grid(padding=(0, 2))
+    bar.add_column(width=40)
+    bar.add_column(no_wrap=True)
+    bar.add_row(
+        ProgressBar(total=1.0, completed=frac or 0.0, width=40),
+        f"{where}" + (f"  {100 * frac:.0f}%" if frac is not None else ""),
+    )
+    grid.add_row("progress", bar)
+    rate = f"{fmt_count(s.get('achieved_rate') or 0)}/s"
+    if s.get("intended_rate"):
+        rate += f" of {fmt_count(s['intended_rate'])}/s intended"
+    rate += f"  {sparkline(list(tally.rates))}"
+    grid.add_row("rate", rate)
+    # p95 where the snapshot carries it, else the p90 it always has.
+    mid = ("p95", "p95_ms") if "p95_ms" in s else ("p90", "p90_ms")
+    pcts = [("p50", "p50_ms"), mid, ("p99", "p99_ms")]
+    lat = "  ".join(f"{name} {fmt_ms(s.get(key) or 0)}" for name, key in pcts)
+    grid.add_row("latency", f"{lat}  max {fmt_ms(s.get('max_ms') or 0)}  (last interval)")
+    grid.add_row(
+        "answered",
+        f"{tally.requests:,}  connections {s.get('active_connections', 0)}"
+        + ("  (warm-up)" if s.get("warmup") else ""),
+    )
+    if tally.errors:
+        detail = ", ".join(f"{k} {v:,}" for k, v in sorted(tally.by_class.items()))
+        grid.add_row("errors", Text(f"{tally.errors:,}" + (f": {detail}" if detail else ""), "red"))
+    else:
+        grid.add_row("errors", "0")
+    return Group(grid)
+
+
+class LiveProgress:
+    """LiveProgress keeps a small panel updated in place on a terminal (rich), cleared before
+    the summary is printed."""
+
+    def __init__(self, stream: IO[str] | None = None, goal: Goal | None = None):
         from rich.console import Console
         from rich.live import Live
 
+        self.goal = goal or Goal()
+        self.tally = Tally()
         self._live = Live(
             "starting...",
             console=Console(file=stream or sys.stderr),
@@ -55,16 +168,19 @@ class LiveProgress:
         self._live.start()
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
-        self._live.update(describe(snapshot), refresh=True)
+        self.tally.add(snapshot)
+        self._live.update(view(self.tally, self.goal), refresh=True)
 
     def close(self) -> None:
-        """close removes the status line before the summary is printed."""
+        """close removes the panel before the summary is printed."""
         self._live.stop()
 
 
-def for_stream(stream: IO[str] | None = None) -> PlainProgress | LiveProgress:
+def for_stream(
+    stream: IO[str] | None = None, goal: Goal | None = None
+) -> PlainProgress | LiveProgress:
     """for_stream picks the live view on a TTY and plain lines elsewhere."""
     stream = stream or sys.stderr
     if stream.isatty():
-        return LiveProgress(stream)
+        return LiveProgress(stream, goal)
     return PlainProgress(stream)

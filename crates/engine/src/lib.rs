@@ -6,6 +6,14 @@
 
 #![warn(missing_docs)]
 
+// One clear line on other systems instead of a page of unresolved libc items (rustc stops
+// reporting those once a compile_error! has fired).
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "the redline engine builds on Linux only: it uses timerfd, SO_TIMESTAMPNS and per-thread rusage \
+     (RUSAGE_THREAD); build and run redline on Linux, or in a Linux container or VM"
+);
+
 pub mod config;
 pub(crate) mod conn;
 pub mod control;

@@ -20,6 +20,15 @@
 
 #![warn(missing_docs)]
 
+// Linux only, like the engine it is built beside (one wheel): off Linux its delays would fall
+// back to tokio's 1 ms timer (sleep.rs) and the tests that time the engine against them would
+// fail for the wrong reason. One clear line instead.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "redline's test server builds on Linux only, like the engine: its sub-millisecond delays \
+     use timerfd; build and run redline on Linux, or in a Linux container or VM"
+);
+
 mod config;
 mod conn;
 mod latency;

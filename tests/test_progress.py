@@ -1,0 +1,86 @@
+"""The live view (redline/progress.py), fed hand-made interval snapshots: no run needed."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from redline.progress import Goal, PlainProgress, Tally, for_stream, sparkline, view
+from rich.console import Console
+
+
+def snap(t, requests, errors=0, **over):
+    s = {
+        "t_s": t,
+        "warmup": False,
+        "requests": requests,
+        "errors": errors,
+        "p50_ms": 1.5,
+        "p90_ms": 4.0,
+        "p99_ms": 9.0,
+        "max_ms": 20.0,
+        "active_connections": 8,
+        "intended_rate": None,
+        "achieved_rate": float(requests + errors),
+        "send_lag_ms": 0.0,
+        "bytes_in": 0,
+    }
+    s.update(over)
+    return s
+
+
+def text_of(renderable) -> str:
+    console = Console(file=io.StringIO(), width=120, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize(
+    "label, goal, snaps, fraction",
+    [
+        ("duration", Goal(seconds=10), [snap(1, 100), snap(2, 100)], 0.2),
+        ("requests", Goal(requests=1000), [snap(1, 240, 10)], 0.25),
+        ("past the goal", Goal(seconds=1), [snap(1.004, 3)], 1.0),
+        ("no goal", Goal(), [snap(1, 5)], None),
+    ],
+)
+def test_tally_measures_progress_towards_the_goal(label, goal, snaps, fraction):
+    t = Tally()
+    for s in snaps:
+        t.add(s)
+    got = t.fraction(goal)
+    assert got == (pytest.approx(fraction) if fraction is not None else None), label
+
+
+def test_sparkline_scales_to_the_maximum():
+    assert sparkline([0, 50, 100]) == "▁▅█"
+    assert sparkline([0, 0]) == "▁▁"
+    assert sparkline([]) == ""
+
+
+def test_view_shows_bar_rate_percentiles_and_errors_by_class():
+    t = Tally()
+    t.add(snap(1, 900, 0))
+    t.add(snap(2, 1100, 7, intended_rate=1200.0, errors_by_class={"timeout": 5, "reset": 2}))
+    out = text_of(view(t, Goal(seconds=4)))
+    assert "2.0s / 4s  50%" in out
+    assert "1.11k/s of 1.20k/s intended" in out
+    assert "p50 1.50ms  p90 4.00ms  p99 9.00ms  max 20.00ms" in out
+    assert "2,000" in out  # answered so far
+    assert "7: reset 2, timeout 5" in out
+
+
+def test_view_prefers_p95_when_the_snapshot_has_it():
+    t = Tally()
+    t.add(snap(1, 10, p95_ms=6.0))
+    assert "p95 6.00ms" in text_of(view(t, Goal(seconds=2)))
+
+
+def test_plain_lines_off_a_terminal():
+    stream = io.StringIO()
+    progress = for_stream(stream, Goal(seconds=2))
+    assert isinstance(progress, PlainProgress)
+    progress(snap(1, 10, 1))
+    progress.close()
+    line = stream.getvalue()
+    assert line.count("\n") == 1 and "req/s=" in line and "errors=1" in line
