@@ -328,7 +328,7 @@ def test_answers_open_model_and_overrides():
 def test_analyse_bundles_models_and_checks():
     steps = synthetic_steps()
     samples = [{"t_s": float(t), "fds": 50.0 + 3 * t, "rss_bytes": 1e8} for t in range(40)]
-    out = analyse(steps, model="closed", samples=samples)
+    out = analyse(steps, model="closed", soak_samples=samples)
     assert out["usl"]["ok"] and out["usl"]["sigma"] == pytest.approx(0.05, abs=0.01)
     assert out["usl"]["x"] == "users" and len(out["usl"]["curve"]) == 50
     assert out["knee"]["load"] is not None

@@ -125,28 +125,31 @@ def answer_sentences(
     answers: dict[str, Any], model: str, max_load: float | None = None
 ) -> dict[str, str]:
     """answer_sentences says the four answers in words: keys ``throughput``, ``latency``,
-    ``optimal`` and ``limit``."""
-    x = answers["steady_state_throughput_rps"]
-    lat = answers["latency_ms"]
+    ``optimal`` and ``limit``. Optional keys may be missing (answers written by another
+    search), so the report can say the answers of any find result."""
+    x = answers.get("steady_state_throughput_rps")
+    lat = answers.get("latency_ms") or {}
     if x is None:
         throughput = "No step met every limit, so there is no steady-state throughput to report."
         latency = "No steady-state latency either: every step broke a limit."
     else:
-        throughput = (
-            f"In a steady state the service sustains {x:.0f} req/s "
-            f"(at {fmt_load(answers.get('steady_state_load'), model)})."
+        at = answers.get("steady_state_load")
+        throughput = f"In a steady state the service sustains {x:.0f} req/s" + (
+            f" (at {fmt_load(at, model)})." if at is not None else "."
         )
         latency = (
-            f"Its latency there: p50 {_ms(lat['p50'])}, p90 {_ms(lat['p90'])}, "
-            f"p95 {_ms(lat['p95'])}, p99 {_ms(lat['p99'])}, p99.9 {_ms(lat['p99_9'])}."
+            f"Its latency there: p50 {_ms(lat.get('p50'))}, p90 {_ms(lat.get('p90'))}, "
+            f"p95 {_ms(lat.get('p95'))}, p99 {_ms(lat.get('p99'))}, "
+            f"p99.9 {_ms(lat.get('p99_9'))}."
         )
-    opt = answers["optimal"]
-    if opt is None:
+    opt = answers.get("optimal")
+    if not opt:
         optimal = "No optimal operating point: no step met every limit."
     else:
+        load = opt.get("users", opt.get("rate"))
         optimal = (
-            f"It runs best at {fmt_load(opt[load_key(model)], model)}: "
-            f"{opt['throughput_rps']:.0f} req/s with p99 {_ms(opt['p99_ms'])}, the most "
+            f"It runs best at {fmt_load(load, model)}: "
+            f"{opt['throughput_rps']:.0f} req/s with p99 {_ms(opt.get('p99_ms'))}, the most "
             "throughput per unit of latency (Kleinrock's power) among the steps that met "
             "every limit."
         )
@@ -154,17 +157,21 @@ def answer_sentences(
         "throughput": throughput,
         "latency": latency,
         "optimal": optimal,
-        "limit": _limit_sentence(answers["limit"], model, max_load),
+        "limit": _limit_sentence(answers.get("limit") or {}, model, max_load),
     }
 
 
 def _limit_sentence(lim: dict[str, Any], model: str, max_load: float | None) -> str:
-    if lim["load"] is None:
+    reason = lim.get("reason") or "none"
+    if lim.get("load") is None:
         upto = f" up to {fmt_load(max_load, model)}" if max_load is not None else ""
-        return f"No limit was found{upto}; the search stopped on '{lim['reason']}'."
+        return f"No limit was found{upto}; the search stopped on '{reason}'."
+    x = lim.get("throughput_rps")
+    rate = f" ({x:.0f} req/s)" if x is not None else ""
+    detail = lim.get("detail")
     parts = [
-        f"It broke at {fmt_load(lim['load'], model)} ({lim['throughput_rps']:.0f} req/s): "
-        f"'{lim['reason']}' fired" + (f" ({lim['detail']})." if lim["detail"] else ".")
+        f"It broke at {fmt_load(lim['load'], model)}{rate}: '{reason}' fired"
+        + (f" ({detail})." if detail else ".")
     ]
     errors = {k: v for k, v in (lim.get("errors_by_class") or {}).items() if v}
     if errors:
@@ -215,13 +222,15 @@ def analyse(
     steps: Sequence[StepResult],
     *,
     model: str,
-    samples: Sequence[dict[str, Any]] = (),
+    soak_samples: Sequence[dict[str, Any]] = (),
     **answer_options: Any,
 ) -> dict[str, Any]:
     """analyse returns the analysis keys of the find result: ``answers`` (see
     :func:`build_answers`, which gets ``answer_options``), ``usl`` (the fit plus ``x``, what
     N is, and ``curve``), ``knee``, and ``checks`` with ``little`` (one entry per step with
-    an in-flight figure) and ``leaks`` (per resource of the monitor ``samples``, dicts)."""
+    an in-flight figure) and ``leaks``: the leak check per resource over ``soak_samples``
+    (monitor sample dicts taken while the load held still: a soak or the confirmation step;
+    over a stepped search fds and connections rise with the load, which is no leak)."""
     usl = fit_steps(steps, model)
     usl_d = usl.to_dict()
     usl_d["x"] = "users" if model == "closed" else "in-flight"
@@ -233,7 +242,7 @@ def analyse(
         if s.inflight_mean is not None and s.mean_ms is not None:
             c = little_check(s.inflight_mean, s.throughput_rps, s.mean_ms)
             little.append({"step": s.index, **c.to_dict()})
-    leaks = {k: t.to_dict() for k, t in leak_checks(samples).items()} if samples else {}
+    leaks = {k: t.to_dict() for k, t in leak_checks(soak_samples).items()} if soak_samples else {}
     return {
         "answers": build_answers(steps, model=model, **answer_options),
         "usl": usl_d,
