@@ -194,6 +194,13 @@ fn open_model_paces_at_the_rate() {
     // Hit 199 is due at 199/400 s: the run cannot end sooner (hits may leave up to 200 µs
     // early, batched with their neighbours).
     assert!(took >= 199.0 / 400.0 - 0.0002, "took {took}");
+    // Nor much later: at half the rate hit 199 would be due at 0.995 s. The run's own clock
+    // starts after the preflight, so only scheduling noise separates it from 0.4975 s.
+    assert!(
+        r.duration_s < 0.75,
+        "the run took {} s: paced slower than 400/s",
+        r.duration_s
+    );
     assert!(r.generator.intended_rate.is_some());
 }
 
