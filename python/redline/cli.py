@@ -14,6 +14,7 @@ from redline import __version__
 from redline.errors import RedlineError
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
+from redline.report_command import add_report_parser
 from redline.runner import defaults, run
 from redline.summary import render
 
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_run_parser(sub)
     add_target_parser(sub)
+    add_report_parser(sub)
     return p
 
 

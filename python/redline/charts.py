@@ -1,0 +1,343 @@
+"""charts: the report's charts as data. Each :class:`Chart` is a title, an x axis, series
+and columns, ready for the report's small generic uPlot renderer; building them in Python keeps
+the JavaScript free of knowledge about results, and lets tests check what will be drawn.
+
+Builders take the result dicts (see ``docs/schema/find.schema.json`` and
+``docs/schema/result.schema.json``) and return None when the result has nothing to draw.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: PALETTE: series colours, distinguishable in print and for the common colour blindnesses.
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
+
+#: ERROR_CLASSES: the engine's error classes, in the order the report lists them.
+ERROR_CLASSES = ("connect", "timeout", "read", "write", "reset", "protocol", "status")
+
+Column = list[float | None]
+
+
+@dataclass
+class Series:
+    """Series is one line of a chart: its label, colour, y scale (``y`` or ``y2``, the
+    right-hand axis), and whether it is drawn as points only (measurements against a fitted
+    curve) or with a dash."""
+
+    label: str
+    color: str
+    scale: str = "y"
+    points_only: bool = False
+    dash: bool = False
+
+
+@dataclass
+class Chart:
+    """Chart is one chart: ``id`` (stable, used by tests and anchors), title, axis labels,
+    ``series`` and ``data`` (column 0 is x, then one column per series, None for a gap)."""
+
+    id: str
+    title: str
+    x_label: str
+    y_label: str
+    series: list[Series]
+    data: list[Column]
+    y2_label: str | None = None
+    x_time: bool = False
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def points(self) -> int:
+        """points is how many non-null y values the chart has to draw."""
+        return sum(1 for col in self.data[1:] for v in col if v is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """to_dict is the chart as the renderer reads it."""
+        return asdict(self)
+
+
+def _num(v: Any) -> float | None:
+    """_num is a finite float or None (JSON has no NaN, and a chart can not draw one)."""
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _col(rows: Sequence[dict[str, Any]], key: str, scale: float = 1.0) -> Column:
+    out: Column = []
+    for r in rows:
+        v = _num(r.get(key))
+        out.append(None if v is None else v * scale)
+    return out
+
+
+def _colors(n: int) -> list[str]:
+    return [PALETTE[i % len(PALETTE)] for i in range(n)]
+
+
+def load_label(model: str) -> str:
+    """load_label names the load axis: users (closed) or offered req/s (open)."""
+    return "users" if model == "closed" else "offered req/s"
+
+
+def step_at(steps: Sequence[dict[str, Any]], t: float) -> dict[str, Any] | None:
+    """step_at is the step whose [start_s, end_s] holds time ``t``, None between steps."""
+    for s in steps:
+        start, end = _num(s.get("start_s")), _num(s.get("end_s"))
+        if start is not None and end is not None and start - 1e-6 <= t <= end + 1e-6:
+            return s
+    return None
+
+
+# -- over time (find and run) ----------------------------------------------------------------
+
+
+def throughput_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
+    """throughput_chart: offered (the intended rate, open model) and achieved req/s."""
+    if not ts:
+        return None
+    offered = _col(ts, "intended_rate")
+    series = [Series("achieved req/s", PALETTE[0])]
+    data = [_col(ts, "t_s"), _col(ts, "achieved_rate")]
+    if any(v is not None for v in offered):
+        series.append(Series("offered req/s", PALETTE[1], dash=True))
+        data.append(offered)
+    return Chart("throughput", "Throughput over time", "time (s)", "req/s", series, data)
+
+
+def latency_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
+    """latency_chart: the percentiles of each interval over time."""
+    if not ts:
+        return None
+    keys = [("p50", "p50_ms"), ("p90", "p90_ms"), ("p99", "p99_ms"), ("max", "max_ms")]
+    keys = [(label, k) for label, k in keys if any(k in r for r in ts)]
+    colors = _colors(len(keys))
+    series = [Series(label, colors[i], dash=label == "max") for i, (label, _) in enumerate(keys)]
+    data = [_col(ts, "t_s"), *(_col(ts, k) for _, k in keys)]
+    return Chart("latency", "Latency percentiles over time", "time (s)", "ms", series, data)
+
+
+def load_chart(
+    ts: Sequence[dict[str, Any]], steps: Sequence[dict[str, Any]], model: str
+) -> Chart | None:
+    """load_chart: the load the search held (from each interval's ``target`` or the step
+    that covers it) and, in the closed model, the connections the engine had open."""
+    if not ts:
+        return None
+    target: Column = []
+    for r in ts:
+        v = _num(r.get("target"))
+        if v is None:
+            t = _num(r.get("t_s"))
+            s = step_at(steps, t) if t is not None else None
+            v = _num(s.get("load")) if s else None
+        target.append(v)
+    series, data = [], [_col(ts, "t_s")]
+    if any(v is not None for v in target):
+        series.append(Series(load_label(model), PALETTE[0]))
+        data.append(target)
+    conns = _col(ts, "active_connections")
+    if any(v is not None for v in conns):
+        series.append(Series("open connections", PALETTE[2], dash=True))
+        data.append(conns)
+    if not series:
+        return None
+    return Chart("load", "Load over time", "time (s)", load_label(model), series, data)
+
+
+def errors_over_time_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
+    """errors_over_time_chart: failed requests per interval (a run has no per-step classes)."""
+    if not ts:
+        return None
+    return Chart(
+        "errors",
+        "Errors over time",
+        "time (s)",
+        "errors per interval",
+        [Series("errors", PALETTE[1])],
+        [_col(ts, "t_s"), _col(ts, "errors")],
+    )
+
+
+# -- per step (find) -------------------------------------------------------------------------
+
+
+def errors_chart(steps: Sequence[dict[str, Any]]) -> Chart | None:
+    """errors_chart: each step's failed requests by class (the total when the steps carry no
+    classes)."""
+    if not steps:
+        return None
+    classes = [
+        c for c in ERROR_CLASSES if any((s.get("errors_by_class") or {}).get(c) for s in steps)
+    ]
+    extra = sorted(
+        {c for s in steps for c, n in (s.get("errors_by_class") or {}).items() if n}
+        - set(ERROR_CLASSES)
+    )
+    classes += extra
+    x: Column = [_num(s.get("index")) for s in steps]
+    if classes:
+        colors = _colors(len(classes))
+        series = [Series(c, colors[i]) for i, c in enumerate(classes)]
+        data = [
+            x,
+            *([_num((s.get("errors_by_class") or {}).get(c, 0)) for s in steps] for c in classes),
+        ]
+    else:
+        series = [Series("errors", PALETTE[1])]
+        data = [x, [_num(s.get("errors", 0)) for s in steps]]
+    note = "" if any(v for col in data[1:] for v in col) else "no errors in any step"
+    return Chart(
+        "errors", "Errors by class per step", "step", "failed requests", series, data, note=note
+    )
+
+
+def usl_chart(
+    steps: Sequence[dict[str, Any]], usl: dict[str, Any] | None, model: str
+) -> Chart | None:
+    """usl_chart: measured throughput against concurrency, with the fitted USL curve (the x
+    is users in the closed model and mean in-flight requests in the open one)."""
+    pts: list[tuple[float, float]] = []
+    for s in steps:
+        n = _num(s.get("load")) if model == "closed" else _num(s.get("inflight_mean"))
+        if n is None and model != "closed":
+            x, lat = _num(s.get("throughput_rps")), _num(s.get("mean_ms")) or _num(s.get("p50_ms"))
+            n = x * lat / 1000 if x is not None and lat is not None else None
+        x = _num(s.get("throughput_rps"))
+        if n is not None and x is not None:
+            pts.append((n, x))
+    curve = [(float(a), float(b)) for a, b in (usl or {}).get("curve") or []]
+    if not pts:
+        return None
+    xs = sorted({p[0] for p in pts} | {c[0] for c in curve})
+    measured = {p[0]: p[1] for p in pts}
+    fitted = dict(curve)
+    data: list[Column] = [list(xs), [measured.get(v) for v in xs]]
+    series = [Series("measured", PALETTE[0], points_only=True)]
+    note = ""
+    if curve:
+        series.append(Series("USL fit", PALETTE[1]))
+        data.append([fitted.get(v) for v in xs])
+        sigma, kappa, r2 = (usl or {}).get("sigma"), (usl or {}).get("kappa"), (usl or {}).get("r2")
+        note = (
+            f"σ={sigma:.4g}, κ={kappa:.3g}, R²={r2:.3f}" if None not in (sigma, kappa, r2) else ""
+        )
+    elif usl:
+        note = f"no USL fit: {usl.get('note', '')}"
+    xl = "users" if model == "closed" else "requests in flight"
+    return Chart("usl", "Throughput against concurrency", xl, "req/s", series, data, note=note)
+
+
+def hockey_chart(steps: Sequence[dict[str, Any]]) -> Chart | None:
+    """hockey_chart: latency against throughput per step, the hockey stick whose blade is
+    where queueing starts. Drawn as points: past a throughput peak (retrograde scaling) the
+    steps are not in throughput order, and a line through them would zig-zag."""
+    rows = sorted(
+        (s for s in steps if _num(s.get("throughput_rps")) is not None),
+        key=lambda s: float(s["throughput_rps"]),
+    )
+    if not rows:
+        return None
+    keys = [("p50", "p50_ms"), ("p90", "p90_ms"), ("p99", "p99_ms")]
+    keys = [(label, k) for label, k in keys if any(_num(r.get(k)) is not None for r in rows)]
+    colors = _colors(len(keys))
+    return Chart(
+        "hockey",
+        "Latency against throughput",
+        "req/s",
+        "ms",
+        [Series(label, colors[i], points_only=True) for i, (label, _) in enumerate(keys)],
+        [_col(rows, "throughput_rps"), *(_col(rows, k) for _, k in keys)],
+    )
+
+
+# -- the service -----------------------------------------------------------------------------
+
+
+def cpu_chart(samples: Sequence[dict[str, Any]]) -> Chart | None:
+    """cpu_chart: the service's CPU % (100 = one core) and the host's load average."""
+    cpu, load = _col(samples, "cpu_percent"), _col(samples, "load1")
+    if not any(v is not None for v in cpu + load):
+        return None
+    series, data = [], [_col(samples, "t_s")]
+    if any(v is not None for v in cpu):
+        series.append(Series("CPU %", PALETTE[3]))
+        data.append(cpu)
+    if any(v is not None for v in load):
+        series.append(Series("load average (1 min)", PALETTE[4], scale="y2", dash=True))
+        data.append(load)
+    return Chart(
+        "service-cpu", "Service CPU", "time (s)", "CPU %", series, data, y2_label="load average"
+    )
+
+
+def resources_chart(samples: Sequence[dict[str, Any]]) -> Chart | None:
+    """resources_chart: the service's resident memory (MiB) and open file descriptors."""
+    rss, fds = _col(samples, "rss_bytes", 1 / 2**20), _col(samples, "fds")
+    if not any(v is not None for v in rss + fds):
+        return None
+    series, data = [], [_col(samples, "t_s")]
+    if any(v is not None for v in rss):
+        series.append(Series("RSS MiB", PALETTE[5]))
+        data.append(rss)
+    if any(v is not None for v in fds):
+        series.append(Series("open fds", PALETTE[6], scale="y2"))
+        data.append(fds)
+    return Chart(
+        "service-resources",
+        "Service memory and file descriptors",
+        "time (s)",
+        "MiB",
+        series,
+        data,
+        y2_label="fds",
+    )
+
+
+def monitor_samples(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """monitor_samples is the result's monitor series: a list, or ``{"samples": [...]}``."""
+    m = result.get("monitor")
+    if isinstance(m, dict):
+        m = m.get("samples")
+    return [s for s in (m or []) if isinstance(s, dict) and _num(s.get("t_s")) is not None]
+
+
+def find_charts(result: dict[str, Any]) -> list[Chart]:
+    """find_charts is every chart of a find result that has data, in report order."""
+    ts = result.get("timeseries") or []
+    steps = result.get("steps") or []
+    model = result.get("model", "closed")
+    samples = monitor_samples(result)
+    charts = [
+        throughput_chart(ts),
+        latency_chart(ts),
+        load_chart(ts, steps, model),
+        errors_chart(steps),
+        cpu_chart(samples),
+        resources_chart(samples),
+        usl_chart(steps, result.get("usl"), model),
+        hockey_chart(steps),
+    ]
+    return [c for c in charts if c is not None]
+
+
+def run_charts(result: dict[str, Any]) -> list[Chart]:
+    """run_charts is every chart of a plain run result that has data."""
+    ts = result.get("timeseries") or []
+    charts = [
+        throughput_chart(ts),
+        latency_chart(ts),
+        load_chart(ts, [], result.get("model", "closed")),
+        errors_over_time_chart(ts),
+        cpu_chart(monitor_samples(result)),
+        resources_chart(monitor_samples(result)),
+    ]
+    return [c for c in charts if c is not None]

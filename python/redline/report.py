@@ -1,0 +1,618 @@
+"""report: a result as a document people read. One self-contained HTML file (charts drawn by
+uPlot, vendored under ``redline/assets`` and inlined, so it opens offline) and a Markdown
+summary with the table the seed authors typed by hand.
+
+A *find result* is the dict ``redline find --json`` writes (``docs/schema/find.schema.json``):
+``answers``, ``steps``, ``timeseries``, and optionally ``usl``, ``knee``, ``checks``,
+``monitor``, ``stop``, ``config``. A *run result* is ``redline run --json``'s document
+(``docs/schema/result.schema.json``). The renderers only read; missing optional figures show
+as a dash.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from redline.analysis import answer_sentences
+from redline.charts import Chart, find_charts, monitor_samples, run_charts
+from redline.errors import RedlineError
+
+#: UPLOT_VERSION is the version of the vendored charting library (see assets/README.md).
+UPLOT_VERSION = "1.6.32"
+
+#: QUESTIONS: the four questions, in the order every report answers them.
+QUESTIONS = (
+    ("throughput", "Steady-state throughput"),
+    ("latency", "Latency distribution"),
+    ("optimal", "Optimal operating point"),
+    ("limit", "Limits"),
+)
+
+DASH = "–"
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+
+def is_find_result(result: dict[str, Any]) -> bool:
+    """is_find_result: the dict is a find result (it has answers and steps), not a run's."""
+    return isinstance(result.get("answers"), dict) and isinstance(result.get("steps"), list)
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """load_result reads a find or run result from JSON; a missing file, bad JSON or a
+    document that is neither raises :class:`RedlineError` with one line saying so."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise RedlineError(f"cannot read {str(path)!r}: {e.strerror or e}") from e
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RedlineError(f"{str(path)!r} is not JSON: {e.msg} at line {e.lineno}") from e
+    if not isinstance(data, dict) or not (is_find_result(data) or "timeseries" in data):
+        raise RedlineError(f"{str(path)!r} is neither a find nor a run result")
+    return data
+
+
+def write_reports(
+    result: dict[str, Any], html_path: str | Path | None = None, md_path: str | Path | None = None
+) -> None:
+    """write_reports writes the HTML and/or Markdown report of a find or run result (a run
+    result has no Markdown table: only HTML)."""
+    if html_path is not None:
+        render = render_html if is_find_result(result) else render_run_html
+        Path(html_path).write_text(render(result))
+    if md_path is not None:
+        if not is_find_result(result):
+            raise RedlineError("--markdown: only a find result has the steps table")
+        Path(md_path).write_text(render_markdown(result))
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+
+def _num(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def fmt(v: Any, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
+    """fmt shows a figure with ``digits`` significant digits (whole numbers above that), or
+    a dash when it is missing."""
+    f = _num(v)
+    if f is None:
+        return DASH
+    f *= scale
+    if abs(f) >= 10 ** (digits - 1):
+        return f"{f:,.0f}{suffix}"
+    return f"{f:.{digits}g}{suffix}"
+
+
+def _pct(v: Any) -> str:
+    f = _num(v)
+    return DASH if f is None else f"{100 * f:.2f}"
+
+
+def _sanitise(v: Any) -> Any:
+    """_sanitise replaces NaN and infinities (which JSON lacks) by None, recursively."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _sanitise(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_sanitise(x) for x in v]
+    return v
+
+
+def _script_json(v: Any) -> str:
+    """_script_json is JSON safe inside a <script> element (no '</script>' can close it)."""
+    text = json.dumps(_sanitise(v), allow_nan=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def sentences(result: dict[str, Any]) -> dict[str, str]:
+    """sentences is the four answers in words: the result's own ``answers.text`` when the
+    search wrote it, else said here from the figures."""
+    answers = result.get("answers") or {}
+    text = answers.get("text")
+    if isinstance(text, dict) and all(isinstance(text.get(k), str) for k, _ in QUESTIONS):
+        return {k: text[k] for k, _ in QUESTIONS}
+    loads = [v for v in (_num(s.get("load")) for s in result.get("steps") or []) if v is not None]
+    return answer_sentences(answers, result.get("model", "closed"), max(loads, default=None))
+
+
+def _load_of(answer: dict[str, Any] | None) -> Any:
+    if not answer:
+        return None
+    return answer.get("users", answer.get("rate", answer.get("load")))
+
+
+def headline(result: dict[str, Any]) -> dict[str, str]:
+    """headline is the big figure of each answer card."""
+    a = result.get("answers") or {}
+    lat = a.get("latency_ms") or {}
+    unit = "users" if result.get("model", "closed") == "closed" else "req/s offered"
+    opt, lim = a.get("optimal") or {}, a.get("limit") or {}
+    return {
+        "throughput": f"{fmt(a.get('steady_state_throughput_rps'))} req/s",
+        "latency": f"p99 {fmt(lat.get('p99'))} ms",
+        "optimal": f"{fmt(_load_of(opt))} {unit}" if opt else DASH,
+        "limit": f"{fmt(lim.get('throughput_rps'))} req/s at {fmt(lim.get('load'))} {unit}"
+        if lim.get("load") is not None
+        else "not reached",
+    }
+
+
+def notes(result: dict[str, Any]) -> list[str]:
+    """notes are the warnings a reader must not miss: a limit that is redline's own, steps
+    whose figures fail Little's law, suspected leaks, a poor USL fit, an unsteady step."""
+    out = []
+    if (
+        result.get("generator_limited")
+        or (result.get("stop") or {}).get("condition") == "generator"
+    ):
+        out.append(
+            "The limit found is redline's own: the load generator ran out of CPU before the "
+            "service did. Give redline more cores (or run it on another machine) and search again."
+        )
+    checks = result.get("checks") or {}
+    bad = [c for c in checks.get("little") or [] if c.get("ok") is False]
+    if bad:
+        listed = ", ".join(
+            f"step {c.get('step')} (in flight {fmt(c.get('inflight'))} vs "
+            f"throughput x latency {fmt(c.get('expected'))})"
+            for c in bad
+        )
+        out.append(
+            f"Little's law does not hold for {listed}: treat those steps' figures as a "
+            "measurement problem (a generator that fell behind, or lost completions)."
+        )
+    for key, trend in (checks.get("leaks") or {}).items():
+        if trend.get("suspected"):
+            p = _num(trend.get("p_value"))
+            sig = DASH if p is None else "p<0.001" if p < 0.001 else f"p={p:.3f}"
+            out.append(
+                f"Suspected leak: the service's {key.replace('_', ' ')} rose "
+                f"{fmt(trend.get('rise'))} while the load held steady "
+                f"({fmt(trend.get('slope_per_s'))}/s, {sig})."
+            )
+    usl = result.get("usl") or {}
+    if usl.get("ok") and _num(usl.get("r2")) is not None and float(usl["r2"]) < 0.9:
+        out.append(f"The USL fits these steps poorly (R² {fmt(usl['r2'])}): read its peak loosely.")
+    unsteady = [s.get("index") for s in result.get("steps") or [] if s.get("steady") is False]
+    if unsteady:
+        out.append(
+            "Steps "
+            + ", ".join(str(i) for i in unsteady)
+            + " never became steady within the maximum step time."
+        )
+    return out
+
+
+# -- the steps table -------------------------------------------------------------------------
+
+
+def _verdict(step: dict[str, Any]) -> str:
+    fired = step.get("fired") or []
+    if not fired and step.get("ok", True):
+        return "ok"
+    return ", ".join(fired) or "bad"
+
+
+def _cpu_load(step: dict[str, Any]) -> str:
+    svc = step.get("service") or {}
+    cpu, load = _num(svc.get("cpu_percent")), _num(svc.get("load1"))
+    if cpu is None and load is None:
+        return DASH
+    return f"{fmt(cpu, 3)} / {fmt(load, 3)}"
+
+
+#: STEP_COLUMNS: the HTML steps table: heading and how to show each step's figure.
+STEP_COLUMNS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+    ("step", lambda s: str(s.get("index", DASH))),
+    ("phase", lambda s: str(s.get("phase") or DASH)),
+    ("load", lambda s: fmt(s.get("load"))),
+    ("duration s", lambda s: fmt(s.get("duration_s"))),
+    ("offered req/s", lambda s: fmt(s.get("offered_rps"))),
+    ("req/s", lambda s: fmt(s.get("throughput_rps"))),
+    ("p50 ms", lambda s: fmt(s.get("p50_ms"))),
+    ("p90 ms", lambda s: fmt(s.get("p90_ms"))),
+    ("p95 ms", lambda s: fmt(s.get("p95_ms"))),
+    ("p99 ms", lambda s: fmt(s.get("p99_ms"))),
+    ("p99.9 ms", lambda s: fmt(s.get("p99_9_ms"))),
+    ("errors %", lambda s: _pct(s.get("error_rate"))),
+    ("in flight", lambda s: fmt(s.get("inflight_mean"))),
+    ("CPU % / load", _cpu_load),
+    ("RSS MiB", lambda s: fmt((s.get("service") or {}).get("rss_bytes"), scale=1 / 2**20)),
+    ("fds", lambda s: fmt((s.get("service") or {}).get("fds"))),
+    ("verdict", _verdict),
+]
+
+
+def _steps_html(result: dict[str, Any]) -> str:
+    steps = result.get("steps") or []
+    a = result.get("answers") or {}
+    opt_step = (a.get("optimal") or {}).get("step")
+    lim_step = (a.get("limit") or {}).get("step")
+    unit = "users" if result.get("model", "closed") == "closed" else "offered req/s"
+    head = "".join(
+        f"<th>{html.escape(unit if name == 'load' else name)}</th>" for name, _ in STEP_COLUMNS
+    )
+    rows = []
+    for s in steps:
+        cls = ["ok" if _verdict(s) == "ok" else "bad"]
+        if opt_step is not None and s.get("index") == opt_step:
+            cls.append("optimal")
+        if lim_step is not None and s.get("index") == lim_step:
+            cls.append("limit")
+        cells = "".join(f"<td>{html.escape(show(s))}</td>" for _, show in STEP_COLUMNS)
+        title = html.escape(str(s.get("why") or ""), quote=True)
+        rows.append(f'<tr class="{" ".join(cls)}" title="{title}">{cells}</tr>')
+    if not rows:
+        rows.append(f'<tr><td colspan="{len(STEP_COLUMNS)}">no steps</td></tr>')
+    return (
+        '<table class="steps"><thead><tr>'
+        + head
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+# -- the models ------------------------------------------------------------------------------
+
+
+def _models_html(result: dict[str, Any]) -> str:
+    usl, knee = result.get("usl") or {}, result.get("knee") or {}
+    items = []
+    if usl.get("ok"):
+        peak = (
+            f"predicted peak {fmt(usl.get('peak_throughput_rps'))} req/s at "
+            f"{fmt(usl.get('peak_n'))} {usl.get('x', 'users')}"
+            if usl.get("peak_n") is not None
+            else "no predicted peak (κ = 0: throughput levels off)"
+        )
+        items.append(
+            f"Universal Scalability Law: λ = {fmt(usl.get('lam'))} req/s per user, "
+            f"σ = {fmt(usl.get('sigma'))} (contention), κ = {fmt(usl.get('kappa'))} "
+            f"(crosstalk), R² = {fmt(usl.get('r2'))}; {peak}."
+        )
+    elif usl:
+        items.append(f"Universal Scalability Law: no fit ({usl.get('note', '')}).")
+    if knee.get("load") is not None:
+        items.append(
+            f"Knee of throughput against load: {fmt(knee['load'])} "
+            f"({fmt(knee.get('throughput_rps'))} req/s)."
+        )
+    elif knee:
+        items.append("Knee: none found (throughput still grew with load).")
+    stop = result.get("stop") or {}
+    if stop:
+        items.append(
+            f"The search stopped on '{stop.get('condition', DASH)}'"
+            + (f": {stop['detail']}" if stop.get("detail") else "")
+            + "."
+        )
+    if not items:
+        return ""
+    return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+
+
+def _config_html(result: dict[str, Any]) -> str:
+    config = result.get("config") or result.get("limits")
+    if not config:
+        return ""
+    text = json.dumps(_sanitise(config), indent=2, sort_keys=True, default=str)
+    return f"<details><summary>Configuration</summary><pre>{html.escape(text)}</pre></details>"
+
+
+# -- the page --------------------------------------------------------------------------------
+
+
+def _asset(name: str) -> str:
+    return resources.files("redline").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1b1f24;
+background:#fafbfc}
+main{max-width:1200px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px}
+.meta{color:#57606a;margin:0 0 16px}
+.answers{display:grid;grid-template-columns:repeat(auto-fit,minmax(250px,1fr));gap:12px}
+.answer{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px 14px}
+.answer h3{font-size:12px;text-transform:uppercase;letter-spacing:.05em;color:#57606a;margin:0}
+.answer .figure{font-size:22px;font-weight:600;margin:4px 0}
+.answer p{margin:0;color:#24292f}
+.notes{background:#fff8c5;border:1px solid #d4a72c;border-radius:8px;padding:8px 14px 8px 30px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:14px}
+figure.chart{background:#fff;border:1px solid #d0d7de;border-radius:8px;margin:0;padding:8px}
+figure.chart figcaption{font-weight:600;margin:0 0 4px}
+figure.chart .note{color:#57606a;font-size:12px}
+table.steps{border-collapse:collapse;background:#fff;font-size:12.5px;width:100%}
+table.steps th,table.steps td{border:1px solid #d0d7de;padding:3px 6px;text-align:right;
+white-space:nowrap}
+table.steps th{background:#f3f4f6}
+table.steps tr.bad td{background:#fff1f0}table.steps tr.optimal td{background:#e6f6e6;
+font-weight:600}table.steps tr.limit td:last-child{color:#b42318;font-weight:600}
+.scroll{overflow-x:auto}pre{background:#fff;border:1px solid #d0d7de;padding:8px;overflow:auto}
+footer{color:#57606a;font-size:12px;margin-top:28px}
+"""
+
+#: RENDERER draws every chart spec with uPlot and records, per chart, that it was drawn.
+RENDERER = """
+(function () {
+  var specs = JSON.parse(document.getElementById("redline-charts").textContent);
+  var drawn = (window.redlineCharts = []);
+  var plots = [];
+  specs.forEach(function (spec) {
+    var box = document.querySelector('[data-chart="' + spec.id + '"] .plot');
+    var state = { id: spec.id, draws: 0 };
+    drawn.push(state);
+    var series = [{ label: spec.x_label }];
+    spec.series.forEach(function (s) {
+      var o = { label: s.label, stroke: s.color, scale: s.scale, width: 2, spanGaps: true };
+      if (s.dash) o.dash = [6, 4];
+      if (s.points_only) {
+        o.paths = function () { return null; };
+        o.points = { show: true, size: 9, fill: s.color, stroke: s.color };
+      }
+      series.push(o);
+    });
+    var axes = [{ label: spec.x_label }, { label: spec.y_label, scale: "y" }];
+    if (spec.series.some(function (s) { return s.scale === "y2"; })) {
+      axes.push({ label: spec.y2_label || "", scale: "y2", side: 1, grid: { show: false } });
+    }
+    var opts = {
+      width: Math.max(320, box.clientWidth || 560),
+      height: 260,
+      series: series,
+      axes: axes,
+      scales: { x: { time: false } },
+      cursor: { drag: { x: true, y: false } },
+      hooks: { draw: [function () { state.draws += 1; }] },
+    };
+    plots.push([new uPlot(opts, spec.data, box), box]);
+  });
+  window.addEventListener("resize", function () {
+    plots.forEach(function (p) {
+      p[0].setSize({ width: Math.max(320, p[1].clientWidth), height: 260 });
+    });
+  });
+})();
+"""
+
+
+def _charts_html(charts: Sequence[Chart]) -> str:
+    figs = []
+    for c in charts:
+        note = f'<div class="note">{html.escape(c.note)}</div>' if c.note else ""
+        figs.append(
+            f'<figure class="chart" id="chart-{c.id}" data-chart="{c.id}">'
+            f"<figcaption>{html.escape(c.title)}</figcaption>{note}"
+            '<div class="plot"></div></figure>'
+        )
+    return '<div class="charts">' + "".join(figs) + "</div>"
+
+
+def _page(title: str, meta: str, body: str, charts: Sequence[Chart]) -> str:
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{html.escape(title)}</title>"
+        f"<style>{_asset('uPlot.min.css')}</style><style>{CSS}</style></head>"
+        f'<body><main><h1>{html.escape(title)}</h1><p class="meta">{html.escape(meta)}</p>'
+        f"{body}"
+        f'<h2 id="charts">Charts</h2>{_charts_html(charts)}'
+        f"<footer>Generated by redline on {generated}. Charts by uPlot {UPLOT_VERSION} "
+        "(MIT licence, embedded).</footer></main>"
+        f'<script type="application/json" id="redline-charts">'
+        f"{_script_json([c.to_dict() for c in charts])}</script>"
+        f"<script>{_asset('uPlot.iife.min.js')}</script>"
+        f"<script>{RENDERER}</script></body></html>\n"
+    )
+
+
+def _answers_html(result: dict[str, Any]) -> str:
+    text, figures = sentences(result), headline(result)
+    cards = "".join(
+        f'<div class="answer" id="answer-{key}"><h3>{i}. {html.escape(title)}</h3>'
+        f'<div class="figure">{html.escape(figures[key])}</div>'
+        f"<p>{html.escape(text[key])}</p></div>"
+        for i, (key, title) in enumerate(QUESTIONS, 1)
+    )
+    return f'<section class="answers" id="answers">{cards}</section>'
+
+
+def _meta(result: dict[str, Any]) -> str:
+    model = result.get("model", "closed")
+    parts = [str(result.get("scenario") or result.get("url") or "")]
+    parts.append(f"{model} model ({'users' if model == 'closed' else 'arrival rate'} stepped)")
+    if result.get("started_at"):
+        parts.append(str(result["started_at"]))
+    if _num(result.get("duration_s")) is not None:
+        parts.append(f"{fmt(result['duration_s'])} s")
+    stop = (result.get("stop") or {}).get("condition")
+    if stop:
+        parts.append(f"stopped on '{stop}'")
+    return " · ".join(p for p in parts if p)
+
+
+def render_html(result: dict[str, Any]) -> str:
+    """render_html renders a find result as one self-contained HTML page: the four answers
+    at the top, warnings, the charts, the steps table, the models and the configuration."""
+    warn = notes(result)
+    body = _answers_html(result)
+    if warn:
+        body += (
+            '<h2 id="notes">Read this first</h2><ul class="notes">'
+            + "".join(f"<li>{html.escape(n)}</li>" for n in warn)
+            + "</ul>"
+        )
+    tables = (
+        f'<h2 id="steps">Steps</h2><div class="scroll">{_steps_html(result)}</div>'
+        f'<h2 id="models">Models</h2>{_models_html(result)}{_config_html(result)}'
+    )
+    page = _page("redline capacity report", _meta(result), body, find_charts(result))
+    return page.replace('<h2 id="charts">', tables + '<h2 id="charts">', 1)
+
+
+def _run_sentences(result: dict[str, Any]) -> dict[str, str]:
+    lat = result.get("latency_ms") or {}
+    gen = result.get("generator") or {}
+    errors = {k: v for k, v in (result.get("errors") or {}).items() if v}
+    return {
+        "throughput": f"{fmt(result.get('requests'))} requests in {fmt(result.get('duration_s'))} s"
+        f" after warm-up: {fmt(result.get('rps'))} req/s.",
+        "latency": f"p50 {fmt(lat.get('p50'))} ms, p90 {fmt(lat.get('p90'))} ms, "
+        f"p99 {fmt(lat.get('p99'))} ms, p99.9 {fmt(lat.get('p99_9'))} ms, "
+        f"max {fmt(lat.get('max'))} ms.",
+        "errors": (
+            "Errors: " + ", ".join(f"{v} {k}" for k, v in errors.items()) + "."
+            if errors
+            else "No errors."
+        )
+        + f" Non-2xx responses: {result.get('non_2xx', 0)}.",
+        "generator": str(gen.get("verdict") or ""),
+    }
+
+
+def render_run_html(result: dict[str, Any]) -> str:
+    """render_run_html renders a plain ``redline run`` result (its --json document) as one
+    self-contained HTML page: throughput and latency at the top, then the charts over time
+    and the per-name table. A single run cannot say where the service runs best or breaks:
+    that is ``redline find``'s job."""
+    text = _run_sentences(result)
+    cards = [
+        ("throughput", "Throughput", f"{fmt(result.get('rps'))} req/s"),
+        (
+            "latency",
+            "Latency distribution",
+            f"p99 {fmt((result.get('latency_ms') or {}).get('p99'))} ms",
+        ),
+        (
+            "errors",
+            "Errors",
+            f"{fmt(result.get('errors_total', sum((result.get('errors') or {}).values())))}",
+        ),
+        (
+            "generator",
+            "Generator",
+            "saturated" if (result.get("generator") or {}).get("saturated") else "kept up",
+        ),
+    ]
+    body = (
+        '<section class="answers" id="answers">'
+        + "".join(
+            f'<div class="answer" id="answer-{k}"><h3>{html.escape(t)}</h3>'
+            f'<div class="figure">{html.escape(f)}</div><p>{html.escape(text[k])}</p></div>'
+            for k, t, f in cards
+        )
+        + "</section>"
+    )
+    per_name = result.get("per_name") or {}
+    if per_name:
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td>{fmt(v.get('requests'))}</td>"
+            f"<td>{fmt(v.get('errors'))}</td>"
+            + "".join(
+                f"<td>{fmt((v.get('latency_ms') or {}).get(k))}</td>"
+                for k in ("p50", "p90", "p99", "max")
+            )
+            + "</tr>"
+            for name, v in sorted(per_name.items())
+        )
+        body += (
+            '<h2 id="per-name">Requests by name</h2><table class="steps"><thead><tr>'
+            "<th>name</th><th>requests</th><th>errors</th><th>p50 ms</th><th>p90 ms</th>"
+            f"<th>p99 ms</th><th>max ms</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    meta = " · ".join(
+        str(p)
+        for p in (
+            f"{result.get('method', 'GET')} {result.get('url', '')}",
+            f"{result.get('model', 'closed')} model",
+            f"{result.get('connections', DASH)} connections",
+            f"{fmt(result.get('duration_s'))} s",
+        )
+    )
+    return _page("redline run report", meta, body, run_charts(result))
+
+
+# -- Markdown --------------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """render_markdown renders a find result as Markdown: the four answers, then the table
+    the seed authors typed by hand (step, users or rate, duration, RPS, p50, p95, p99,
+    failures %, service CPU / load, verdict), then the warnings and the models."""
+    model = result.get("model", "closed")
+    text = sentences(result)
+    out = [f"# redline capacity report: {result.get('scenario') or result.get('url') or ''}", ""]
+    out += [_meta(result), "", "## The four answers", ""]
+    for i, (key, title) in enumerate(QUESTIONS, 1):
+        out.append(f"{i}. **{title}:** {text[key]}")
+    warn = notes(result)
+    if warn:
+        out += ["", "## Read this first", ""] + [f"- {n}" for n in warn]
+    unit = "Users" if model == "closed" else "Rate (req/s)"
+    header = [
+        "Step",
+        unit,
+        "Duration (s)",
+        "RPS",
+        "p50 (ms)",
+        "p95 (ms)",
+        "p99 (ms)",
+        "Failures (%)",
+        "Service CPU (%) / load",
+        "Verdict",
+    ]
+    out += ["", "## Steps", "", "| " + " | ".join(header) + " |"]
+    out.append(
+        "|" + "|".join("---:" if i < len(header) - 1 else "---" for i in range(len(header))) + "|"
+    )
+    for s in result.get("steps") or []:
+        verdict = _verdict(s)
+        if s.get("why"):
+            verdict += f": {s['why']}"
+        cells = [
+            str(s.get("index", DASH)),
+            fmt(s.get("load")),
+            fmt(s.get("duration_s")),
+            fmt(s.get("throughput_rps")),
+            fmt(s.get("p50_ms")),
+            fmt(s.get("p95_ms")),
+            fmt(s.get("p99_ms")),
+            _pct(s.get("error_rate")),
+            _cpu_load(s),
+            verdict,
+        ]
+        out.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    models = _models_html(result)
+    if models:
+        items = [html.unescape(i.split("</li>")[0]) for i in models.split("<li>")[1:]]
+        out += ["", "## Models", ""] + [f"- {i}" for i in items]
+    samples = monitor_samples(result)
+    if samples:
+        out += ["", f"Service monitor: {len(samples)} samples (see the HTML report's charts)."]
+    return "\n".join(out) + "\n"

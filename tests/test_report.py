@@ -1,0 +1,494 @@
+"""Tests for redline.report and redline.charts: the find result's schema, the Markdown table,
+the HTML page (structure here, drawing in headless Chromium), ``redline report``, and the
+run report from a real run against the target server."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+import pytest
+import redline
+from conftest import run_cli
+from redline.analysis import StepResult, analyse, usl_throughput
+from redline.charts import find_charts, run_charts
+from redline.report import (
+    load_result,
+    render_html,
+    render_markdown,
+    render_run_html,
+    write_reports,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+FIND_SCHEMA = json.loads((ROOT / "docs/schema/find.schema.json").read_text())
+RUN_SCHEMA = json.loads((ROOT / "docs/schema/result.schema.json").read_text())
+
+#: FIND_CHARTS: every chart a find result with a monitor draws.
+FIND_CHARTS = {
+    "throughput",
+    "latency",
+    "load",
+    "errors",
+    "service-cpu",
+    "service-resources",
+    "usl",
+    "hockey",
+}
+
+
+def synthetic_find_result(model: str = "closed", monitor: bool = True) -> dict[str, Any]:
+    """synthetic_find_result: a search over a USL service (λ 50, σ 0.04, κ 0.004), 5 s
+    steps sampled every 0.5 s, a p99 SLO of 150 ms that breaks at 24 users, a monitor, a
+    soak whose fds leak, and the analysis of it all: the shape `redline find --json` writes."""
+    rng = np.random.default_rng(7)
+    steps: list[StepResult] = []
+    timeseries: list[dict[str, Any]] = []
+    samples: list[dict[str, Any]] = []
+    t = 0.0
+    for i, n in enumerate([1, 2, 4, 8, 12, 16, 24]):
+        x = float(usl_throughput(n, 50, 0.04, 0.004))
+        mean = 1000 * n / x
+        load = n if model == "closed" else round(x * 1.05, 1)
+        fired = ["slo"] if 2.4 * mean > 150 else []
+        steps.append(
+            StepResult(
+                index=i,
+                load=float(load),
+                model=model,
+                phase="sweep",
+                start_s=t,
+                end_s=t + 5,
+                offered_rps=load if model == "open" else None,
+                throughput_rps=x,
+                p50_ms=0.9 * mean,
+                p90_ms=1.6 * mean,
+                p95_ms=1.9 * mean,
+                p99_ms=2.4 * mean,
+                p99_9_ms=3.5 * mean,
+                mean_ms=mean,
+                max_ms=5 * mean,
+                requests=int(5 * x),
+                errors=12 if fired else 0,
+                errors_by_class={"timeout": 9, "status": 3} if fired else {},
+                error_rate=12 / (5 * x) if fired else 0.0,
+                inflight_mean=float(n),
+                steady=True,
+                service={
+                    "cpu_percent": 9.0 * n,
+                    "load1": 0.2 * n,
+                    "rss_bytes": 8e7,
+                    "fds": 30.0 + 4 * i,
+                },
+                fired=fired,
+                why="p99 was over 150 ms (SLO p99<150ms)" if fired else "",
+            )
+        )
+        for k in range(10):
+            t += 0.5
+            noise = 1 + rng.normal(0, 0.03)
+            timeseries.append(
+                {
+                    "t_s": round(t, 3),
+                    "warmup": False,
+                    "requests": int(x * 0.5 * noise),
+                    "errors": 1 if fired and k % 4 == 0 else 0,
+                    "p50_ms": 0.9 * mean * noise,
+                    "p90_ms": 1.6 * mean * noise,
+                    "p99_ms": 2.4 * mean * noise,
+                    "max_ms": 5 * mean * noise,
+                    "active_connections": n,
+                    "intended_rate": load if model == "open" else None,
+                    "achieved_rate": x * noise,
+                    "send_lag_ms": 0.0,
+                    "target": float(load),
+                    "step": i,
+                }
+            )
+            if monitor and k % 2 == 1:
+                samples.append(
+                    {
+                        "t_s": round(t, 3),
+                        "cpu_percent": 9.0 * n * noise,
+                        "load1": 0.2 * n,
+                        "rss_bytes": 8e7 + 1e5 * t,
+                        "fds": 30.0 + 2 * t,
+                        "threads": 4.0,
+                        "connections": float(n),
+                        "extra": {'taskqueue_tasks{status="queued"}': float(i)},
+                    }
+                )
+    # A 10 s soak at 8 users after the search, whose fds keep climbing (the seed's leak).
+    soak = [
+        {"t_s": t + k, "cpu_percent": 72.0, "load1": 1.6, "rss_bytes": 8e7, "fds": 100.0 + 3 * k}
+        for k in range(1, 11)
+    ]
+    samples += soak if monitor else []
+    analysis = analyse(steps, model=model, soak_samples=soak if monitor else [])
+    return {
+        "version": 1,
+        "url": "http://127.0.0.1:8080/",
+        "scenario": None,
+        "model": model,
+        "started_at": "2026-11-23T20:00:00Z",
+        "duration_s": t,
+        "stop": {"condition": "slo", "detail": "p99 was over 150 ms (SLO p99<150ms)"},
+        "generator_limited": False,
+        "config": {"slos": ["p99<150ms"], "max_errors": 0.01, "max_time_s": 180},
+        "steps": [s.to_dict() for s in steps],
+        "timeseries": timeseries,
+        "monitor": samples,
+        **analysis,
+    }
+
+
+@pytest.fixture(scope="module")
+def find_result() -> dict[str, Any]:
+    return synthetic_find_result()
+
+
+# -- the JSON result and its schema ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "label,model,monitor",
+    [("closed", "closed", True), ("open", "open", True), ("no monitor", "closed", False)],
+)
+def test_find_result_validates(label, model, monitor):
+    result = json.loads(json.dumps(synthetic_find_result(model, monitor)))
+    jsonschema.validate(result, FIND_SCHEMA)
+    key = "users" if model == "closed" else "rate"
+    assert key in result["answers"]["optimal"]
+    assert result["answers"]["limit"]["reason"] == "slo"
+
+
+@pytest.mark.parametrize(
+    "label,mutate",
+    [
+        ("answers missing", lambda r: r.pop("answers")),
+        ("latency key missing", lambda r: r["answers"]["latency_ms"].pop("p99_9")),
+        ("step without throughput", lambda r: r["steps"][0].pop("throughput_rps")),
+        ("error rate above 1", lambda r: r["steps"][0].update(error_rate=1.5)),
+        ("unknown model", lambda r: r.update(model="half-open")),
+        ("optimal with neither users nor rate", lambda r: r["answers"]["optimal"].pop("users")),
+        ("limit without reason", lambda r: r["answers"]["limit"].pop("reason")),
+    ],
+)
+def test_schema_rejects_broken_results(label, mutate):
+    result = json.loads(json.dumps(synthetic_find_result()))
+    mutate(result)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(result, FIND_SCHEMA)
+
+
+# -- Markdown --------------------------------------------------------------------------------
+
+
+def _md_table(md: str) -> list[list[str]]:
+    lines = md.split("## Steps", 1)[1].strip().splitlines()
+    rows = [ln for ln in lines if ln.startswith("|")]
+    return [[c.strip() for c in re.split(r"(?<!\\)\|", r)[1:-1]] for r in rows]
+
+
+def test_markdown_has_answers_and_the_table(find_result):
+    md = render_markdown(find_result)
+    assert md.startswith("# redline capacity report")
+    answers = md.split("## The four answers", 1)[1].split("##", 1)[0]
+    for i, title in enumerate(
+        ["Steady-state throughput", "Latency distribution", "Optimal operating point", "Limits"], 1
+    ):
+        assert f"{i}. **{title}:**" in answers
+    assert find_result["answers"]["text"]["optimal"] in answers
+    table = _md_table(md)
+    assert table[0] == [
+        "Step",
+        "Users",
+        "Duration (s)",
+        "RPS",
+        "p50 (ms)",
+        "p95 (ms)",
+        "p99 (ms)",
+        "Failures (%)",
+        "Service CPU (%) / load",
+        "Verdict",
+    ]
+    assert all(set(c) <= set("-:") for c in table[1])
+    body = table[2:]
+    assert len(body) == len(find_result["steps"])
+    assert all(len(r) == 10 for r in body)
+    last, step = body[-1], find_result["steps"][-1]
+    assert last[1] == "24" and last[3] == f"{step['throughput_rps']:,.0f}"
+    assert last[7] == f"{100 * step['error_rate']:.2f}"
+    assert last[9].startswith("slo: p99 was over 150 ms")
+    assert body[0][9] == "ok" and body[0][8] == "9 / 0.2"
+    assert "Suspected leak: the service's fds rose 27" in md  # the soak's climb
+    assert "connections" not in md.split("## Read this first", 1)[1].split("##", 1)[0]
+    assert "Universal Scalability Law" in md
+
+
+def test_markdown_open_model_and_missing_figures():
+    result = synthetic_find_result("open", monitor=False)
+    for s in result["steps"]:
+        s.pop("p95_ms")
+        s["service"] = {}
+    table = _md_table(render_markdown(result))
+    assert table[0][1] == "Rate (req/s)"
+    assert all(r[5] == "–" and r[8] == "–" for r in table[2:])
+
+
+def test_sentences_said_when_the_search_wrote_none(find_result):
+    result = json.loads(json.dumps(find_result))
+    result["answers"].pop("text")
+    md = render_markdown(result)
+    assert "It runs best at" in md and "It broke at 24 users" in md
+
+
+# -- HTML structure --------------------------------------------------------------------------
+
+
+def _chart_specs(page: str) -> list[dict[str, Any]]:
+    m = re.search(r'<script type="application/json" id="redline-charts">(.*?)</script>', page, re.S)
+    assert m, "the chart data is embedded"
+    return json.loads(m.group(1))
+
+
+def test_html_is_self_contained(find_result):
+    page = render_html(find_result)
+    assert page.startswith("<!doctype html>")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "nothing loaded from outside"
+    assert "uPlot" in page and "Leon Sorokin" not in page  # the library, inlined (minified)
+    for key in ("throughput", "latency", "optimal", "limit"):
+        assert f'id="answer-{key}"' in page
+    assert page.index('id="answers"') < page.index('id="charts"')
+    specs = _chart_specs(page)
+    assert {s["id"] for s in specs} == FIND_CHARTS
+    for s in specs:
+        assert len(s["data"]) == len(s["series"]) + 1
+        assert all(len(col) == len(s["data"][0]) for col in s["data"])
+        assert any(v is not None for col in s["data"][1:] for v in col), s["id"]
+        assert s["data"][0] == sorted(s["data"][0]), f"{s['id']}: x must ascend for uPlot"
+    assert page.count('class="chart"') == len(specs)
+    assert page.count("<tr class=") == len(find_result["steps"])
+
+
+def test_html_escapes_what_it_shows(find_result):
+    result = json.loads(json.dumps(find_result))
+    result["url"] = "http://x/<script>alert(1)</script>"
+    result["steps"][-1]["why"] = '"><img src=x onerror=alert(1)>'
+    result["steps"][0]["p50_ms"] = float("nan")
+    page = render_html(result)
+    assert "<script>alert(1)" not in page and "<img src=x" not in page
+    _chart_specs(page)  # still valid JSON without NaN
+
+
+def test_charts_skip_what_is_not_there():
+    result = synthetic_find_result(monitor=False)
+    assert {c.id for c in find_charts(result)} == FIND_CHARTS - {"service-cpu", "service-resources"}
+    result["usl"] = {"ok": False, "points": 2, "note": "2 load levels, need 3"}
+    usl = next(c for c in find_charts(result) if c.id == "usl")
+    assert len(usl.series) == 1 and "no USL fit" in usl.note
+
+
+# -- redline report --------------------------------------------------------------------------
+
+
+def test_report_command_renders_from_json(tmp_path, find_result):
+    src = tmp_path / "find.json"
+    src.write_text(json.dumps(find_result))
+    html_out, md_out = tmp_path / "r.html", tmp_path / "r.md"
+    p = run_cli("report", str(src), "--html", str(html_out), "--markdown", str(md_out))
+    assert p.returncode == 0, p.stderr
+    assert html_out.read_text().startswith("<!doctype html>")
+    assert md_out.read_text() == render_markdown(find_result)
+    assert str(html_out) in p.stdout and str(md_out) in p.stdout
+
+
+@pytest.mark.parametrize(
+    "label,content,args,message",
+    [
+        ("missing file", None, ["--html", "{d}/r.html"], "cannot read"),
+        ("not JSON", "{oops", ["--html", "{d}/r.html"], "is not JSON"),
+        ("neither result", '{"a": 1}', ["--html", "{d}/r.html"], "neither a find nor a run"),
+        ("no output asked", "{}", [], "--html and/or --markdown"),
+        (
+            "markdown of a run",
+            '{"timeseries": []}',
+            ["--markdown", "{d}/r.md"],
+            "only a find result",
+        ),
+        ("output directory missing", "{}", ["--html", "{d}/nowhere/r.html"], "does not exist"),
+    ],
+)
+def test_report_command_bad_input(tmp_path, label, content, args, message):
+    src = tmp_path / "in.json"
+    if content is not None:
+        src.write_text(content)
+    p = run_cli("report", str(src), *[a.format(d=tmp_path) for a in args])
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_load_result_reads_both_kinds(tmp_path, find_result):
+    f = tmp_path / "f.json"
+    f.write_text(json.dumps(find_result))
+    assert load_result(f)["answers"] == find_result["answers"]
+
+
+# -- the run report, from a real run ---------------------------------------------------------
+
+
+class _Hello(http.server.BaseHTTPRequestHandler):
+    """_Hello answers every GET with 200 and counts what it served."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in two writes
+    served = 0
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        type(self).served += 1
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.write(b"hello")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def run_result() -> Iterator[dict[str, Any]]:
+    """A real 1.5 s closed-model run (two connections) against a server on 127.0.0.1."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = redline.run(
+            f"http://127.0.0.1:{srv.server_address[1]}/",
+            connections=2,
+            duration="1.5s",
+            interval="0.25s",
+            warmup="0s",
+        )
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    data = json.loads(r.to_json())
+    assert 0 < data["requests"] <= _Hello.served  # what redline counted, the server saw
+    yield data
+
+
+def test_run_report(run_result):
+    jsonschema.validate(run_result, RUN_SCHEMA)
+    page = render_run_html(run_result)
+    assert f"{run_result['rps']:,.0f} req/s" in page
+    specs = _chart_specs(page)
+    assert {"throughput", "latency", "load", "errors"} <= {s["id"] for s in specs}
+    assert all(c.points() > 0 for c in run_charts(run_result) if c.id != "errors")
+
+
+def test_write_reports_picks_the_renderer(tmp_path, run_result, find_result):
+    write_reports(run_result, tmp_path / "run.html")
+    assert 'id="answer-generator"' in (tmp_path / "run.html").read_text()
+    write_reports(find_result, tmp_path / "find.html", tmp_path / "find.md")
+    assert 'id="answer-optimal"' in (tmp_path / "find.html").read_text()
+
+
+# -- in a real browser -----------------------------------------------------------------------
+
+CHROMIUM = (
+    os.environ.get("REDLINE_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
+)
+
+
+def _artifacts() -> Path:
+    """_artifacts is where screenshots go: $REDLINE_ARTIFACTS, else a temporary directory."""
+    d = Path(
+        os.environ.get("REDLINE_ARTIFACTS") or Path(tempfile.gettempdir()) / "redline-artifacts"
+    )
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _open_in_chromium(page_html: str, name: str) -> dict[str, Any]:
+    """_open_in_chromium loads the page offline in headless Chromium and returns console
+    errors, what each chart's canvas holds, and the answers' text; it keeps a screenshot."""
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium; or REDLINE_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    path = _artifacts() / f"{name}.html"
+    path.write_text(page_html)
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            # Offline: any request for something outside the file fails the test.
+            page.route(
+                re.compile(r"^(?!file:).*"),
+                lambda route: (errors.append(route.request.url), route.abort()),
+            )
+            page.goto(path.as_uri(), wait_until="load")
+            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+            charts = page.evaluate(
+                """() => Array.from(document.querySelectorAll('figure.chart')).map(f => {
+                    const c = f.querySelector('canvas');
+                    let inked = 0;
+                    if (c && c.width && c.height) {
+                        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                        for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
+                    }
+                    const state = window.redlineCharts.find(s => s.id === f.dataset.chart);
+                    return {id: f.dataset.chart, width: c ? c.width : 0, height: c ? c.height : 0,
+                            inked, draws: state ? state.draws : 0};
+                })"""
+            )
+            answers = page.inner_text("#answers")
+            page.screenshot(path=str(_artifacts() / f"{name}.png"), full_page=True)
+        finally:
+            browser.close()
+    return {"errors": errors, "charts": charts, "answers": answers}
+
+
+def _assert_drawn(seen: dict[str, Any], ids: set[str]) -> None:
+    assert seen["errors"] == []
+    assert {c["id"] for c in seen["charts"]} == ids
+    for c in seen["charts"]:
+        assert c["width"] > 100 and c["height"] > 100, c
+        assert c["draws"] >= 1, c
+        # Axes and grid alone ink a few thousand pixels; series add more. Require a share
+        # of the canvas, not an exact count (fonts differ between machines).
+        assert c["inked"] > 0.01 * c["width"] * c["height"], c
+
+
+def test_find_report_in_chromium(find_result):
+    seen = _open_in_chromium(render_html(find_result), "find-report")
+    _assert_drawn(seen, FIND_CHARTS)
+    for sentence in find_result["answers"]["text"].values():
+        assert sentence in seen["answers"]
+
+
+def test_run_report_in_chromium(run_result):
+    seen = _open_in_chromium(render_run_html(run_result), "run-report")
+    _assert_drawn(seen, {c.id for c in run_charts(run_result)})
+    assert "req/s" in seen["answers"]
+
+
+def test_chromium_test_sees_a_broken_chart(find_result):
+    """The browser check must be able to fail: a renderer that throws is caught."""
+    page = render_html(find_result).replace("new uPlot(opts", "new uPlotMissing(opts", 1)
+    seen = _open_in_chromium(page, "broken-report")
+    assert seen["errors"] and any("uPlotMissing" in e for e in seen["errors"])
