@@ -27,8 +27,9 @@ use crate::tls::{self, TlsSettings};
 /// counted through it, never kept, so it only grows for unusually large response heads.
 pub const READ_BUF: usize = 8 * 1024;
 
-/// MAX_HEAD is the largest response head we accept.
-pub const MAX_HEAD: usize = 64 * 1024;
+/// MAX_HEAD is the largest response head we accept; the reader enforces it, and the read
+/// buffer never needs to grow past it.
+pub const MAX_HEAD: usize = crate::http::MAX_HEAD;
 
 /// Deadline is a lane's request timeout: one `Sleep` for the lane's life, armed lazily.
 ///

@@ -17,8 +17,32 @@ use std::fmt::Write as _;
 
 use crate::config::Target;
 
-/// MAX_HEADERS is how many response headers we accept; more is a protocol error.
-pub const MAX_HEADERS: usize = 64;
+/// MAX_HEAD is the largest response head we accept (status line, headers and the blank line):
+/// the head is bounded by size, not by its number of headers, since real responses carry
+/// many (a `Set-Cookie` per cookie) and curl and browsers accept them. A head must sit whole
+/// in the connection's read buffer for `httparse`, so this also bounds that buffer.
+#[cfg(not(fuzzing))]
+pub const MAX_HEAD: usize = 64 * 1024;
+/// MAX_HEAD is small under the fuzzer so that its inputs (4 KiB by default) reach the bound.
+#[cfg(fuzzing)]
+pub const MAX_HEAD: usize = 1024;
+
+/// INLINE_HEADERS is how many headers are parsed into an array on the stack; a head with more
+/// is parsed again into a heap array sized by its line count (one allocation per such head),
+/// so the common response allocates nothing.
+#[cfg(not(fuzzing))]
+const INLINE_HEADERS: usize = 64;
+/// INLINE_HEADERS is small under the fuzzer so that most heads take the heap path too.
+#[cfg(fuzzing)]
+const INLINE_HEADERS: usize = 4;
+
+/// MAX_LINE bounds a chunk-size line and a trailer line, so that a server sending one
+/// endless line fails the response instead of growing the buffer.
+#[cfg(not(fuzzing))]
+pub const MAX_LINE: usize = 8 * 1024;
+/// MAX_LINE is small under the fuzzer so that its inputs reach the bound.
+#[cfg(fuzzing)]
+pub const MAX_LINE: usize = 64;
 
 /// render_request builds the request bytes once: request line, `Host`, the user's headers,
 /// `Content-Length` when there is a body (unless the user gave one), then the body.
@@ -51,11 +75,11 @@ pub fn render_request(
 pub enum ParseError {
     /// Head: the status line or headers are malformed.
     Head,
-    /// TooManyHeaders: more than [`MAX_HEADERS`] headers.
-    TooManyHeaders,
+    /// HeadTooLarge: the head is longer than [`MAX_HEAD`] bytes.
+    HeadTooLarge,
     /// Framing: Content-Length or Transfer-Encoding is malformed.
     Framing,
-    /// Chunk: a chunk-size line or chunk terminator is malformed.
+    /// Chunk: a chunk-size line, chunk terminator or trailer line is malformed or too long.
     Chunk,
     /// Truncated: the connection closed in the middle of a response.
     Truncated,
@@ -208,21 +232,46 @@ impl ResponseReader {
     }
 
     fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
+        // Only the first MAX_HEAD bytes can hold an acceptable head; parsing no further also
+        // makes the outcome independent of how the bytes were split into reads.
+        let buf = &buf[..buf.len().min(MAX_HEAD)];
+        let mut inline = [httparse::EMPTY_HEADER; INLINE_HEADERS];
+        let mut resp = httparse::Response::new(&mut inline);
+        match resp.parse(buf) {
+            Err(httparse::Error::TooManyHeaders) => {}
+            parsed => return self.apply_head(parsed, &resp, buf.len()),
+        }
+        // Every header ends with a newline, so the count of newlines bounds the headers,
+        // and the shortest header line ("a:\n") bounds them by the head's size.
+        let lines = buf.iter().filter(|&&b| b == b'\n').count();
+        let mut many = vec![httparse::EMPTY_HEADER; lines.min(MAX_HEAD / 3) + 1];
+        let mut resp = httparse::Response::new(&mut many);
+        let parsed = resp.parse(buf);
+        self.apply_head(parsed, &resp, buf.len())
+    }
+
+    /// apply_head reads the framing of a parsed head; `seen` is how many bytes were offered.
+    fn apply_head(
+        &mut self,
+        parsed: httparse::Result<usize>,
+        resp: &httparse::Response<'_, '_>,
+        seen: usize,
+    ) -> Result<Option<usize>, ParseError> {
+        let n = match parsed {
             Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if seen >= MAX_HEAD => {
+                return Err(ParseError::HeadTooLarge)
+            }
             Ok(httparse::Status::Partial) => return Ok(None),
-            Err(httparse::Error::TooManyHeaders) => return Err(ParseError::TooManyHeaders),
             Err(_) => return Err(ParseError::Head),
         };
-        let status = resp.code.ok_or(ParseError::Head)?;
+        // httparse takes any three digits; below 100 is no status (hyper rejects it too).
+        let status = resp.code.filter(|&c| c >= 100).ok_or(ParseError::Head)?;
         let mut close = resp.version == Some(0);
         let (mut length, mut chunked) = (None, false);
         for h in resp.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                let v = std::str::from_utf8(h.value).map_err(|_| ParseError::Framing)?;
-                let v: u64 = v.trim().parse().map_err(|_| ParseError::Framing)?;
+                let v = parse_length(h.value).ok_or(ParseError::Framing)?;
                 if length.is_some_and(|l| l != v) {
                     return Err(ParseError::Framing);
                 }
@@ -262,7 +311,13 @@ impl ResponseReader {
     }
 
     fn parse_chunk_size(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        // httparse reads a line without digits ("\r\n", ";ext\r\n") as size 0, the last
+        // chunk; the grammar (RFC 9112 section 7.1) wants at least one hex digit.
+        if buf.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+            return Err(ParseError::Chunk);
+        }
         match httparse::parse_chunk_size(buf) {
+            Ok(httparse::Status::Complete((n, _))) if n > MAX_LINE => Err(ParseError::Chunk),
             Ok(httparse::Status::Complete((n, 0))) => {
                 self.state = State::Trailers;
                 Ok(Some(n))
@@ -271,19 +326,26 @@ impl ResponseReader {
                 self.state = State::ChunkData { remaining: size };
                 Ok(Some(n))
             }
+            Ok(httparse::Status::Partial) if buf.len() >= MAX_LINE => Err(ParseError::Chunk),
             Ok(httparse::Status::Partial) => Ok(None),
             Err(_) => Err(ParseError::Chunk),
         }
     }
 
+    /// parse_trailer_line skips one trailer line; the empty line ends the response. A line
+    /// longer than [`MAX_LINE`] fails whether or not its end has arrived yet, so the outcome
+    /// does not depend on how the bytes were split into reads.
     fn parse_trailer_line(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
         let Some(lf) = buf.iter().position(|&b| b == b'\n') else {
-            return if buf.len() > 8192 {
+            return if buf.len() >= MAX_LINE {
                 Err(ParseError::Chunk)
             } else {
                 Ok(None)
             };
         };
+        if lf >= MAX_LINE {
+            return Err(ParseError::Chunk);
+        }
         let line = &buf[..lf];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
@@ -291,6 +353,19 @@ impl ResponseReader {
         }
         Ok(Some(lf + 1))
     }
+}
+
+/// parse_length reads a Content-Length value: decimal digits only (no sign, unlike
+/// `u64::from_str`), optional surrounding whitespace, no overflow.
+fn parse_length(value: &[u8]) -> Option<u64> {
+    let digits = value.trim_ascii();
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &b| {
+        let d = b.checked_sub(b'0').filter(|d| *d <= 9)?;
+        n.checked_mul(10)?.checked_add(u64::from(d))
+    })
 }
 
 fn tokens(value: &[u8]) -> impl Iterator<Item = &[u8]> {

@@ -114,6 +114,13 @@ fn cases() -> Vec<Case> {
             want: Err(ParseError::Head),
         },
         Case {
+            label: "status below 100",
+            input: b"HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Head),
+        },
+        Case {
             label: "bad content-length",
             input: b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n",
             head_request: false,
@@ -137,6 +144,41 @@ fn cases() -> Vec<Case> {
         Case {
             label: "missing chunk terminator",
             input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxyz",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Chunk),
+        },
+        Case {
+            label: "signed content-length",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\nx",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Framing),
+        },
+        Case {
+            label: "overflowing content-length",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551616\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Framing),
+        },
+        Case {
+            label: "largest content-length, cut short",
+            input: b"HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\n\r\nab",
+            head_request: false,
+            eof: true,
+            want: Err(ParseError::Truncated),
+        },
+        Case {
+            label: "chunk-size line without digits",
+            input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\n\r\n",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Chunk),
+        },
+        Case {
+            label: "chunk-size line with only an extension",
+            input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n;a=b\r\n\r\n",
             head_request: false,
             eof: false,
             want: Err(ParseError::Chunk),
@@ -236,5 +278,124 @@ fn renders_requests_once_with_host_and_length() {
     for (label, method, headers, body, want) in cases {
         let got = render_request(method, &target, &headers, body);
         assert_eq!(String::from_utf8_lossy(&got), want, "case {label:?}");
+    }
+}
+
+/// head builds a response head: the status line, `headers`, then `Content-Length: 0`.
+fn head(headers: &[String]) -> Vec<u8> {
+    let mut out = b"HTTP/1.1 200 OK\r\n".to_vec();
+    for h in headers {
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+    out
+}
+
+/// padded is a head of exactly `len` bytes (one long `X-Pad` header).
+fn padded(len: usize) -> Vec<u8> {
+    let base = head(&["X-Pad: ".to_string()]).len();
+    head(&[format!("X-Pad: {}", "a".repeat(len - base))])
+}
+
+/// assert_every_split feeds `input` whole, then split in two at `stride` steps, and checks
+/// every feed gives `want`.
+fn assert_every_split(label: &str, input: &[u8], stride: usize, want: Parsed) {
+    assert_eq!(feed(&[input], false, false), want, "case {label:?} whole");
+    for at in (0..=input.len()).step_by(stride) {
+        let (a, b) = input.split_at(at);
+        assert_eq!(
+            feed(&[a, b], false, false),
+            want,
+            "case {label:?} split at {at}"
+        );
+    }
+}
+
+#[test]
+fn many_headers_parse_as_long_as_the_head_fits() {
+    // label, header count; the stack array holds INLINE_HEADERS, more go to the heap.
+    let cases = [
+        ("inline exactly", INLINE_HEADERS - 1), // plus Content-Length
+        ("one past inline", INLINE_HEADERS),
+        ("200 set-cookie lines", 200),
+        ("2000 short headers", 2000),
+    ];
+    for (label, count) in cases {
+        let cookies: Vec<String> = (0..count)
+            .map(|i| format!("Set-Cookie: c{i}=v; Path=/"))
+            .collect();
+        let input = head(&cookies);
+        assert!(input.len() <= MAX_HEAD, "case {label:?} fits");
+        let want = Ok((200, 0, false, input.len()));
+        assert_every_split(label, &input, 97, want);
+    }
+}
+
+#[test]
+fn a_head_over_the_size_bound_is_a_protocol_error() {
+    let fits = padded(MAX_HEAD);
+    assert_eq!(fits.len(), MAX_HEAD);
+    assert_every_split(
+        "exactly MAX_HEAD",
+        &fits,
+        4099,
+        Ok((200, 0, false, MAX_HEAD)),
+    );
+    let over = padded(MAX_HEAD + 1);
+    let too_large = Err(ParseError::HeadTooLarge);
+    assert_every_split("MAX_HEAD + 1", &over, 4099, too_large);
+    // Many small headers over the bound fail the same way (no header-count limit first).
+    let lines: Vec<String> = (0..MAX_HEAD / 8).map(|i| format!("A{i}: 1")).collect();
+    assert_every_split("many headers", &head(&lines), 4099, too_large);
+    // An endless head fails once MAX_HEAD bytes arrived, whatever follows.
+    let endless = [
+        b"HTTP/1.1 200 OK\r\n".as_slice(),
+        &b"a: b\r\n".repeat(MAX_HEAD),
+    ]
+    .concat();
+    assert_eq!(
+        feed(&[&endless[..MAX_HEAD - 1]], false, false),
+        Err(ParseError::Truncated)
+    );
+    assert_eq!(feed(&[&endless[..MAX_HEAD]], false, false), too_large);
+}
+
+#[test]
+fn long_chunk_and_trailer_lines_fail_however_they_are_split() {
+    let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".as_slice();
+    let line = |len: usize, prefix: &[u8], end: &[u8]| {
+        let mut body = prefix.to_vec();
+        body.resize(len - 2, b'x');
+        body.extend_from_slice(b"\r\n");
+        [chunked, &body, end].concat()
+    };
+    // label, input, outcome; a line of MAX_LINE bytes (CRLF included) is the longest accepted
+    // ("0\r\n" before the trailer line is 3 bytes).
+    let cases = [
+        (
+            "longest chunk-size line",
+            line(MAX_LINE, b"0;", b"\r\n"),
+            Ok((200, 0, false, 0)),
+        ),
+        (
+            "chunk-size line too long",
+            line(MAX_LINE + 1, b"0;", b"\r\n"),
+            Err(ParseError::Chunk),
+        ),
+        (
+            "longest trailer line",
+            line(MAX_LINE + 3, b"0\r\nX-T: ", b"\r\n"),
+            Ok((200, 0, false, 0)),
+        ),
+        (
+            "trailer line too long",
+            line(MAX_LINE + 4, b"0\r\nX-T: ", b"\r\n"),
+            Err(ParseError::Chunk),
+        ),
+    ];
+    for (label, input, want) in cases {
+        let want = want.map(|(s, b, c, _)| (s, b, c, input.len()));
+        assert_every_split(label, &input, 7, want);
     }
 }
