@@ -18,6 +18,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
+    m.add_function(wrap_pyfunction!(run::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(handle::start_run, m)?)?;
     m.add_class::<handle::RunHandle>()?;
     m.add_function(wrap_pyfunction!(histogram::merge_histograms, m)?)?;
