@@ -21,6 +21,8 @@ class Target:
         threads: int | None = None,
         tls_cert: str | None = None,
         tls_key: str | None = None,
+        capacity: int | None = None,
+        service_time: float | None = None,
     ) -> None: ...
     @property
     def url(self) -> str: ...

@@ -151,6 +151,17 @@ def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     t.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate")
     t.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
+    t.add_argument(
+        "--capacity",
+        type=int,
+        metavar="N",
+        help="serve at most N requests at once, the rest queue (needs --service-time)",
+    )
+    t.add_argument(
+        "--service-time",
+        metavar="DURATION",
+        help="how long each --capacity slot is held, e.g. 10ms: capacity = N / DURATION req/s",
+    )
     t.set_defaults(func=cmd_target)
     return t
 
@@ -246,7 +257,17 @@ def cmd_target(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if (args.tls_cert is None) != (args.tls_key is None):
         raise RedlineError("--tls-cert and --tls-key go together")
-    with Target(args.host, args.port, args.threads, args.tls_cert, args.tls_key) as target:
+    if (args.capacity is None) != (args.service_time is None):
+        raise RedlineError("--capacity and --service-time go together")
+    with Target(
+        args.host,
+        args.port,
+        args.threads,
+        args.tls_cert,
+        args.tls_key,
+        capacity=args.capacity,
+        service_time=args.service_time,
+    ) as target:
         print(f"listening on {target.url}", flush=True)
         try:
             while not stop.wait(0.2):

@@ -2,12 +2,13 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use redline_target::{TargetConfig, TlsFiles};
+use redline_target::{Capacity, TargetConfig, TargetError, TlsFiles};
 
 use crate::errors::{ConfigError, RedlineError};
 
-/// Target(host="127.0.0.1", port=0, threads=None, tls_cert=None, tls_key=None): starts
-/// redline's target server in background threads (https with the PEM certificate and key);
+/// Target(host="127.0.0.1", port=0, threads=None, tls_cert=None, tls_key=None, capacity=None,
+/// service_time=None): starts redline's target server in background threads (https with the
+/// PEM certificate and key; a queue of `capacity` slots of `service_time` seconds each);
 /// `stop()` (or dropping it) shuts it down.
 #[pyclass(module = "redline._engine")]
 pub struct Target {
@@ -19,7 +20,8 @@ pub struct Target {
 #[pymethods]
 impl Target {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None))]
+    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         host: String,
@@ -27,6 +29,8 @@ impl Target {
         threads: Option<usize>,
         tls_cert: Option<std::path::PathBuf>,
         tls_key: Option<std::path::PathBuf>,
+        capacity: Option<usize>,
+        service_time: Option<f64>,
     ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
@@ -36,15 +40,33 @@ impl Target {
             (None, None) => None,
             _ => return Err(ConfigError::new_err("tls_cert and tls_key go together")),
         };
+        let capacity = match (capacity, service_time) {
+            (Some(slots), Some(seconds)) => {
+                let service = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+                    ConfigError::new_err(format!("service_time: bad duration {seconds}"))
+                })?;
+                Some(Capacity { slots, service })
+            }
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::new_err(
+                    "capacity and service_time go together",
+                ))
+            }
+        };
         let cfg = TargetConfig {
             host,
             port,
             threads,
             tls,
+            capacity,
         };
         let inner = py
             .allow_threads(|| redline_target::Target::start(cfg))
-            .map_err(|e| RedlineError::new_err(e.to_string()))?;
+            .map_err(|e| match e {
+                TargetError::Capacity(_) => ConfigError::new_err(e.to_string()),
+                _ => RedlineError::new_err(e.to_string()),
+            })?;
         let url = inner.url();
         let port = inner.local_addr().port();
         Ok(Self {
@@ -72,16 +94,17 @@ impl Target {
         self.inner.is_some()
     }
 
-    /// stats() -> {"requests", "connections"}: what the server has seen so far.
+    /// stats() -> {"requests", "connections", "queue_waiting", ...}: what the server has seen so
+    /// far, the same fields as `/__stats`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let inner = self
             .inner
             .as_ref()
             .ok_or_else(|| RedlineError::new_err("the target server is stopped"))?;
-        let s = inner.stats();
         let d = PyDict::new(py);
-        d.set_item("requests", s.requests)?;
-        d.set_item("connections", s.connections)?;
+        for (name, value) in inner.stats().fields() {
+            d.set_item(name, value)?;
+        }
         Ok(d)
     }
 

@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::capacity::Capacity;
+
 /// TargetConfig says where the target server listens and how many threads serve it; the
 /// defaults (loopback, ephemeral port, one thread per core) suit tests and benchmarks, which
 /// must never bind a fixed port or reach beyond 127.0.0.1.
@@ -16,6 +18,9 @@ pub struct TargetConfig {
     pub threads: Option<usize>,
     /// tls serves https with this certificate chain and private key (PEM files).
     pub tls: Option<TlsFiles>,
+    /// capacity makes the whole server a queue of known throughput (see [`Capacity`]); `None`
+    /// serves every request at once.
+    pub capacity: Option<Capacity>,
 }
 
 /// TlsFiles names the PEM files of an https target.
@@ -34,6 +39,7 @@ impl Default for TargetConfig {
             port: 0,
             threads: None,
             tls: None,
+            capacity: None,
         }
     }
 }
@@ -66,6 +72,9 @@ pub enum TargetError {
         /// source is the operating system's error.
         source: io::Error,
     },
+    /// Capacity: a slot count or service time out of range, or a service time not understood.
+    #[error("capacity: {0}")]
+    Capacity(String),
     /// Tls: the certificate or key could not be loaded or do not match.
     #[error("TLS: {0}")]
     Tls(String),

@@ -145,11 +145,7 @@ impl<S: Io> Conn<S> {
             }
         };
         if behaviour.route == Route::Stats {
-            let stats = self.shared.board.snapshot();
-            let body = format!(
-                "{{\"requests\": {}, \"connections\": {}}}\n",
-                stats.requests, stats.connections
-            );
+            let body = self.shared.stats().to_json();
             self.reply(
                 StatusCode::OK,
                 "application/json",
@@ -168,6 +164,13 @@ impl<S: Io> Conn<S> {
             return Ok(Some(End::Hang));
         }
         let work = self.wait(&behaviour, read_at).await?;
+        if self.shared.queue.is_some() {
+            // Earlier pipelined answers go out before this request joins the queue.
+            self.flush().await?;
+            if let Some(queue) = &self.shared.queue {
+                queue.serve().await?;
+            }
+        }
         let status = if behaviour.injections.is_empty() {
             StatusCode::OK
         } else {

@@ -8,7 +8,12 @@
 //! - `stall=1s/5s` holds every response during the first 1 s of every 5 s;
 //! - `close=1`, `reset=P` (abort with RST), `hang=1` (never answer);
 //!
-//! plus `/api/work` (a flaky upstream) and `/__stats` (the server's own counters).
+//! plus `/api/work` (a flaky upstream) and `/__stats` (the server's own counters, as JSON).
+//!
+//! Server-wide, [`TargetConfig::capacity`] (`--capacity N --service-time S`) makes the server a
+//! queue of known throughput: at most N requests in service at once, each for exactly S, the
+//! rest waiting in arrival order, so it completes at most N / S requests a second. A request's
+//! own `latency=`/`stall=` delays come first and hold no slot; `/__stats` never queues.
 //!
 //! ```no_run
 //! use redline_target::{Target, TargetConfig};
@@ -29,6 +34,7 @@ compile_error!(
      use timerfd; build and run redline on Linux, or in a Linux container or VM"
 );
 
+mod capacity;
 mod config;
 mod conn;
 mod latency;
@@ -40,6 +46,7 @@ mod sleep;
 mod stats;
 mod tls;
 
+pub use capacity::{Capacity, MAX_SLOTS};
 pub use config::{TargetConfig, TargetError, TlsFiles};
 pub use server::Target;
 pub use stats::TargetStats;

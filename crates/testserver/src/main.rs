@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use redline_target::{Target, TargetConfig, TlsFiles};
+use redline_target::{Capacity, Target, TargetConfig, TlsFiles};
 
 /// Args are the command line: where to listen and with how many threads.
 #[derive(Debug, Parser)]
@@ -29,6 +29,13 @@ struct Args {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<std::path::PathBuf>,
+    /// Serve at most N requests at once (the rest wait, first come first served); with
+    /// --service-time S the server completes at most N / S requests a second.
+    #[arg(long, requires = "service_time", value_name = "N")]
+    capacity: Option<usize>,
+    /// How long each request holds its --capacity slot, e.g. 10ms.
+    #[arg(long, requires = "capacity", value_name = "DURATION")]
+    service_time: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -40,10 +47,27 @@ fn main() -> ExitCode {
         }
         Err(err) => {
             let text = err.to_string();
-            let line = text.lines().next().unwrap_or("bad arguments");
+            let mut lines = text.lines();
+            let mut line = lines.next().unwrap_or("bad arguments").to_string();
+            // "required arguments were not provided:" names them on the next line.
+            if line.ends_with(':') {
+                if let Some(next) = lines.next() {
+                    line = format!("{line} {}", next.trim());
+                }
+            }
             eprintln!("redline-target: {}", line.trim_start_matches("error: "));
             return ExitCode::from(2);
         }
+    };
+    let capacity = match (args.capacity, args.service_time) {
+        (Some(slots), Some(service)) => match Capacity::parse_service(&service) {
+            Ok(service) => Some(Capacity { slots, service }),
+            Err(err) => {
+                eprintln!("redline-target: {err}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
     };
     let cfg = TargetConfig {
         host: args.host,
@@ -53,6 +77,7 @@ fn main() -> ExitCode {
             .tls_cert
             .zip(args.tls_key)
             .map(|(cert, key)| TlsFiles { cert, key }),
+        capacity,
     };
     let target = match Target::start(cfg) {
         Ok(target) => target,

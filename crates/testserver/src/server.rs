@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
+use crate::capacity::Queue;
 use crate::config::{TargetConfig, TargetError};
 use crate::stats::{Board, TargetStats};
 use tokio_rustls::TlsAcceptor;
@@ -32,12 +33,29 @@ const MAX_THREADS: usize = 1024;
 /// BACKLOG is the listen queue length: large, since benchmarks open many connections at once.
 const BACKLOG: i32 = 4096;
 
-/// Shared is what every connection of every thread reads: the counters and the start time that
-/// stall windows are aligned to.
+/// Shared is what every connection of every thread reads: the counters, the start time that
+/// stall windows are aligned to, and the capacity queue (the one thing threads contend on, and
+/// only in capacity mode).
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) board: Board,
     pub(crate) started: Instant,
+    pub(crate) queue: Option<Queue>,
+}
+
+impl Shared {
+    /// stats sums the threads' counters and adds the queue's.
+    pub(crate) fn stats(&self) -> TargetStats {
+        let mut stats = self.board.snapshot();
+        if let Some(queue) = &self.queue {
+            let q = queue.stats();
+            stats.queue_waiting = q.waiting;
+            stats.queue_busy = q.busy;
+            stats.queue_peak = q.peak;
+            stats.queue_served = q.served;
+        }
+        stats
+    }
 }
 
 /// Target is a running target server; stop it with [`Target::stop`] or by dropping it (both
@@ -65,6 +83,9 @@ impl Target {
                 max: MAX_THREADS,
             });
         }
+        if let Some(capacity) = &cfg.capacity {
+            capacity.validate()?;
+        }
         let tls = cfg.tls.as_ref().map(crate::tls::acceptor).transpose()?;
         let addr = resolve(&cfg.host, cfg.port)?;
         let listeners = bind_listeners(addr, count).map_err(|source| TargetError::Bind {
@@ -80,6 +101,7 @@ impl Target {
         let shared = Arc::new(Shared {
             board: Board::new(count),
             started: Instant::now(),
+            queue: cfg.capacity.map(Queue::new),
         });
         let (shutdown, watcher) = watch::channel(false);
         let mut target = Target {
@@ -137,7 +159,7 @@ impl Target {
 
     /// stats sums the serving threads' counters (the same figures `/__stats` serves).
     pub fn stats(&self) -> TargetStats {
-        self.shared.board.snapshot()
+        self.shared.stats()
     }
 
     /// stop closes the listeners and every connection, and joins the threads.

@@ -10,6 +10,39 @@ pub struct TargetStats {
     pub requests: u64,
     /// connections is the number of connections accepted.
     pub connections: u64,
+    /// queue_waiting: requests waiting for a capacity slot now (0 without capacity mode).
+    pub queue_waiting: u64,
+    /// queue_busy: requests in service (holding a slot) now.
+    pub queue_busy: u64,
+    /// queue_peak: the most requests ever waiting at once.
+    pub queue_peak: u64,
+    /// queue_served: requests that completed their service time.
+    pub queue_served: u64,
+}
+
+impl TargetStats {
+    /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
+    /// endpoint and the Python binding cannot drift apart.
+    pub fn fields(&self) -> [(&'static str, u64); 6] {
+        [
+            ("requests", self.requests),
+            ("connections", self.connections),
+            ("queue_waiting", self.queue_waiting),
+            ("queue_busy", self.queue_busy),
+            ("queue_peak", self.queue_peak),
+            ("queue_served", self.queue_served),
+        ]
+    }
+
+    /// to_json renders the counters as one JSON object, e.g. `{"requests": 3, ...}`.
+    pub fn to_json(&self) -> String {
+        let pairs: Vec<String> = self
+            .fields()
+            .iter()
+            .map(|(name, value)| format!("\"{name}\": {value}"))
+            .collect();
+        format!("{{{}}}\n", pairs.join(", "))
+    }
 }
 
 /// Counters belong to one serving thread; cache-line aligned so threads never share a line,
@@ -56,6 +89,7 @@ impl Board {
             .fold(TargetStats::default(), |sum, c| TargetStats {
                 requests: sum.requests + c.requests.load(Ordering::Relaxed),
                 connections: sum.connections + c.connections.load(Ordering::Relaxed),
+                ..sum
             })
     }
 }

@@ -56,6 +56,10 @@ fn bad_arguments_exit_2_with_one_line() {
         (&["--threads", "0"], "threads must be between 1 and 1024"),
         (&["--bogus"], "--bogus"),
         (&["--host", "256.1.1.1.1"], "cannot resolve host"),
+        (&["--capacity", "8"], "--service-time"),
+        (&["--service-time", "10ms"], "--capacity"),
+        (&["--capacity", "0", "--service-time", "1ms"], "slots must be"),
+        (&["--capacity", "8", "--service-time", "10"], "missing unit"),
     ];
     for (args, want) in cases {
         let out = Command::new(BIN).args(*args).output().expect("run");

@@ -45,12 +45,13 @@ fn stats_count_what_clients_sent() {
     let second = probe.get("/__stats");
     assert_eq!(first.header("content-type"), Some("application/json"));
     let want = format!(
-        "{{\"requests\": {}, \"connections\": {}}}\n",
+        "{{\"requests\": {}, \"connections\": {}, ",
         connections * per_connection,
         connections + 1
     );
-    assert_eq!(first.text(), want);
-    assert_eq!(second.text(), want, "/__stats does not count itself");
+    assert!(first.text().starts_with(&want), "{}", first.text());
+    assert!(first.text().ends_with("}\n"), "{}", first.text());
+    assert_eq!(second.text(), first.text(), "/__stats does not count itself");
     let stats = target.stats();
     assert_eq!(stats.requests, connections * per_connection);
     assert_eq!(stats.connections, connections + 1);
