@@ -9,7 +9,8 @@ measured in the same run, because this machine is shared and absolute times drif
     .venv/bin/python bench/run.py [--seconds 10] [--rss-seconds 60] [--only redline,wrk]
 
 Peers come from ../shared/tools/install-peers.sh (paths in ~/.cache/redline-peers/peers.env);
-a missing peer is skipped with a note.
+a missing peer is skipped with a note. The tables are appended to bench/results/peers.md with
+the date, load average, commit and command (bench/record.py); docs/benchmarks.md cites them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import record
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 PEERS_ENV = Path.home() / ".cache/redline-peers/peers.env"
@@ -49,6 +52,8 @@ class Row:
     cpu_s: float
     max_rss_kb: int
     note: str = ""
+    #: switches: the generator's context switches (voluntary + involuntary, from rusage).
+    switches: int = 0
 
     @property
     def rps(self) -> float:
@@ -57,6 +62,10 @@ class Row:
     @property
     def us_per_req(self) -> float:
         return 1e6 * self.cpu_s / self.requests if self.requests else float("inf")
+
+    @property
+    def switches_per_req(self) -> float:
+        return self.switches / self.requests if self.requests else float("inf")
 
 
 #: Gen is one row to run: (tool, mode, argv, working directory).
@@ -120,7 +129,8 @@ def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = N
     served = server_requests(url) - before
     code = os.waitstatus_to_exitcode(status)
     note = "" if code == 0 else f"exit {code}: {out.strip()[-200:]}"
-    return Row(tool, mode, served, wall, ru.ru_utime + ru.ru_stime, peak, note)
+    switches = ru.ru_nvcsw + ru.ru_nivcsw
+    return Row(tool, mode, served, wall, ru.ru_utime + ru.ru_stime, peak, note, switches)
 
 
 def generators(
@@ -259,14 +269,15 @@ def table(rows: list[Row], reference: str = "closed") -> str:
     """The markdown table; ratios are to the wrk row whose mode is `reference`."""
     wrk = next((r for r in rows if r.tool == "wrk" and r.mode == reference), None)
     lines = [
-        "| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB | note |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB "
+        "| context switches/req | note |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         ratio = f"{r.us_per_req / wrk.us_per_req:.2f}×" if wrk and wrk.requests else "-"
         lines.append(
             f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} | "
-            f"{r.max_rss_kb / 1024:.1f} | {r.note} |"
+            f"{r.max_rss_kb / 1024:.1f} | {r.switches_per_req:.3f} | {r.note} |"
         )
     return "\n".join(lines)
 
@@ -370,7 +381,14 @@ def main() -> int:
         help="length of each closed-model https run against a TLS target (0: skip)",
     )
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (median kept)")
+    ap.add_argument(
+        "--results",
+        type=Path,
+        help="append the tables here instead of bench/results/peers.md (e.g. for a smoke run)",
+    )
+    ap.add_argument("--no-record", action="store_true", help="print the tables only")
     args = ap.parse_args()
+    ctx = record.Context.now()
     if not shutil.which("taskset"):
         print("bench: taskset is required (util-linux)", file=sys.stderr)
         return 2
@@ -381,11 +399,17 @@ def main() -> int:
     except TargetFailed as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1
+    text = table(rows)
     print()
-    print(table(rows))
+    print(text)
     if args.https_seconds:
+        https = https_table(p, args)
         print()
-        print(https_table(p, args))
+        print(https)
+        text += "\n\nclosed model over https:\n\n" + https
+    if not args.no_record:
+        where = record.append("peers", "redline vs its peers", ctx, text, args.results)
+        print(f"\nrecorded in {where}")
     return 0
 
 

@@ -1,7 +1,7 @@
 """Benchmark of the taskqueue service (issue 3, "Performance"): three scenarios, one run.
 
     .venv/bin/python bench/taskqueue.py [--seconds 30] [--runs 1] [--only status,submit,mix]
-        [--mix-rate 700,550,400] [--no-pin] [--service-cmd CMD] [--write-results]
+        [--mix-rate 700,550,400] [--no-pin] [--service-cmd CMD] [--results FILE] [--no-record]
 
 Each scenario gets a fresh service (`taskqueue serve --port 0`, a new temporary data dir,
 `--allow-fetch-cidr 127.0.0.0/8`) and, for http-fetch, an origin (`redline target --threads 1`),
@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import record
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "bench" / "taskqueue"
@@ -555,10 +556,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="do not pin (default: service on core 0, generator and origin on core 1)",
     )
     p.add_argument(
-        "--write-results",
-        action="store_true",
-        help="also write the table to bench/taskqueue/RESULTS.md",
+        "--results",
+        type=Path,
+        help="append the table here instead of bench/results/taskqueue.md (e.g. a smoke run)",
     )
+    p.add_argument("--no-record", action="store_true", help="print the table only")
     args = p.parse_args(argv)
     if not 1 <= args.seconds <= 300 or not 1 <= args.runs <= 10:
         p.error("--seconds must be 1..300 and --runs 1..10")
@@ -573,6 +575,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """main runs the chosen scenarios and prints the table."""
     args = parse_args(argv)
+    ctx = record.Context.now(sys.argv[:1] + argv if argv is not None else None)
     tools = peers()
     tools["TASKQUEUE"] = args.service_cmd
     if args.no_pin:
@@ -618,17 +621,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     text = table(rows)
     print(text)
-    if args.write_results:
-        (HERE / "RESULTS.md").write_text(
-            "# taskqueue benchmark results\n\nMeasured with `.venv/bin/python bench/taskqueue.py "
-            + " ".join(argv if argv is not None else sys.argv[1:])
-            + "` on "
-            + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-            + ".\n\n"
-            + placement()
-            + "\n\n"
-            + text
-        )
+    if not args.no_record:
+        body = placement() + "\n\n" + text
+        where = record.append("taskqueue", "taskqueue scenarios", ctx, body, args.results)
+        print(f"\nrecorded in {where}", file=sys.stderr)
     return 0
 
 
