@@ -99,10 +99,17 @@ fn generator_verdict_says_who_the_numbers_describe() {
         );
         // The figures are computed from the facts, each from its own source: busy from the
         // workers' CPU over threads x wall (2 x 10 s), cost per request from the process's.
-        assert!((g.busy_ratio - cpu / 20.0).abs() < 1e-9, "{label}: {}", g.busy_ratio);
+        assert!(
+            (g.busy_ratio - cpu / 20.0).abs() < 1e-9,
+            "{label}: {}",
+            g.busy_ratio
+        );
         assert!((g.worker_cpu_s - cpu).abs() < 1e-9, "{label}");
         let per_req = g.cpu_us_per_request.expect("requests were answered");
-        assert!((per_req - 0.4e6 / sends as f64).abs() < 1e-6, "{label}: {per_req}");
+        assert!(
+            (per_req - 0.4e6 / sends as f64).abs() < 1e-6,
+            "{label}: {per_req}"
+        );
         assert_eq!(
             g.intended_rate.is_some(),
             cfg.model == Model::Open,
