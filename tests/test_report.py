@@ -32,7 +32,6 @@ from redline.report import (
 
 ROOT = Path(__file__).resolve().parents[1]
 FIND_SCHEMA = json.loads((ROOT / "docs/schema/find.schema.json").read_text())
-RUN_SCHEMA = json.loads((ROOT / "docs/schema/result.schema.json").read_text())
 
 #: FIND_CHARTS: every chart a find result with a monitor draws.
 FIND_CHARTS = {
@@ -230,7 +229,7 @@ def test_markdown_has_answers_and_the_table(find_result):
     assert last[1] == "24" and last[3] == f"{step['throughput_rps']:,.0f}"
     assert last[7] == f"{100 * step['error_rate']:.2f}"
     assert last[9].startswith("slo: p99 was over 150 ms")
-    assert body[0][9] == "ok" and body[0][8] == "9 / 0.2"
+    assert body[0][9] == "ok" and body[0][8] == "9 / 0.2" and body[-1][8] == "216 / 4.8"
     assert "Suspected leak: the service's fds rose 27" in md  # the soak's climb
     assert "connections" not in md.split("## Read this first", 1)[1].split("##", 1)[0]
     assert "Universal Scalability Law" in md
@@ -388,7 +387,6 @@ def run_result() -> Iterator[dict[str, Any]]:
 
 
 def test_run_report(run_result):
-    jsonschema.validate(run_result, RUN_SCHEMA)
     page = render_run_html(run_result)
     assert f"{run_result['rps']:,.0f} req/s" in page
     specs = _chart_specs(page)

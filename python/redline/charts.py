@@ -71,6 +71,14 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _tidy(v: Any) -> str:
+    """_tidy shows a fitted parameter with 3 significant digits, and a 1e-19 as 0."""
+    f = _num(v)
+    if f is None:
+        return "–"
+    return "0" if abs(f) < 1e-9 else f"{f:.3g}"
+
+
 def _col(rows: Sequence[dict[str, Any]], key: str, scale: float = 1.0) -> Column:
     out: Column = []
     for r in rows:
@@ -228,7 +236,9 @@ def usl_chart(
         data.append([fitted.get(v) for v in xs])
         sigma, kappa, r2 = (usl or {}).get("sigma"), (usl or {}).get("kappa"), (usl or {}).get("r2")
         note = (
-            f"σ={sigma:.4g}, κ={kappa:.3g}, R²={r2:.3f}" if None not in (sigma, kappa, r2) else ""
+            f"σ={_tidy(sigma)}, κ={_tidy(kappa)}, R²={r2:.3f}"
+            if None not in (sigma, kappa, r2)
+            else ""
         )
     elif usl:
         note = f"no USL fit: {usl.get('note', '')}"

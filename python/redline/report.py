@@ -96,6 +96,8 @@ def fmt(v: Any, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
     if f is None:
         return DASH
     f *= scale
+    if abs(f) < 1e-9:
+        return f"0{suffix}"  # a fitted 3e-19 is a zero that floating point missed
     if abs(f) >= 10 ** (digits - 1):
         return f"{f:,.0f}{suffix}"
     return f"{f:.{digits}g}{suffix}"
@@ -217,7 +219,7 @@ def _cpu_load(step: dict[str, Any]) -> str:
     cpu, load = _num(svc.get("cpu_percent")), _num(svc.get("load1"))
     if cpu is None and load is None:
         return DASH
-    return f"{fmt(cpu, 3)} / {fmt(load, 3)}"
+    return f"{fmt(cpu, 2)} / {fmt(load, 2)}"
 
 
 #: STEP_COLUMNS: the HTML steps table: heading and how to show each step's figure.
@@ -295,6 +297,7 @@ def _models_html(result: dict[str, Any]) -> str:
     if knee.get("load") is not None:
         items.append(
             f"Knee of throughput against load: {fmt(knee['load'])} "
+            f"{'users' if result.get('model', 'closed') == 'closed' else 'req/s offered'} "
             f"({fmt(knee.get('throughput_rps'))} req/s)."
         )
     elif knee:
