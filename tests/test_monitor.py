@@ -83,11 +83,16 @@ def test_process_monitor_sees_cpu(label, code, busy):
     cpu = [s.cpu_percent for s in samples if s.cpu_percent is not None]
     assert len(cpu) >= 4, samples
     if not busy:
-        assert max(cpu) < 20
+        # The first interval holds the interpreter's start-up; after it the child sleeps.
+        assert max(cpu[1:]) < 10, cpu
         return
-    assert max(cpu) > 50
-    # What the monitor integrated matches what the burning process counted itself.
+    # The truth is what the burning process counted itself: on an idle machine it burns a
+    # whole core (100 %), on a loaded one its share. The monitor must see that share while it
+    # burns, and integrate to the CPU time it used.
     used = float(out.split()[-1])
+    share = 100 * used / BURN_S
+    assert share > 10, "the child could not run at all"
+    assert max(cpu) > 0.7 * share
     integrated = sum(c / 100 * 0.25 for c in cpu)
     assert integrated == pytest.approx(used, rel=0.35)
 
@@ -172,12 +177,14 @@ def test_command_monitor_stops_its_tree(label, code, grace):
     assert mon.samples(), "the monitor sampled the command"
 
 
-def test_command_monitor_stops_on_exception():
-    with pytest.raises(RuntimeError, match="boom"):
+@pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt], ids=["error", "ctrl-c"])
+def test_command_monitor_stops_on_exception(exc):
+    with pytest.raises(exc, match="boom"):
         with CommandMonitor([sys.executable, "-c", CHILDREN], interval_s=0.2) as mon:
             _wait_log(mon)
             family = [psutil.Process(mon.pid), *psutil.Process(mon.pid).children(recursive=True)]
-            raise RuntimeError("boom")
+            assert len(family) == 3
+            raise exc("boom")
     _, alive = psutil.wait_procs(family, timeout=5)
     assert not alive
 
@@ -199,23 +206,22 @@ def test_stop_tree_on_exited_process():
 
 
 class _Exporter(http.server.BaseHTTPRequestHandler):
-    """_Exporter serves process_* metrics whose CPU counter grows at half a core."""
+    """_Exporter serves process_* metrics; its CPU counter grows by half a second a scrape."""
 
-    started = time.monotonic()
     scrapes = 0
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         type(self).scrapes += 1
-        cpu = 0.5 * (time.monotonic() - self.started)
+        n = type(self).scrapes
         body = textwrap.dedent(
             f"""\
             # HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.
             # TYPE process_cpu_seconds_total counter
-            process_cpu_seconds_total {cpu}
+            process_cpu_seconds_total {0.5 * n}
             # TYPE process_resident_memory_bytes gauge
             process_resident_memory_bytes 5.24288e+07
             # TYPE process_open_fds gauge
-            process_open_fds {40 + type(self).scrapes}
+            process_open_fds {40 + n}
             # TYPE taskqueue_tasks gauge
             taskqueue_tasks{{status="queued"}} 7.0
             taskqueue_tasks{{status="running"}} 3.0
@@ -247,7 +253,18 @@ def exporter() -> Iterator[str]:
         srv.server_close()
 
 
-def test_prometheus_monitor_scrapes(exporter):
+def _until(cond, timeout: float = 10.0) -> None:
+    """_until waits (bounded) until cond() holds."""
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.02)
+
+
+def test_prometheus_monitor_reads_the_figures(exporter):
+    # An injected clock: one second passes between scrapes, the counter grows 0.5 s a
+    # scrape, so the CPU is exactly 50 % however loaded this machine is.
+    now = [100.0]
     mon = PrometheusMonitor(
         exporter,
         metrics=[
@@ -256,19 +273,21 @@ def test_prometheus_monitor_scrapes(exporter):
             "taskqueue_submissions_total",
             "absent_metric",
         ],
-        interval_s=0.2,
+        timeout_s=10,
+        clock=lambda: now[0],
     )
-    with mon:
-        time.sleep(1.3)
-    samples = mon.samples()
-    assert len(samples) >= 4 and mon.failures == 0
-    assert _Exporter.scrapes == len(samples) + 1  # the priming scrape, then one per sample
-    cpu = [s.cpu_percent for s in samples]
-    assert all(c == pytest.approx(50, abs=15) for c in cpu)
+    mon.origin = 100.0
+    mon.prime()
+    samples = []
+    for _ in range(3):
+        now[0] += 1.0
+        samples.append(mon.sample_now())
+    assert mon.failures == 0 and _Exporter.scrapes == 4
+    assert [s.t_s for s in samples] == [1.0, 2.0, 3.0]
+    assert [s.cpu_percent for s in samples] == [50.0, 50.0, 50.0]
+    assert [s.fds for s in samples] == [42.0, 43.0, 44.0]
     assert all(s.rss_bytes == 52428800 for s in samples)
-    assert [s.fds for s in samples] == sorted(s.fds for s in samples) and samples[-1].fds > 41
-    extra = samples[-1].extra
-    assert extra == {
+    assert samples[-1].extra == {
         'taskqueue_tasks{status="queued"}': 7.0,
         "taskqueue_tasks": 10.0,
         "taskqueue_submissions_total": 60.0,
@@ -276,12 +295,22 @@ def test_prometheus_monitor_scrapes(exporter):
     assert samples[0].threads is None and samples[0].load1 is None
 
 
+def test_prometheus_monitor_scrapes_each_interval(exporter):
+    mon = PrometheusMonitor(exporter, interval_s=0.1, timeout_s=5)
+    with mon:
+        _until(lambda: len(mon.samples()) >= 3)
+    assert mon.failures == 0
+    assert _Exporter.scrapes >= len(mon.samples()) + 1  # the priming scrape, then one each
+    ts = [s.t_s for s in mon.samples()]
+    assert ts == sorted(ts) and ts[0] > 0
+
+
 def test_prometheus_monitor_survives_a_dead_endpoint(free_port):
     mon = PrometheusMonitor(f"http://127.0.0.1:{free_port}/metrics", interval_s=0.1)
     with mon:
-        time.sleep(0.45)
+        _until(lambda: mon.failures >= 3)
     assert mon.samples() == []
-    assert mon.failures >= 3 and "Connection refused" in mon.last_error
+    assert "Connection refused" in mon.last_error
 
 
 @pytest.mark.parametrize(
