@@ -394,3 +394,43 @@ def test_own_process_is_sampled():
     finally:
         mon.stop()
     assert s is not None and s.fds and s.fds > 2
+
+
+def test_prometheus_monitor_reads_taskqueue_metrics():
+    """taskqueue's /metrics is the first user: its process collector gives CPU, RSS and fds
+    (no threads), and its queue depth is a labelled series."""
+    metrics = pytest.importorskip("taskqueue.metrics", reason="taskqueue is not installed")
+    registry = metrics.Metrics(lambda: {"queued": 5, "running": 2})
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = registry.render()
+            self.send_response(200)
+            self.send_header("Content-Type", metrics.CONTENT_TYPE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        mon = PrometheusMonitor(
+            f"http://127.0.0.1:{srv.server_address[1]}/metrics",
+            metrics=['taskqueue_tasks{status="queued"}'],
+            timeout_s=10,
+        )
+        mon.prime()
+        sum(i * i for i in range(200_000))  # some CPU for the counter to show
+        s = mon.sample_now()
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert s is not None and mon.failures == 0
+    assert s.cpu_percent is not None and s.cpu_percent >= 0
+    assert s.rss_bytes == pytest.approx(psutil.Process().memory_info().rss, rel=0.5)
+    assert s.fds is not None and s.fds > 3
+    assert s.extra == {'taskqueue_tasks{status="queued"}': 5.0}
+    assert s.threads is None  # the process collector has no thread count
