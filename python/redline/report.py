@@ -467,12 +467,11 @@ def render_html(result: dict[str, Any]) -> str:
             + "".join(f"<li>{html.escape(n)}</li>" for n in warn)
             + "</ul>"
         )
-    tables = (
+    body += (
         f'<h2 id="steps">Steps</h2><div class="scroll">{_steps_html(result)}</div>'
         f'<h2 id="models">Models</h2>{_models_html(result)}{_config_html(result)}'
     )
-    page = _page("redline capacity report", _meta(result), body, find_charts(result))
-    return page.replace('<h2 id="charts">', tables + '<h2 id="charts">', 1)
+    return _page("redline capacity report", _meta(result), body, find_charts(result))
 
 
 def _run_sentences(result: dict[str, Any]) -> dict[str, str]:
