@@ -307,7 +307,11 @@ def test_answers_edge_cases(label, mutate, expect_opt, expect_limit):
     a = build_answers(mutate(synthetic_steps()), model="closed")
     assert (a["optimal"] is not None) is expect_opt
     assert a["limit"]["load"] == expect_limit
-    if expect_limit is None:
+    if label == "no steps":
+        assert set(a["text"].values()) == {
+            "No step was measured: the search ended before its first step."
+        }
+    elif expect_limit is None:
         assert a["limit"]["reason"] == "none" and "No limit" in a["text"]["limit"]
 
 

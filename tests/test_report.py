@@ -490,3 +490,23 @@ def test_chromium_test_sees_a_broken_chart(find_result):
     page = render_html(find_result).replace("new uPlot(opts", "new uPlotMissing(opts", 1)
     seen = _open_in_chromium(page, "broken-report")
     assert seen["errors"] and any("uPlotMissing" in e for e in seen["errors"])
+
+
+def test_empty_find_result_renders():
+    """A search that ended before its first step still gets a report that says so."""
+    from redline.analysis import build_answers
+
+    result = {
+        "version": 1,
+        "model": "open",
+        "answers": build_answers([], model="open"),
+        "steps": [],
+        "timeseries": [],
+        "stop": {"condition": "max-time"},
+    }
+    jsonschema.validate(result, FIND_SCHEMA)
+    assert find_charts(result) == []
+    assert "No step was measured" in render_markdown(result)
+    seen = _open_in_chromium(render_html(result), "empty-report")
+    assert seen["errors"] == [] and seen["charts"] == []
+    assert "No step was measured" in seen["answers"]

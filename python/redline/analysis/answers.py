@@ -118,6 +118,9 @@ def build_answers(
         },
     }
     answers["text"] = answer_sentences(answers, model, max((s.load for s in steps), default=None))
+    if not steps:
+        none = "No step was measured: the search ended before its first step."
+        answers["text"] = {k: none for k in answers["text"]}
     return answers
 
 
