@@ -101,6 +101,9 @@ def test_errors_are_classified(target, path, cls):
     assert set(others) <= ({"read"} if cls == "reset" else set()), errors
     if cls == "status":
         assert result.status_codes.get(500) == errors["status"]
+    # The live view sees them interval by interval, by class, and they add up to the totals.
+    for name, total in errors.items():
+        assert sum(s["errors_by_class"][name] for s in result.timeseries) == total, name
 
 
 def test_refused_port_counts_connect_errors(free_port):
@@ -124,7 +127,9 @@ def test_progress_receives_one_snapshot_per_interval(target):
     # The snapshots partition the run: their answers add up to the total, interval by interval.
     assert sum(s["requests"] for s in seen) == result.requests
     assert [round(s["t_s"], 1) for s in seen[:4]] == [0.5, 1.0, 1.5, 2.0]
-    assert all(s["requests"] > 0 and 0 < s["p50_ms"] <= s["p99_ms"] for s in seen[:4])
+    assert all(
+        s["requests"] > 0 and 0 < s["p50_ms"] <= s["p95_ms"] <= s["p99_ms"] for s in seen[:4]
+    )
 
 
 def test_closed_stages_ramp_the_connections(target):

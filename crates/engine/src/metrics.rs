@@ -125,6 +125,9 @@ pub struct IntervalData {
     pub requests: u64,
     /// errors: failed requests (all classes).
     pub errors: u64,
+    /// errors_by_class: the same failures by class, for a live view that shows them as they
+    /// appear.
+    pub errors_by_class: ErrorCounts,
     /// bytes_in: bytes read.
     pub bytes_in: u64,
     /// sends: requests sent (hits started).
@@ -143,6 +146,7 @@ impl IntervalData {
         IntervalData {
             requests: 0,
             errors: 0,
+            errors_by_class: ErrorCounts::default(),
             bytes_in: 0,
             sends: 0,
             max_send_lag_us: 0,
@@ -159,6 +163,7 @@ impl IntervalData {
         self.sends += o.sends;
         self.max_send_lag_us = self.max_send_lag_us.max(o.max_send_lag_us);
         self.active_connections += o.active_connections;
+        self.errors_by_class.merge(&o.errors_by_class);
         // Same bounds on both sides, so adding cannot fail; ignore rather than panic.
         let _ = self.latency.add(&o.latency);
     }
@@ -166,6 +171,7 @@ impl IntervalData {
     fn clear(&mut self) {
         self.requests = 0;
         self.errors = 0;
+        self.errors_by_class = ErrorCounts::default();
         self.bytes_in = 0;
         self.sends = 0;
         self.max_send_lag_us = 0;
@@ -317,6 +323,9 @@ impl Recorder {
         iv.requests += 1;
         iv.bytes_in += r.bytes_in;
         iv.errors += u64::from(failed);
+        if failed {
+            iv.errors_by_class.add(ErrorClass::Status);
+        }
         iv.latency.saturating_record(lat);
         if now < self.warmup_end {
             return;
@@ -344,6 +353,7 @@ impl Recorder {
     /// error records a failed request (no response) at `now`.
     pub fn error(&mut self, now: Instant, stat: usize, class: ErrorClass) {
         self.interval.errors += 1;
+        self.interval.errors_by_class.add(class);
         if now < self.warmup_end {
             return;
         }

@@ -32,10 +32,14 @@ pub struct IntervalSnapshot {
     pub requests: u64,
     /// errors: failed requests in the interval (all classes).
     pub errors: u64,
+    /// errors_by_class: those failures by class.
+    pub errors_by_class: ErrorCounts,
     /// p50_ms: median latency.
     pub p50_ms: f64,
     /// p90_ms: 90th percentile latency.
     pub p90_ms: f64,
+    /// p95_ms: 95th percentile latency.
+    pub p95_ms: f64,
     /// p99_ms: 99th percentile latency.
     pub p99_ms: f64,
     /// max_ms: slowest response.
@@ -75,8 +79,10 @@ impl IntervalSnapshot {
             warmup,
             requests: d.requests,
             errors: d.errors,
+            errors_by_class: d.errors_by_class,
             p50_ms: q(0.5),
             p90_ms: q(0.9),
+            p95_ms: q(0.95),
             p99_ms: q(0.99),
             max_ms: if h.is_empty() {
                 0.0
