@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 from redline.analysis import leak_check
+from redline.errors import ConfigError, RedlineError
 from redline.monitor import (
     CommandMonitor,
     Monitor,
@@ -129,7 +130,7 @@ def test_process_monitor_counts_connections():
 def test_process_monitor_unknown_pid():
     dead = spawn("pass")
     dead.wait()
-    with pytest.raises(ProcessLookupError):
+    with pytest.raises(ConfigError, match=f"no process with pid {dead.pid}"):
         ProcessMonitor(dead.pid).start()
 
 
@@ -175,6 +176,18 @@ def test_command_monitor_stops_its_tree(label, code, grace):
     assert not alive
     assert mon.returncode is not None
     assert mon.samples(), "the monitor sampled the command"
+    assert not os.path.exists(mon.log_path), "the temporary log is removed"
+
+
+def test_command_monitor_keeps_the_log_of_a_command_that_died():
+    mon = CommandMonitor([sys.executable, "-c", "print('cannot bind'); raise SystemExit(3)"])
+    with mon:
+        _until(lambda: mon.returncode is not None)
+    try:
+        assert mon.returncode == 3
+        assert mon.log_tail() == "cannot bind"
+    finally:
+        os.unlink(mon.log_path)
 
 
 @pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt], ids=["error", "ctrl-c"])
@@ -189,11 +202,17 @@ def test_command_monitor_stops_on_exception(exc):
     assert not alive
 
 
-def test_command_monitor_reports_bad_command():
-    with pytest.raises(OSError):
-        CommandMonitor("/nonexistent/redline-service --port 0").start()
-    with pytest.raises(ValueError):
-        CommandMonitor("")
+@pytest.mark.parametrize(
+    "cmd,message",
+    [
+        ("/nonexistent/redline-service --port 0", "cannot start '/nonexistent/redline-service'"),
+        ("", "the command is empty"),
+        ("serve 'unbalanced", "No closing quotation"),
+    ],
+)
+def test_command_monitor_reports_bad_command(cmd, message):
+    with pytest.raises(RedlineError, match=message):
+        CommandMonitor(cmd).start()
 
 
 def test_stop_tree_on_exited_process():
@@ -328,12 +347,12 @@ def test_parse_selector(text, name, labels):
 
 @pytest.mark.parametrize("text", ["", "1abc", "x{a=1}", "x{", 'x{a="1"'])
 def test_parse_selector_rejects(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="--metric: expected"):
         parse_selector(text)
 
 
 def test_prometheus_monitor_rejects_non_http():
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="an http"):
         PrometheusMonitor("localhost:9090/metrics")
 
 
@@ -382,7 +401,7 @@ def test_start_takes_the_callers_origin():
 
 
 def test_monitor_rejects_bad_interval():
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         Monitor(0)
 
 

@@ -32,6 +32,8 @@ from typing import IO, Any
 
 import psutil
 
+from redline.errors import ConfigError
+
 #: FIELDS: the figures every sample may carry; None where the source does not give one.
 FIELDS = ("cpu_percent", "load1", "rss_bytes", "fds", "threads", "connections")
 
@@ -81,8 +83,8 @@ class Monitor:
     the loop goes on, unless the source is gone for good (:meth:`gone`)."""
 
     def __init__(self, interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
-        if interval_s <= 0:
-            raise ValueError(f"interval_s must be > 0, got {interval_s}")
+        if not interval_s > 0:
+            raise ConfigError(f"the monitor's interval must be > 0 s, got {interval_s}")
         self.interval_s = interval_s
         self.clock = clock
         self.origin = 0.0
@@ -234,8 +236,8 @@ class ProcessMonitor(Monitor):
     def prime(self) -> None:
         try:
             procs = self._tree()
-        except psutil.NoSuchProcess as e:
-            raise ProcessLookupError(f"no process with pid {self.pid}") from e
+        except psutil.NoSuchProcess:
+            raise ConfigError(f"--monitor-pid: no process with pid {self.pid}") from None
         self._last_epoch = 0.0
         self._cpu_seconds(procs)
         self._last_mono, self._last_epoch = self.clock(), time.time()
@@ -313,7 +315,8 @@ class CommandMonitor(ProcessMonitor):
     """CommandMonitor starts ``cmd`` (a string split like a shell would, or an argv list) in a
     session of its own, samples its process tree, and on :meth:`stop` ends the whole tree
     (SIGTERM, then SIGKILL after ``grace_s``). Its output goes to ``log`` (a path; default a
-    temporary file, ``log_path``), so a service that dies early can say why. As a context
+    temporary file, ``log_path``, kept only if the command ends by itself), so a service that
+    dies early can say why. As a context
     manager it stops the command however the block ends, Ctrl-C included."""
 
     def __init__(
@@ -328,13 +331,20 @@ class CommandMonitor(ProcessMonitor):
         clock: Callable[[], float] = time.monotonic,
     ):
         super().__init__(0, interval_s, clock)
-        self.argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+        try:
+            self.argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+        except ValueError as e:
+            raise ConfigError(f"--monitor-cmd: {e} in {cmd!r}") from None
         if not self.argv:
-            raise ValueError("an empty command")
+            raise ConfigError("--monitor-cmd: the command is empty")
         self.env = env
         self.cwd = cwd
         self.grace_s = grace_s
-        self.log_path = log or tempfile.mkstemp(prefix="redline-monitor-", suffix=".log")[1]
+        self._own_log = log is None
+        if log is None:
+            fd, log = tempfile.mkstemp(prefix="redline-monitor-", suffix=".log")
+            os.close(fd)
+        self.log_path = log
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -351,9 +361,11 @@ class CommandMonitor(ProcessMonitor):
                 cwd=self.cwd,
                 start_new_session=True,
             )
-        except OSError:
+        except OSError as e:
             self._log.close()
-            raise
+            raise ConfigError(
+                f"--monitor-cmd: cannot start {self.argv[0]!r}: {e.strerror or e}"
+            ) from None
         self.pid = self.proc.pid
         try:
             return super().start(origin)
@@ -362,12 +374,16 @@ class CommandMonitor(ProcessMonitor):
             raise
 
     def stop(self) -> None:
-        """stop ends sampling and the command's whole process tree (idempotent)."""
+        """stop ends sampling and the command's whole process tree (idempotent). A temporary
+        log is removed, unless the command had ended by itself (its log says why)."""
         super().stop()
+        died = self.proc is not None and self.proc.poll() is not None
         if self.proc is not None:
             stop_tree(self.proc, self.grace_s)
         if self._log is not None:
             self._log.close()
+        if self._own_log and not died and os.path.exists(self.log_path):
+            os.unlink(self.log_path)
 
     @property
     def returncode(self) -> int | None:
@@ -393,17 +409,21 @@ def parse_selector(text: str) -> tuple[str, dict[str, str]]:
     (equality matchers only), into the metric name and the labels to match."""
     m = _SELECTOR.match(text)
     if not m:
-        raise ValueError(f"not a metric selector: {text!r}")
+        raise ConfigError(_not_selector(text))
     labels: dict[str, str] = {}
     rest = m.group(2) or ""
     pos = 0
     while pos < len(rest.strip()):
         lm = _MATCHER.match(rest, pos)
         if not lm:
-            raise ValueError(f"not a metric selector: {text!r}")
+            raise ConfigError(_not_selector(text))
         labels[lm.group(1)] = lm.group(2)
         pos = lm.end()
     return m.group(1), labels
+
+
+def _not_selector(text: str) -> str:
+    return f'--metric: expected name or name{{label="value",...}}, got {text!r}'
 
 
 def parse_exposition(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -436,7 +456,7 @@ class PrometheusMonitor(Monitor):
     ):
         super().__init__(interval_s, clock)
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"--monitor-prometheus: an http(s) URL, got {url!r}")
+            raise ConfigError(f"--monitor-prometheus: an http(s) URL, got {url!r}")
         self.url = url
         self.selectors = {m: parse_selector(m) for m in metrics}
         self.timeout_s = timeout_s if timeout_s is not None else max(0.1, 0.8 * interval_s)
