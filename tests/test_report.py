@@ -510,3 +510,22 @@ def test_empty_find_result_renders():
     seen = _open_in_chromium(render_html(result), "empty-report")
     assert seen["errors"] == [] and seen["charts"] == []
     assert "No step was measured" in seen["answers"]
+
+
+@pytest.mark.parametrize(
+    "label,model,interval,expect",
+    [
+        ("the search's own target", "closed", {"t_s": 1.0, "target": 7}, 7.0),
+        ("open model: the intended rate", "open", {"t_s": 1.0, "intended_rate": 300.0}, 300.0),
+        ("closed model: the step covering it", "closed", {"t_s": 1.0}, 4.0),
+        ("between steps: a gap", "closed", {"t_s": 3.0}, None),
+    ],
+)
+def test_load_chart_reads_the_load_held(label, model, interval, expect):
+    from redline.charts import load_chart
+
+    steps = [{"index": 0, "load": 4.0, "start_s": 0.0, "end_s": 2.0}]
+    inside = {"t_s": 0.5, "target": 4.0}
+    chart = load_chart([inside, {**interval, "active_connections": 4}], steps, model)
+    assert chart is not None and chart.data[1] == [4.0, expect]
+    assert chart.series[0].span_gaps is False

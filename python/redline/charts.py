@@ -25,14 +25,16 @@ Column = list[float | None]
 @dataclass
 class Series:
     """Series is one line of a chart: its label, colour, y scale (``y`` or ``y2``, the
-    right-hand axis), and whether it is drawn as points only (measurements against a fitted
-    curve) or with a dash."""
+    right-hand axis), whether it is drawn as points only (measurements against a fitted
+    curve) or with a dash, and whether a line bridges missing values (``span_gaps``) or
+    breaks there (a load that was not held between steps)."""
 
     label: str
     color: str
     scale: str = "y"
     points_only: bool = False
     dash: bool = False
+    span_gaps: bool = True
 
 
 @dataclass
@@ -136,13 +138,16 @@ def latency_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
 def load_chart(
     ts: Sequence[dict[str, Any]], steps: Sequence[dict[str, Any]], model: str
 ) -> Chart | None:
-    """load_chart: the load the search held (from each interval's ``target`` or the step
-    that covers it) and, in the closed model, the connections the engine had open."""
+    """load_chart: the load the engine was given in each interval (its ``target`` when the
+    search recorded it; else the open model's intended rate; else the load of the step that
+    covers the interval, with a gap between steps) and the connections the engine had open."""
     if not ts:
         return None
     target: Column = []
     for r in ts:
         v = _num(r.get("target"))
+        if v is None and model != "closed":
+            v = _num(r.get("intended_rate"))
         if v is None:
             t = _num(r.get("t_s"))
             s = step_at(steps, t) if t is not None else None
@@ -150,7 +155,7 @@ def load_chart(
         target.append(v)
     series, data = [], [_col(ts, "t_s")]
     if any(v is not None for v in target):
-        series.append(Series(load_label(model), PALETTE[0]))
+        series.append(Series(load_label(model), PALETTE[0], span_gaps=False))
         data.append(target)
     conns = _col(ts, "active_connections")
     if any(v is not None for v in conns):

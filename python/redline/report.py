@@ -367,7 +367,7 @@ RENDERER = """
     drawn.push(state);
     var series = [{ label: spec.x_label }];
     spec.series.forEach(function (s) {
-      var o = { label: s.label, stroke: s.color, scale: s.scale, width: 2, spanGaps: true };
+      var o = { label: s.label, stroke: s.color, scale: s.scale, width: 2, spanGaps: s.span_gaps };
       if (s.dash) o.dash = [6, 4];
       if (s.points_only) {
         o.paths = function () { return null; };
