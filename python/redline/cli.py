@@ -12,6 +12,7 @@ from pathlib import Path
 
 from redline import __version__
 from redline.errors import RedlineError
+from redline.find_command import add_demo_parser, add_find_parser
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser
@@ -36,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_parser(sub)
     add_target_parser(sub)
     add_report_parser(sub)
+    add_find_parser(sub)
+    add_demo_parser(sub)
     return p
 
 

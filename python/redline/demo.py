@@ -1,0 +1,169 @@
+"""demo: ``redline demo`` / ``make demo``. Starts the bundled services on 127.0.0.1 (the
+target server as taskqueue's http-fetch origin, and taskqueue on SQLite in a temporary
+directory), watches taskqueue, runs ``redline find`` against it, prints the four answers and
+writes ``demo-report.html`` and ``demo-report.md`` (and ``demo-result.json``) in the working
+directory. Everything it started is stopped at the end, on an error and on Ctrl-C.
+
+Until the scenario runner lands (``examples/taskqueue.py``), the search drives one URL:
+taskqueue's status read of a real task, ``GET /tasks/submissions/{id}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from redline.errors import RedlineError
+
+#: START_TIMEOUT_S bounds how long a service may take to print its address.
+START_TIMEOUT_S = 30.0
+
+_URL = re.compile(rb"(http://127\.0\.0\.1:[0-9]+)")
+
+#: The search's time budget (seconds): the whole demo stays under 3 minutes, 1 with --quick.
+BUDGET = {"full": 150.0, "quick": 45.0}
+
+
+def _bin(name: str) -> str:
+    """_bin is a console script installed beside this Python (the venv's bin)."""
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise RedlineError(f"{name} is not installed beside {sys.executable}: run make install")
+    return str(path)
+
+
+@contextmanager
+def service(argv: list[str], log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """service starts a server that prints its URL, in its own process group, and stops the
+    whole group afterwards (taskqueue's worker processes included)."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            match = _URL.search(log.read_bytes())
+            if match:
+                break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-400:]
+                raise RedlineError(f"{Path(argv[0]).name} did not start: {tail}")
+            time.sleep(0.05)
+        yield match.group(1).decode(), proc
+    finally:
+        stop_group(proc)
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """stop_group ends a process and everything in its process group: SIGTERM, then SIGKILL
+    after 10 s."""
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+        # The leader is gone; sweep stragglers left in its group.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return
+
+
+def submit(base: str) -> str:
+    """submit creates one task and returns its status URL (the demo's workload for now)."""
+    req = urllib.request.Request(
+        f"{base}/tasks/submissions",
+        data=json.dumps({"type": "factorial", "n": 100}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        task = json.loads(resp.read())
+    return f"{base}/tasks/submissions/{task['id']}"
+
+
+def _terminate_on_sigterm() -> None:
+    """A SIGTERM to the demo unwinds like Ctrl-C, so the services it started stop too."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool = True) -> int:
+    """demo runs the whole walk-through; returns the exit status."""
+    from redline import find as finder
+    from redline.find_command import FindView, write_outputs
+
+    _terminate_on_sigterm()
+    budget = BUDGET["quick" if quick else "full"]
+    out = Path(out_dir)
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redline-demo-")))
+        origin, _ = stack.enter_context(
+            service([_bin("redline"), "target", "--threads", "1", "--port", "0"], tmp / "o.log")
+        )
+        taskqueue = [_bin("taskqueue"), "serve", "--port", "0", "--data-dir", str(tmp / "data")]
+        taskqueue += ["--allow-fetch-cidr", "127.0.0.0/8"]
+        base, proc = stack.enter_context(service(taskqueue, tmp / "tq.log"))
+        url = submit(base)
+        print(f"redline demo: origin {origin}, taskqueue {base} (pid {proc.pid})", flush=True)
+        print(
+            "redline demo: searching taskqueue's status reads (GET /tasks/submissions/{id});"
+            " the seed-000 scenario (examples/taskqueue.py) is not wired in yet",
+            flush=True,
+        )
+        monitor = _monitor(proc.pid)
+        max_step = 6.0 if quick else 10.0
+        view = FindView(budget, max_step) if live else None
+        try:
+            result = finder.find(
+                url,
+                model="closed",
+                max_time=budget,
+                max_load=256,
+                slos=["p99<500ms"],
+                min_step=2.0 if quick else 3.0,
+                max_step=max_step,
+                confirm=5.0 if quick else 10.0,
+                monitor=monitor,
+                on_snapshot=view.snapshot if view else None,
+                on_step=view.step if view else None,
+            )
+        finally:
+            if view is not None:
+                view.close()
+        print(finder.answers_text(result), flush=True)
+        html, md = out / "demo-report.html", out / "demo-report.md"
+        try:
+            write_outputs(result, str(out / "demo-result.json"), str(html), str(md))
+            print(f"redline demo: wrote {html} and {md}", flush=True)
+        except RedlineError as e:
+            finder.write_json(result, out / "demo-result.json")
+            print(f"redline demo: {e}; wrote {out / 'demo-result.json'} only", flush=True)
+    return 0
+
+
+def _monitor(pid: int) -> Any:
+    """_monitor watches taskqueue's process tree when the monitor module is there."""
+    try:
+        from redline import monitor
+    except ImportError:
+        return None
+    return monitor.ProcessMonitor(pid)

@@ -1,0 +1,413 @@
+"""find: ``redline find`` as a function. One live engine run, the search over it, one
+full-length confirmation run at the answer, and the four answers.
+
+    >>> import redline.find
+    >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)
+    >>> result["answers"]["steady_state_throughput_rps"]
+
+The result is a plain dict (the ``--json`` document): ``answers``, ``steps``, ``timeseries``,
+``stop`` (which condition ended the search and why) and ``generator_limited`` (True when the
+limit found is redline's own CPU, not the service's).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from redline import _engine
+from redline.errors import ConfigError
+from redline.runner import build_config
+from redline.runner import run as run_once
+from redline.search import CONDITIONS, Limits, Plan, Search, Slo, Step
+
+#: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).
+CONFIRM_S = 10.0
+
+
+class LiveRun:
+    """LiveRun wraps the native run handle: snapshots as dicts, and the generator's own CPU
+    (its worker threads' CPU time, read from /proc at each snapshot) for the saturation check.
+    """
+
+    def __init__(self, config: dict[str, Any]):
+        self.handle = _engine.start_run(json.dumps(config))
+        self.timeseries: list[dict[str, Any]] = []
+        self._cpu: list[tuple[float, float, int]] = []
+
+    def set_target(self, value: float, ramp_s: float = 0.0) -> float:
+        return float(self.handle.set_target(value, ramp_s))
+
+    def next_snapshot(self, timeout_s: float) -> dict[str, Any] | None:
+        raw = self.handle.next_snapshot(timeout_s)
+        if raw is None:
+            return None
+        snap: dict[str, Any] = json.loads(raw)
+        cpu = worker_cpu_s()
+        if cpu is not None:
+            self._cpu.append((float(snap["t_s"]), *cpu))
+        self.timeseries.append(snap)
+        return snap
+
+    @property
+    def done(self) -> bool:
+        return bool(self.handle.done)
+
+    def generator_busy(self, t0: float, t1: float) -> float | None:
+        """generator_busy is the CPU the workers wanted over [t0, t1] (ran or waited for) as a
+        share of their threads' wall time."""
+        inside = [x for x in self._cpu if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][2] == 0:
+            return None
+        (ta, ca, _), (tb, cb, n) = inside[0], inside[-1]
+        return (cb - ca) / (n * (tb - ta))
+
+    def finish(self) -> dict[str, Any]:
+        self.handle.stop()
+        while not self.handle.done:
+            if self.next_snapshot(0.5) is None and self.handle.done:
+                break
+        report: dict[str, Any] = json.loads(self.handle.report())
+        return report
+
+
+def worker_cpu_s() -> tuple[float, int] | None:
+    """worker_cpu_s is how much CPU this process's engine worker threads (named
+    ``redline-w*``) wanted so far, in seconds: the time they ran plus the time they sat
+    runnable waiting for a CPU (``/proc/.../schedstat``), and how many there are. A generator
+    held to too little CPU waits where a busy one runs; both mean the load is redline's limit.
+    The target server or Python in the same process are not counted. None off Linux."""
+    total, threads = 0.0, 0
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            base = f"/proc/self/task/{tid}"
+            try:
+                with open(f"{base}/comm") as f:
+                    if not f.read().startswith("redline-w"):
+                        continue
+                with open(f"{base}/schedstat") as f:
+                    ran_ns, waited_ns = (int(x) for x in f.read().split()[:2])
+            except (OSError, ValueError):
+                continue  # the thread ended meanwhile
+            total += (ran_ns + waited_ns) / 1e9
+            threads += 1
+    except OSError:
+        return None
+    return total, threads
+
+
+def find(
+    url: str,
+    *,
+    model: str = "closed",
+    slos: list[str] | tuple[str, ...] = (),
+    max_errors: float | None = 0.01,
+    max_time: float = 180.0,
+    start: float | None = None,
+    max_load: float | None = None,
+    threads: int | None = None,
+    method: str = "GET",
+    headers: list[str] | tuple[str, ...] = (),
+    body: str | bytes | None = None,
+    timeout: str | float = "10s",
+    interval: float = 0.5,
+    min_step: float = 3.0,
+    max_step: float = 15.0,
+    confirm: float = CONFIRM_S,
+    service_cpu: float | None = None,
+    monitor: Any = None,
+    generator_busy: float | None = 0.9,
+    knee_gain: float | None = 0.05,
+    on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> dict[str, Any]:
+    """find searches for the load where ``url`` runs best and where it breaks.
+
+    ``model`` closed steps VUs, open steps the arrival rate. The search stops at the first
+    step that breaks a limit (``max_errors``, each of ``slos`` such as ``'p99<100ms'``, the knee,
+    an open-model backlog, ``service_cpu`` % of a ``monitor``-ed service, or the generator's
+    own CPU), refines between the last good and the first bad load to within 5 %, and
+    confirms the best load with one ``confirm``-second run. ``max_time`` bounds the search.
+    """
+    limits = Limits(
+        max_errors=max_errors,
+        slos=[Slo.parse(s) for s in slos],
+        service_cpu=service_cpu,
+        generator_busy=generator_busy,
+        knee_gain=knee_gain,
+    )
+    if service_cpu is not None and monitor is None:
+        raise ConfigError("a service CPU limit needs a monitored service (--monitor-...)")
+    if max_time <= confirm + 2 * min_step:
+        raise ConfigError(f"--max-time: at least {confirm + 2 * min_step + 1:g}s")
+    first = start if start is not None else (1.0 if model == "closed" else 50.0)
+    ceiling = max_load if max_load is not None else (1000.0 if model == "closed" else 1e6)
+    plan = Plan(
+        model=model,
+        start=first,
+        ceiling=ceiling,
+        min_step_s=min_step,
+        max_step_s=max_step,
+        max_time_s=max_time - confirm,
+    )
+    config = build_config(
+        url,
+        connections=int(first) if model == "closed" else None,
+        rate=first if model == "open" else None,
+        duration=max_time,
+        requests=None,
+        stages=None,
+        threads=threads,
+        method=method,
+        headers=headers,
+        body=body,
+        timeout=timeout,
+        warmup=0.0,
+        max_connections=None,
+        interval=interval,
+        open_model=model == "open",
+    )
+    config["live"] = True
+    if model == "closed":
+        config["max_vus"] = int(ceiling)
+        # More threads than the starting VUs would be cut to one: give the cap instead.
+        config["connections"] = int(first)
+    started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    started = time.monotonic()
+    live = LiveRun(config)
+    if monitor is not None and getattr(monitor, "_thread", None) is None:
+        # Samples on the run's clock: t_s in seconds since the live run started.
+        monitor.start(origin=started)
+
+    def sample(t0: float, t1: float) -> dict[str, float]:
+        figures: dict[str, float] = {}
+        busy = live.generator_busy(t0, t1)
+        if busy is not None:
+            figures["generator_busy"] = busy
+        if monitor is not None:
+            figures.update(monitor.window(t0, t1))
+        return figures
+
+    search = Search(
+        live,
+        plan,
+        limits,
+        sample=sample,
+        on_step=on_step,
+        on_snapshot=on_snapshot,
+        interval_s=interval,
+    )
+    try:
+        outcome = search.run()
+    finally:
+        report = live.finish()
+    confirmed = None
+    window = None
+    if outcome.best is not None and confirm > 0:
+        t0 = time.monotonic() - started
+        confirmed = _confirm(url, model, outcome.best.load, confirm, config, on_snapshot)
+        window = (t0 + 1.0, time.monotonic() - started)
+    if monitor is not None:
+        monitor.stop()
+    settings = {
+        "start": first,
+        "ceiling": ceiling,
+        "max_time_s": max_time,
+        "min_step_s": min_step,
+        "max_step_s": max_step,
+        "confirm_s": confirm,
+        "interval_s": interval,
+        "threads": config.get("threads"),
+    }
+    return _result(
+        url,
+        model,
+        outcome,
+        report,
+        live.timeseries,
+        confirmed,
+        monitor,
+        limits,
+        settings,
+        started_at,
+        time.monotonic() - started,
+        window,
+    )
+
+
+def _confirm(
+    url: str,
+    model: str,
+    load: float,
+    seconds: float,
+    config: dict[str, Any],
+    on_snapshot: Callable[[dict[str, Any], float, str], None] | None,
+) -> dict[str, Any]:
+    """_confirm runs one full-length step at the found load (fresh connections, 1 s warm-up)
+    and returns its report: the answer's latency distribution comes from its histogram."""
+
+    def progress(snap: dict[str, Any]) -> None:
+        if on_snapshot is not None:
+            on_snapshot(snap, load, "confirm")
+
+    result = run_once(
+        url,
+        connections=int(load) if model == "closed" else None,
+        rate=load if model == "open" else None,
+        duration=seconds + 1.0,
+        warmup=1.0,
+        threads=config.get("threads"),
+        method=config.get("method", "GET"),
+        headers=[f"{k}: {v}" for k, v in config.get("headers", [])],
+        timeout=config.get("timeout_s", 10.0),
+        interval=config.get("interval_s", 0.5),
+        progress=progress,
+    )
+    return dict(result.data)
+
+
+def _confirm_step(index: int, model: str, load: float, report: dict[str, Any]) -> Step:
+    """_confirm_step is the confirmation run as a step record (its figures from the run's
+    summary and histogram)."""
+    lat = _distribution(report)
+    summary = report.get("latency_ms") or {}
+    errors = report.get("errors") or {}
+    total = int(report.get("errors_total", 0))
+    answered = int(report.get("requests", 0))
+    return Step(
+        index=index,
+        model=model,
+        phase="confirm",
+        load=load,
+        throughput_rps=float(report.get("rps", 0.0)),
+        p50_ms=lat["p50"] or 0.0,
+        p90_ms=lat["p90"],
+        p95_ms=lat["p95"],
+        p99_ms=lat["p99"] or 0.0,
+        p99_9_ms=lat["p99_9"],
+        mean_ms=summary.get("mean"),
+        max_ms=summary.get("max"),
+        requests=answered,
+        errors=total,
+        errors_by_class={k: int(v) for k, v in errors.items() if v},
+        error_rate=total / max(answered + total, 1),
+        steady=True,
+    )
+
+
+def _result(
+    url: str,
+    model: str,
+    outcome: Any,
+    report: dict[str, Any],
+    timeseries: list[dict[str, Any]],
+    confirmed: dict[str, Any] | None,
+    monitor: Any,
+    limits: Limits,
+    settings: dict[str, Any],
+    started_at: str,
+    elapsed_s: float,
+    confirm_window: tuple[float, float] | None,
+) -> dict[str, Any]:
+    from redline import analysis
+
+    steps: list[Step] = list(outcome.steps)
+    steady: Step | None = None
+    latency = None
+    if confirmed is not None and outcome.best is not None:
+        steady = _confirm_step(len(steps), model, outcome.best.load, confirmed)
+        if monitor is not None and confirm_window is not None:
+            steady.service = monitor.window(*confirm_window)
+        latency = {k: v for k, v in _distribution(confirmed).items() if v is not None}
+    soak: list[dict[str, Any]] = []
+    if monitor is not None and confirm_window is not None:
+        t0, t1 = confirm_window
+        soak = [x for x in monitor.series() if t0 <= x["t_s"] <= t1]
+    # The confirmation is a step of the record, but the search's steps alone are fitted.
+    analysed = analysis.analyse(
+        steps,
+        model=model,
+        soak_samples=soak,
+        steady=steady,
+        latency_ms=latency,
+        limit=outcome.broke,
+        reason=outcome.reason,
+        detail=outcome.detail,
+    )
+    if steady is not None:
+        steps.append(steady)
+    broke = outcome.broke
+    return {
+        "version": 1,
+        "url": url,
+        "scenario": None,
+        "model": model,
+        "started_at": started_at,
+        "duration_s": round(elapsed_s, 3),
+        **analysed,
+        "stop": {
+            "condition": outcome.reason,
+            "meaning": CONDITIONS.get(outcome.reason, ""),
+            "detail": outcome.detail,
+        },
+        "generator_limited": broke is not None and "generator" in broke.fired,
+        "config": {
+            **settings,
+            "max_errors": limits.max_errors,
+            "slos": [str(x) for x in limits.slos],
+            "service_cpu": limits.service_cpu,
+            "generator_busy": limits.generator_busy,
+        },
+        "steps": [x.to_dict() for x in steps],
+        "timeseries": timeseries,
+        "monitor": monitor.series() if monitor is not None else [],
+        "run": {k: v for k, v in report.items() if k not in ("timeseries", "histograms")},
+        "confirmation": None
+        if confirmed is None
+        else {k: v for k, v in confirmed.items() if k != "histograms"},
+    }
+
+
+def _distribution(report: dict[str, Any]) -> dict[str, float | None]:
+    """_distribution reads p50/p90/p95/p99/p99.9 (ms) from a run report's latency histogram
+    (the summary has no p95), falling back to the summary's figures."""
+    lat = report.get("latency_ms") or {}
+    out: dict[str, float | None] = {
+        "p50": lat.get("p50"),
+        "p90": lat.get("p90"),
+        "p95": None,
+        "p99": lat.get("p99"),
+        "p99_9": lat.get("p99_9"),
+    }
+    hist = (report.get("histograms") or {}).get("latency")
+    if hist:
+        qs = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
+        count, values = _engine.histogram_quantiles(hist, list(qs.values()))
+        if count:
+            out = {k: v / 1000.0 for k, v in zip(qs, values, strict=True)}
+    return out
+
+
+def answers_text(result: dict[str, Any]) -> str:
+    """answers_text says the four answers in sentences (the analysis wrote them)."""
+    text = result["answers"].get("text") or {}
+    lines = [
+        f"{n}. {text.get(k, '')}"
+        for n, k in enumerate(("throughput", "latency", "optimal", "limit"), start=1)
+    ]
+    if result.get("generator_limited"):
+        lines.append(
+            "   This limit is redline's own (the generator ran out of CPU), not the service's:"
+            " give redline more cores or threads and search again."
+        )
+    return "\n".join(lines)
+
+
+def write_json(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """write_json writes the result document."""
+    Path(path).write_text(json.dumps(result, indent=2) + "\n")

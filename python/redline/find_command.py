@@ -1,0 +1,239 @@
+"""find_command: the ``redline find`` and ``redline demo`` subcommands (parsing and the live
+view only; the work is :func:`redline.find.find` and :mod:`redline.demo`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import IO, Any
+
+from redline.errors import ConfigError, RedlineError
+from redline.options import parse_duration
+from redline.search import Step
+
+FIND_EXAMPLES = """\
+examples:
+  redline find http://127.0.0.1:8080/
+  redline find --model open --slo 'p99<100ms' --max-errors 1% http://127.0.0.1:8080/api
+  redline find --monitor-pid 1234 --json find.json http://127.0.0.1:8080/"""
+
+
+def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """add_find_parser defines ``redline find``."""
+    f = sub.add_parser(
+        "find",
+        help="search for the load where a service runs best and where it breaks",
+        description=(
+            "Step the load (VUs, or req/s with --model open) in one live run until a stop"
+            " condition fires (errors, an SLO, the knee, a backlog, service CPU, or redline's"
+            " own CPU), refine to within 5 %%, confirm, and print the four answers."
+        ),
+        epilog=FIND_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    f.add_argument("url", metavar="URL", help="http://host:port/path")
+    f.add_argument("--model", choices=("closed", "open"), default="closed")
+    f.add_argument("--slo", action="append", default=[], help="e.g. 'p99<100ms' (repeatable)")
+    f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
+    f.add_argument("--max-time", default="3m", help="bound on the whole search (default 3m)")
+    f.add_argument("--start", type=float, help="first load (default 1 VU or 50 req/s)")
+    f.add_argument("--max-load", type=float, help="ceiling (default 1000 VUs or 1e6 req/s)")
+    f.add_argument("--min-step", default="3s", help="shortest step (default 3s)")
+    f.add_argument("--max-step", default="15s", help="longest step (default 15s)")
+    f.add_argument("--confirm", default="10s", help="confirmation step length (default 10s)")
+    f.add_argument("-t", "--threads", type=int, help="worker threads (default: one per core)")
+    f.add_argument("-H", "--header", action="append", default=[], help="'Name: value'")
+    f.add_argument("-m", "--method", default="GET")
+    f.add_argument("--body", help="request body: a string, or @file")
+    f.add_argument("--service-cpu", type=float, help="stop when the service's CPU %% exceeds this")
+    f.add_argument("--monitor-pid", type=int, help="watch this process tree (psutil)")
+    f.add_argument("--monitor-cmd", help="start this command, watch it, stop it at the end")
+    f.add_argument("--monitor-prometheus", metavar="URL", help="scrape this /metrics each second")
+    f.add_argument("--metric", action="append", default=[], help="extra Prometheus series")
+    f.add_argument("--json", metavar="FILE", help="write the result document")
+    f.add_argument("--report", metavar="FILE.html", help="write the HTML report")
+    f.add_argument("--markdown", metavar="FILE.md", help="write the Markdown report")
+    f.add_argument("-q", "--quiet", action="store_true", help="no live view")
+    f.set_defaults(func=cmd_find)
+    return f
+
+
+def parse_share(text: str, what: str) -> float:
+    """parse_share reads ``1%`` or ``0.01`` as a share."""
+    try:
+        if text.endswith("%"):
+            return float(text[:-1]) / 100
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{what}: expected e.g. 1% or 0.01, got {text!r}") from None
+
+
+def make_monitor(args: argparse.Namespace) -> Any:
+    """make_monitor builds the service monitor the flags ask for (None without one)."""
+    chosen = [
+        x for x in (args.monitor_pid, args.monitor_cmd, args.monitor_prometheus) if x is not None
+    ]
+    if not chosen:
+        return None
+    if len(chosen) > 1:
+        raise ConfigError("give one of --monitor-pid, --monitor-cmd, --monitor-prometheus")
+    try:
+        from redline import monitor
+    except ImportError as e:
+        raise RedlineError(f"service monitoring is not available: {e}") from None
+    if args.monitor_pid is not None:
+        return monitor.ProcessMonitor(args.monitor_pid)
+    if args.monitor_cmd is not None:
+        return monitor.CommandMonitor(args.monitor_cmd)
+    return monitor.PrometheusMonitor(args.monitor_prometheus, metrics=args.metric)
+
+
+class FindView:
+    """FindView shows the search as it goes: a rich panel on a terminal (the step, its
+    progress, offered and achieved rate, p50/p95/p99, errors, service CPU and fds, elapsed and
+    maximum time), one plain line per interval elsewhere."""
+
+    def __init__(self, max_time_s: float, max_step_s: float, stream: IO[str] | None = None):
+        self.stream = stream or sys.stderr
+        self.max_time_s = max_time_s
+        self.max_step_s = max_step_s
+        self.started = time.monotonic()
+        self.step_started = self.started
+        self.last_load: float | None = None
+        self.steps: list[str] = []
+        self._live = None
+        if self.stream.isatty():
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live("searching...", console=Console(file=self.stream), transient=True)
+            self._live.start()
+
+    def snapshot(self, s: dict[str, Any], load: float, phase: str) -> None:
+        """snapshot hears each interval of the search."""
+        if load != self.last_load:
+            self.last_load, self.step_started = load, time.monotonic()
+        now = time.monotonic()
+        offered = s.get("intended_rate")
+        parts = [
+            f"{phase} load={load:g}",
+            f"offered={offered:.0f}/s" if offered else "",
+            f"achieved={s.get('achieved_rate', 0):.0f}/s",
+            f"p50={s.get('p50_ms', 0):.1f}ms p95={s.get('p95_ms', s.get('p90_ms', 0)):.1f}ms"
+            f" p99={s.get('p99_ms', 0):.1f}ms",
+            f"errors={s.get('errors', 0)}",
+            f"elapsed={now - self.started:.0f}s/{self.max_time_s:.0f}s",
+        ]
+        line = "  ".join(p for p in parts if p)
+        if self._live is None:
+            print(line, file=self.stream, flush=True)
+            return
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.text import Text
+
+        done = min((now - self.step_started) / self.max_step_s, 1.0)
+        total = min((now - self.started) / self.max_time_s, 1.0)
+        self._live.update(
+            Group(
+                *(Text(x) for x in self.steps[-8:]),
+                Text(line, style="bold"),
+                Text("step  ", end=""),
+                ProgressBar(total=1.0, completed=done, width=40),
+                Text("total ", end=""),
+                ProgressBar(total=1.0, completed=total, width=40),
+            )
+        )
+
+    def step(self, st: Step) -> None:
+        """step hears each judged step."""
+        verdict = "ok" if st.ok else "STOP " + ",".join(st.fired) + f" ({st.why})"
+        cpu = st.service.get("cpu_percent")
+        line = (
+            f"step {st.index + 1:>2} {st.phase:<7} load {st.load:>8g}  {st.throughput_rps:>8.0f}"
+            f" req/s  p50 {st.p50_ms:7.1f} ms  p99 {st.p99_ms:7.1f} ms  errors"
+            f" {st.error_rate:6.2%}"
+            + (f"  cpu {cpu:.0f}%" if cpu is not None else "")
+            + f"  {verdict}"
+        )
+        self.steps.append(line)
+        if self._live is None:
+            print(line, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """close ends the live panel and leaves the step table on the screen."""
+        if self._live is not None:
+            self._live.stop()
+            for line in self.steps:
+                print(line, file=self.stream)
+
+
+def cmd_find(args: argparse.Namespace) -> int:
+    """cmd_find runs the search, prints the four answers and writes the outputs."""
+    from redline import find as finder
+
+    max_time = parse_duration(args.max_time, "--max-time")
+    max_step = parse_duration(args.max_step, "--max-step")
+    monitor = make_monitor(args)
+    view = None if args.quiet else FindView(max_time, max_step)
+    try:
+        result = finder.find(
+            args.url,
+            model=args.model,
+            slos=args.slo,
+            max_errors=parse_share(args.max_errors, "--max-errors"),
+            max_time=max_time,
+            start=args.start,
+            max_load=args.max_load,
+            threads=args.threads,
+            method=args.method,
+            headers=args.header,
+            body=args.body,
+            min_step=parse_duration(args.min_step, "--min-step"),
+            max_step=max_step,
+            confirm=parse_duration(args.confirm, "--confirm"),
+            service_cpu=args.service_cpu,
+            monitor=monitor,
+            on_snapshot=view.snapshot if view else None,
+            on_step=view.step if view else None,
+        )
+    finally:
+        if view is not None:
+            view.close()
+    print(finder.answers_text(result), flush=True)
+    write_outputs(result, args.json, args.report, args.markdown)
+    return 0
+
+
+def write_outputs(
+    result: dict[str, Any], json_path: str | None, html: str | None, markdown: str | None
+) -> None:
+    """write_outputs writes the JSON document and the reports that were asked for."""
+    from redline import find as finder
+
+    if json_path:
+        finder.write_json(result, json_path)
+    if html or markdown:
+        from redline.report import write_reports
+
+        write_reports(result, html, markdown)
+
+
+def add_demo_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """add_demo_parser defines ``redline demo``."""
+    d = sub.add_parser(
+        "demo",
+        help="start the bundled services, find their capacity, write demo-report.html/.md",
+    )
+    d.add_argument("--quick", action="store_true", help="about one minute instead of three")
+    d.add_argument("-q", "--quiet", action="store_true", help="no live view")
+    d.set_defaults(func=cmd_demo)
+    return d
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """cmd_demo runs :func:`redline.demo.demo`."""
+    from redline.demo import demo
+
+    return demo(quick=args.quick, live=not args.quiet)

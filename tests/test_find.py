@@ -1,0 +1,172 @@
+"""``redline find`` against the target's capacity mode (a queue of known capacity N / S) and
+with each stop condition induced. Loopback only; every search is bounded by its max time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import redline
+from redline import cli
+from redline import find as finder
+from redline.find import find
+from redline.monitor import ProcessMonitor
+
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parent.parent / "docs/schema/find.schema.json").read_text()
+)
+
+#: QUICK: short steps keep each search well under a minute on a shared 2-core box.
+QUICK = {"min_step": 2.0, "max_step": 6.0, "confirm": 3.0, "interval": 0.5}
+
+SLOTS, SERVICE_MS = 8, 10.0
+CAPACITY = SLOTS * 1000.0 / SERVICE_MS
+
+
+def valid(result: dict) -> dict:
+    jsonschema.validate(result, SCHEMA)
+    return result
+
+
+@pytest.fixture
+def queue():
+    with redline.Target(threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms") as t:
+        yield t
+
+
+@pytest.mark.parametrize("model", ["closed", "open"])
+def test_find_lands_on_the_capacity_of_a_queue(queue, model):
+    r = valid(find(queue.url + "/", model=model, max_time=75, **QUICK))
+    a = r["answers"]
+    x = a["steady_state_throughput_rps"]
+    assert abs(x - CAPACITY) <= 0.1 * CAPACITY, f"{model}: found {x:.0f}, truth {CAPACITY:.0f}"
+    assert r["stop"]["condition"] in ("knee", "backlog", "unsteady", "slo"), r["stop"]
+    if model == "closed":
+        users = a["optimal"]["users"]
+        assert abs(users - SLOTS) <= 0.25 * SLOTS, f"optimal users {users}, N = {SLOTS}"
+    # What redline counted is what the server served, give or take what was in flight when
+    # each of the two runs stopped (the VUs, or the open model's pool).
+    intervals = r["timeseries"] + r["confirmation"]["timeseries"]
+    counted = sum(s["requests"] + s["errors"] for s in intervals)
+    served = queue.stats()["requests"]
+    bound = 2 * (1000 if model == "open" else 2 * SLOTS)
+    assert counted <= served <= counted + bound, (counted, served)
+
+
+def test_errors_stop_the_search_and_are_named():
+    with redline.Target() as t:
+        r = valid(find(t.url + "/?status=500&p=0.2", max_time=30, max_errors=0.01, **QUICK))
+    assert r["stop"]["condition"] == "errors"
+    assert r["answers"]["limit"]["reason"] == "errors"
+    assert "failed" in r["stop"]["detail"]
+
+
+def test_an_slo_stops_the_search(queue):
+    # p99 stays at the 10 ms service time up to N users and grows past it.
+    r = valid(find(queue.url + "/", slos=["p99<15ms"], knee_gain=None, max_time=60, **QUICK))
+    assert r["stop"]["condition"] == "slo"
+    assert "p99" in r["stop"]["detail"]
+    assert r["answers"]["limit"]["load"] <= 2 * SLOTS
+
+
+def test_a_busy_service_stops_the_search():
+    # A busy loop takes a whole core on an idle box and still well over 10 % of one on a
+    # shared box; the target answering at once stays far from any other limit.
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with redline.Target() as t:
+            r = valid(
+                find(
+                    t.url + "/",
+                    service_cpu=10.0,
+                    monitor=ProcessMonitor(burner.pid),
+                    max_time=30,
+                    **QUICK,
+                )
+            )
+    finally:
+        burner.kill()
+        burner.wait()
+    assert r["stop"]["condition"] == "service-cpu"
+    assert r["answers"]["limit"]["service"]["cpu_percent"] > 10
+    assert r["monitor"], "the monitor's samples are in the result"
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_a_starved_generator_is_named_as_the_limit(monkeypatch):
+    # redline's one worker thread is held to too little CPU: it runs at idle priority on a
+    # CPU that a busy loop keeps busy, while the target keeps its own threads and CPUs. The
+    # search must say that the limit it found is redline's.
+    cpus = sorted(os.sched_getaffinity(0))
+    start = finder.LiveRun.__init__
+
+    def starved(self, config):
+        # The engine's threads inherit the affinity and the policy of the thread that starts
+        # them: this one, for the moment of the start.
+        os.sched_setaffinity(0, {cpus[0]})
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        try:
+            start(self, config)
+        finally:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            os.sched_setaffinity(0, set(cpus))
+
+    monkeypatch.setattr(finder.LiveRun, "__init__", starved)
+    with redline.Target(threads=1) as t:
+        burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            os.sched_setaffinity(burner.pid, {cpus[0]})
+            r = valid(find(t.url + "/", threads=1, max_time=45, **QUICK))
+        finally:
+            burner.kill()
+            burner.wait()
+    assert r["stop"]["condition"] == "generator", r["stop"]
+    assert r["generator_limited"] is True
+    assert "redline" in r["stop"]["meaning"]
+
+
+def test_cli_find_prints_the_answers_and_writes_json(queue, tmp_path, capsys):
+    out = tmp_path / "find.json"
+    code = cli.main(
+        [
+            "find",
+            queue.url + "/",
+            "--max-time",
+            "60s",
+            "--min-step",
+            "2s",
+            "--max-step",
+            "6s",
+            "--confirm",
+            "3s",
+            "--json",
+            str(out),
+            "-q",
+        ]
+    )
+    assert code == 0
+    text = capsys.readouterr().out
+    for n in ("1.", "2.", "3.", "4."):
+        assert n in text
+    assert "knee" in text or "slo" in text
+    valid(json.loads(out.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--slo", "p99>1s"], "--slo"),
+        (["--max-errors", "lots"], "--max-errors"),
+        (["--max-time", "5s"], "--max-time"),
+        (["--service-cpu", "50"], "monitored"),
+    ],
+)
+def test_bad_find_options_are_one_line(argv, message, capsys):
+    assert cli.main(["find", "http://127.0.0.1:9/", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
