@@ -22,7 +22,7 @@ install: $(VENV)/bin/python ## create .venv; install build tools, redline (relea
 	$(VENV)/bin/maturin develop --release --quiet --extras test,lint
 	@$(PY) -c "import redline, taskqueue; print('installed redline', redline.__version__)"
 
-demo: install ## start the bundled services and measure them (see examples/demo.py)
+demo: install ## find taskqueue's capacity (redline demo): four answers, demo-report.html/.md
 	$(PY) examples/demo.py
 
 test: install test-rust test-python ## cargo test + pytest (what CI runs)

@@ -116,14 +116,18 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
     out = Path(out_dir)
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redline-demo-")))
-        origin, _ = stack.enter_context(
+        origin, origin_proc = stack.enter_context(
             service([_bin("redline"), "target", "--threads", "1", "--port", "0"], tmp / "o.log")
         )
         taskqueue = [_bin("taskqueue"), "serve", "--port", "0", "--data-dir", str(tmp / "data")]
         taskqueue += ["--allow-fetch-cidr", "127.0.0.0/8"]
         base, proc = stack.enter_context(service(taskqueue, tmp / "tq.log"))
         url = submit(base)
-        print(f"redline demo: origin {origin}, taskqueue {base} (pid {proc.pid})", flush=True)
+        print(
+            f"redline demo: origin {origin} (pid {origin_proc.pid}),"
+            f" taskqueue {base} (pid {proc.pid})",
+            flush=True,
+        )
         print(
             "redline demo: searching taskqueue's status reads (GET /tasks/submissions/{id});"
             " the seed-000 scenario (examples/taskqueue.py) is not wired in yet",

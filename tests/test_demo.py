@@ -1,0 +1,93 @@
+"""``redline demo --quick`` end to end: the four answers, the two reports, and nothing it
+started left running afterwards, also when it is interrupted."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+REDLINE = str(Path(sys.executable).parent / "redline")
+
+pytestmark = pytest.mark.skipif(
+    not (Path(sys.executable).parent / "taskqueue").exists(), reason="taskqueue is not installed"
+)
+
+
+def started_pids(text: str) -> list[int]:
+    """The pids the demo says it started (origin and taskqueue)."""
+    return [int(p) for p in re.findall(r"\(pid (\d+)\)", text)]
+
+
+def descendants_of(pids: list[int]) -> list[psutil.Process]:
+    procs = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            procs += [p, *p.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
+    return procs
+
+
+def assert_all_gone(procs: list[psutil.Process]) -> None:
+    _, alive = psutil.wait_procs(procs, timeout=15)
+    assert not alive, f"left running: {[(p.pid, p.name()) for p in alive]}"
+
+
+def test_demo_quick_end_to_end(tmp_path):
+    proc = subprocess.Popen(
+        [REDLINE, "demo", "--quick", "-q"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen: list[psutil.Process] = []
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line)
+        if "(pid " in line:
+            seen = descendants_of(started_pids(line))
+    assert proc.wait(timeout=150) == 0, "".join(lines)
+    out = "".join(lines)
+    for n in ("1. ", "2. ", "3. ", "4. "):
+        assert n in out, out
+    assert (tmp_path / "demo-report.html").stat().st_size > 1000
+    assert "|" in (tmp_path / "demo-report.md").read_text()
+    assert len(seen) >= 2, out
+    assert_all_gone(seen)
+
+
+def test_demo_stops_everything_on_ctrl_c(tmp_path):
+    proc = subprocess.Popen(
+        [REDLINE, "demo", "--quick", "-q"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # The default SIGINT disposition, even when the suite runs in the background.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stdout is not None
+    seen: list[psutil.Process] = []
+    deadline = time.monotonic() + 60
+    for line in proc.stdout:
+        if "(pid " in line:
+            seen = descendants_of(started_pids(line))
+        if "searching" in line or time.monotonic() > deadline:
+            break
+    time.sleep(3)  # into the search
+    os.kill(proc.pid, signal.SIGINT)
+    rest = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 130, rest
+    assert len(seen) >= 2
+    assert_all_gone(seen)
