@@ -7,7 +7,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-rust test-python lint bench bench-taskqueue clean
+.PHONY: help install demo test test-rust test-python lint bench bench-taskqueue bench-syscalls clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-16s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ bench: install ## redline vs wrk/hey/k6/locust side by side (needs ../shared/too
 
 bench-taskqueue: install ## taskqueue: status GETs, durable submissions, seed-000 mix (wrk, k6)
 	$(PY) bench/taskqueue.py
+
+bench-syscalls: install ## syscalls per request under strace -c -f (redline, wrk)
+	$(PY) bench/syscalls.py
 
 clean: ## remove build outputs and the venv
 	rm -rf target $(VENV) .pytest_cache
