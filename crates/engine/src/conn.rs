@@ -12,6 +12,7 @@ use std::future::{poll_fn, Future};
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
@@ -20,7 +21,7 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 use crate::http::ResponseReader;
-use crate::metrics::ErrorClass;
+use crate::metrics::{ConnectionGauge, ErrorClass};
 use crate::tls::{self, TlsSettings};
 
 /// READ_BUF is the initial read buffer per connection (wrk uses 8 KiB as well); bodies are
@@ -91,6 +92,8 @@ pub struct Exchange {
     pub bytes_in: u64,
     /// connects: new connections this exchange opened (0, or 1-2 with a stale retry).
     pub connects: u32,
+    /// retries: times the request was sent again on a fresh connection (0 or 1).
+    pub retries: u32,
     /// arrived: when the kernel received the response's last bytes, if it stamped them (see
     /// [`crate::stamp`]); None means "when it was read".
     pub arrived: Option<Instant>,
@@ -103,6 +106,8 @@ pub struct Failure {
     pub class: ErrorClass,
     /// connects: new connections opened before failing.
     pub connects: u32,
+    /// retries: times the request was sent again before failing (0 or 1).
+    pub retries: u32,
 }
 
 /// Conn is a lane's connection: the socket (when open), its TLS session (https), its read
@@ -118,12 +123,20 @@ pub struct Conn {
     buf: ReadBuf,
     reader: ResponseReader,
     served: u64,
+    /// gauge: the run's open connections, kept as sockets open and close (see
+    /// [`ConnectionGauge`]).
+    gauge: Arc<ConnectionGauge>,
 }
 
 impl Conn {
     /// new makes a closed connection to `addr` (TLS when `tls` is given; kernel receive
-    /// timestamps when `stamp`); it connects on first use.
-    pub fn new(addr: SocketAddr, tls: Option<TlsSettings>, stamp: bool) -> Self {
+    /// timestamps when `stamp`), counted in `gauge` while open; it connects on first use.
+    pub fn new(
+        addr: SocketAddr,
+        tls: Option<TlsSettings>,
+        stamp: bool,
+        gauge: Arc<ConnectionGauge>,
+    ) -> Self {
         Conn {
             addr,
             stream: None,
@@ -137,6 +150,7 @@ impl Conn {
             },
             reader: ResponseReader::new(false),
             served: 0,
+            gauge,
         }
     }
 
@@ -150,33 +164,46 @@ impl Conn {
         self.buf.clear();
         self.served = 0;
         self.tls = None;
-        self.stream.take().is_some()
+        let was_open = self.stream.take().is_some();
+        if was_open {
+            self.gauge.closed();
+        }
+        was_open
     }
 
     /// exchange sends `request` and reads its response, failing with a timeout once
     /// `deadline` passes (the caller sets it). `now` is the caller's current time, reused as
     /// the send time when no connect is needed (one clock read less per request).
     ///
-    /// A reused keep-alive connection that turns out closed (EOF before any response byte:
-    /// the server timed it out just as we sent) is reopened and the request resent once, as
-    /// HTTP clients do. A reset is not retried: a server that resets on a request is an error
-    /// the user must see. On failure the connection is closed.
+    /// A connection this exchange did not open (a kept-alive or pre-opened one) may turn out
+    /// closed by the server while idle. The request is then sent once more on a fresh
+    /// connection, and counted (`retries`), when it cannot have done anything on the server:
+    /// when the write itself failed before any byte left, or, for an `idempotent` method only,
+    /// when the connection gave a clean EOF before any response byte. A POST that met that EOF
+    /// may have been received and acted on, so it fails as a `reset` instead of being sent
+    /// twice. A reset while reading is never retried: a server that resets on a request is an
+    /// error the user must see. On failure the connection is closed.
     pub async fn exchange(
         &mut self,
         request: &[u8],
         head: bool,
+        idempotent: bool,
         deadline: &mut Deadline,
         now: Instant,
     ) -> Result<Exchange, Failure> {
         let mut connects = 0;
+        let mut retries = 0;
         loop {
             if self.stream.is_none() {
-                self.connect(deadline)
-                    .await
-                    .map_err(|class| Failure { class, connects })?;
+                self.connect(deadline).await.map_err(|class| Failure {
+                    class,
+                    connects,
+                    retries,
+                })?;
                 connects += 1;
             }
-            let reused = self.served > 0;
+            // At most one resend: after it, this exchange has opened the connection itself.
+            let reused = connects == 0;
             let sent_at = if connects == 0 { now } else { Instant::now() };
             match self.round_trip(request, head, deadline, sent_at).await {
                 Ok(RoundTrip {
@@ -190,22 +217,29 @@ impl Conn {
                         status,
                         bytes_in,
                         connects,
+                        retries,
                         arrived,
                     });
                 }
-                Err(Trip::Stale) if reused => {
+                Err(trip) => {
                     self.close();
-                }
-                Err(Trip::Stale) => {
-                    self.close();
+                    let class = match trip {
+                        Trip::Unsent(_) | Trip::Stale
+                            if reused && (idempotent || trip.unsent()) =>
+                        {
+                            retries += 1;
+                            continue;
+                        }
+                        // Received, perhaps acted on, then the connection went: not safe to repeat.
+                        Trip::Stale if reused => ErrorClass::Reset,
+                        Trip::Stale => ErrorClass::Read,
+                        Trip::Unsent(class) | Trip::Failed(class) => class,
+                    };
                     return Err(Failure {
-                        class: ErrorClass::Read,
+                        class,
                         connects,
+                        retries,
                     });
-                }
-                Err(Trip::Failed(class)) => {
-                    self.close();
-                    return Err(Failure { class, connects });
                 }
             }
         }
@@ -246,6 +280,7 @@ impl Conn {
             None => None,
         };
         self.stream = Some(stream);
+        self.gauge.opened();
         self.buf.clear();
         self.served = 0;
         Ok(())
@@ -344,6 +379,12 @@ impl Conn {
     }
 }
 
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 /// ReadBuf is a connection's read buffer: bytes `start..end` are received but unparsed.
 #[derive(Debug)]
 struct ReadBuf {
@@ -387,12 +428,20 @@ struct RoundTrip {
     arrived: Option<Instant>,
 }
 
-/// Trip is how a round trip failed: `Stale` means the server had closed the connection
-/// (clean EOF) before any response byte (safe to retry once on a fresh connection).
+/// Trip is how a round trip failed: `Unsent` means the write failed before any request byte
+/// left (safe to send again, whatever the method); `Stale` means the server had closed the
+/// connection (clean EOF) before any response byte (safe to send again only if idempotent).
 #[derive(Debug, Clone, Copy)]
 enum Trip {
+    Unsent(ErrorClass),
     Stale,
     Failed(ErrorClass),
+}
+
+impl Trip {
+    fn unsent(&self) -> bool {
+        matches!(self, Trip::Unsent(_))
+    }
 }
 
 /// classify maps an I/O error to an error class; `other` is the class for the phase.
@@ -408,17 +457,29 @@ pub fn classify(e: &io::Error, other: ErrorClass) -> ErrorClass {
     }
 }
 
+/// write_all writes the whole request; a write error before any byte left is `Unsent`.
 async fn write_all(
     stream: &TcpStream,
     mut data: &[u8],
     deadline: &mut Deadline,
 ) -> Result<(), Trip> {
+    let mut sent_any = false;
     while !data.is_empty() {
         match stream.try_write(data) {
-            Ok(n) => data = &data[n..],
+            Ok(n) => {
+                data = &data[n..];
+                sent_any |= n > 0;
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Trip::Failed(classify(&e, ErrorClass::Write))),
+            Err(e) => {
+                let class = classify(&e, ErrorClass::Write);
+                return Err(if sent_any {
+                    Trip::Failed(class)
+                } else {
+                    Trip::Unsent(class)
+                });
+            }
         }
     }
     Ok(())
@@ -456,18 +517,27 @@ async fn handshake(
     flush_tls(session, stream, deadline).await.map_err(fail)
 }
 
-/// flush_tls writes every TLS record rustls has ready, waiting for the socket when it is full.
+/// flush_tls writes every TLS record rustls has ready, waiting for the socket when it is full;
+/// a write error before any byte left is `Unsent`.
 async fn flush_tls(
     session: &mut rustls::ClientConnection,
     stream: &TcpStream,
     deadline: &mut Deadline,
 ) -> Result<(), Trip> {
+    let mut sent_any = false;
     while session.wants_write() {
         match session.write_tls(&mut tls::Sock(stream)) {
-            Ok(_) => {}
+            Ok(n) => sent_any |= n > 0,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Trip::Failed(classify(&e, ErrorClass::Write))),
+            Err(e) => {
+                let class = classify(&e, ErrorClass::Write);
+                return Err(if sent_any {
+                    Trip::Failed(class)
+                } else {
+                    Trip::Unsent(class)
+                });
+            }
         }
     }
     Ok(())

@@ -15,11 +15,16 @@ use tokio::time::Sleep;
 
 use crate::config::Model;
 use crate::conn::{Conn, Deadline};
+use crate::flight::{Flight, Flights, Sent};
 use crate::metrics::{Recorder, Response};
 use crate::metronome::Metronome;
 use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
 use crate::plan::{Plan, RequestStep, Step};
-use crate::worker::{Job, LATE_SLACK};
+use crate::worker::{latency_ceiling, Job, LATE_SLACK};
+
+/// MAX_UNSENT_RECORDS bounds the histogram records of the hits never sent at the end of a
+/// run: past it they are recorded in batches, each at its latest due time (a lower bound).
+const MAX_UNSENT_RECORDS: u64 = 100_000;
 
 /// Shared is the per-thread state every lane of the thread sees.
 pub(crate) struct Shared {
@@ -32,6 +37,8 @@ pub(crate) struct Shared {
     pub(crate) pacer: RefCell<AnyPacer>,
     /// rec: this thread's measurements.
     pub(crate) rec: RefCell<Recorder>,
+    /// flights: what each lane has under way, for the end-of-run books ([`Shared::settle`]).
+    pub(crate) flights: Flights,
     /// hits: hits claimed so far (the next unclaimed hit's number).
     pub(crate) hits: Cell<u64>,
     /// lanes: lanes still running their loop (each owns at most one connection).
@@ -82,20 +89,21 @@ impl Shared {
             Model::Closed => lane_share(cfg.max_vus, cfg.threads, job.index),
             Model::Open => lane_share(cfg.max_connections, cfg.threads, job.index).max(1),
         };
-        let highest_us = u64::try_from(cfg.timeout.as_micros())
-            .unwrap_or(u64::MAX)
-            .saturating_add(1_000_000);
+        let highest_us = u64::try_from(latency_ceiling(&cfg).as_micros()).unwrap_or(u64::MAX);
         let metronome = if open { Metronome::new().ok() } else { None };
         // TLS reads go through rustls, which has no way to hand back the kernel's stamps.
         let naps = metronome.is_some() && cfg.tls.is_none();
         crate::metronome::set_naps(naps);
         let mut rec = Recorder::new(job.start + cfg.warmup, highest_us, plan.names.len(), open);
         rec.send_end = cfg.duration.map(|d| job.start + d);
+        // Without the timerfd, sends wake on the runtime's millisecond timer: say so.
+        rec.totals.coarse_timer = open && metronome.is_none();
         Shared {
             job,
             plan,
             pacer: RefCell::new(pacer),
             rec: RefCell::new(rec),
+            flights: Flights::with_capacity(max_lanes.min(4096) as usize),
             hits: Cell::new(0),
             lanes: Cell::new(0),
             max_lanes,
@@ -104,6 +112,51 @@ impl Shared {
             open,
             metronome,
             naps,
+        }
+    }
+}
+
+impl Shared {
+    /// settle closes this thread's books at `cutoff`, when it stops running its lanes (the
+    /// grace period is over, the run was stopped, or every lane finished): a request still
+    /// out is `unfinished`, and an open-model hit due by then that never went out (claimed
+    /// and waiting, or never claimed because every lane was busy or the send window closed
+    /// first) is `unsent`. Each goes into the latency histogram at its age at `cutoff`, a
+    /// lower bound of what it would have measured.
+    pub(crate) fn settle(&self, cutoff: Instant) {
+        let mut rec = self.rec.borrow_mut();
+        for f in self.flights.take_all() {
+            match f {
+                Flight::Out(sent) => rec.unfinished(cutoff, &sent),
+                Flight::Due(due) if due <= cutoff => rec.unsent(cutoff, due, 1, None),
+                // Not due yet when the run was stopped: never part of the schedule.
+                Flight::Due(_) => {}
+            }
+        }
+        let start = self.job.start;
+        let pacer = self.pacer.borrow();
+        // Hits are claimed in order: the ones from `hits` up to what was due are unclaimed.
+        let Some(due) = pacer.due_by(cutoff.saturating_duration_since(start)) else {
+            return;
+        };
+        let first = self.hits.get();
+        let batch = due
+            .saturating_sub(first)
+            .div_ceil(MAX_UNSENT_RECORDS)
+            .max(1);
+        let mut hit = first;
+        while hit < due {
+            let last = (hit + batch).min(due) - 1;
+            if let Pace::Due(at) = pacer.pace(Duration::ZERO, last, 0) {
+                // The per-name statistics of the flow's first step, the one never sent.
+                let stat = self.plan.flow(last).and_then(|f| {
+                    f.steps.first().map(|s| match s {
+                        Step::Request(r) => r.stat,
+                    })
+                });
+                rec.unsent(cutoff, start + at, last - hit + 1, stat);
+            }
+            hit = last + 1;
         }
     }
 }
@@ -161,7 +214,9 @@ pub(crate) async fn grow_pool(s: Rc<Shared>) {
             spawn_lane(&s);
         }
         if missing > room {
-            // Pool full: the hits wait for a lane; look again a little later.
+            // Pool full: the hits wait for a lane (the verdict names the cap as the limit);
+            // look again a little later.
+            s.rec.borrow_mut().totals.cap_reached = true;
             tokio::time::sleep(LATE_SLACK).await;
         } else if missing > 0 {
             // Let the new lanes claim the overdue hits before counting again.
@@ -177,10 +232,11 @@ pub(crate) fn spawn_lane(shared: &Rc<Shared>) {
     // Global lane number: lane i of every thread interleaves, so ramps spread evenly.
     let lane = local * shared.job.cfg.threads + shared.job.index;
     shared.lanes.set(shared.lanes.get() + 1);
+    shared.flights.add_lane(local as usize);
     let s = shared.clone();
     tokio::task::spawn_local(async move {
         let _count = LaneCount(s.clone());
-        let mut lane_state = Lane::new(&s, lane);
+        let mut lane_state = Lane::new(&s, lane, local as usize);
         lane_state.run(&s).await;
         lane_state.shutdown(&s);
     });
@@ -204,6 +260,8 @@ impl Drop for LaneCount {
 /// time its last request completed (reused as "now" to save a clock read).
 struct Lane {
     lane: u32,
+    /// slot: this lane's local number, its slot in [`Shared::flights`].
+    slot: usize,
     conn: Conn,
     timeout: Deadline,
     pace: Pin<Box<Sleep>>,
@@ -211,11 +269,17 @@ struct Lane {
 }
 
 impl Lane {
-    fn new(s: &Shared, lane: u32) -> Self {
+    fn new(s: &Shared, lane: u32, slot: usize) -> Self {
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
         Lane {
             lane,
-            conn: Conn::new(s.job.addr, s.job.cfg.tls.clone(), s.naps),
+            slot,
+            conn: Conn::new(
+                s.job.addr,
+                s.job.cfg.tls.clone(),
+                s.naps,
+                s.job.gauge.clone(),
+            ),
             timeout: Deadline::new(),
             pace: Box::pin(tokio::time::sleep_until(far)),
             clock: None,
@@ -248,6 +312,8 @@ impl Lane {
                     s.hits.set(hit + 1);
                     let due = start + at;
                     if due > now + crate::metronome::EARLY {
+                        // Claimed but not sent: if the run ends meanwhile, it is unsent.
+                        s.flights.depart(self.slot, Flight::Due(due));
                         self.timeout.set(now + s.job.cfg.timeout);
                         if self.conn.open(&mut self.timeout).await {
                             s.rec.borrow_mut().connections(1, false, true);
@@ -266,6 +332,7 @@ impl Lane {
                 }
             };
             self.iteration(s, hit, intended).await;
+            s.flights.land(self.slot);
         }
     }
 
@@ -281,26 +348,40 @@ impl Lane {
 
     async fn request(&mut self, s: &Rc<Shared>, r: &RequestStep, intended: Instant) {
         let now = self.clock.take().unwrap_or_else(Instant::now);
-        let lag = now.saturating_duration_since(intended);
-        let late = s.open && lag > LATE_SLACK;
+        let late = s.open && now.saturating_duration_since(intended) > LATE_SLACK;
+        let at_cap = s.lanes.get() >= s.max_lanes;
         s.rec
             .borrow_mut()
-            .send(now, r.bytes.len() as u64, lag, late);
+            .send(now, intended, r.bytes.len() as u64, late, at_cap);
+        // Open model: from the intended send, so time spent waiting for a free connection or
+        // a behind-schedule generator counts against the server, as wrk2 does (coordinated
+        // omission); a hit sent a little early (see metronome::EARLY) counts from its send.
+        // Closed model: from the actual write.
+        let from = if s.open { intended.min(now) } else { now };
+        let sent = Sent {
+            intended,
+            from,
+            sent_at: now,
+            stat: r.stat,
+        };
+        s.flights.depart(self.slot, Flight::Out(sent));
         self.timeout.set(now + s.job.cfg.timeout);
         let was_open = self.conn.is_open();
         let result = self
             .conn
-            .exchange(&r.bytes, r.head, &mut self.timeout, now)
+            .exchange(&r.bytes, r.head, r.idempotent, &mut self.timeout, now)
             .await;
+        s.flights.land(self.slot);
         let done = Instant::now();
         self.clock = Some(done);
         let mut rec = s.rec.borrow_mut();
         match result {
             Ok(x) => {
                 rec.connections(x.connects, was_open, self.conn.is_open());
-                // Open model: from the intended send, so time spent waiting for a free
-                // connection or a behind-schedule generator counts against the server, as
-                // wrk2 does (coordinated omission). Closed model: from the actual write.
+                if x.retries > 0 {
+                    rec.retried(intended, x.retries);
+                }
+                // A connect (or a resend) moves the actual send later than `now`.
                 let from = if s.open {
                     intended.min(x.sent_at)
                 } else {
@@ -310,17 +391,21 @@ impl Lane {
                 // thread napped through it, else now.
                 let end = x.arrived.map_or(done, |a| a.clamp(x.sent_at, done));
                 let resp = Response {
+                    intended,
                     stat: r.stat,
                     status: x.status,
                     latency: end.saturating_duration_since(from),
                     service: end.saturating_duration_since(x.sent_at),
                     bytes_in: x.bytes_in,
                 };
-                rec.response(done, &resp);
+                rec.response(&resp);
             }
             Err(f) => {
                 rec.connections(f.connects, was_open, self.conn.is_open());
-                rec.error(done, r.stat, f.class);
+                if f.retries > 0 {
+                    rec.retried(intended, f.retries);
+                }
+                rec.error(intended, r.stat, f.class);
             }
         }
     }

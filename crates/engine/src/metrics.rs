@@ -5,10 +5,13 @@
 //! one; at the end it ships its [`Totals`]. Memory is bounded: histograms have a fixed range and
 //! precision, counters are fixed-size arrays, nothing grows with the number of requests.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
+
+use crate::flight::Sent;
 
 /// SIGFIG is the HdrHistogram precision: 3 significant digits (0.1% value error).
 pub const SIGFIG: u8 = 3;
@@ -16,8 +19,10 @@ pub const SIGFIG: u8 = 3;
 /// MIN_HIGHEST_US is the least upper bound of every histogram: 60 s in microseconds.
 pub const MIN_HIGHEST_US: u64 = 60_000_000;
 
-/// new_histogram makes a microsecond histogram from 1 µs to at least `highest_us`
-/// (values above are clamped to the top, so a long timeout cannot fail a record).
+/// new_histogram makes a microsecond histogram from 1 µs to at least `highest_us`. Values
+/// above are clamped to the top so a record cannot fail; the recorder counts each clamp
+/// ([`Totals::clamped`]) so a clamped figure is never silent. Size it to what the run can
+/// produce (see `worker::latency_ceiling`).
 pub fn new_histogram(highest_us: u64) -> Histogram<u64> {
     let high = highest_us.max(MIN_HIGHEST_US);
     // Only invalid bounds (high < 2, sigfig > 5) make this fail, and ours are fixed and valid:
@@ -28,6 +33,46 @@ pub fn new_histogram(highest_us: u64) -> Histogram<u64> {
 /// micros converts a duration to whole microseconds (at least 1, the histogram's floor).
 pub fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+/// record puts `us` into `h`, clamped to its top; returns whether it was clamped.
+fn record(h: &mut Histogram<u64>, us: u64) -> bool {
+    h.saturating_record(us);
+    us > h.high()
+}
+
+/// ConnectionGauge counts the connections open across all worker threads, and their peak.
+///
+/// Each thread knows only its own count, and the sum of per-thread peaks overstates the
+/// run's peak whenever threads peak at different moments. The connections themselves keep
+/// it (see `conn::Conn`), as they open and close, so a connection whose request never comes
+/// back still counts. Connections open and close far less
+/// often than requests go out (per request only against a server that closes every one, where
+/// the connect costs a thousand times more), so one shared atomic add per change is cheap.
+#[derive(Debug, Default)]
+pub struct ConnectionGauge {
+    open: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl ConnectionGauge {
+    /// opened counts one more open connection.
+    pub fn opened(&self) {
+        let now = self.open.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// closed counts one connection fewer.
+    pub fn closed(&self) {
+        let _ = self
+            .open
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+
+    /// peak is the most connections open at once so far, over all threads.
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
 }
 
 /// ErrorClass is why a request failed; per-request failures are counted, never raised.
@@ -192,10 +237,35 @@ pub struct NameStats {
 }
 
 /// Totals is one thread's (or, merged, the run's) post-warmup summary.
+///
+/// A request belongs to the measured part of the run when it was *meant* to start after the
+/// warm-up (the open model's due time, the closed model's send), whatever its outcome, so the
+/// books balance: `requests + transport failures + unfinished + unsent = started + unsent`,
+/// each started request ending as exactly one of the first three.
 #[derive(Debug, Clone)]
 pub struct Totals {
-    /// requests: responses received.
+    /// requests: responses received (HTTP error statuses included).
     pub requests: u64,
+    /// started: requests that went out (each ends answered, failed or unfinished).
+    pub started: u64,
+    /// unfinished: requests still out when the run cut them off (grace over, or stopped);
+    /// in the latency histograms at their age at the cut-off, a lower bound.
+    pub unfinished: u64,
+    /// unsent: open-model hits due before the end that never went out (pool full, generator
+    /// behind); in the latency histogram at their age at the end, a lower bound.
+    pub unsent: u64,
+    /// retries: requests sent again on a fresh connection after a reused one failed.
+    pub retries: u64,
+    /// clamped: latencies above the histograms' range, recorded at its top.
+    pub clamped: u64,
+    /// late_at_cap: open-model hits sent late while the thread's pool was at its cap (the
+    /// hit waited for a busy connection, and no new one could be opened).
+    pub late_at_cap: u64,
+    /// cap_reached: hits fell due while every connection the cap allows was busy.
+    pub cap_reached: bool,
+    /// coarse_timer: the open model's precise timer (timerfd) could not be made and sends
+    /// were timed by the runtime's millisecond timer.
+    pub coarse_timer: bool,
     /// sends: hits sent within the send window.
     pub sends: u64,
     /// bytes_in: bytes read.
@@ -212,7 +282,8 @@ pub struct Totals {
     pub late_sends: u64,
     /// max_send_lag_us: the worst send lag.
     pub max_send_lag_us: u64,
-    /// peak_connections: the most connections open at once.
+    /// peak_connections: the most connections open at once (one thread's; merged totals
+    /// hold the sum of thread peaks until the run puts the [`ConnectionGauge`] peak here).
     pub peak_connections: u64,
     /// latency: corrected latency (from the intended send in the open model), µs.
     pub latency: Histogram<u64>,
@@ -227,6 +298,14 @@ impl Totals {
     pub fn new(highest_us: u64, names: usize, open: bool) -> Self {
         Totals {
             requests: 0,
+            started: 0,
+            unfinished: 0,
+            unsent: 0,
+            retries: 0,
+            clamped: 0,
+            late_at_cap: 0,
+            cap_reached: false,
+            coarse_timer: false,
             sends: 0,
             bytes_in: 0,
             bytes_out: 0,
@@ -251,6 +330,14 @@ impl Totals {
     /// merge folds another thread's totals into these.
     pub fn merge(&mut self, o: &Totals) {
         self.requests += o.requests;
+        self.started += o.started;
+        self.unfinished += o.unfinished;
+        self.unsent += o.unsent;
+        self.retries += o.retries;
+        self.clamped += o.clamped;
+        self.late_at_cap += o.late_at_cap;
+        self.cap_reached |= o.cap_reached;
+        self.coarse_timer |= o.coarse_timer;
         self.sends += o.sends;
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
@@ -261,6 +348,7 @@ impl Totals {
         self.connects += o.connects;
         self.late_sends += o.late_sends;
         self.max_send_lag_us = self.max_send_lag_us.max(o.max_send_lag_us);
+        // A sum of per-thread peaks, an upper bound; the run reports the gauge's peak.
         self.peak_connections += o.peak_connections;
         let _ = self.latency.add(&o.latency);
         if let (Some(a), Some(b)) = (self.uncorrected.as_mut(), o.uncorrected.as_ref()) {
@@ -277,6 +365,8 @@ impl Totals {
 /// Response is what the recorder needs to know about one completed response.
 #[derive(Debug, Clone, Copy)]
 pub struct Response {
+    /// intended: when the request was meant to start (decides warm-up or measured).
+    pub intended: Instant,
     /// stat: per-name statistics index.
     pub stat: usize,
     /// status: HTTP status code.
@@ -304,7 +394,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// new makes a recorder; responses completing before `warmup_end` stay out of the totals.
+    /// new makes a recorder; requests meant to start before `warmup_end` stay out of the
+    /// totals (the interval data sees everything).
     pub fn new(warmup_end: Instant, highest_us: u64, names: usize, open: bool) -> Self {
         Recorder {
             warmup_end,
@@ -315,8 +406,12 @@ impl Recorder {
         }
     }
 
-    /// response records a completed response at `now`.
-    pub fn response(&mut self, now: Instant, r: &Response) {
+    fn measured(&self, intended: Instant) -> bool {
+        intended >= self.warmup_end
+    }
+
+    /// response records a completed response.
+    pub fn response(&mut self, r: &Response) {
         let lat = micros(r.latency);
         let failed = r.status >= 400;
         let iv = &mut self.interval;
@@ -327,13 +422,13 @@ impl Recorder {
             iv.errors_by_class.add(ErrorClass::Status);
         }
         iv.latency.saturating_record(lat);
-        if now < self.warmup_end {
+        if !self.measured(r.intended) {
             return;
         }
         let t = &mut self.totals;
         t.requests += 1;
         t.bytes_in += r.bytes_in;
-        t.latency.saturating_record(lat);
+        t.clamped += u64::from(record(&mut t.latency, lat));
         if let Some(u) = t.uncorrected.as_mut() {
             u.saturating_record(micros(r.service));
         }
@@ -350,11 +445,11 @@ impl Recorder {
         }
     }
 
-    /// error records a failed request (no response) at `now`.
-    pub fn error(&mut self, now: Instant, stat: usize, class: ErrorClass) {
+    /// error records a request meant to start at `intended` that failed without a response.
+    pub fn error(&mut self, intended: Instant, stat: usize, class: ErrorClass) {
         self.interval.errors += 1;
         self.interval.errors_by_class.add(class);
-        if now < self.warmup_end {
+        if !self.measured(intended) {
             return;
         }
         self.totals.errors.add(class);
@@ -363,21 +458,75 @@ impl Recorder {
         }
     }
 
-    /// send records a request going out `lag` after its intended time; `late` when it
-    /// missed its slot (open model).
-    pub fn send(&mut self, now: Instant, bytes_out: u64, lag: Duration, late: bool) {
+    /// send records a request going out at `now`, meant to start at `intended`; `late` when
+    /// it missed its slot (open model), `at_cap` when it waited with the pool at its cap.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        intended: Instant,
+        bytes_out: u64,
+        late: bool,
+        at_cap: bool,
+    ) {
+        let lag = now.saturating_duration_since(intended);
         let lag_us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
         self.interval.sends += 1;
         self.interval.max_send_lag_us = self.interval.max_send_lag_us.max(lag_us);
-        if now < self.warmup_end {
+        if !self.measured(intended) {
             return;
         }
         let in_window = self.send_end.is_none_or(|e| now < e);
         let t = &mut self.totals;
+        t.started += 1;
         t.sends += u64::from(in_window);
         t.bytes_out += bytes_out;
         t.late_sends += u64::from(late);
+        t.late_at_cap += u64::from(late && at_cap);
         t.max_send_lag_us = t.max_send_lag_us.max(lag_us);
+    }
+
+    /// retried records `n` resends of a request meant to start at `intended`.
+    pub fn retried(&mut self, intended: Instant, n: u32) {
+        if self.measured(intended) {
+            self.totals.retries += u64::from(n);
+        }
+    }
+
+    /// unfinished records a request still out at `cutoff`: its latency so far goes into the
+    /// histograms, a lower bound of the true one.
+    pub fn unfinished(&mut self, cutoff: Instant, f: &Sent) {
+        if !self.measured(f.intended) {
+            return;
+        }
+        let lat = micros(cutoff.saturating_duration_since(f.from));
+        let t = &mut self.totals;
+        t.unfinished += 1;
+        t.clamped += u64::from(record(&mut t.latency, lat));
+        if let Some(u) = t.uncorrected.as_mut() {
+            u.saturating_record(micros(cutoff.saturating_duration_since(f.sent_at)));
+        }
+        if let Some(n) = t.per_name.get_mut(f.stat) {
+            n.latency.saturating_record(lat);
+        }
+    }
+
+    /// unsent records `n` open-model hits due at `due` (or later, for a batch: the batch's
+    /// latest due time, so the age stays a lower bound) that never went out, at their age at
+    /// `cutoff`. They have no service time: only the corrected histogram holds them.
+    pub fn unsent(&mut self, cutoff: Instant, due: Instant, n: u64, stat: Option<usize>) {
+        if n == 0 || !self.measured(due) {
+            return;
+        }
+        let lat = micros(cutoff.saturating_duration_since(due));
+        let t = &mut self.totals;
+        t.unsent += n;
+        let _ = t.latency.record_n(lat.min(t.latency.high()), n);
+        if lat > t.latency.high() {
+            t.clamped += n;
+        }
+        if let Some(h) = stat.and_then(|i| t.per_name.get_mut(i)) {
+            let _ = h.latency.record_n(lat.min(h.latency.high()), n);
+        }
     }
 
     /// connections records `connects` new TCP connections and whether the lane's

@@ -1,4 +1,5 @@
 use super::*;
+use crate::flight::Sent;
 
 #[test]
 fn histogram_covers_one_microsecond_to_sixty_seconds_at_three_digits() {
@@ -32,8 +33,9 @@ fn start() -> Instant {
     Instant::now()
 }
 
-fn resp(status: u16, ms: u64) -> Response {
+fn resp(intended: Instant, status: u16, ms: u64) -> Response {
     Response {
+        intended,
         stat: 0,
         status,
         latency: Duration::from_millis(ms),
@@ -47,21 +49,28 @@ fn recorder_counts_and_keeps_warmup_out_of_the_totals() {
     let t0 = start();
     let warm_end = t0 + Duration::from_secs(1);
     let mut r = Recorder::new(warm_end, 0, 1, true);
-    r.response(t0, &resp(200, 5)); // during warmup
-    r.response(warm_end, &resp(200, 10));
-    r.response(warm_end, &resp(500, 20));
+    r.response(&resp(t0, 200, 5)); // meant to start during warmup
+    r.response(&resp(warm_end, 200, 10));
+    r.response(&resp(warm_end, 500, 20));
     r.error(warm_end, 0, ErrorClass::Timeout);
-    r.error(t0, 0, ErrorClass::Connect); // during warmup
-    r.send(warm_end, 40, Duration::from_millis(3), true);
+    r.error(t0, 0, ErrorClass::Connect); // meant to start during warmup
+    r.send(
+        warm_end + Duration::from_millis(3),
+        warm_end,
+        40,
+        true,
+        false,
+    );
+    r.send(warm_end, t0, 40, true, true); // due in the warmup, sent after: warmup
     r.connections(2, false, true);
 
     let iv = r.take_interval();
     assert_eq!(
         (iv.requests, iv.errors, iv.bytes_in, iv.sends),
-        (3, 3, 300, 1),
+        (3, 3, 300, 2),
         "interval sees everything"
     );
-    assert_eq!(iv.max_send_lag_us, 3000);
+    assert_eq!(iv.max_send_lag_us, 1_000_000);
     assert_eq!(iv.active_connections, 1);
     assert_eq!(r.interval.requests, 0, "a new interval starts empty");
     assert!(r.interval.latency.is_empty());
@@ -82,6 +91,7 @@ fn recorder_counts_and_keeps_warmup_out_of_the_totals() {
         (t.bytes_out, t.late_sends, t.connects, t.peak_connections),
         (40, 1, 2, 1)
     );
+    assert_eq!((t.started, t.late_at_cap, t.max_send_lag_us), (1, 0, 3000));
     assert_eq!(t.latency.len(), 2);
     let u = t.uncorrected.as_ref().map(|u| u.max()).unwrap_or(0);
     assert!(
@@ -98,10 +108,10 @@ fn merging_threads_adds_counts_and_histograms() {
     let mut a = Recorder::new(t0, 0, 1, false);
     let mut b = Recorder::new(t0, 0, 1, false);
     for ms in 1..=50 {
-        a.response(t0, &resp(200, ms));
+        a.response(&resp(t0, 200, ms));
     }
     for ms in 51..=100 {
-        b.response(t0, &resp(404, ms));
+        b.response(&resp(t0, 404, ms));
     }
     b.error(t0, 0, ErrorClass::Reset);
     let mut ia = a.take_interval();
@@ -148,4 +158,106 @@ fn empty_summary_is_zero() {
         LatencySummary::from_histogram(&new_histogram(0)),
         LatencySummary::default()
     );
+}
+
+/// A recorder for a run of `span` (histograms sized by the caller, as the worker does).
+fn sized(t0: Instant, span: Duration) -> Recorder {
+    let highest = u64::try_from(span.as_micros()).expect("fits");
+    Recorder::new(t0, highest, 1, true)
+}
+
+#[test]
+fn latencies_above_sixty_seconds_are_kept_or_counted_as_clamped() {
+    let t0 = start();
+    let s = Duration::from_secs;
+    // label, histogram range, latency recorded, max read back (s), clamped
+    let cases = [
+        ("sized for a 3-minute run", s(181), s(90), 90.0, 0),
+        ("within the 60 s floor", s(10), s(59), 59.0, 0),
+        ("beyond the range", s(10), s(90), 60.0, 1),
+    ];
+    for (label, range, latency, max_s, clamped) in cases {
+        let mut r = sized(t0, range);
+        r.response(&Response {
+            latency,
+            ..resp(t0, 200, 1)
+        });
+        let max = LatencySummary::from_histogram(&r.totals.latency).max / 1000.0;
+        assert!(
+            (max - max_s).abs() / max_s < 0.002,
+            "{label}: max {max} s, want {max_s} s"
+        );
+        assert_eq!(r.totals.clamped, clamped, "{label}");
+    }
+}
+
+#[test]
+fn unfinished_and_unsent_requests_enter_the_histogram_at_their_age() {
+    let t0 = start();
+    let warm_end = t0 + Duration::from_secs(1);
+    let ms = Duration::from_millis;
+    let mut r = sized(warm_end, Duration::from_secs(61));
+    let cutoff = warm_end + ms(9_000);
+    let out = |intended: Instant| Sent {
+        intended,
+        from: intended,
+        sent_at: intended + ms(1),
+        stat: 0,
+    };
+    r.unfinished(cutoff, &out(warm_end + ms(1_000))); // 8 s old at the cut-off
+    r.unfinished(cutoff, &out(t0)); // meant for the warmup: not in the totals
+    r.unsent(cutoff, warm_end + ms(5_000), 3, Some(0)); // 4 s old, three of them
+    r.unsent(cutoff, t0, 2, Some(0)); // due in the warmup
+    r.retried(warm_end, 1);
+    r.retried(t0, 1);
+    let t = &r.totals;
+    assert_eq!(
+        (t.unfinished, t.unsent, t.retries, t.requests),
+        (1, 3, 1, 0)
+    );
+    assert_eq!(t.latency.len(), 4);
+    let s = LatencySummary::from_histogram(&t.latency);
+    assert!(
+        (s.max - 8_000.0).abs() < 10.0,
+        "unfinished at its age: {}",
+        s.max
+    );
+    assert!(
+        (s.min - 4_000.0).abs() < 10.0,
+        "unsent at their age: {}",
+        s.min
+    );
+    let u = t.uncorrected.as_ref().expect("open");
+    assert_eq!(u.len(), 1, "only the unfinished one has a service time");
+    assert_eq!(t.per_name[0].latency.len(), 4);
+}
+
+#[test]
+fn connection_gauge_peaks_at_the_sum_not_the_sum_of_peaks() {
+    let t0 = start();
+    let gauge = ConnectionGauge::default();
+    let mut a = Recorder::new(t0, 0, 1, true);
+    let mut b = Recorder::new(t0, 0, 1, true);
+    // Thread a holds 3 connections, then closes them; thread b opens 3 afterwards.
+    for (thread, open) in [(0, true), (0, false), (1, true)] {
+        let rec = if thread == 0 { &mut a } else { &mut b };
+        for _ in 0..3 {
+            rec.connections(u32::from(open), !open, open);
+            if open {
+                gauge.opened();
+            } else {
+                gauge.closed();
+            }
+        }
+    }
+    let mut sum = a.totals.clone();
+    sum.merge(&b.totals);
+    assert_eq!(
+        sum.peak_connections, 6,
+        "the sum of thread peaks overstates"
+    );
+    assert_eq!(gauge.peak(), 3, "never more than 3 open at once");
+    gauge.closed();
+    gauge.opened();
+    assert_eq!(gauge.peak(), 3);
 }

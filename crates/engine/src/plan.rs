@@ -20,6 +20,18 @@ pub struct RequestStep {
     pub bytes: Rc<[u8]>,
     /// head: whether this is a HEAD request (its response has no body).
     pub head: bool,
+    /// idempotent: whether sending it twice does no more than sending it once (RFC 9110
+    /// 9.2.2), so it may be resent after a kept-alive connection closed under it.
+    pub idempotent: bool,
+}
+
+/// idempotent says whether `method` is idempotent (RFC 9110 9.2.2): POST, PATCH, CONNECT and
+/// unknown methods are not.
+pub fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
 }
 
 /// Step is one thing a flow does.
@@ -57,6 +69,7 @@ impl Plan {
             stat: 0,
             bytes: bytes.into(),
             head: cfg.method == "HEAD",
+            idempotent: idempotent(&cfg.method),
         };
         Plan {
             flows: vec![Flow {

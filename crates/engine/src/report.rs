@@ -109,6 +109,21 @@ pub struct NameReport {
     pub latency_ms: LatencySummary,
 }
 
+/// Limit is what held the run's load back, as measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Limit {
+    /// Server: the generator kept to its schedule (or, closed model, was not the
+    /// bottleneck): the figures describe the server.
+    Server,
+    /// Pool: open model: every connection `max_connections` allows was busy while hits fell
+    /// due; the hits waited or were never sent (a slow server against too small a cap).
+    Pool,
+    /// Generator: redline itself fell behind (busy worker threads, or threads not scheduled
+    /// in time): the figures may describe redline.
+    Generator,
+}
+
 /// Generator is the self-check: did redline keep up, or do the numbers describe redline?
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Generator {
@@ -128,11 +143,18 @@ pub struct Generator {
     pub achieved_rate: Option<f64>,
     /// late_sends: open model: requests sent later than their intended time.
     pub late_sends: u64,
-    /// max_send_lag_ms: the worst send lag.
-    pub max_send_lag_ms: f64,
+    /// max_send_lag_ms: open model: the worst lag between a hit's due time and its send
+    /// (None in the closed model, which has no intended send time).
+    pub max_send_lag_ms: Option<f64>,
+    /// timer: open model: what timed the sends, "timerfd" (sub-millisecond) or "runtime_ms"
+    /// (tokio's millisecond timer, when no timerfd could be made).
+    pub timer: Option<&'static str>,
     /// cpu_us_per_request: process CPU per completed request, microseconds.
     pub cpu_us_per_request: Option<f64>,
-    /// saturated: achieved < 95% of intended, or busy_ratio > 0.9.
+    /// limit: what held the load back, as measured (see [`Limit`]).
+    pub limit: Limit,
+    /// saturated: the generator was the limit (`limit == "generator"`): achieved < 95% of
+    /// intended with neither the pool cap to blame, or busy_ratio > 0.9.
     pub saturated: bool,
     /// verdict: the self-check in words.
     pub verdict: String,
@@ -166,8 +188,23 @@ pub struct Report {
     pub interrupted: bool,
     /// duration_s: measured send window after warmup, in seconds.
     pub duration_s: f64,
-    /// requests: responses received after warmup.
+    /// requests: responses received after warmup (HTTP error statuses included).
     pub requests: u64,
+    /// intended: requests the run meant to make after warm-up: every request started, and in
+    /// the open model every hit due before the end. The books balance:
+    /// `requests + (errors_total - errors.status) + unfinished + unsent == intended`.
+    pub intended: u64,
+    /// unfinished: requests still out when the run cut them off (after the grace period, or
+    /// on a stop); in the latency figures at their age then, a lower bound.
+    pub unfinished: u64,
+    /// unsent: open model: hits due before the end that never went out (every connection
+    /// busy, or the generator behind); in the latency figures at their age at the end.
+    pub unsent: u64,
+    /// retries: requests sent again on a fresh connection after a kept-alive one closed under
+    /// them (only when that cannot repeat their effect; see `conn::Conn::exchange`).
+    pub retries: u64,
+    /// clamped: latencies beyond the histograms' range, recorded at its top.
+    pub clamped: u64,
     /// rps: requests per second.
     pub rps: f64,
     /// bytes_in: bytes received.
@@ -280,6 +317,11 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         interrupted: f.interrupted,
         duration_s: f.measured_s,
         requests: t.requests,
+        intended: t.started + t.unsent,
+        unfinished: t.unfinished,
+        unsent: t.unsent,
+        retries: t.retries,
+        clamped: t.clamped,
         rps: per_second(t.requests as f64, f.measured_s),
         bytes_in: t.bytes_in,
         bytes_out: t.bytes_out,
@@ -303,55 +345,75 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
 
 fn generator(f: &RunFacts<'_>) -> Generator {
     let t = &f.totals;
+    let open = f.cfg.model == Model::Open;
     let busy = per_second(f.worker_cpu.total_s(), f64::from(f.cfg.threads) * f.wall_s);
     let intended = f.intended_hits.map(|h| per_second(h, f.measured_s));
     let achieved = intended.map(|_| per_second(t.sends as f64, f.measured_s));
     let short =
         matches!((intended, achieved), (Some(i), Some(a)) if i > 0.0 && a < SATURATED_ACHIEVED * i);
     let busy_hot = busy > SATURATED_BUSY;
-    let pool_full = t.peak_connections >= u64::from(f.cfg.max_connections);
-    let mut reasons = Vec::new();
-    if let (true, Some(i), Some(a)) = (short, intended, achieved) {
-        let why = if pool_full && !busy_hot {
-            format!(
-                "all {} connections were busy (the server is too slow for this rate; raise max_connections to queue more)",
-                f.cfg.max_connections
-            )
-        } else {
-            "the generator fell behind".to_string()
-        };
-        reasons.push(format!(
-            "sent {a:.1} req/s of {i:.1} intended ({:.0}%): {why}",
-            100.0 * a / i
-        ));
-    }
-    if busy_hot {
-        reasons.push(format!(
-            "worker threads were {:.0}% busy: the numbers may describe redline, not the server (add threads or move the generator)",
-            100.0 * busy
-        ));
-    }
-    let late_share = per_second(t.late_sends as f64, t.sends.max(1) as f64);
-    let late_note =
-        if intended.is_some() && late_share > 0.01 && !short {
-            format!(
-            "; {:.0}% of requests left late (worst {:.0} ms{}), timed from their intended start",
-            100.0 * late_share,
-            t.max_send_lag_us as f64 / 1000.0,
-            if pool_full { ", all connections busy" } else { "" }
-        )
-        } else {
-            String::new()
-        };
-    let verdict = if reasons.is_empty() {
-        format!(
-            "generator kept up: workers {:.0}% busy, worst send lag {:.1} ms{late_note}",
-            100.0 * busy,
-            t.max_send_lag_us as f64 / 1000.0
-        )
+    // The schedule was not kept when too few hits went out, or any fell due and never did.
+    let behind = open && (short || t.unsent > 0);
+    // The pool is to blame when hits fell due with every allowed connection busy, and the
+    // late or missing ones waited at the cap.
+    let capped = t.cap_reached && (t.late_at_cap > 0 || t.unsent > 0);
+    let limit = if busy_hot || (behind && !capped) {
+        Limit::Generator
+    } else if behind {
+        Limit::Pool
     } else {
-        format!("generator saturated: {}", reasons.join("; "))
+        Limit::Server
     };
+    let sent = match (intended, achieved) {
+        (Some(i), Some(a)) if i > 0.0 => {
+            format!(
+                "sent {a:.1} req/s of {i:.1} intended ({:.0}%)",
+                100.0 * a / i
+            )
+        }
+        _ => String::new(),
+    };
+    let mut verdict = match limit {
+        Limit::Server => {
+            let lag = if open {
+                format!(
+                    ", worst send lag {:.1} ms",
+                    t.max_send_lag_us as f64 / 1000.0
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "generator kept up: workers {:.0}% busy{lag}; the figures describe the server",
+                100.0 * busy
+            )
+        }
+        Limit::Pool => format!(
+            "limited by the connection pool, not the generator: all {} connections were busy \
+             while hits fell due; {sent}{}",
+            f.cfg.max_connections,
+            pool_capacity(f)
+        ),
+        Limit::Generator => {
+            let mut reasons = Vec::new();
+            if behind {
+                reasons.push(format!("{sent}: the generator fell behind"));
+            }
+            if busy_hot {
+                reasons.push(format!(
+                    "worker threads were {:.0}% busy: the numbers may describe redline, not the server (add threads or move the generator)",
+                    100.0 * busy
+                ));
+            } else {
+                reasons.push(format!(
+                    "its worker threads were only {:.0}% busy, so they were not run in time (is the machine busy with other work?)",
+                    100.0 * busy
+                ));
+            }
+            format!("generator saturated: {}", reasons.join("; "))
+        }
+    };
+    verdict.push_str(&notes(f, limit));
     Generator {
         cpu_s: f.process_cpu.total_s(),
         user_s: f.process_cpu.user.as_secs_f64(),
@@ -361,12 +423,84 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         intended_rate: intended,
         achieved_rate: achieved,
         late_sends: t.late_sends,
-        max_send_lag_ms: t.max_send_lag_us as f64 / 1000.0,
+        max_send_lag_ms: open.then(|| t.max_send_lag_us as f64 / 1000.0),
+        timer: open.then_some(if t.coarse_timer {
+            "runtime_ms"
+        } else {
+            "timerfd"
+        }),
         cpu_us_per_request: (t.requests > 0)
             .then(|| f.process_cpu.total_s() * 1e6 / t.requests as f64),
-        saturated: short || busy_hot,
+        limit,
+        saturated: limit == Limit::Generator,
         verdict,
     }
+}
+
+/// pool_capacity is, for a pool-limited verdict, what the pool could carry at the service
+/// time measured: `max_connections / mean service time`.
+fn pool_capacity(f: &RunFacts<'_>) -> String {
+    let mean_ms = f
+        .totals
+        .uncorrected
+        .as_ref()
+        .filter(|h| !h.is_empty())
+        .map_or(0.0, |h| h.mean() / 1000.0);
+    if mean_ms <= 0.0 {
+        return String::new();
+    }
+    let carry = f64::from(f.cfg.max_connections) * 1000.0 / mean_ms;
+    format!(
+        ". At {mean_ms:.1} ms a response (mean service time), {} connections carry about {carry:.0} req/s: \
+         raise max_connections, or lower the rate",
+        f.cfg.max_connections
+    )
+}
+
+/// notes are what the verdict adds whatever the limit: late sends, requests never sent or
+/// never finished, clamped latencies, a coarse timer.
+fn notes(f: &RunFacts<'_>, limit: Limit) -> String {
+    let t = &f.totals;
+    let mut out = String::new();
+    let late_share = per_second(t.late_sends as f64, t.sends.max(1) as f64);
+    if f.intended_hits.is_some() && late_share > 0.01 && limit == Limit::Server {
+        out.push_str(&format!(
+            "; {:.0}% of requests left late (worst {:.0} ms{}), timed from their intended start",
+            100.0 * late_share,
+            t.max_send_lag_us as f64 / 1000.0,
+            if t.late_at_cap > 0 {
+                ", all connections busy"
+            } else {
+                ""
+            }
+        ));
+    }
+    if t.unsent > 0 {
+        out.push_str(&format!(
+            "; {} hits due before the end were never sent (in the latency figures at their age at the end, a lower bound)",
+            t.unsent
+        ));
+    }
+    if t.unfinished > 0 {
+        out.push_str(&format!(
+            "; {} requests were unfinished at the cut-off (in the latency figures at their age then: the tail is a lower bound)",
+            t.unfinished
+        ));
+    }
+    if t.clamped > 0 {
+        out.push_str(&format!(
+            "; {} latencies exceeded the histogram's {:.0} s range and count as {:.0} s",
+            t.clamped,
+            t.latency.high() as f64 / 1e6,
+            t.latency.high() as f64 / 1e6
+        ));
+    }
+    if t.coarse_timer {
+        out.push_str(
+            "; no timerfd: sends were timed by the runtime's 1 ms timer, so up to ~1 ms of send lag counts against the server",
+        );
+    }
+    out
 }
 
 #[cfg(test)]

@@ -48,34 +48,62 @@ fn generator_verdict_says_who_the_numbers_describe() {
     );
     let closed = checked(r#"{"url":"http://h/","connections":10,"duration_s":10,"threads":2}"#);
     let names = vec!["GET /".to_string()];
-    // label, config, sends, worker cpu s (of 2 threads x 10 s), peak pool, saturated, verdict has
+    use Limit::{Generator as Gen, Pool, Server};
+    // label, config, sends, worker cpu s (of 2 threads x 10 s), hits waited at the pool cap,
+    // limit, verdict has
     let cases = [
-        ("open, on schedule", &open, 9_990, 2.0, 10, false, "kept up"),
+        (
+            "open, on schedule",
+            &open,
+            9_990,
+            2.0,
+            false,
+            Server,
+            "kept up",
+        ),
         (
             "open, 94% sent, pool full",
             &open,
             9_400,
             2.0,
-            50,
             true,
-            "all 50 connections were busy",
+            Pool,
+            "limited by the connection pool, not the generator: all 50 connections were busy",
         ),
         (
             "open, behind on CPU",
             &open,
             8_000,
             19.0,
-            20,
-            true,
+            false,
+            Gen,
             "fell behind",
+        ),
+        (
+            "open, behind on CPU with the pool full",
+            &open,
+            8_000,
+            19.0,
+            true,
+            Gen,
+            "95% busy",
+        ),
+        (
+            "open, behind with idle CPU and a free pool",
+            &open,
+            8_000,
+            2.0,
+            false,
+            Gen,
+            "not run in time",
         ),
         (
             "closed, idle generator",
             &closed,
             50_000,
             4.0,
-            10,
             false,
+            Server,
             "kept up",
         ),
         (
@@ -83,18 +111,28 @@ fn generator_verdict_says_who_the_numbers_describe() {
             &closed,
             50_000,
             18.5,
-            10,
-            true,
+            false,
+            Gen,
             "92% busy",
         ),
     ];
-    for (label, cfg, sends, cpu, peak, saturated, says) in cases {
-        let r = build_report(facts(cfg, &names, sends, cpu, peak));
+    for (label, cfg, sends, cpu, capped, limit, says) in cases {
+        let mut f = facts(cfg, &names, sends, cpu, 50);
+        f.totals.cap_reached = capped;
+        f.totals.late_at_cap = if capped { 100 } else { 0 };
+        let r = build_report(f);
         let g = &r.generator;
-        assert_eq!(g.saturated, saturated, "{label}: {}", g.verdict);
+        assert_eq!(g.limit, limit, "{label}: {}", g.verdict);
+        assert_eq!(g.saturated, limit == Gen, "{label}: {}", g.verdict);
         assert!(
             g.verdict.contains(says),
             "{label}: {:?} lacks {says:?}",
+            g.verdict
+        );
+        assert_eq!(
+            g.verdict.contains("send lag"),
+            cfg.model == Model::Open && limit == Server,
+            "{label}: send lag only where there is an intended send: {}",
             g.verdict
         );
         // The figures are computed from the facts, each from its own source: busy from the
@@ -110,12 +148,92 @@ fn generator_verdict_says_who_the_numbers_describe() {
             (per_req - 0.4e6 / sends as f64).abs() < 1e-6,
             "{label}: {per_req}"
         );
-        assert_eq!(
-            g.intended_rate.is_some(),
-            cfg.model == Model::Open,
-            "{label}"
-        );
+        let open = cfg.model == Model::Open;
+        assert_eq!(g.intended_rate.is_some(), open, "{label}");
+        assert_eq!(g.max_send_lag_ms.is_some(), open, "{label}");
+        assert_eq!(g.timer, open.then_some("timerfd"), "{label}");
     }
+}
+
+#[test]
+fn verdict_counts_what_never_went_out_or_never_came_back() {
+    let open = checked(r#"{"url":"http://h/","rate":1000,"duration_s":10,"max_connections":50}"#);
+    let names = vec!["GET /".to_string()];
+    // label, edit, limit, verdict has
+    type Edit = fn(&mut Totals);
+    let cases: [(&str, Edit, Limit, &str); 5] = [
+        (
+            "unsent under a kept schedule",
+            |t| t.unsent = 12,
+            Limit::Generator,
+            "12 hits due before the end were never sent",
+        ),
+        (
+            "unsent at the cap",
+            |t| {
+                t.unsent = 12;
+                t.cap_reached = true;
+            },
+            Limit::Pool,
+            "12 hits due before the end were never sent",
+        ),
+        (
+            "unfinished",
+            |t| t.unfinished = 7,
+            Limit::Server,
+            "7 requests were unfinished at the cut-off (in the latency figures at their age then: the tail is a lower bound)",
+        ),
+        (
+            "clamped",
+            |t| t.clamped = 2,
+            Limit::Server,
+            "2 latencies exceeded the histogram's",
+        ),
+        (
+            "coarse timer",
+            |t| t.coarse_timer = true,
+            Limit::Server,
+            "no timerfd: sends were timed by the runtime's 1 ms timer",
+        ),
+    ];
+    for (label, edit, limit, says) in cases {
+        let mut f = facts(&open, &names, 9_990, 1.0, 10);
+        edit(&mut f.totals);
+        let coarse = f.totals.coarse_timer;
+        let r = build_report(f);
+        assert_eq!(r.generator.limit, limit, "{label}: {}", r.generator.verdict);
+        assert!(
+            r.generator.verdict.contains(says),
+            "{label}: {:?} lacks {says:?}",
+            r.generator.verdict
+        );
+        let timer = if coarse { "runtime_ms" } else { "timerfd" };
+        assert_eq!(r.generator.timer, Some(timer), "{label}");
+    }
+}
+
+#[test]
+fn report_books_add_up_to_what_was_intended() {
+    let open = checked(r#"{"url":"http://h/","rate":1000,"duration_s":10}"#);
+    let names = vec!["GET /".to_string()];
+    let mut f = facts(&open, &names, 9_990, 1.0, 10);
+    let t = &mut f.totals;
+    t.requests = 9_000; // 20 of them answered 500
+    t.errors.status = 20;
+    t.errors.timeout = 30;
+    t.errors.reset = 10;
+    t.unfinished = 5;
+    t.unsent = 955;
+    t.started = 9_045;
+    t.retries = 3;
+    t.clamped = 1;
+    let r = build_report(f);
+    assert_eq!(
+        (r.intended, r.unfinished, r.unsent, r.retries, r.clamped),
+        (10_000, 5, 955, 3, 1)
+    );
+    let transport = r.errors_total - r.errors.status;
+    assert_eq!(r.requests + transport + r.unfinished + r.unsent, r.intended);
 }
 
 #[test]
@@ -134,6 +252,11 @@ fn report_json_has_the_contract_keys() {
         "interrupted",
         "duration_s",
         "requests",
+        "intended",
+        "unfinished",
+        "unsent",
+        "retries",
+        "clamped",
         "rps",
         "bytes_in",
         "bytes_out",
@@ -175,6 +298,7 @@ fn verdict_mentions_late_sends_even_when_the_rate_was_met() {
     let names = vec!["GET /".to_string()];
     let mut f = facts(&open, &names, 9_990, 1.0, 50);
     f.totals.late_sends = 500;
+    f.totals.late_at_cap = 500;
     f.totals.max_send_lag_us = 250_000;
     let g = build_report(f).generator;
     assert!(!g.saturated, "{}", g.verdict);

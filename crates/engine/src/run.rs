@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 use crate::config::{Checked, Model, RunConfig};
 use crate::control::LoadControl;
 use crate::error::EngineError;
-use crate::metrics::{IntervalData, Totals};
+use crate::metrics::{ConnectionGauge, IntervalData, Totals};
 use crate::plan::Plan;
 use crate::report::{build_report, IntervalSnapshot, Report, RunFacts};
 use crate::usage::CpuTimes;
-use crate::worker::{run_thread, Job, Msg, StartGate};
+use crate::worker::{latency_ceiling, run_thread, Job, Msg, StartGate};
 
 /// PREFLIGHT_TIMEOUT bounds the preflight connect.
 pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -83,6 +83,7 @@ pub fn run(
     let (tx, rx) = mpsc::channel();
     let cpu0 = CpuTimes::process();
     let gate = Arc::new(StartGate::new());
+    let gauge = Arc::new(ConnectionGauge::default());
     let mut handles = Vec::new();
     for index in 0..cfg.threads {
         let job = Job {
@@ -91,6 +92,7 @@ pub fn run(
             addr,
             start: Instant::now(),
             control: internal.clone(),
+            gauge: gauge.clone(),
         };
         let tx = tx.clone();
         let g = gate.clone();
@@ -117,7 +119,7 @@ pub fn run(
         let _ = h.join();
     }
     let process_cpu = CpuTimes::process().since(&cpu0);
-    Ok(c.finish(process_cpu))
+    Ok(c.finish(process_cpu, gauge.peak()))
 }
 
 /// resolve looks the host up and, when asked, proves it reachable with one TCP connect.
@@ -346,7 +348,9 @@ impl<'a> Coordinator<'a> {
         Some((c(t1) - c(t0)).max(0.0))
     }
 
-    fn finish(self, process_cpu: CpuTimes) -> Report {
+    /// finish builds the report; `peak_connections` is the most connections open at once
+    /// over all threads (the sum of per-thread peaks overstates it).
+    fn finish(self, process_cpu: CpuTimes, peak_connections: u64) -> Report {
         let wall_s = self.ended.duration_since(self.start).as_secs_f64();
         let warm = self.cfg.warmup.as_secs_f64();
         // Rates are over the send window: the grace period for the last responses (timed
@@ -357,11 +361,12 @@ impl<'a> Coordinator<'a> {
             .map_or(wall_s, |d| d.as_secs_f64().min(wall_s));
         let measured_s = (send_end - warm).max(0.0);
         let intended_hits = self.intended_hits(warm, send_end);
-        let highest = u64::try_from(self.cfg.timeout.as_micros()).unwrap_or(u64::MAX);
+        let highest = u64::try_from(latency_ceiling(self.cfg).as_micros()).unwrap_or(u64::MAX);
         let open = self.cfg.model == Model::Open;
-        let totals = self
+        let mut totals = self
             .totals
             .unwrap_or_else(|| Totals::new(highest, self.names.len(), open));
+        totals.peak_connections = peak_connections;
         build_report(RunFacts {
             cfg: self.cfg,
             names: &self.names,

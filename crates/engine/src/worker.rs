@@ -9,9 +9,9 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::Checked;
+use crate::config::{Checked, Model};
 use crate::lane::{grow_pool, initial_lanes, spawn_lane, Shared};
-use crate::metrics::{IntervalData, Totals};
+use crate::metrics::{ConnectionGauge, IntervalData, Totals};
 use crate::run::RunControl;
 use crate::usage::CpuTimes;
 
@@ -26,6 +26,33 @@ pub const GRACE: Duration = Duration::from_secs(5);
 /// STOP_POLL is how often a worker checks the shared stop flag (the bound on stop latency).
 pub const STOP_POLL: Duration = Duration::from_millis(10);
 
+/// grace is how long requests in flight at the end of a timed run may take to finish.
+pub(crate) fn grace(cfg: &Checked) -> Duration {
+    cfg.timeout.min(GRACE)
+}
+
+/// latency_ceiling is the largest latency the run can measure, to size its histograms: a
+/// response is at most a timeout after its send (a later one is a timeout), and in the open
+/// model, which times from the intended send, a hit can wait from the schedule's start to the
+/// end of the grace period. A latency above it (an open run whose generator fell behind a
+/// schedule with no duration) is clamped and counted (`clamped`), never silent.
+pub(crate) fn latency_ceiling(cfg: &Checked) -> Duration {
+    let second = Duration::from_secs(1);
+    let response = cfg.timeout.saturating_add(second);
+    if cfg.model == Model::Closed {
+        return response;
+    }
+    let schedule = cfg.duration.or_else(|| {
+        let n = cfg.requests?;
+        let t = cfg.profile.time_of(n as f64)?;
+        Some(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX))
+    });
+    let queued = schedule.map_or(Duration::ZERO, |d| {
+        d.saturating_add(grace(cfg)).saturating_add(second)
+    });
+    response.max(queued)
+}
+
 /// Job is what the coordinator hands one worker thread.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -39,6 +66,8 @@ pub struct Job {
     pub start: Instant,
     /// control: the shared stop handle.
     pub control: Arc<RunControl>,
+    /// gauge: connections open over all threads (for the run's true peak).
+    pub gauge: Arc<ConnectionGauge>,
 }
 
 /// Msg is what a worker thread sends the coordinator.
@@ -196,10 +225,9 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     let reporter =
         tokio::task::spawn_local(report_intervals(shared.clone(), tx.clone(), last.clone()));
     let job = &shared.job;
-    // After the send window, requests in flight get a grace period to complete: dropping
-    // them would hide exactly the slow ones (a stall at the end of the run).
-    let grace = job.cfg.timeout.min(GRACE);
-    let deadline = job.cfg.duration.map(|d| job.start + d + grace);
+    // After the send window, requests in flight get a grace period to complete; the ones
+    // still out after it are counted and timed at their age then (see `Shared::settle`).
+    let deadline = job.cfg.duration.map(|d| job.start + d + grace(&job.cfg));
     // A live run's thread may have no lane yet (its share of the starting VUs is zero):
     // it ends with the send window, not when its lanes are gone.
     let live = job.cfg.live;
@@ -209,6 +237,8 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
         _ = wait_stop(&job.control) => true,
         _ = sleep_until_opt(deadline) => false,
     };
+    // No lane runs from here on: close the books on what is still under way.
+    shared.settle(Instant::now());
     reporter.abort();
     // Flush the last, partial interval unless the reporter just sent a full one.
     let next = last.get().map_or(0, |i: u64| i + 1);
@@ -268,5 +298,45 @@ async fn report_intervals(shared: Rc<Shared>, tx: Sender<Msg>, last: Rc<Cell<Opt
             return;
         }
         last.set(Some(index));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RunConfig;
+
+    #[test]
+    fn the_latency_ceiling_covers_what_the_run_can_produce() {
+        // label, config, ceiling in seconds
+        let cases = [
+            (
+                "closed: a timeout past the last send",
+                r#"{"url":"http://h/","connections":2,"duration_s":600,"timeout_s":30}"#,
+                31.0,
+            ),
+            (
+                "open, timed: the whole schedule, the grace and a second",
+                r#"{"url":"http://h/","rate":10,"duration_s":120,"timeout_s":30}"#,
+                126.0,
+            ),
+            (
+                "open, counted: the schedule of N hits",
+                r#"{"url":"http://h/","rate":10,"requests":1000,"timeout_s":2}"#,
+                103.0,
+            ),
+            (
+                "open, short: still a timeout past a send",
+                r#"{"url":"http://h/","rate":10,"duration_s":1,"timeout_s":30}"#,
+                31.0,
+            ),
+        ];
+        for (label, json, want) in cases {
+            let cfg = RunConfig::from_json(json)
+                .and_then(|c| c.check())
+                .expect("valid");
+            let got = latency_ceiling(&cfg).as_secs_f64();
+            assert!((got - want).abs() < 1e-6, "{label}: {got} s, want {want} s");
+        }
     }
 }

@@ -109,11 +109,8 @@ fn open_model_grows_the_pool_when_the_server_stalls() {
     let g = &r.generator;
     // Each connection added during the stall sends its first hit LATE_SLACK (2 ms) late plus
     // the connect time; nothing should wait for the stall to end.
-    assert!(
-        g.max_send_lag_ms < 100.0,
-        "send lag {} ms",
-        g.max_send_lag_ms
-    );
+    let lag = g.max_send_lag_ms.expect("open model");
+    assert!(lag < 100.0, "send lag {lag} ms");
     let u = r.uncorrected_latency_ms.expect("open model");
     assert!(
         u.max > 400.0,
@@ -434,4 +431,188 @@ fn timeouts_count_from_each_requests_own_send() {
     });
     assert_eq!((r.requests, r.errors.timeout), (6, 0), "{:?}", r.errors);
     assert_eq!(r.connects, 1, "no timeout, so no reconnect");
+}
+
+/// assert_books checks the report's accounting: every request the run intended is answered,
+/// failed, unfinished or unsent, exactly once.
+fn assert_books(r: &Report, label: &str) {
+    let transport = r.errors_total - r.errors.status;
+    assert_eq!(
+        r.requests + transport + r.unfinished + r.unsent,
+        r.intended,
+        "{label}: requests {} + transport failures {transport} + unfinished {} + unsent {} \
+         != intended {}",
+        r.requests,
+        r.unfinished,
+        r.unsent,
+        r.intended
+    );
+}
+
+/// A server that answers `answered` requests and then holds every later one for longer than
+/// the end-of-run grace (5 s; the timeout is longer): the held requests are neither answers
+/// nor errors, and must still be in the report, at their age at the cut-off.
+fn stall_at_the_end(label: &str, config: RunConfig, answered: u64) -> Report {
+    let server = start(Mode::HangAfter(answered));
+    let t0 = Instant::now();
+    let (r, _) = go(RunConfig {
+        duration_s: Some(1.0),
+        timeout_s: 30.0,
+        ..RunConfig {
+            url: server.url("/"),
+            ..config
+        }
+    });
+    let took = t0.elapsed();
+    assert_eq!(r.requests, answered, "{label}");
+    assert!(r.unfinished > 0, "{label}: nothing held? {r:?}");
+    assert_eq!(
+        server.requests(),
+        r.requests + r.unfinished,
+        "{label}: every request the server received is in the report"
+    );
+    assert_books(&r, label);
+    // Held from before the 1 s send window closed until the cut-off 5 s after it.
+    assert!(
+        r.latency_ms.max >= 5_000.0 && r.latency_ms.max < took.as_secs_f64() * 1000.0,
+        "{label}: the held requests are in the tail at their age: max {} ms",
+        r.latency_ms.max
+    );
+    assert!(
+        r.generator
+            .verdict
+            .contains(&format!("{} requests were unfinished", r.unfinished)),
+        "{label}: {}",
+        r.generator.verdict
+    );
+    r
+}
+
+#[test]
+fn closed_run_counts_requests_stalled_past_the_grace() {
+    let r = stall_at_the_end(
+        "closed",
+        RunConfig {
+            connections: 4,
+            ..cfg(String::new())
+        },
+        200,
+    );
+    assert_eq!((r.unfinished, r.unsent), (4, 0), "one held request per VU");
+    assert_eq!(r.intended, 204);
+}
+
+#[test]
+fn open_run_counts_requests_stalled_past_the_grace() {
+    // 200 req/s for 1 s: hits 0-99 are answered, each later one holds a connection until the
+    // cap of 50 is reached (at ~0.75 s); the hits due after that have no connection to go out on.
+    let r = stall_at_the_end(
+        "open",
+        RunConfig {
+            rate: Some(200.0),
+            max_connections: Some(50),
+            ..cfg(String::new())
+        },
+        100,
+    );
+    assert_eq!(r.intended, 200, "the schedule: 200 req/s for 1 s");
+    assert_eq!((r.unfinished, r.unsent), (50, 50));
+    assert_eq!(r.connections, 50);
+    assert_eq!(r.generator.limit, redline_engine::report::Limit::Pool);
+}
+
+#[test]
+fn open_run_with_too_small_a_pool_counts_the_hits_never_sent() {
+    // 400 req/s against 50 ms responses needs ~20 connections; 4 carry ~80 req/s.
+    let server = start(Mode::Ok {
+        delay: Duration::from_millis(50),
+    });
+    let (r, _) = go(RunConfig {
+        rate: Some(400.0),
+        duration_s: Some(1.0),
+        max_connections: Some(4),
+        ..cfg(server.url("/"))
+    });
+    assert_eq!(r.intended, 400, "the schedule: 400 req/s for 1 s");
+    assert_books(&r, "pool cap");
+    assert_eq!(server.requests(), r.requests + r.unfinished);
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    // 4 connections x 1 s / 50 ms = 80 answered at most; the rest were never sent.
+    assert!(
+        (60..=84).contains(&r.requests),
+        "answered {} (4 connections at 50 ms)",
+        r.requests
+    );
+    assert!(r.unsent >= 300, "unsent {}", r.unsent);
+    assert_eq!(r.connections, 4, "the peak of the sum across threads");
+    let g = &r.generator;
+    assert_eq!(
+        g.limit,
+        redline_engine::report::Limit::Pool,
+        "{}",
+        g.verdict
+    );
+    assert!(!g.saturated, "not the generator: {}", g.verdict);
+    assert!(
+        g.verdict.contains(&format!(
+            "{} hits due before the end were never sent",
+            r.unsent
+        )),
+        "{}",
+        g.verdict
+    );
+    // Never-sent hits are in the latency figures at their age at the end: the median hit
+    // waited hundreds of milliseconds at least.
+    assert!(r.latency_ms.p50 > 200.0, "p50 {}", r.latency_ms.p50);
+}
+
+#[test]
+fn resends_on_an_idle_closed_connection_are_counted_and_never_repeat_a_post() {
+    // 20 req/s on one connection against a server that closes connections idle for 10 ms:
+    // every kept-alive connection is closed under the next request.
+    for (method, idempotent) in [("GET", true), ("POST", false)] {
+        let server = start(Mode::IdleClose {
+            after: Duration::from_millis(10),
+        });
+        let (r, _) = go(RunConfig {
+            method: method.to_string(),
+            rate: Some(20.0),
+            requests: Some(10),
+            max_connections: Some(1),
+            threads: Some(1),
+            ..cfg(server.url("/"))
+        });
+        assert_books(&r, method);
+        assert_eq!(r.intended, 10, "{method}");
+        // The run can end before the server has read the last request it closed under.
+        let stale = r.retries + r.errors.reset;
+        let waited = Instant::now();
+        while server.stale() < stale && waited.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            server.stale() > 0,
+            "{method}: the server closed idle connections"
+        );
+        assert_eq!(
+            server.requests(),
+            r.requests,
+            "{method}: every answer the server gave is counted once"
+        );
+        if idempotent {
+            // Each request the server got on a closed connection was sent again, and counted.
+            assert_eq!(r.retries, server.stale(), "{method}: {r:?}");
+            assert_eq!(
+                (r.requests, r.errors_total),
+                (10, 0),
+                "{method}: {:?}",
+                r.errors
+            );
+        } else {
+            // A POST the server may have received is not repeated: it fails as a reset.
+            assert_eq!(r.retries, 0, "{method}");
+            assert_eq!(r.errors.reset, server.stale(), "{method}: {:?}", r.errors);
+            assert_eq!(r.errors_total, r.errors.reset, "{method}: {:?}", r.errors);
+        }
+    }
 }

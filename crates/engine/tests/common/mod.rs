@@ -31,6 +31,13 @@ pub enum Mode {
     /// Drop answers the first request of a connection, then closes it without warning
     /// (no `Connection: close`), as a server timing out an idle keep-alive connection does.
     Drop,
+    /// HangAfter answers the first `n` requests the server receives and holds every later
+    /// one without answering (a server that stalls at the end of a run).
+    HangAfter(u64),
+    /// IdleClose closes a kept-alive connection that stays idle for `after` once it has
+    /// answered a request (FIN, as servers' keep-alive timeouts do); a request that arrives
+    /// after the FIN is counted in `Seen::stale` and never answered.
+    IdleClose { after: Duration },
 }
 
 /// Seen is what the server observed.
@@ -38,6 +45,8 @@ pub enum Mode {
 pub struct Seen {
     pub requests: AtomicU64,
     pub connections: AtomicU64,
+    /// stale: requests that arrived on a connection the server had already closed (IdleClose).
+    pub stale: AtomicU64,
 }
 
 /// Server is a running test server; it stops when the test process ends.
@@ -57,6 +66,10 @@ impl Server {
 
     pub fn connections(&self) -> u64 {
         self.seen.connections.load(Ordering::SeqCst)
+    }
+
+    pub fn stale(&self) -> u64 {
+        self.seen.stale.load(Ordering::SeqCst)
     }
 }
 
@@ -119,13 +132,22 @@ async fn serve(
             if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i + 4;
             }
-            match sock.read(&mut chunk).await {
+            let read = match mode {
+                Mode::IdleClose { after } if served > 0 => {
+                    match tokio::time::timeout(after, sock.read(&mut chunk)).await {
+                        Ok(read) => read,
+                        Err(_) => return idle_close(sock, &seen).await,
+                    }
+                }
+                _ => sock.read(&mut chunk).await,
+            };
+            match read {
                 Ok(0) | Err(_) => return,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         };
         buf.drain(..end);
-        seen.requests.fetch_add(1, Ordering::SeqCst);
+        let number = seen.requests.fetch_add(1, Ordering::SeqCst) + 1;
         let t0 = *first.get_or_init(Instant::now);
         match mode {
             Mode::Ok { delay } => {
@@ -151,7 +173,16 @@ async fn serve(
                 reset(&sock);
                 return;
             }
-            Mode::Status(_) | Mode::Close | Mode::Drop | Mode::ResetReused => {}
+            Mode::HangAfter(n) if number > n => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            Mode::Status(_)
+            | Mode::Close
+            | Mode::Drop
+            | Mode::ResetReused
+            | Mode::HangAfter(_)
+            | Mode::IdleClose { .. } => {}
         }
         served += 1;
         if sock.write_all(resp.as_bytes()).await.is_err() || matches!(mode, Mode::Close) {
@@ -167,6 +198,31 @@ async fn serve(
                 }
             }
             return;
+        }
+    }
+}
+
+/// idle_close is a keep-alive timeout: FIN, then count every request that still arrives
+/// (the client sent it on a connection it did not know was closed) until the client hangs up.
+async fn idle_close(mut sock: TcpStream, seen: &Seen) {
+    let _ = sock.shutdown().await;
+    let mut chunk = [0u8; 4096];
+    let mut tail = 0usize; // bytes of "\r\n\r\n" matched so far, across reads
+    while let Ok(n) = sock.read(&mut chunk).await {
+        if n == 0 {
+            return;
+        }
+        for &b in &chunk[..n] {
+            let want = b"\r\n\r\n"[tail];
+            tail = if b == want {
+                tail + 1
+            } else {
+                usize::from(b == b'\r')
+            };
+            if tail == 4 {
+                seen.stale.fetch_add(1, Ordering::SeqCst);
+                tail = 0;
+            }
         }
     }
 }
