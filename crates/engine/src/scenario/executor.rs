@@ -1,0 +1,449 @@
+//! The flow executor: one iteration of one VU, a loop over the flow's [`Op`]s.
+//!
+//! It talks to the network and to the books only through [`Transport`], which the lane
+//! implements (send on its connection, record into its thread's recorder, sleep on its
+//! timer) and tests fake. Every request goes through `Transport::exchange`, so a flow's
+//! requests are counted exactly like plain ones (answered, failed, unfinished, unsent); a
+//! failed check or extraction is then a failed request with a reason. The VU's buffers are
+//! reused from request to request, so a warmed-up VU allocates only where values change
+//! size (extracted strings, a JSON document parsed for a check).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use super::check::Seen;
+use super::cookies::CookieJar;
+use super::extract::JsonBody;
+use super::response::Parsed;
+use super::rng::Rng;
+use super::{Body, Op, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
+use crate::metrics::ErrorClass;
+
+/// MAX_REDIRECTS bounds the redirects one request follows.
+pub const MAX_REDIRECTS: u32 = 5;
+
+/// Reply is the outcome of one exchange: a response (its status and latency), or a failure
+/// the transport has already counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    /// Answered: a complete response.
+    Answered {
+        /// status: its status.
+        status: u16,
+        /// latency: how long it took, as recorded.
+        latency: Duration,
+    },
+    /// Failed: no response (counted under its class).
+    Failed(ErrorClass),
+}
+
+/// Transport is what the executor needs from its lane.
+#[allow(async_fn_in_trait)]
+pub trait Transport {
+    /// exchange sends `bytes` (a whole request) meant to start at `intended`, records it
+    /// under `stat`, and leaves the raw response in `raw`.
+    async fn exchange(
+        &mut self,
+        bytes: &[u8],
+        req: &Request,
+        intended: Instant,
+        raw: &mut Vec<u8>,
+    ) -> Reply;
+    /// pause waits `d` (think time, poll interval, pacing).
+    async fn pause(&mut self, d: Duration);
+    /// now reads the clock.
+    fn now(&mut self) -> Instant;
+    /// fail counts an answered request of `stat` as failed, for `reason`.
+    fn fail(&mut self, intended: Instant, stat: usize, reason: &str);
+    /// reason adds the reason of a failure already counted (a transport error, a 4xx/5xx).
+    fn reason(&mut self, intended: Instant, stat: usize, reason: &str);
+    /// group records a pass through group `g` started at `start`.
+    fn group(&mut self, start: Instant, g: usize, took: Duration, ok: bool);
+    /// iteration records an iteration meant to start at `intended`.
+    fn iteration(&mut self, intended: Instant, took: Duration, ok: bool);
+}
+
+/// Vu is one virtual user's state between requests and iterations.
+#[derive(Debug)]
+pub struct Vu {
+    /// vars: the variables, by slot.
+    pub vars: Vec<String>,
+    /// jar: the cookie jar.
+    pub jar: CookieJar,
+    /// iterations: iterations run so far.
+    pub iterations: u64,
+    rng: Rng,
+    req: Vec<u8>,
+    body: Vec<u8>,
+    raw: Vec<u8>,
+    parsed: Parsed,
+    json: JsonBody,
+    loops: Vec<u32>,
+    groups: Vec<(usize, Instant)>,
+    setup_done: bool,
+    location: String,
+}
+
+/// Failed: the iteration ended early (its reason is already counted).
+struct Failed;
+
+impl Vu {
+    /// new makes VU number `vu` of a run of `script`.
+    pub fn new(script: &Script, vu: u64) -> Vu {
+        let mut vars = script.initial.clone();
+        vars[SLOT_VU] = vu.to_string();
+        for d in script.data.iter().filter(|d| d.per_vu) {
+            let row = &d.rows[(vu % d.rows.len() as u64) as usize];
+            for (slot, v) in d.slots.iter().zip(row) {
+                vars[*slot].clone_from(v);
+            }
+        }
+        Vu {
+            vars,
+            jar: CookieJar::default(),
+            iterations: 0,
+            rng: Rng::new(vu),
+            req: Vec::with_capacity(512),
+            body: Vec::new(),
+            raw: Vec::with_capacity(4096),
+            parsed: Parsed::default(),
+            json: JsonBody::default(),
+            loops: vec![0; script.depth],
+            groups: Vec::new(),
+            setup_done: false,
+            location: String::new(),
+        }
+    }
+
+    /// done says whether this VU has run its share of iterations.
+    pub fn done(&self, script: &Script) -> bool {
+        script.iterations.is_some_and(|n| self.iterations >= n)
+    }
+
+    /// iterate runs one iteration (the setup first, on a VU's first), meant to start at
+    /// `intended`; `hit` is the run-wide iteration number (it picks per-iteration data rows).
+    pub async fn iterate<T: Transport>(
+        &mut self,
+        script: &Script,
+        t: &mut T,
+        hit: u64,
+        intended: Instant,
+    ) -> bool {
+        self.vars[SLOT_ITERATION].clear();
+        let _ = write!(self.vars[SLOT_ITERATION], "{}", self.iterations);
+        for d in script.data.iter().filter(|d| !d.per_vu) {
+            let row = &d.rows[(hit % d.rows.len() as u64) as usize];
+            for (slot, v) in d.slots.iter().zip(row) {
+                self.vars[*slot].clone_from(v);
+            }
+        }
+        self.iterations += 1;
+        let mut at = intended;
+        let mut ok = true;
+        if !self.setup_done {
+            ok = self.run(script, &script.setup, t, &mut at).await.is_ok();
+            // A setup that failed runs again on the next iteration.
+            self.setup_done = ok;
+        }
+        if ok {
+            let flow = script.pick(self.rng.below(script.total_weight));
+            ok = self.run(script, &flow.ops, t, &mut at).await.is_ok();
+        }
+        let now = t.now();
+        t.iteration(intended, now.saturating_duration_since(intended), ok);
+        ok
+    }
+
+    /// run executes `ops`; `at` is when the next request is meant to start (the iteration's
+    /// intended start for its first request, then when the flow reaches each later one).
+    async fn run<T: Transport>(
+        &mut self,
+        script: &Script,
+        ops: &[Op],
+        t: &mut T,
+        at: &mut Instant,
+    ) -> Result<(), Failed> {
+        self.groups.clear();
+        let mut pc = 0;
+        let result = loop {
+            let Some(op) = ops.get(pc) else { break Ok(()) };
+            pc += 1;
+            match op {
+                Op::Request(i) => {
+                    let req = &script.requests[*i];
+                    let r = self.request(script, req, t, *at).await;
+                    *at = t.now();
+                    if let Err(f) = r.and_then(|(status, lat)| self.judge(req, t, *at, status, lat, true)) {
+                        break Err(f);
+                    }
+                }
+                Op::Poll { req, until, interval, timeout } => {
+                    let req = &script.requests[*req];
+                    if let Err(f) = self.poll(script, req, until, *interval, *timeout, t, at).await {
+                        break Err(f);
+                    }
+                }
+                Op::Think(think) => {
+                    let d = self.think(*think);
+                    t.pause(d).await;
+                    *at = t.now();
+                }
+                Op::Set { slot, choice } => {
+                    let pick = self.rng.below(choice.len() as u64) as usize;
+                    self.vars[*slot].clone_from(&choice[pick]);
+                }
+                Op::LoopStart { count, depth } => self.loops[*depth] = *count,
+                Op::LoopEnd { start, depth } => {
+                    self.loops[*depth] -= 1;
+                    if self.loops[*depth] > 0 {
+                        pc = start + 1;
+                    }
+                }
+                Op::GroupStart(g) => self.groups.push((*g, t.now())),
+                Op::GroupEnd => {
+                    if let Some((g, start)) = self.groups.pop() {
+                        let now = t.now();
+                        t.group(start, g, now.saturating_duration_since(start), true);
+                    }
+                }
+            }
+        };
+        if result.is_err() {
+            // Groups the failure cut short are failed passes.
+            let now = t.now();
+            while let Some((g, start)) = self.groups.pop() {
+                t.group(start, g, now.saturating_duration_since(start), false);
+            }
+        }
+        result
+    }
+
+    fn think(&mut self, think: Think) -> Duration {
+        let s = match think {
+            Think::Constant(d) => return d,
+            Think::Uniform(lo, hi) => lo + (hi - lo) * self.rng.unit(),
+            Think::Exponential(mean) => -mean * (1.0 - self.rng.unit()).ln(),
+        };
+        Duration::try_from_secs_f64(s.min(1e9)).unwrap_or(Duration::ZERO)
+    }
+
+    /// poll repeats `req` until `until` holds, then judges its last response.
+    #[allow(clippy::too_many_arguments)]
+    async fn poll<T: Transport>(
+        &mut self,
+        script: &Script,
+        req: &Request,
+        until: &[super::check::Check],
+        interval: Duration,
+        timeout: Duration,
+        t: &mut T,
+        at: &mut Instant,
+    ) -> Result<(), Failed> {
+        let start = *at;
+        loop {
+            let (status, latency) = self.request(script, req, t, *at).await?;
+            let now = t.now();
+            *at = now;
+            self.json.reset();
+            let seen = Seen { status, latency, resp: &self.parsed };
+            let done = until.iter().all(|c| c.eval(&seen, &mut self.json).is_none());
+            if done {
+                return self.judge(req, t, now, status, latency, false);
+            }
+            if now.saturating_duration_since(start) + interval > timeout {
+                let reason = format!("poll timed out after {} s", timeout.as_secs_f64());
+                t.fail(now, req.stat, &reason);
+                return Err(Failed);
+            }
+            t.pause(interval).await;
+            *at = t.now();
+        }
+    }
+
+    /// judge runs a final response's checks and extractions.
+    fn judge<T: Transport>(
+        &mut self,
+        req: &Request,
+        t: &mut T,
+        now: Instant,
+        status: u16,
+        latency: Duration,
+        fresh: bool,
+    ) -> Result<(), Failed> {
+        if fresh {
+            self.json.reset();
+        }
+        let seen = Seen { status, latency, resp: &self.parsed };
+        for c in &req.checks {
+            if let Some(reason) = c.eval(&seen, &mut self.json) {
+                t.fail(now, req.stat, &reason);
+                return Err(Failed);
+            }
+        }
+        for x in &req.extract {
+            let mut value = std::mem::take(&mut self.vars[x.slot]);
+            let r = x.run(&self.raw, &self.parsed, &mut self.json, &mut value);
+            self.vars[x.slot] = value;
+            if let Err(reason) = r {
+                t.fail(now, req.stat, &reason);
+                return Err(Failed);
+            }
+        }
+        Ok(())
+    }
+
+    /// request sends `req` (following redirects if it says so) and reads its response into
+    /// `self.parsed`; a transport failure or a 4xx/5xx ends the iteration.
+    async fn request<T: Transport>(
+        &mut self,
+        script: &Script,
+        req: &Request,
+        t: &mut T,
+        intended: Instant,
+    ) -> Result<(u16, Duration), Failed> {
+        self.render(script, req, None);
+        let mut intended = intended;
+        let mut hops = 0;
+        loop {
+            let reply = t.exchange(&self.req, req, intended, &mut self.raw).await;
+            let (status, latency) = match reply {
+                Reply::Failed(class) => {
+                    t.reason(intended, req.stat, class_name(class));
+                    return Err(Failed);
+                }
+                Reply::Answered { status, latency } => (status, latency),
+            };
+            self.parsed.parse(&self.raw);
+            for c in self.parsed.headers_named(&self.raw, "set-cookie") {
+                self.jar.store(c);
+            }
+            if status >= 400 {
+                t.reason(intended, req.stat, &format!("HTTP {status}"));
+                return Err(Failed);
+            }
+            let redirect = req.follow_redirects && (300..400).contains(&status) && hops < MAX_REDIRECTS;
+            let Some(location) = redirect.then(|| self.parsed.header(&self.raw, "location")).flatten() else {
+                return Ok((status, latency));
+            };
+            self.location.clear();
+            match same_host_path(location, &script.authority) {
+                Some(p) => self.location.push_str(p),
+                None => {
+                    let now = t.now();
+                    t.fail(now, req.stat, "redirect to another host");
+                    return Err(Failed);
+                }
+            }
+            hops += 1;
+            let loc = std::mem::take(&mut self.location);
+            self.render(script, req, Some(&loc));
+            self.location = loc;
+            intended = t.now();
+        }
+    }
+
+    /// render writes `req` into `self.req`; `redirect` replaces it by a GET of that path.
+    fn render(&mut self, script: &Script, req: &Request, redirect: Option<&str>) {
+        let out = &mut self.req;
+        out.clear();
+        self.body.clear();
+        if let Some(path) = redirect {
+            out.extend_from_slice(b"GET ");
+            out.extend_from_slice(path.as_bytes());
+        } else {
+            out.extend_from_slice(req.method.as_bytes());
+            out.push(b' ');
+            req.path.render(&self.vars, out);
+            for (i, (k, v)) in req.query.iter().enumerate() {
+                let first = i == 0 && !out.contains(&b'?');
+                out.push(if first { b'?' } else { b'&' });
+                out.extend_from_slice(k.as_bytes());
+                out.push(b'=');
+                v.render(&self.vars, out);
+            }
+        }
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(script.authority.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        for (k, v) in &req.headers {
+            out.extend_from_slice(k.as_bytes());
+            out.extend_from_slice(b": ");
+            v.render(&self.vars, out);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.jar.write_header(out);
+        if redirect.is_some() {
+            out.extend_from_slice(b"\r\n");
+            return;
+        }
+        match &req.body {
+            Body::None => {}
+            Body::Json(tpl) | Body::Text(tpl) => tpl.render(&self.vars, &mut self.body),
+            Body::Form(fields) => {
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        self.body.push(b'&');
+                    }
+                    self.body.extend_from_slice(k.as_bytes());
+                    self.body.push(b'=');
+                    v.render(&self.vars, &mut self.body);
+                }
+            }
+        }
+        if let Some(ct) = req.content_type {
+            out.extend_from_slice(b"Content-Type: ");
+            out.extend_from_slice(ct.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        let has_body = !matches!(req.body, Body::None);
+        if has_body || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
+            let _ = write!(Buf(out), "Content-Length: {}\r\n", self.body.len());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+    }
+}
+
+/// Buf lets `write!` append to a byte vector.
+struct Buf<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Buf<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// same_host_path: the path of a redirect target on the run's host, else None.
+fn same_host_path<'a>(location: &'a str, authority: &str) -> Option<&'a str> {
+    if location.starts_with('/') {
+        return Some(location);
+    }
+    let rest = location
+        .strip_prefix("http://")
+        .or_else(|| location.strip_prefix("https://"))?;
+    let (host, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    host.eq_ignore_ascii_case(authority).then_some(path)
+}
+
+/// class_name: an error class as the reasons table names it.
+pub fn class_name(c: ErrorClass) -> &'static str {
+    match c {
+        ErrorClass::Connect => "connect error",
+        ErrorClass::Timeout => "timeout",
+        ErrorClass::Read => "read error",
+        ErrorClass::Write => "write error",
+        ErrorClass::Reset => "connection reset",
+        ErrorClass::Protocol => "protocol error",
+        ErrorClass::Status => "HTTP error status",
+        #[allow(unreachable_patterns)]
+        _ => "error",
+    }
+}
+
+#[cfg(test)]
+#[path = "executor_tests.rs"]
+mod tests;

@@ -1,0 +1,256 @@
+//! The executor against a fake transport: a scripted server, a clock that moves only when
+//! the flow pauses or a response takes time, and books kept in plain vectors.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::*;
+use crate::scenario::Script;
+
+/// Fake serves each request with `serve` and keeps what happened.
+struct Fake<F: FnMut(&str) -> (u16, String)> {
+    serve: F,
+    clock: Instant,
+    sent: Vec<String>,
+    stats: Vec<(usize, u16)>,
+    failed: Vec<(usize, String)>,
+    reasons: Vec<(usize, String)>,
+    groups: Vec<(usize, Duration, bool)>,
+    iterations: Vec<bool>,
+    paused: Duration,
+}
+
+impl<F: FnMut(&str) -> (u16, String)> Fake<F> {
+    fn new(serve: F) -> Self {
+        Fake {
+            serve,
+            clock: Instant::now(),
+            sent: Vec::new(),
+            stats: Vec::new(),
+            failed: Vec::new(),
+            reasons: Vec::new(),
+            groups: Vec::new(),
+            iterations: Vec::new(),
+            paused: Duration::ZERO,
+        }
+    }
+}
+
+impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
+    async fn exchange(&mut self, bytes: &[u8], req: &Request, _: Instant, raw: &mut Vec<u8>) -> Reply {
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        let (status, resp) = (self.serve)(&text);
+        self.sent.push(text);
+        self.clock += Duration::from_millis(2);
+        self.stats.push((req.stat, status));
+        if status == 0 {
+            return Reply::Failed(ErrorClass::Timeout);
+        }
+        raw.clear();
+        raw.extend_from_slice(resp.as_bytes());
+        Reply::Answered { status, latency: Duration::from_millis(2) }
+    }
+    async fn pause(&mut self, d: Duration) {
+        self.clock += d;
+        self.paused += d;
+    }
+    fn now(&mut self) -> Instant {
+        self.clock
+    }
+    fn fail(&mut self, _: Instant, stat: usize, reason: &str) {
+        self.failed.push((stat, reason.to_string()));
+    }
+    fn reason(&mut self, _: Instant, stat: usize, reason: &str) {
+        self.reasons.push((stat, reason.to_string()));
+    }
+    fn group(&mut self, _: Instant, g: usize, took: Duration, ok: bool) {
+        self.groups.push((g, took, ok));
+    }
+    fn iteration(&mut self, _: Instant, _: Duration, ok: bool) {
+        self.iterations.push(ok);
+    }
+}
+
+fn http(status: u16, headers: &str, body: &str) -> String {
+    format!("HTTP/1.1 {status} X\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len())
+}
+
+fn block<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
+/// seed000 is the task-queue flow: submit, extract the id, poll until done, get the result.
+fn seed000() -> Script {
+    let p = json!({"file": "t.py", "vars": {"var.ORIGIN": "http://o/\"x\""}, "flows": [{"name": "f", "steps": [
+        {"step": "request", "name": "submit", "method": "POST", "path": ["/tasks/submissions"],
+         "body": {"type": "json", "template": ["{\"url\":\"", {"var": "var.ORIGIN"}, "\"}"]},
+         "checks": [{"check": "status", "in": [202]}],
+         "extract": [{"from": "json", "var": "id", "path": ["id"], "text": "$.id"}]},
+        {"step": "poll", "interval_s": 1.0, "timeout_s": 10.0, "request":
+            {"name": "status", "method": "GET", "path": ["/tasks/submissions/", {"var": "id"}],
+             "checks": [{"check": "json", "path": ["status"], "op": "in", "values": ["SUCCEEDED"], "text": "$.status"}]},
+         "until": [{"check": "json", "path": ["status"], "op": "in", "values": ["SUCCEEDED", "FAILED"], "text": "$.status"}]},
+        {"step": "request", "name": "result", "method": "GET", "path": ["/tasks/", {"var": "id"}]}
+    ]}]});
+    Script::from_json(&p, "tq:80").unwrap()
+}
+
+/// queue serves seed000 with a task that ends as `last` after `polls` polls.
+fn queue(last: &'static str, polls: usize) -> impl FnMut(&str) -> (u16, String) {
+    let mut n = 0;
+    move |req: &str| {
+        if req.starts_with("POST /tasks/submissions ") {
+            return (202, http(202, "", "{\"id\":\"t 1\",\"status\":\"QUEUED\"}"));
+        }
+        if req.starts_with("GET /tasks/submissions/t%201 ") {
+            n += 1;
+            let st = if n >= polls { last } else { "RUNNING" };
+            return (200, http(200, "", &format!("{{\"status\":\"{st}\"}}")));
+        }
+        if req.starts_with("GET /tasks/t%201 ") {
+            return (200, http(200, "", "done"));
+        }
+        (404, http(404, "", ""))
+    }
+}
+
+#[test]
+fn seed000_polls_until_done_then_fetches() {
+    let s = seed000();
+    let mut t = Fake::new(queue("SUCCEEDED", 3));
+    let mut vu = Vu::new(&s, 0);
+    let now = t.clock;
+    assert!(block(vu.iterate(&s, &mut t, 0, now)));
+    let lines: Vec<&str> = t.sent.iter().map(|r| r.lines().next().unwrap()).collect();
+    assert_eq!(lines, [
+        "POST /tasks/submissions HTTP/1.1",
+        "GET /tasks/submissions/t%201 HTTP/1.1",
+        "GET /tasks/submissions/t%201 HTTP/1.1",
+        "GET /tasks/submissions/t%201 HTTP/1.1",
+        "GET /tasks/t%201 HTTP/1.1",
+    ]);
+    // The JSON body carries the run variable escaped as JSON string content.
+    assert!(t.sent[0].ends_with("\r\n\r\n{\"url\":\"http://o/\\\"x\\\"\"}"), "{}", t.sent[0]);
+    assert!(t.sent[0].contains("Content-Type: application/json\r\n"));
+    assert_eq!(t.paused, Duration::from_secs(2), "two 1 s intervals between three polls");
+    let names: Vec<usize> = t.stats.iter().map(|s| s.0).collect();
+    assert_eq!(names, [0, 1, 1, 1, 2]);
+    assert!(t.failed.is_empty() && t.reasons.is_empty());
+    assert_eq!(t.iterations, [true]);
+}
+
+#[test]
+fn a_failed_task_fails_the_status_check_and_ends_the_iteration() {
+    let s = seed000();
+    let mut t = Fake::new(queue("FAILED", 2));
+    let mut vu = Vu::new(&s, 0);
+    let now = t.clock;
+    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert_eq!(t.failed, [(1, "$.status is \"FAILED\", expected \"SUCCEEDED\"".to_string())]);
+    assert_eq!(t.sent.len(), 3, "no result fetch after a failed check");
+    assert_eq!(t.iterations, [false]);
+}
+
+#[test]
+fn a_poll_that_never_ends_times_out_with_a_reason() {
+    let s = seed000();
+    let mut t = Fake::new(queue("SUCCEEDED", 1000));
+    let mut vu = Vu::new(&s, 0);
+    let now = t.clock;
+    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert_eq!(t.failed, [(1, "poll timed out after 10 s".to_string())]);
+    // Polls at 0, 1, ..., 9 s (plus 2 ms per response): the next would end past 10 s.
+    assert_eq!(t.sent.len() - 1, 10);
+}
+
+#[test]
+fn transport_failures_and_error_statuses_are_reasons() {
+    let s = seed000();
+    for (label, status, want) in [("timeout", 0u16, "timeout"), ("500", 500, "HTTP 500")] {
+        let mut t = Fake::new(move |_: &str| (status, http(status.max(200), "", "")));
+        let mut vu = Vu::new(&s, 0);
+        let now = t.clock;
+        assert!(!block(vu.iterate(&s, &mut t, 0, now)), "{label}");
+        assert_eq!(t.reasons, [(0, want.to_string())], "{label}");
+        assert!(t.failed.is_empty(), "{label}");
+    }
+}
+
+#[test]
+fn a_missing_extraction_fails_with_a_reason() {
+    let s = seed000();
+    let mut t = Fake::new(|_: &str| (202, http(202, "", "{}")));
+    let mut vu = Vu::new(&s, 0);
+    let now = t.clock;
+    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert_eq!(t.failed, [(0, "extract $.id: not found".to_string())]);
+}
+
+#[test]
+fn cookies_redirects_forms_loops_groups_and_data() {
+    let p = json!({"file": "f.py", "data": [{"name": "u", "per": "iteration", "columns": ["who"], "rows": [["ann"], ["bob"]]}],
+      "flows": [{"name": "f", "steps": [
+        {"step": "group", "name": "visit", "steps": [
+          {"step": "request", "name": "form", "method": "GET", "path": ["/form"]},
+          {"step": "loop", "count": 2, "steps": [
+            {"step": "request", "name": "post", "method": "POST", "path": ["/form"], "follow_redirects": true,
+             "query": [["q", [{"var": "vu"}]]],
+             "body": {"type": "form", "fields": [["name", [{"var": "data.u.who"}, " x"]], ["i", [{"var": "iteration"}]]]},
+             "checks": [{"check": "contains", "text": "thanks"}]}
+          ]}
+        ]},
+        {"step": "think", "dist": "constant", "s": 0.5}
+    ]}]});
+    let s = Script::from_json(&p, "h:1").unwrap();
+    let serve = |req: &str| {
+        let line = req.lines().next().unwrap().to_string();
+        if line.starts_with("GET /form ") {
+            return (200, http(200, "Set-Cookie: sid=s1; Path=/\r\n", "form"));
+        }
+        if line.starts_with("POST /form?q=3 ") {
+            assert!(req.contains("Cookie: sid=s1\r\n"), "{req}");
+            return (302, http(302, "Location: http://h:1/thanks\r\n", ""));
+        }
+        if line.starts_with("GET /thanks ") {
+            assert!(req.contains("Cookie: sid=s1\r\n"), "{req}");
+            return (200, http(200, "", "thanks!"));
+        }
+        (404, http(404, "", ""))
+    };
+    let mut t = Fake::new(serve);
+    let mut vu = Vu::new(&s, 3);
+    let now = t.clock;
+    assert!(block(vu.iterate(&s, &mut t, 1, now)));
+    let lines: Vec<&str> = t.sent.iter().map(|r| r.lines().next().unwrap()).collect();
+    assert_eq!(lines, ["GET /form HTTP/1.1", "POST /form?q=3 HTTP/1.1", "GET /thanks HTTP/1.1",
+                       "POST /form?q=3 HTTP/1.1", "GET /thanks HTTP/1.1"]);
+    assert!(t.sent[1].ends_with("\r\n\r\nname=bob+x&i=0"), "{}", t.sent[1]);
+    assert!(t.sent[1].contains("Content-Type: application/x-www-form-urlencoded\r\n"));
+    assert_eq!(t.groups.len(), 1);
+    assert_eq!((t.groups[0].0, t.groups[0].2), (0, true));
+    assert_eq!(t.groups[0].1, Duration::from_millis(10), "five responses of 2 ms");
+    assert_eq!(t.paused, Duration::from_millis(500));
+}
+
+#[test]
+fn per_vu_data_rows_and_choice() {
+    let p = json!({"data": [{"name": "u", "per": "vu", "columns": ["id"], "rows": [["a"], ["b"], ["c"]]}],
+      "flows": [{"name": "f", "steps": [
+        {"step": "set", "var": "c", "choice": ["x", "y"]},
+        {"step": "request", "name": "r", "method": "GET", "path": ["/", {"var": "data.u.id"}, "/", {"var": "c"}]}
+    ]}]});
+    let s = Script::from_json(&p, "h").unwrap();
+    let mut t = Fake::new(|_: &str| (200, http(200, "", "")));
+    for vu_n in 0..3u64 {
+        let mut vu = Vu::new(&s, vu_n);
+        for hit in 0..20 {
+            let now = t.clock;
+            block(vu.iterate(&s, &mut t, hit, now));
+        }
+    }
+    let mut seen: Vec<String> = t.sent.iter().map(|r| r.split(' ').nth(1).unwrap().to_string()).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen, ["/a/x", "/a/y", "/b/x", "/b/y", "/c/x", "/c/y"]);
+}

@@ -1,0 +1,177 @@
+//! Extractions: a variable's value taken from a response (a JSON path, a header, a regex
+//! group). A failed extraction is a reason, counted under the request's name.
+
+use regex::bytes::Regex;
+use serde_json::Value;
+
+use super::response::Parsed;
+use super::spec::PathSeg;
+
+/// Source is where an extraction looks.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Json: the value at a JSON path of the body.
+    Json {
+        /// path: the parsed path.
+        path: Vec<PathSeg>,
+        /// text: the path as written.
+        text: String,
+    },
+    /// Header: a response header.
+    Header(String),
+    /// Regex: a capture group of the first match in the body.
+    Regex {
+        /// re: the compiled expression.
+        re: Regex,
+        /// group: the capture group.
+        group: usize,
+    },
+}
+
+/// Extract sets variable `slot` from a response.
+#[derive(Debug, Clone)]
+pub struct Extract {
+    /// slot: the variable set.
+    pub slot: usize,
+    /// source: where the value comes from.
+    pub source: Source,
+}
+
+/// lookup follows `path` into `doc`.
+pub fn lookup<'a>(doc: &'a Value, path: &[PathSeg]) -> Option<&'a Value> {
+    let mut v = doc;
+    for seg in path {
+        v = match (seg, v) {
+            (PathSeg::Key(k), Value::Object(m)) => m.get(k)?,
+            (PathSeg::Index(i), Value::Array(a)) => {
+                let len = a.len() as i64;
+                let at = if *i < 0 { len + i } else { *i };
+                a.get(usize::try_from(at).ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
+/// as_text renders a JSON value as a variable's text: strings without quotes, the rest as
+/// JSON.
+pub fn as_text(v: &Value, out: &mut String) {
+    out.clear();
+    match v {
+        Value::String(s) => out.push_str(s),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// JsonBody parses a response body as JSON at most once, for every check and extraction
+/// that needs it.
+#[derive(Debug, Default)]
+pub struct JsonBody {
+    parsed: Option<Result<Value, ()>>,
+}
+
+impl JsonBody {
+    /// reset forgets the previous response's document.
+    pub fn reset(&mut self) {
+        self.parsed = None;
+    }
+
+    /// get parses `body` on first use; None when it is not JSON.
+    pub fn get(&mut self, body: &[u8]) -> Option<&Value> {
+        self.parsed
+            .get_or_insert_with(|| serde_json::from_slice(body).map_err(|_| ()))
+            .as_ref()
+            .ok()
+    }
+}
+
+impl Extract {
+    /// run writes the extracted value into `out`, or returns the reason it failed.
+    pub fn run(
+        &self,
+        raw: &[u8],
+        resp: &Parsed,
+        json: &mut JsonBody,
+        out: &mut String,
+    ) -> Result<(), String> {
+        match &self.source {
+            Source::Json { path, text } => {
+                let doc = json
+                    .get(&resp.body)
+                    .ok_or_else(|| format!("extract {text}: body is not JSON"))?;
+                let v = lookup(doc, path).ok_or_else(|| format!("extract {text}: not found"))?;
+                as_text(v, out);
+                Ok(())
+            }
+            Source::Header(name) => {
+                let v = resp
+                    .header(raw, name)
+                    .ok_or_else(|| format!("extract header {name}: not found"))?;
+                out.clear();
+                out.push_str(v);
+                Ok(())
+            }
+            Source::Regex { re, group } => {
+                let caps = re
+                    .captures(&resp.body)
+                    .ok_or_else(|| format!("extract regex {}: no match", re.as_str()))?;
+                let m = caps
+                    .get(*group)
+                    .ok_or_else(|| format!("extract regex {}: group {group} did not match", re.as_str()))?;
+                out.clear();
+                out.push_str(&String::from_utf8_lossy(m.as_bytes()));
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(k: &str) -> PathSeg {
+        PathSeg::Key(k.to_string())
+    }
+
+    #[test]
+    fn extracts_from_each_source() {
+        let raw: &[u8] =
+            b"HTTP/1.1 200 OK\r\nLocation: /t/9\r\nContent-Length: 40\r\n\r\n{\"id\":\"ab\",\"n\":[1,2,3],\"o\":{\"k\":true}}";
+        let mut resp = Parsed::default();
+        resp.parse(raw);
+        let cases: Vec<(&str, Source, Result<&str, &str>)> = vec![
+            ("json string", Source::Json { path: vec![key("id")], text: "$.id".into() }, Ok("ab")),
+            ("json index from end", Source::Json { path: vec![key("n"), PathSeg::Index(-1)], text: "$.n[-1]".into() }, Ok("3")),
+            ("json object", Source::Json { path: vec![key("o")], text: "$.o".into() }, Ok("{\"k\":true}")),
+            ("json missing", Source::Json { path: vec![key("zz")], text: "$.zz".into() }, Err("extract $.zz: not found")),
+            ("header", Source::Header("location".into()), Ok("/t/9")),
+            ("header missing", Source::Header("x-nope".into()), Err("extract header x-nope: not found")),
+            ("regex group", Source::Regex { re: Regex::new("\"id\":\"(\\w+)\"").unwrap(), group: 1 }, Ok("ab")),
+            ("regex no match", Source::Regex { re: Regex::new("zzz").unwrap(), group: 0 }, Err("extract regex zzz: no match")),
+        ];
+        for (label, source, want) in cases {
+            let mut json = JsonBody::default();
+            let mut out = String::new();
+            let got = Extract { slot: 0, source }.run(raw, &resp, &mut json, &mut out);
+            match want {
+                Ok(v) => {
+                    assert_eq!(got, Ok(()), "{label}");
+                    assert_eq!(out, v, "{label}");
+                }
+                Err(e) => assert_eq!(got, Err(e.to_string()), "{label}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_a_reason() {
+        let raw: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
+        let mut resp = Parsed::default();
+        resp.parse(raw);
+        let x = Extract { slot: 0, source: Source::Json { path: vec![key("id")], text: "$.id".into() } };
+        let got = x.run(raw, &resp, &mut JsonBody::default(), &mut String::new());
+        assert_eq!(got, Err("extract $.id: body is not JSON".to_string()));
+    }
+}

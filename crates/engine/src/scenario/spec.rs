@@ -1,0 +1,291 @@
+//! The plan as Python's compiler writes it (docs/scenarios.md): serde types mirroring the
+//! JSON, nothing resolved yet. [`super::build`] turns a [`PlanSpec`] into the executable
+//! [`super::Script`].
+
+use serde::Deserialize;
+
+/// PartSpec is one piece of a template: literal text, or a variable reference.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum PartSpec {
+    /// Lit: literal text, sent as written.
+    Lit(String),
+    /// Var: a variable, escaped for where it lands.
+    Var {
+        /// var: the variable's name.
+        var: String,
+    },
+}
+
+/// TemplateSpec is a templated string.
+pub type TemplateSpec = Vec<PartSpec>;
+
+/// PathSeg is one step of a parsed JSON path: an object key or an array index.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum PathSeg {
+    /// Index: an array index (negative counts from the end).
+    Index(i64),
+    /// Key: an object key.
+    Key(String),
+}
+
+/// BodySpec is a request body.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum BodySpec {
+    /// Json: a JSON document; variables are escaped as JSON string content.
+    Json {
+        /// template: the document.
+        template: TemplateSpec,
+    },
+    /// Form: `application/x-www-form-urlencoded` fields.
+    Form {
+        /// fields: name and templated value.
+        fields: Vec<(String, TemplateSpec)>,
+    },
+    /// Text: a body sent as written.
+    Text {
+        /// template: the body.
+        template: TemplateSpec,
+    },
+}
+
+/// ExtractSpec says where a variable's value comes from in a response.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "from", rename_all = "lowercase")]
+pub enum ExtractSpec {
+    /// Json: the value at a JSON path of the body.
+    Json {
+        /// var: the variable set.
+        var: String,
+        /// path: the parsed path.
+        path: Vec<PathSeg>,
+        /// text: the path as written, for messages.
+        #[serde(default)]
+        text: String,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Header: a response header's value.
+    Header {
+        /// var: the variable set.
+        var: String,
+        /// name: the header name (case-insensitive).
+        name: String,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Regex: a capture group of the first match in the body.
+    Regex {
+        /// var: the variable set.
+        var: String,
+        /// pattern: the regular expression.
+        pattern: String,
+        /// group: the capture group (0: the whole match).
+        group: usize,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+}
+
+/// CheckSpec is a condition on a response.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "check", rename_all = "lowercase")]
+pub enum CheckSpec {
+    /// Status: the status is one of `in`.
+    Status {
+        /// in: the accepted codes.
+        #[serde(rename = "in")]
+        codes: Vec<u16>,
+    },
+    /// Json: the value at `path` is (`op: "in"`) or is not (`"not_in"`) one of `values`.
+    Json {
+        /// path: the parsed path.
+        path: Vec<PathSeg>,
+        /// op: `in` or `not_in`.
+        op: String,
+        /// values: the set compared with.
+        values: Vec<serde_json::Value>,
+        /// text: the path as written.
+        #[serde(default)]
+        text: String,
+    },
+    /// Contains: the body contains `text`.
+    Contains {
+        /// text: the text looked for.
+        text: String,
+    },
+    /// Latency: the response took at most `max_ms`.
+    Latency {
+        /// max_ms: the bound in milliseconds.
+        max_ms: f64,
+    },
+}
+
+/// RequestSpec is one request step.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RequestSpec {
+    /// name: the statistics label.
+    pub name: String,
+    /// method: the HTTP method.
+    pub method: String,
+    /// path: the templated path.
+    pub path: TemplateSpec,
+    /// query: templated query parameters.
+    #[serde(default)]
+    pub query: Vec<(String, TemplateSpec)>,
+    /// headers: templated headers.
+    #[serde(default)]
+    pub headers: Vec<(String, TemplateSpec)>,
+    /// body: the body, if any.
+    #[serde(default)]
+    pub body: Option<BodySpec>,
+    /// follow_redirects: follow 3xx responses with a Location (GET, same host).
+    #[serde(default)]
+    pub follow_redirects: bool,
+    /// extract: variables taken from the response.
+    #[serde(default)]
+    pub extract: Vec<ExtractSpec>,
+    /// checks: conditions the response must meet.
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
+    /// line: the scenario line.
+    #[serde(default)]
+    pub line: Option<u32>,
+}
+
+/// StepSpec is one step of a flow.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "step", rename_all = "lowercase")]
+pub enum StepSpec {
+    /// Request: one request.
+    Request(RequestSpec),
+    /// Poll: repeat a request until conditions hold or a timeout passes.
+    Poll {
+        /// request: the request repeated.
+        request: RequestSpec,
+        /// until: the conditions that end the polling.
+        until: Vec<CheckSpec>,
+        /// interval_s: the pause between polls.
+        interval_s: f64,
+        /// timeout_s: the most time polling may take.
+        timeout_s: f64,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Think: a pause.
+    Think {
+        /// dist: `constant`, `uniform` or `exponential`.
+        dist: String,
+        /// s: the constant pause.
+        #[serde(default)]
+        s: f64,
+        /// min_s: the uniform lower bound.
+        #[serde(default)]
+        min_s: f64,
+        /// max_s: the uniform upper bound.
+        #[serde(default)]
+        max_s: f64,
+        /// mean_s: the exponential mean.
+        #[serde(default)]
+        mean_s: f64,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Set: set a variable to a random choice.
+    Set {
+        /// var: the variable set.
+        var: String,
+        /// choice: the options.
+        choice: Vec<String>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Loop: run `steps` `count` times.
+    Loop {
+        /// count: how many times.
+        count: u32,
+        /// steps: the body.
+        steps: Vec<StepSpec>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Group: run `steps`, timed as a whole under `name`.
+    Group {
+        /// name: the group's statistics label.
+        name: String,
+        /// steps: the body.
+        steps: Vec<StepSpec>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+}
+
+/// FlowSpec is a weighted flow.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FlowSpec {
+    /// name: the flow's name.
+    pub name: String,
+    /// weight: its share of iterations.
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// steps: what it does.
+    pub steps: Vec<StepSpec>,
+    /// line: the scenario line.
+    #[serde(default)]
+    pub line: Option<u32>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// DataSpec is a data set: rows of string columns.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct DataSpec {
+    /// name: the data set's name (its columns are the variables `data.NAME.COLUMN`).
+    pub name: String,
+    /// per: `iteration` (the next row each iteration) or `vu` (one row per VU).
+    pub per: String,
+    /// columns: the column names.
+    pub columns: Vec<String>,
+    /// rows: the rows, each as long as `columns`.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// PlanSpec is a whole plan.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct PlanSpec {
+    /// version: the plan format version.
+    #[serde(default = "one")]
+    pub version: u32,
+    /// file: the scenario file, for messages.
+    #[serde(default)]
+    pub file: String,
+    /// vars: run variables and their values.
+    #[serde(default)]
+    pub vars: std::collections::BTreeMap<String, String>,
+    /// data: data sets.
+    #[serde(default)]
+    pub data: Vec<DataSpec>,
+    /// setup: steps each VU runs once before its first iteration.
+    #[serde(default)]
+    pub setup: Vec<StepSpec>,
+    /// flows: the weighted flows.
+    pub flows: Vec<FlowSpec>,
+    /// pacing_s: an iteration starts at most every `pacing_s` (closed model).
+    #[serde(default)]
+    pub pacing_s: Option<f64>,
+    /// iterations: each VU stops after this many iterations.
+    #[serde(default)]
+    pub iterations: Option<u64>,
+}

@@ -1,0 +1,195 @@
+//! Templates: request text with variables filled in per request, each variable escaped for
+//! where it lands (a path, a query or form field, a header, a JSON string).
+
+use super::spec::{PartSpec, TemplateSpec};
+
+/// Escape is how a variable's value is written into the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escape {
+    /// Path: percent-encode what a path segment may not hold (`/` stays).
+    Path,
+    /// Form: `application/x-www-form-urlencoded` (query strings and form bodies).
+    Form,
+    /// Header: as is, with CR, LF and NUL replaced by spaces (no header injection).
+    Header,
+    /// Json: as JSON string content (`"`, `\` and control characters escaped).
+    Json,
+    /// Raw: as is.
+    Raw,
+}
+
+/// Part is a piece of a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Lit: text written as is (already escaped where the context needs it).
+    Lit(Box<str>),
+    /// Var: the variable in this slot of the VU's variables.
+    Var(usize),
+}
+
+/// Template is a templated piece of request text with its escaping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template {
+    /// parts: literal text and variable slots.
+    pub parts: Vec<Part>,
+    /// escape: how variables (and, for [`Escape::Form`], literals too) are written.
+    pub escape: Escape,
+}
+
+impl Template {
+    /// build resolves a template's variable names to slots with `slot` (None: an unknown
+    /// variable, returned as the error). Form literals are encoded here, once.
+    pub fn build(
+        spec: &TemplateSpec,
+        escape: Escape,
+        mut slot: impl FnMut(&str) -> Option<usize>,
+    ) -> Result<Template, String> {
+        let mut parts = Vec::with_capacity(spec.len());
+        for p in spec {
+            parts.push(match p {
+                PartSpec::Lit(s) => {
+                    let mut out = Vec::new();
+                    if escape == Escape::Form {
+                        write_escaped(&mut out, s, Escape::Form);
+                    } else {
+                        out.extend_from_slice(s.as_bytes());
+                    }
+                    Part::Lit(String::from_utf8_lossy(&out).into())
+                }
+                PartSpec::Var { var } => Part::Var(slot(var).ok_or_else(|| var.clone())?),
+            });
+        }
+        Ok(Template { parts, escape })
+    }
+
+    /// literal builds a template of fixed text.
+    pub fn literal(text: &str, escape: Escape) -> Template {
+        Template::build(&vec![PartSpec::Lit(text.to_string())], escape, |_| None)
+            .unwrap_or(Template {
+                parts: Vec::new(),
+                escape,
+            })
+    }
+
+    /// render appends the template, with `vars` filled in, to `out`.
+    pub fn render(&self, vars: &[String], out: &mut Vec<u8>) {
+        for p in &self.parts {
+            match p {
+                Part::Lit(s) => out.extend_from_slice(s.as_bytes()),
+                Part::Var(i) => {
+                    let v = vars.get(*i).map_or("", String::as_str);
+                    write_escaped(out, v, self.escape);
+                }
+            }
+        }
+    }
+
+    /// vars lists the slots this template reads.
+    pub fn vars(&self) -> impl Iterator<Item = usize> + '_ {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Var(i) => Some(*i),
+            Part::Lit(_) => None,
+        })
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+fn percent(out: &mut Vec<u8>, b: u8) {
+    out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+}
+
+/// write_escaped appends `v` to `out`, escaped as `escape` says.
+pub fn write_escaped(out: &mut Vec<u8>, v: &str, escape: Escape) {
+    match escape {
+        Escape::Raw => out.extend_from_slice(v.as_bytes()),
+        Escape::Header => out.extend(v.bytes().map(|b| match b {
+            b'\r' | b'\n' | 0 => b' ',
+            b => b,
+        })),
+        Escape::Path => {
+            for b in v.bytes() {
+                if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
+                    out.push(b);
+                } else {
+                    percent(out, b);
+                }
+            }
+        }
+        Escape::Form => {
+            for b in v.bytes() {
+                if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                    out.push(b);
+                } else if b == b' ' {
+                    out.push(b'+');
+                } else {
+                    percent(out, b);
+                }
+            }
+        }
+        Escape::Json => {
+            for c in v.chars() {
+                match c {
+                    '"' => out.extend_from_slice(b"\\\""),
+                    '\\' => out.extend_from_slice(b"\\\\"),
+                    '\n' => out.extend_from_slice(b"\\n"),
+                    '\r' => out.extend_from_slice(b"\\r"),
+                    '\t' => out.extend_from_slice(b"\\t"),
+                    c if (c as u32) < 0x20 => {
+                        let _ = std::io::Write::write_fmt(out, format_args!("\\u{:04x}", c as u32));
+                    }
+                    c => {
+                        let mut buf = [0u8; 4];
+                        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tpl(parts: &[&str], escape: Escape) -> Template {
+        // "$x" is variable x (slot 0), "$y" slot 1; anything else is literal.
+        let spec: TemplateSpec = parts
+            .iter()
+            .map(|p| match p.strip_prefix('$') {
+                Some(v) => PartSpec::Var { var: v.to_string() },
+                None => PartSpec::Lit(p.to_string()),
+            })
+            .collect();
+        Template::build(&spec, escape, |n| match n {
+            "x" => Some(0),
+            "y" => Some(1),
+            _ => None,
+        })
+        .expect("known vars")
+    }
+
+    #[test]
+    fn renders_each_escape() {
+        let vars = vec!["a b/\"c\"\r\n".to_string(), "é&=".to_string()];
+        let cases: &[(&str, &[&str], Escape, &str)] = &[
+            ("path keeps slashes", &["/t/", "$x"], Escape::Path, "/t/a%20b/%22c%22%0D%0A"),
+            ("form encodes literal and var", &["k v=", "$y"], Escape::Form, "k+v%3D%C3%A9%26%3D"),
+            ("header drops line breaks", &["v=", "$x"], Escape::Header, "v=a b/\"c\"  "),
+            ("json escapes", &["{\"u\":\"", "$x", "\"}"], Escape::Json, "{\"u\":\"a b/\\\"c\\\"\\r\\n\"}"),
+            ("raw", &["$y"], Escape::Raw, "é&="),
+        ];
+        for (label, parts, esc, want) in cases {
+            let mut out = Vec::new();
+            tpl(parts, *esc).render(&vars, &mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), *want, "{label}");
+        }
+    }
+
+    #[test]
+    fn unknown_variable_is_named() {
+        let spec = vec![PartSpec::Var { var: "nope".into() }];
+        let err = Template::build(&spec, Escape::Raw, |_| None).unwrap_err();
+        assert_eq!(err, "nope");
+    }
+}
