@@ -27,7 +27,8 @@
 
 // Linux only, like the engine it is built beside (one wheel): off Linux its delays would fall
 // back to tokio's 1 ms timer (sleep.rs) and the tests that time the engine against them would
-// fail for the wrong reason. One clear line instead.
+// fail for the wrong reason. Under cargo, build.rs stops such a build first with one line; this
+// covers builds that bypass the build script.
 #[cfg(not(target_os = "linux"))]
 compile_error!(
     "redline's test server builds on Linux only, like the engine: its sub-millisecond delays \
