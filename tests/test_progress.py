@@ -80,7 +80,8 @@ def test_plain_lines_off_a_terminal():
     stream = io.StringIO()
     progress = for_stream(stream, Goal(seconds=2))
     assert isinstance(progress, PlainProgress)
-    progress(snap(1, 10, 1))
+    progress(snap(1, 10, 1, p95_ms=6.0, errors_by_class={"timeout": 1, "reset": 0}))
     progress.close()
     line = stream.getvalue()
-    assert line.count("\n") == 1 and "req/s=" in line and "errors=1" in line
+    assert line.count("\n") == 1 and "req/s=" in line
+    assert "p95=  6.00ms" in line and "errors=1 (timeout 1)  conns=8" in line

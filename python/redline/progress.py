@@ -20,12 +20,17 @@ _HISTORY = 40
 
 
 def describe(s: dict[str, Any]) -> str:
-    """describe renders one interval snapshot as a single line."""
+    """describe renders one interval snapshot as a single line (errors by class when any)."""
+    p95 = f"p95={fmt_ms(s['p95_ms']):>8}  " if "p95_ms" in s else ""
+    classes = ", ".join(
+        f"{k} {v}" for k, v in sorted((s.get("errors_by_class") or {}).items()) if v
+    )
     line = (
         f"t={s.get('t_s', 0):6.1f}s  req/s={fmt_count(s.get('achieved_rate') or 0):>7}  "
-        f"p50={fmt_ms(s.get('p50_ms', 0)):>8}  p99={fmt_ms(s.get('p99_ms', 0)):>8}  "
-        f"max={fmt_ms(s.get('max_ms', 0)):>8}  errors={s.get('errors', 0)}  "
-        f"conns={s.get('active_connections', 0)}"
+        f"p50={fmt_ms(s.get('p50_ms', 0)):>8}  {p95}p99={fmt_ms(s.get('p99_ms', 0)):>8}  "
+        f"max={fmt_ms(s.get('max_ms', 0)):>8}  errors={s.get('errors', 0)}"
+        + (f" ({classes})" if classes else "")
+        + f"  conns={s.get('active_connections', 0)}"
     )
     if s.get("intended_rate"):
         line += (
