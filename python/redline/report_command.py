@@ -7,7 +7,6 @@ import argparse
 from pathlib import Path
 
 from redline.errors import RedlineError
-from redline.report import load_result, write_reports
 
 REPORT_EXAMPLES = """\
 examples:
@@ -36,6 +35,9 @@ def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def cmd_report(args: argparse.Namespace) -> int:
     """cmd_report reads the result and writes the reports asked for."""
+    # Imported here: the report pulls in numpy/scipy, which `redline run` must not pay for.
+    from redline.report import load_result, write_reports
+
     if not args.html and not args.markdown:
         raise RedlineError("report: give --html and/or --markdown")
     for flag, path in (("--html", args.html), ("--markdown", args.markdown)):
