@@ -144,8 +144,16 @@ def test_cli_find_prints_the_answers_and_writes_json(queue, tmp_path, capsys):
             "6s",
             "--confirm",
             "3s",
+            "--soak",
+            "4s",
+            "--monitor-pid",
+            str(os.getpid()),  # the target serves from this process
             "--json",
             str(out),
+            "--report",
+            str(tmp_path / "find.html"),
+            "--markdown",
+            str(tmp_path / "find.md"),
             "-q",
         ]
     )
@@ -154,7 +162,27 @@ def test_cli_find_prints_the_answers_and_writes_json(queue, tmp_path, capsys):
     for n in ("1.", "2.", "3.", "4."):
         assert n in text
     assert "knee" in text or "slo" in text
-    valid(json.loads(out.read_text()))
+    r = valid(json.loads(out.read_text()))
+    phases = [s["phase"] for s in r["steps"]]
+    assert phases[-2:] == ["confirm", "soak"], phases
+    assert r["checks"]["leaks"], "the soak's monitor samples went to the leak check"
+    assert "<html" in (tmp_path / "find.html").read_text().lower()
+    assert "| " in (tmp_path / "find.md").read_text()
+
+
+def test_ctrl_c_keeps_the_steps_that_ran(queue):
+    seen = []
+
+    def interrupt(snap, load, phase):
+        seen.append(snap)
+        if len(seen) == 12:
+            raise KeyboardInterrupt
+
+    r = valid(find(queue.url + "/", max_time=60, on_snapshot=interrupt, **QUICK))
+    assert r["interrupted"] is True
+    assert r["stop"]["condition"] == "interrupted"
+    assert r["steps"], "the steps measured before Ctrl-C are kept"
+    assert all(s["phase"] != "confirm" for s in r["steps"])
 
 
 @pytest.mark.parametrize(

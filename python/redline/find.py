@@ -119,6 +119,7 @@ def find(
     min_step: float = 3.0,
     max_step: float = 15.0,
     confirm: float = CONFIRM_S,
+    soak: float = 0.0,
     service_cpu: float | None = None,
     monitor: Any = None,
     generator_busy: float | None = 0.9,
@@ -202,18 +203,32 @@ def find(
         on_snapshot=on_snapshot,
         interval_s=interval,
     )
+    interrupted = False
     try:
         outcome = search.run()
+    except KeyboardInterrupt:
+        # Ctrl-C: the answers of the steps that ran, no confirmation.
+        outcome, interrupted = search.interrupted(), True
     finally:
         report = live.finish()
     confirmed = None
     window = None
-    if outcome.best is not None and confirm > 0:
-        t0 = time.monotonic() - started
-        confirmed = _confirm(url, model, outcome.best.load, confirm, config, on_snapshot)
-        window = (t0 + 1.0, time.monotonic() - started)
-    if monitor is not None:
-        monitor.stop()
+    soaked = None
+    try:
+        if outcome.best is not None and confirm > 0 and not interrupted:
+            t0 = time.monotonic() - started
+            confirmed = _confirm(url, model, outcome.best.load, confirm, config, on_snapshot)
+            window = (t0 + 1.0, time.monotonic() - started)
+        optimal = search.optimal()
+        if soak > 0 and optimal is not None and not interrupted:
+            t0 = time.monotonic() - started
+            report_soak = _confirm(url, model, optimal.load, soak, config, on_snapshot, "soak")
+            soaked = (report_soak, optimal.load, (t0 + 1.0, time.monotonic() - started))
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if monitor is not None:
+            monitor.stop()
     settings = {
         "start": first,
         "ceiling": ceiling,
@@ -221,6 +236,7 @@ def find(
         "min_step_s": min_step,
         "max_step_s": max_step,
         "confirm_s": confirm,
+        "soak_s": soak,
         "interval_s": interval,
         "threads": config.get("threads"),
     }
@@ -237,6 +253,8 @@ def find(
         started_at,
         time.monotonic() - started,
         window,
+        soaked,
+        interrupted,
     )
 
 
@@ -247,13 +265,14 @@ def _confirm(
     seconds: float,
     config: dict[str, Any],
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None,
+    phase: str = "confirm",
 ) -> dict[str, Any]:
     """_confirm runs one full-length step at the found load (fresh connections, 1 s warm-up)
     and returns its report: the answer's latency distribution comes from its histogram."""
 
     def progress(snap: dict[str, Any]) -> None:
         if on_snapshot is not None:
-            on_snapshot(snap, load, "confirm")
+            on_snapshot(snap, load, phase)
 
     result = run_once(
         url,
@@ -271,7 +290,9 @@ def _confirm(
     return dict(result.data)
 
 
-def _confirm_step(index: int, model: str, load: float, report: dict[str, Any]) -> Step:
+def _confirm_step(
+    index: int, model: str, load: float, report: dict[str, Any], phase: str = "confirm"
+) -> Step:
     """_confirm_step is the confirmation run as a step record (its figures from the run's
     summary and histogram)."""
     lat = _distribution(report)
@@ -282,7 +303,7 @@ def _confirm_step(index: int, model: str, load: float, report: dict[str, Any]) -
     return Step(
         index=index,
         model=model,
-        phase="confirm",
+        phase=phase,
         load=load,
         throughput_rps=float(report.get("rps", 0.0)),
         p50_ms=lat["p50"] or 0.0,
@@ -313,6 +334,8 @@ def _result(
     started_at: str,
     elapsed_s: float,
     confirm_window: tuple[float, float] | None,
+    soaked: tuple[dict[str, Any], float, tuple[float, float]] | None = None,
+    interrupted: bool = False,
 ) -> dict[str, Any]:
     from redline import analysis
 
@@ -324,10 +347,12 @@ def _result(
         if monitor is not None and confirm_window is not None:
             steady.service = monitor.window(*confirm_window)
         latency = {k: v for k, v in _distribution(confirmed).items() if v is not None}
+    # The leak check looks at the service while the load held still: the soak, else the
+    # confirmation step (over a stepped search fds rise with the load, which is no leak).
+    held = soaked[2] if soaked is not None else confirm_window
     soak: list[dict[str, Any]] = []
-    if monitor is not None and confirm_window is not None:
-        t0, t1 = confirm_window
-        soak = [x for x in monitor.series() if t0 <= x["t_s"] <= t1]
+    if monitor is not None and held is not None:
+        soak = [x for x in monitor.series() if held[0] <= x["t_s"] <= held[1]]
     # The confirmation is a step of the record, but the search's steps alone are fitted.
     analysed = analysis.analyse(
         steps,
@@ -341,6 +366,12 @@ def _result(
     )
     if steady is not None:
         steps.append(steady)
+    if soaked is not None:
+        soak_report, soak_load, soak_window = soaked
+        soak_step = _confirm_step(len(steps), model, soak_load, soak_report, "soak")
+        if monitor is not None:
+            soak_step.service = monitor.window(*soak_window)
+        steps.append(soak_step)
     broke = outcome.broke
     return {
         "version": 1,
@@ -356,6 +387,7 @@ def _result(
             "detail": outcome.detail,
         },
         "generator_limited": broke is not None and "generator" in broke.fired,
+        "interrupted": interrupted,
         "config": {
             **settings,
             "max_errors": limits.max_errors,

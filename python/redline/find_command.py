@@ -42,6 +42,7 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--min-step", default="3s", help="shortest step (default 3s)")
     f.add_argument("--max-step", default="15s", help="longest step (default 15s)")
     f.add_argument("--confirm", default="10s", help="confirmation step length (default 10s)")
+    f.add_argument("--soak", default="0s", help="then hold the optimum this long (leak check)")
     f.add_argument("-t", "--threads", type=int, help="worker threads (default: one per core)")
     f.add_argument("-H", "--header", action="append", default=[], help="'Name: value'")
     f.add_argument("-m", "--method", default="GET")
@@ -193,6 +194,7 @@ def cmd_find(args: argparse.Namespace) -> int:
             min_step=parse_duration(args.min_step, "--min-step"),
             max_step=max_step,
             confirm=parse_duration(args.confirm, "--confirm"),
+            soak=parse_duration(args.soak, "--soak"),
             service_cpu=args.service_cpu,
             monitor=monitor,
             on_snapshot=view.snapshot if view else None,
@@ -203,7 +205,7 @@ def cmd_find(args: argparse.Namespace) -> int:
             view.close()
     print(finder.answers_text(result), flush=True)
     write_outputs(result, args.json, args.report, args.markdown)
-    return 0
+    return 130 if result.get("interrupted") else 0
 
 
 def write_outputs(

@@ -41,6 +41,7 @@ CONDITIONS = {
     "generator": "redline itself ran out of CPU: the limit found is redline's, not the service's",
     "max-load": "the load reached the search's ceiling without a stop condition",
     "max-time": "the search ran out of time",
+    "interrupted": "the search was interrupted (Ctrl-C) before it found a limit",
 }
 
 #: PERCENTILES are the percentiles an SLO may bound: the ones each interval snapshot carries.
@@ -202,6 +203,18 @@ class Search:
                 return self._outcome(good, None, "max-time", "the search ran out of time")
             return self._outcome(good, None, "max-load", f"no limit up to {self.plan.ceiling:g}")
         return self._outcome(good, bad, bad.fired[0], bad.why)
+
+    def interrupted(self) -> Outcome:
+        """interrupted is the outcome of the steps that ran, after a Ctrl-C."""
+        good = max(self._good(), key=lambda s: s.load, default=None)
+        bad = min((s for s in self.steps if not s.ok), key=lambda s: s.load, default=None)
+        return self._outcome(good, bad, "interrupted", CONDITIONS["interrupted"])
+
+    def optimal(self) -> Step | None:
+        """optimal is the good step with the most throughput per unit of latency (Kleinrock's
+        power): where a soak holds the load."""
+        good = [s for s in self._good() if s.latency_ms > 0]
+        return max(good, key=lambda s: s.throughput_rps / s.latency_ms, default=None)
 
     def _good(self) -> list[Step]:
         return [s for s in self.steps if s.ok]
