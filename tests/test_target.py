@@ -1,16 +1,19 @@
-"""The Target wrapper's capacity mode, driven by redline itself: the server completes N /
-service_time requests a second whatever the load, and its /__stats say what queued."""
+"""The Target wrapper against real clients: capacity mode (driven by redline itself, the server
+completes N / service_time requests a second whatever the load, and its /__stats say what
+queued) and the survey form app (session cookie, form post, 302)."""
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
+import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
 import redline
-from redline.errors import ConfigError
-
 from conftest import run_cli
+from redline.errors import ConfigError
 
 
 @pytest.mark.parametrize(
@@ -69,3 +72,24 @@ def test_cli_refuses_half_a_capacity() -> None:
     assert out.returncode == 2
     assert "--capacity and --service-time go together" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_form_app_counts_the_survey_flow() -> None:
+    """The seed-003 flow with urllib's cookie jar: GET the form (a session cookie), POST it
+    (302, followed to /thanks); a client without the jar is refused. The server counts both."""
+    with redline.Target(threads=1) as t:
+        jar = http.cookiejar.CookieJar()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        with browser.open(t.url + "/form", timeout=5) as r:
+            assert r.status == 200 and "<form" in r.read().decode()
+        assert [c.name for c in jar] == ["session"]
+        body = urllib.parse.urlencode({"name": "Ada", "rating": 5}).encode()
+        with browser.open(t.url + "/form", data=body, timeout=5) as r:
+            assert (r.status, r.url) == (200, t.url + "/thanks")  # the 302, followed
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(t.url + "/form", data=body, timeout=5)
+        assert refused.value.code == 403
+        stats = t.stats()
+    assert stats["form_pages"] == stats["sessions_issued"] == 1
+    assert stats["forms_posted"] == stats["thanks_pages"] == stats["missing_cookie"] == 1
+    assert stats["forms_invalid"] == 0

@@ -2,7 +2,8 @@
 demos. Behaviour is chosen per request by query parameters, e.g. ``/?latency=20ms``,
 ``/?size=1024``, ``/?status=500&p=0.1``, ``/?stall=1s/5s``; ``/__stats`` counts what it served.
 With ``capacity=N, service_time="10ms"`` the whole server is a queue that completes at most
-N / service_time requests a second (a known truth for capacity tests).
+N / service_time requests a second (a known truth for capacity tests). ``/form`` and
+``/thanks`` are a small survey app (session cookie, form post, 302) for scenario tests.
 
     >>> with redline.Target() as t:
     ...     redline.run(t.url + "/?latency=5ms", duration="2s")
@@ -66,7 +67,9 @@ class Target:
     def stats(self) -> dict[str, Any]:
         """stats returns what the server has seen, the same fields as ``/__stats``: ``requests``,
         ``connections``, and in capacity mode ``queue_waiting``/``queue_busy`` (now),
-        ``queue_peak`` (most ever waiting) and ``queue_served`` (completed services)."""
+        ``queue_peak`` (most ever waiting) and ``queue_served`` (completed services), and the
+        form app's ``form_pages``, ``sessions_issued``, ``forms_posted``, ``forms_invalid``,
+        ``missing_cookie`` and ``thanks_pages``."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

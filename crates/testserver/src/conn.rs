@@ -14,6 +14,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::form::{self, Outcome, Page, Verb, Visit};
 use crate::request::{self, Parsed, Request, RequestBody};
 use crate::response::{self, Framing, Head, FILLER, FILLER_LEN};
 use crate::route::{Behaviour, Body, Route};
@@ -49,6 +50,9 @@ pub(crate) async fn serve<S: Io>(stream: S, shared: Arc<Shared>, thread: usize) 
         rng: SmallRng::from_rng(&mut rand::rng()),
         shared,
         thread,
+        body: Vec::new(),
+        keeping: false,
+        body_over: false,
     };
     let end = conn.run().await.unwrap_or(End::Close);
     match end {
@@ -76,6 +80,12 @@ struct Conn<S> {
     rng: SmallRng,
     shared: Arc<Shared>,
     thread: usize,
+    /// body holds a form post's body (other bodies are skipped, never kept).
+    body: Vec<u8>,
+    /// keeping: the body being read goes into `body`, up to `form::MAX_FORM_BODY`.
+    keeping: bool,
+    /// body_over: the kept body was longer than `form::MAX_FORM_BODY`.
+    body_over: bool,
 }
 
 impl<S: Io> Conn<S> {
@@ -121,16 +131,16 @@ impl<S: Io> Conn<S> {
     /// handle consumes one request (head already parsed and consumed, body next) and queues its
     /// answer; `Some(end)` stops the connection.
     async fn handle(&mut self, request: Request, read_at: Instant) -> io::Result<Option<End>> {
-        match request.body {
-            RequestBody::None => {}
-            RequestBody::Length(n) => self.discard(n).await?,
-            RequestBody::Chunked => {
-                if !self.discard_chunked().await? {
-                    self.simple(StatusCode::BAD_REQUEST, b"bad chunked request body\n", true);
-                    return Ok(Some(End::Close));
-                }
-            }
+        self.keeping = request.verb == Verb::Post
+            && matches!(&request.behaviour, Ok(b) if b.route == Route::Form(Page::Form));
+        self.body.clear();
+        self.body_over = false;
+        let read = self.read_body(&request).await;
+        self.keeping = false;
+        if let Some(end) = read? {
+            return Ok(Some(end));
         }
+
         let behaviour = match request.behaviour {
             Ok(b) => b,
             Err(reason) => {
@@ -171,15 +181,37 @@ impl<S: Io> Conn<S> {
                 queue.serve().await?;
             }
         }
-        let status = if behaviour.injections.is_empty() {
-            StatusCode::OK
+        let injected = if behaviour.injections.is_empty() {
+            None
         } else {
             let draw = self.rng.random::<f64>();
-            behaviour.injections.pick(draw).unwrap_or(StatusCode::OK)
+            behaviour.injections.pick(draw)
         };
-        self.answer(status, work, &behaviour, &request).await?;
+        match (behaviour.route, injected) {
+            (Route::Form(page), None) => self.answer_form(page, &behaviour, &request),
+            (_, status) => {
+                let status = status.unwrap_or(StatusCode::OK);
+                self.answer(status, work, &behaviour, &request).await?;
+            }
+        }
         let close = behaviour.close || !request.keep_alive;
         Ok(close.then_some(End::Close))
+    }
+
+    /// read_body reads (skips, or keeps for a form post) the request's body; `Some(end)` when
+    /// it was malformed and the connection must end.
+    async fn read_body(&mut self, request: &Request) -> io::Result<Option<End>> {
+        match request.body {
+            RequestBody::None => {}
+            RequestBody::Length(n) => self.discard(n).await?,
+            RequestBody::Chunked => {
+                if !self.discard_chunked().await? {
+                    self.simple(StatusCode::BAD_REQUEST, b"bad chunked request body\n", true);
+                    return Ok(Some(End::Close));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// wait holds the answer until the stall window (if any) ends, then for the sampled latency,
@@ -227,6 +259,75 @@ impl<S: Io> Conn<S> {
                 .await
             }
             Body::Filler(n) => self.reply_filler(status, n, behaviour, request).await,
+        }
+    }
+
+    /// answer_form queues the form app's answer (`form.rs`) and counts it.
+    fn answer_form(&mut self, page: Page, behaviour: &Behaviour, request: &Request) {
+        let shared = Arc::clone(&self.shared);
+        let session = request
+            .session
+            .as_deref()
+            .is_some_and(|id| shared.sessions.valid(id));
+        let visit = Visit {
+            verb: request.verb,
+            session,
+            form_type: request.form_type,
+            body: &self.body,
+            too_large: self.body_over,
+        };
+        let outcome = form::decide(page, &visit);
+        shared.board.thread(self.thread).add_form(&outcome);
+        let cookie: String;
+        let mut extra: [(&str, &str); 1] = [("", "")];
+        let mut extras = 0;
+        match &outcome {
+            Outcome::FormPage { new_session: true } => {
+                let id = shared.sessions.issue(self.rng.random());
+                cookie = format!("session={id}; Path=/; HttpOnly");
+                extra[0] = ("set-cookie", &cookie);
+                extras = 1;
+            }
+            Outcome::Posted => {
+                extra[0] = ("location", "/thanks");
+                extras = 1;
+            }
+            Outcome::NotAllowed => {
+                let allow = match page {
+                    Page::Form => "GET, HEAD, POST",
+                    Page::Thanks => "GET, HEAD",
+                };
+                extra[0] = ("allow", allow);
+                extras = 1;
+            }
+            _ => {}
+        }
+        let reason: String;
+        let (content_type, body): (&'static str, &[u8]) = match &outcome {
+            Outcome::FormPage { .. } => ("text/html; charset=utf-8", form::PAGE.as_bytes()),
+            Outcome::ThanksPage => ("text/html; charset=utf-8", form::THANKS.as_bytes()),
+            Outcome::Posted => ("text/plain", b"see /thanks\n"),
+            Outcome::NoSession => ("text/plain", b"no session: GET /form first\n"),
+            Outcome::BadForm(why) => {
+                reason = format!("{why}\n");
+                ("text/plain", reason.as_bytes())
+            }
+            Outcome::TooLarge => ("text/plain", b"form body too large\n"),
+            Outcome::NotAllowed => ("text/plain", b"method not allowed\n"),
+        };
+        let status = outcome.status();
+        let framing = framing(behaviour);
+        let head = Head {
+            status,
+            content_type,
+            body_len: body.len() as u64,
+            framing,
+            close: behaviour.close || !request.keep_alive,
+        };
+        response::encode_head_with(&mut self.out, &head, &extra[..extras]);
+        if response::has_body(status) && !request.head_only {
+            response::encode_piece(&mut self.out, body, framing);
+            response::encode_end(&mut self.out, framing);
         }
     }
 
@@ -339,6 +440,13 @@ impl<S: Io> Conn<S> {
     async fn discard(&mut self, mut n: u64) -> io::Result<()> {
         loop {
             let take = usize::try_from(n).map_or(self.input.len(), |n| n.min(self.input.len()));
+            if self.keeping {
+                if self.body.len() + take <= form::MAX_FORM_BODY {
+                    self.body.extend_from_slice(&self.input[..take]);
+                } else {
+                    self.body_over = true;
+                }
+            }
             self.input.advance(take);
             n -= take as u64;
             if n == 0 {

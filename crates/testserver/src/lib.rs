@@ -8,7 +8,10 @@
 //! - `stall=1s/5s` holds every response during the first 1 s of every 5 s;
 //! - `close=1`, `reset=P` (abort with RST), `hang=1` (never answer);
 //!
-//! plus `/api/work` (a flaky upstream) and `/__stats` (the server's own counters, as JSON).
+//! plus `/api/work` (a flaky upstream), `/__stats` (the server's own counters, as JSON) and a
+//! survey form app: `GET /form` (a form and a `session` cookie), `POST /form` (302 to `/thanks`
+//! with the cookie and fields `name` and `rating`, else 403 or 400), `GET /thanks` (see
+//! `form.rs`).
 //!
 //! Server-wide, [`TargetConfig::capacity`] (`--capacity N --service-time S`) makes the server a
 //! queue of known throughput: at most N requests in service at once, each for exactly S, the
@@ -38,6 +41,7 @@ compile_error!(
 mod capacity;
 mod config;
 mod conn;
+mod form;
 mod latency;
 mod request;
 mod response;

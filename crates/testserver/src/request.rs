@@ -2,7 +2,8 @@
 
 use http::StatusCode;
 
-use crate::route::Behaviour;
+use crate::form::{self, Verb};
+use crate::route::{Behaviour, Route};
 
 /// MAX_HEADERS is the most header lines parsed (431 beyond).
 const MAX_HEADERS: usize = 64;
@@ -25,6 +26,12 @@ pub(crate) struct Request {
     pub(crate) keep_alive: bool,
     pub(crate) head_only: bool,
     pub(crate) body: RequestBody,
+    /// verb is the method as the form app sees it.
+    pub(crate) verb: Verb,
+    /// session is the `session` cookie, kept only on the form app's routes.
+    pub(crate) session: Option<String>,
+    /// form_type: the body is `application/x-www-form-urlencoded`.
+    pub(crate) form_type: bool,
 }
 
 /// Parsed is the outcome of looking at the read buffer.
@@ -53,6 +60,16 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         }
         Err(_) => return Parsed::Invalid(StatusCode::BAD_REQUEST, "malformed request\n"),
     };
+    let behaviour = Behaviour::parse(req.path.unwrap_or("/"));
+    let form_route = matches!(
+        behaviour,
+        Ok(Behaviour {
+            route: Route::Form(_),
+            ..
+        })
+    );
+    let mut session = None;
+    let mut form_type = false;
     let http10 = req.version == Some(0);
     let mut keep_alive = !http10;
     let mut body = RequestBody::None;
@@ -75,6 +92,15 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
                 Some(_) => {}
                 None => return Parsed::Invalid(StatusCode::BAD_REQUEST, "bad content-length\n"),
             }
+        } else if form_route && header.name.eq_ignore_ascii_case("cookie") {
+            if let Some(id) = form::session_cookie(header.value) {
+                session = Some(id.to_string());
+            }
+        } else if form_route && header.name.eq_ignore_ascii_case("content-type") {
+            let media = header.value.split(|b| *b == b';').next().unwrap_or(b"");
+            form_type = media
+                .trim_ascii()
+                .eq_ignore_ascii_case(form::FORM_CONTENT_TYPE.as_bytes());
         } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
             if header.value.trim_ascii().eq_ignore_ascii_case(b"chunked") {
                 body = RequestBody::Chunked;
@@ -87,9 +113,16 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         }
     }
     let request = Request {
-        behaviour: Behaviour::parse(req.path.unwrap_or("/")),
+        behaviour,
         keep_alive,
         head_only: req.method == Some("HEAD"),
+        verb: match req.method {
+            Some("GET" | "HEAD") => Verb::Get,
+            Some("POST") => Verb::Post,
+            _ => Verb::Other,
+        },
+        session,
+        form_type,
         body: if body == RequestBody::Length(0) {
             RequestBody::None
         } else {
@@ -177,6 +210,49 @@ mod tests {
             assert_eq!(req.keep_alive, *keep_alive, "{label}");
             assert_eq!(req.head_only, *head_only, "{label}");
             assert_eq!(req.body, *body, "{label}");
+        }
+    }
+
+    #[test]
+    fn form_routes_keep_cookie_and_content_type() {
+        /// (label, request head, verb, session cookie kept, form content type).
+        type Case<'a> = (&'a str, &'a [u8], Verb, Option<&'a str>, bool);
+        let cases: &[Case<'_>] = &[
+            (
+                "post with both",
+                b"POST /form HTTP/1.1\r\nCookie: a=1; session=abc\r\n\
+                  Content-Type: application/x-www-form-urlencoded; charset=utf-8\r\n\r\n",
+                Verb::Post,
+                Some("abc"),
+                true,
+            ),
+            (
+                "json body",
+                b"POST /form HTTP/1.1\r\nContent-Type: application/json\r\n\r\n",
+                Verb::Post,
+                None,
+                false,
+            ),
+            (
+                "head is a get",
+                b"HEAD /thanks HTTP/1.1\r\ncookie: session=x\r\n\r\n",
+                Verb::Get,
+                Some("x"),
+                false,
+            ),
+            (
+                "other paths keep no cookie",
+                b"PUT /x HTTP/1.1\r\nCookie: session=abc\r\n\r\n",
+                Verb::Other,
+                None,
+                false,
+            ),
+        ];
+        for (label, bytes, verb, session, form_type) in cases {
+            let (req, _) = request(bytes);
+            assert_eq!(req.verb, *verb, "{label}");
+            assert_eq!(req.session.as_deref(), *session, "{label}");
+            assert_eq!(req.form_type, *form_type, "{label}");
         }
     }
 

@@ -37,6 +37,11 @@ pub(crate) fn has_body(status: StatusCode) -> bool {
 
 /// encode_head appends the status line and headers.
 pub(crate) fn encode_head(out: &mut Vec<u8>, head: &Head) {
+    encode_head_with(out, head, &[]);
+}
+
+/// encode_head_with appends the status line, the headers, and `extra` headers (name, value).
+pub(crate) fn encode_head_with(out: &mut Vec<u8>, head: &Head, extra: &[(&str, &str)]) {
     let reason = head.status.canonical_reason().unwrap_or("");
     // Writing into a Vec cannot fail.
     let _ = write!(out, "HTTP/1.1 {} {reason}\r\n", head.status.as_u16());
@@ -48,6 +53,9 @@ pub(crate) fn encode_head(out: &mut Vec<u8>, head: &Head) {
             Framing::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
         }
         let _ = write!(out, "content-type: {}\r\n", head.content_type);
+    }
+    for (name, value) in extra {
+        let _ = write!(out, "{name}: {value}\r\n");
     }
     if head.close {
         out.extend_from_slice(b"connection: close\r\n");

@@ -6,6 +6,7 @@
 
 use http::StatusCode;
 
+use crate::form::Page;
 use crate::latency::{Latency, Stall};
 
 /// MAX_BODY caps `size=` so one request cannot make the server allocate without bound.
@@ -24,6 +25,8 @@ pub(crate) enum Route {
     Work,
     /// Stats is `/__stats`: the server's own counters, not counted as a request.
     Stats,
+    /// Form is `/form` and Thanks `/thanks`: the survey form app (`form.rs`).
+    Form(Page),
 }
 
 /// Body is what the response carries.
@@ -153,6 +156,8 @@ impl Behaviour {
         let mut b = match path {
             "/__stats" => return Ok(Behaviour::plain(Route::Stats)),
             "/api/work" => Behaviour::work()?,
+            "/form" => Behaviour::plain(Route::Form(Page::Form)),
+            "/thanks" => Behaviour::plain(Route::Form(Page::Thanks)),
             _ => Behaviour::plain(Route::Any),
         };
         if let Some(query) = query {
@@ -330,6 +335,17 @@ mod tests {
                 any(|b| b.body = Body::Filler(3)),
             ),
             ("stats", "/__stats?size=9", Behaviour::plain(Route::Stats)),
+            ("form", "/form", Behaviour::plain(Route::Form(Page::Form))),
+            (
+                "thanks",
+                "/thanks",
+                Behaviour::plain(Route::Form(Page::Thanks)),
+            ),
+            ("form with query", "/form?latency=20ms", {
+                let mut b = Behaviour::plain(Route::Form(Page::Form));
+                b.latency = Latency::Fixed(ms(20));
+                b
+            }),
         ];
         for (label, target, want) in cases {
             assert_eq!(Behaviour::parse(target), Ok(want), "{label}: {target}");

@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use crate::capacity::Queue;
 use crate::config::{TargetConfig, TargetError};
+use crate::form::Sessions;
 use crate::stats::{Board, TargetStats};
 use tokio_rustls::TlsAcceptor;
 
@@ -41,6 +42,7 @@ pub(crate) struct Shared {
     pub(crate) board: Board,
     pub(crate) started: Instant,
     pub(crate) queue: Option<Queue>,
+    pub(crate) sessions: Sessions,
 }
 
 impl Shared {
@@ -102,6 +104,7 @@ impl Target {
             board: Board::new(count),
             started: Instant::now(),
             queue: cfg.capacity.map(Queue::new),
+            sessions: Sessions::new(),
         });
         let (shutdown, watcher) = watch::channel(false);
         let mut target = Target {

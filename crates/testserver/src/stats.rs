@@ -2,6 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::form::Outcome;
+
 /// TargetStats is a snapshot of what the server saw since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TargetStats {
@@ -18,12 +20,25 @@ pub struct TargetStats {
     pub queue_peak: u64,
     /// queue_served: requests that completed their service time.
     pub queue_served: u64,
+    /// form_pages: `GET /form` answered 200.
+    pub form_pages: u64,
+    /// sessions_issued: session cookies set (first visits to `/form`).
+    pub sessions_issued: u64,
+    /// forms_posted: `POST /form` accepted (302 to `/thanks`).
+    pub forms_posted: u64,
+    /// forms_invalid: `POST /form` with a session but a bad body (400 or 413).
+    pub forms_invalid: u64,
+    /// missing_cookie: `POST /form` or `GET /thanks` refused (403) for lack of a session
+    /// cookie this server issued.
+    pub missing_cookie: u64,
+    /// thanks_pages: `GET /thanks` answered 200.
+    pub thanks_pages: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 6] {
+    pub fn fields(&self) -> [(&'static str, u64); 12] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -31,6 +46,12 @@ impl TargetStats {
             ("queue_busy", self.queue_busy),
             ("queue_peak", self.queue_peak),
             ("queue_served", self.queue_served),
+            ("form_pages", self.form_pages),
+            ("sessions_issued", self.sessions_issued),
+            ("forms_posted", self.forms_posted),
+            ("forms_invalid", self.forms_invalid),
+            ("missing_cookie", self.missing_cookie),
+            ("thanks_pages", self.thanks_pages),
         ]
     }
 
@@ -52,6 +73,12 @@ impl TargetStats {
 pub(crate) struct Counters {
     requests: AtomicU64,
     connections: AtomicU64,
+    form_pages: AtomicU64,
+    sessions_issued: AtomicU64,
+    forms_posted: AtomicU64,
+    forms_invalid: AtomicU64,
+    missing_cookie: AtomicU64,
+    thanks_pages: AtomicU64,
 }
 
 impl Counters {
@@ -61,6 +88,24 @@ impl Counters {
 
     pub(crate) fn add_connection(&self) {
         self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// add_form counts one answer of the form app under its outcome.
+    pub(crate) fn add_form(&self, outcome: &Outcome) {
+        let counter = match outcome {
+            Outcome::FormPage { new_session } => {
+                if *new_session {
+                    self.sessions_issued.fetch_add(1, Ordering::Relaxed);
+                }
+                &self.form_pages
+            }
+            Outcome::Posted => &self.forms_posted,
+            Outcome::BadForm(_) | Outcome::TooLarge => &self.forms_invalid,
+            Outcome::NoSession => &self.missing_cookie,
+            Outcome::ThanksPage => &self.thanks_pages,
+            Outcome::NotAllowed => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -84,12 +129,19 @@ impl Board {
     }
 
     pub(crate) fn snapshot(&self) -> TargetStats {
-        self.threads
-            .iter()
-            .fold(TargetStats::default(), |sum, c| TargetStats {
-                requests: sum.requests + c.requests.load(Ordering::Relaxed),
-                connections: sum.connections + c.connections.load(Ordering::Relaxed),
+        self.threads.iter().fold(TargetStats::default(), |sum, c| {
+            let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+            TargetStats {
+                requests: sum.requests + get(&c.requests),
+                connections: sum.connections + get(&c.connections),
+                form_pages: sum.form_pages + get(&c.form_pages),
+                sessions_issued: sum.sessions_issued + get(&c.sessions_issued),
+                forms_posted: sum.forms_posted + get(&c.forms_posted),
+                forms_invalid: sum.forms_invalid + get(&c.forms_invalid),
+                missing_cookie: sum.missing_cookie + get(&c.missing_cookie),
+                thanks_pages: sum.thanks_pages + get(&c.thanks_pages),
                 ..sum
-            })
+            }
+        })
     }
 }

@@ -58,7 +58,10 @@ fn bad_arguments_exit_2_with_one_line() {
         (&["--host", "256.1.1.1.1"], "cannot resolve host"),
         (&["--capacity", "8"], "--service-time"),
         (&["--service-time", "10ms"], "--capacity"),
-        (&["--capacity", "0", "--service-time", "1ms"], "slots must be"),
+        (
+            &["--capacity", "0", "--service-time", "1ms"],
+            "slots must be",
+        ),
         (&["--capacity", "8", "--service-time", "10"], "missing unit"),
     ];
     for (args, want) in cases {

@@ -127,7 +127,10 @@ fn throughput_and_latency_follow_the_queue() {
                 stats.queue_peak
             );
         } else {
-            assert_eq!(stats.queue_peak, 0, "{label}: nobody waited, nothing queued");
+            assert_eq!(
+                stats.queue_peak, 0,
+                "{label}: nobody waited, nothing queued"
+            );
         }
     }
 }
@@ -218,6 +221,9 @@ fn bad_capacities_are_one_line_errors() {
         .expect_err("refused");
         assert!(matches!(err, TargetError::Capacity(_)));
         let text = err.to_string();
-        assert!(text.starts_with("capacity: ") && text.contains(want), "{text}");
+        assert!(
+            text.starts_with("capacity: ") && text.contains(want),
+            "{text}"
+        );
     }
 }

@@ -51,7 +51,11 @@ fn stats_count_what_clients_sent() {
     );
     assert!(first.text().starts_with(&want), "{}", first.text());
     assert!(first.text().ends_with("}\n"), "{}", first.text());
-    assert_eq!(second.text(), first.text(), "/__stats does not count itself");
+    assert_eq!(
+        second.text(),
+        first.text(),
+        "/__stats does not count itself"
+    );
     let stats = target.stats();
     assert_eq!(stats.requests, connections * per_connection);
     assert_eq!(stats.connections, connections + 1);
