@@ -135,7 +135,7 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
         )
         monitor = _monitor(proc.pid)
         max_step = 6.0 if quick else 10.0
-        view = FindView(budget, max_step) if live else None
+        view = FindView(budget, max_step, monitor=monitor) if live else None
         try:
             result = finder.find(
                 url,

@@ -95,8 +95,15 @@ class FindView:
     progress, offered and achieved rate, p50/p95/p99, errors, service CPU and fds, elapsed and
     maximum time), one plain line per interval elsewhere."""
 
-    def __init__(self, max_time_s: float, max_step_s: float, stream: IO[str] | None = None):
+    def __init__(
+        self,
+        max_time_s: float,
+        max_step_s: float,
+        stream: IO[str] | None = None,
+        monitor: Any = None,
+    ):
         self.stream = stream or sys.stderr
+        self.monitor = monitor
         self.max_time_s = max_time_s
         self.max_step_s = max_step_s
         self.started = time.monotonic()
@@ -124,6 +131,7 @@ class FindView:
             f"p50={s.get('p50_ms', 0):.1f}ms p95={s.get('p95_ms', s.get('p90_ms', 0)):.1f}ms"
             f" p99={s.get('p99_ms', 0):.1f}ms",
             f"errors={s.get('errors', 0)}",
+            self._service(),
             f"elapsed={now - self.started:.0f}s/{self.max_time_s:.0f}s",
         ]
         line = "  ".join(p for p in parts if p)
@@ -146,6 +154,15 @@ class FindView:
                 ProgressBar(total=1.0, completed=total, width=40),
             )
         )
+
+    def _service(self) -> str:
+        """_service is the monitored service's latest CPU and fds, when there is a monitor."""
+        latest = self.monitor.latest() if self.monitor is not None else None
+        if latest is None:
+            return ""
+        cpu = "?" if latest.cpu_percent is None else f"{latest.cpu_percent:.0f}%"
+        fds = "?" if latest.fds is None else f"{latest.fds:.0f}"
+        return f"service cpu={cpu} fds={fds}"
 
     def step(self, st: Step) -> None:
         """step hears each judged step."""
@@ -177,7 +194,7 @@ def cmd_find(args: argparse.Namespace) -> int:
     max_time = parse_duration(args.max_time, "--max-time")
     max_step = parse_duration(args.max_step, "--max-step")
     monitor = make_monitor(args)
-    view = None if args.quiet else FindView(max_time, max_step)
+    view = None if args.quiet else FindView(max_time, max_step, monitor=monitor)
     try:
         result = finder.find(
             args.url,
