@@ -16,6 +16,7 @@ from redline.find_command import add_demo_parser, add_find_parser
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser
+from redline.scenario.command import add_inspect_parser, cmd_run_scenario, is_scenario
 from redline.runner import defaults, run
 from redline.summary import render
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_parser(sub)
     add_find_parser(sub)
     add_demo_parser(sub)
+    add_inspect_parser(sub)
     return p
 
 
@@ -68,7 +70,29 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
         epilog=RUN_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    r.add_argument("url", metavar="URL", help="http://host:port/path or https://...")
+    r.add_argument(
+        "url",
+        metavar="URL|SCENARIO.py",
+        help="http://host:port/path or https://..., or a scenario file (docs/scenarios.md)",
+    )
+    scen = r.add_argument_group("scenario (when the argument is a SCENARIO.py)")
+    scen.add_argument("--host", metavar="URL", help="the host the scenario runs against")
+    scen.add_argument(
+        "-u", "--users", type=int, metavar="N", help="virtual users (same as -c for a scenario)"
+    )
+    scen.add_argument(
+        "--iterations", type=int, metavar="N", help="each virtual user stops after N iterations"
+    )
+    scen.add_argument(
+        "--var", action="append", default=[], metavar="NAME=VALUE", help="a run variable"
+    )
+    scen.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="fail (exit 1) unless it holds: p99<500ms, errors<1%%, rps>100, NAME:p95<300ms",
+    )
     load = r.add_argument_group("load model")
     load.add_argument(
         "-c",
@@ -192,6 +216,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         parent = Path(args.json).resolve().parent
         if not parent.is_dir():
             raise RedlineError(f"--json: directory {str(parent)!r} does not exist")
+    if is_scenario(args.url):
+        return cmd_run_scenario(args)
     for note in ignored_options(
         args.url,
         connections=args.connections,

@@ -28,6 +28,7 @@ class Latency:
     p50: float
     p75: float
     p90: float
+    p95: float
     p99: float
     p99_9: float
     p99_99: float

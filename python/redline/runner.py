@@ -58,6 +58,7 @@ def run(
     preflight: bool = True,
     insecure: bool = False,
     cacert: str | os.PathLike[str] | None = None,
+    plan: dict[str, Any] | None = None,
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
 
@@ -67,7 +68,9 @@ def run(
     (closed model) or req/s (``open_model=True``) linearly between targets.
     Stop after ``duration`` or ``requests``; ``warmup`` is left out of the summary.
     https targets are verified against the system's CAs plus ``cacert`` (a PEM file);
-    ``insecure=True`` skips certificate verification. Options left as None take the engine's
+    ``insecure=True`` skips certificate verification. ``plan`` is a compiled scenario
+    (:mod:`redline.scenario`): each hit is then one iteration of its flows, and ``url`` gives
+    the host. Options left as None take the engine's
     defaults (``redline.defaults()``: 50 connections, 10 s, GET, 30 s timeout, one thread per
     core). Invalid options raise ConfigError with the engine's message; options the run will not
     use (``connections`` with ``rate``) give an IgnoredOption warning.
@@ -103,6 +106,8 @@ def run(
         insecure=insecure,
         cacert=cacert,
     )
+    if plan is not None:
+        config["plan"] = plan
     callback = None
     if progress is not None:
 

@@ -75,6 +75,9 @@ pub struct RunConfig {
     pub live: bool,
     /// max_vus: a live closed-model run's cap on VUs (default: `connections`).
     pub max_vus: Option<i64>,
+    /// plan: a scenario's compiled plan (docs/scenarios.md); each hit is then one iteration
+    /// of a flow, and `url` gives only the host (its path is not used).
+    pub plan: Option<serde_json::Value>,
 }
 
 impl Default for RunConfig {
@@ -100,6 +103,7 @@ impl Default for RunConfig {
             ca_file: None,
             live: false,
             max_vus: None,
+            plan: None,
         }
     }
 }
@@ -207,6 +211,8 @@ pub struct Checked {
     pub live: bool,
     /// max_vus: the most VUs the closed model can reach: the profile's peak, or a live run's cap.
     pub max_vus: u32,
+    /// scenario: the resolved scenario plan, when the run executes one.
+    pub scenario: Option<std::sync::Arc<crate::scenario::Script>>,
 }
 
 impl RunConfig {
@@ -287,6 +293,13 @@ impl RunConfig {
         };
         let max_vus = self.vu_cap(&profile)?;
         let threads = self.threads(model, &profile, max_connections)?;
+        let scenario = match &self.plan {
+            Some(p) => Some(std::sync::Arc::new(crate::scenario::Script::from_json(
+                p,
+                &target.authority,
+            )?)),
+            None => None,
+        };
         Ok(Checked {
             url: self.url.clone(),
             target,
@@ -306,6 +319,7 @@ impl RunConfig {
             tls,
             live: self.live,
             max_vus,
+            scenario,
         })
     }
 

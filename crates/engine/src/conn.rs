@@ -126,6 +126,10 @@ pub struct Conn {
     /// gauge: the run's open connections, kept as sockets open and close (see
     /// [`ConnectionGauge`]).
     gauge: Arc<ConnectionGauge>,
+    /// capture: when set (scenario requests), the raw bytes of each response, head and
+    /// framing included, are copied into the buffer, up to the bound; None on the
+    /// single-request path, which keeps nothing.
+    pub capture: Option<(Vec<u8>, usize)>,
 }
 
 impl Conn {
@@ -151,6 +155,7 @@ impl Conn {
             reader: ResponseReader::new(false),
             served: 0,
             gauge,
+            capture: None,
         }
     }
 
@@ -309,6 +314,9 @@ impl Conn {
             None => write_all(stream, request, deadline).await?,
         }
         self.reader = ResponseReader::new(head);
+        if let Some((c, _)) = self.capture.as_mut() {
+            c.clear(); // a resend starts the capture afresh
+        }
         let mut bytes_in = 0u64;
         let mut last_read_full = false;
         let mut arrived = None;
@@ -319,6 +327,10 @@ impl Conn {
                     .reader
                     .advance(&b.data[b.start..b.end])
                     .map_err(|_| Trip::Failed(ErrorClass::Protocol))?;
+                if let Some((c, cap)) = self.capture.as_mut() {
+                    let room = cap.saturating_sub(c.len()).min(p.consumed);
+                    c.extend_from_slice(&b.data[b.start..b.start + room]);
+                }
                 b.start += p.consumed;
                 if p.complete {
                     break;

@@ -20,6 +20,8 @@ use crate::metrics::{Recorder, Response};
 use crate::metronome::Metronome;
 use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
 use crate::plan::{Plan, RequestStep, Step};
+use crate::scenario::executor::{Reply, Transport, Vu};
+use crate::scenario::response::MAX_CAPTURE;
 use crate::worker::{latency_ceiling, Job, LATE_SLACK};
 
 /// MAX_UNSENT_RECORDS bounds the histogram records of the hits never sent at the end of a
@@ -63,7 +65,7 @@ impl Shared {
     /// open model's timerfd registers with its reactor).
     pub(crate) fn new(job: Job) -> Shared {
         let cfg = job.cfg.clone();
-        let plan = Plan::single_request(&cfg);
+        let plan = Plan::for_run(&cfg);
         let open = cfg.model == Model::Open;
         let stride = Stride {
             stride: u64::from(cfg.threads),
@@ -266,6 +268,8 @@ struct Lane {
     timeout: Deadline,
     pace: Pin<Box<Sleep>>,
     clock: Option<Instant>,
+    /// vu: the scenario state of this lane's VU (None on the single-request path).
+    vu: Option<Box<Vu>>,
 }
 
 impl Lane {
@@ -283,6 +287,11 @@ impl Lane {
             timeout: Deadline::new(),
             pace: Box::pin(tokio::time::sleep_until(far)),
             clock: None,
+            vu: s
+                .plan
+                .scenario
+                .as_ref()
+                .map(|script| Box::new(Vu::new(script, u64::from(lane)))),
         }
     }
 
@@ -331,9 +340,44 @@ impl Lane {
                     due
                 }
             };
+            if let Some(script) = s.plan.scenario.clone() {
+                if !self.scenario_iteration(s, &script, hit, intended).await {
+                    return;
+                }
+                continue;
+            }
             self.iteration(s, hit, intended).await;
             s.flights.land(self.slot);
         }
+    }
+
+    /// scenario_iteration runs one scenario iteration for hit `hit`; false when this VU
+    /// has run its share of iterations (its lane ends). With pacing, the next iteration of
+    /// this VU starts no earlier than `pacing` after this one was meant to.
+    async fn scenario_iteration(
+        &mut self,
+        s: &Rc<Shared>,
+        script: &crate::scenario::Script,
+        hit: u64,
+        intended: Instant,
+    ) -> bool {
+        let Some(mut vu) = self.vu.take() else {
+            return false;
+        };
+        vu.iterate(script, &mut LaneIo { lane: self, s }, hit, intended)
+            .await;
+        s.flights.land(self.slot);
+        let more = !vu.done(script);
+        self.vu = Some(vu);
+        if let Some(p) = script.pacing {
+            let next = intended + p;
+            if next > Instant::now() {
+                self.pace.as_mut().reset(next.into());
+                self.pace.as_mut().await;
+            }
+            self.clock = None;
+        }
+        more
     }
 
     /// iteration runs one flow for hit `hit`, intended to start at `intended`.
@@ -347,12 +391,27 @@ impl Lane {
     }
 
     async fn request(&mut self, s: &Rc<Shared>, r: &RequestStep, intended: Instant) {
+        self.send(s, &r.bytes, r.head, r.idempotent, r.stat, intended)
+            .await;
+    }
+
+    /// send sends one request (`bytes`, under name `stat`) meant to start at `intended`,
+    /// reads its response and records the outcome.
+    async fn send(
+        &mut self,
+        s: &Rc<Shared>,
+        bytes: &[u8],
+        head: bool,
+        idempotent: bool,
+        stat: usize,
+        intended: Instant,
+    ) -> Reply {
         let now = self.clock.take().unwrap_or_else(Instant::now);
         let late = s.open && now.saturating_duration_since(intended) > LATE_SLACK;
         let at_cap = s.lanes.get() >= s.max_lanes;
         s.rec
             .borrow_mut()
-            .send(now, intended, r.bytes.len() as u64, late, at_cap);
+            .send(now, intended, bytes.len() as u64, late, at_cap);
         // Open model: from the intended send, so time spent waiting for a free connection or
         // a behind-schedule generator counts against the server, as wrk2 does (coordinated
         // omission); a hit sent a little early (see metronome::EARLY) counts from its send.
@@ -362,14 +421,14 @@ impl Lane {
             intended,
             from,
             sent_at: now,
-            stat: r.stat,
+            stat,
         };
         s.flights.depart(self.slot, Flight::Out(sent));
         self.timeout.set(now + s.job.cfg.timeout);
         let was_open = self.conn.is_open();
         let result = self
             .conn
-            .exchange(&r.bytes, r.head, r.idempotent, &mut self.timeout, now)
+            .exchange(bytes, head, idempotent, &mut self.timeout, now)
             .await;
         s.flights.land(self.slot);
         let done = Instant::now();
@@ -392,22 +451,48 @@ impl Lane {
                 let end = x.arrived.map_or(done, |a| a.clamp(x.sent_at, done));
                 let resp = Response {
                     intended,
-                    stat: r.stat,
+                    stat,
                     status: x.status,
                     latency: end.saturating_duration_since(from),
                     service: end.saturating_duration_since(x.sent_at),
                     bytes_in: x.bytes_in,
                 };
                 rec.response(&resp);
+                Reply::Answered {
+                    status: x.status,
+                    latency: resp.latency,
+                }
             }
             Err(f) => {
                 rec.connections(f.connects, was_open, self.conn.is_open());
                 if f.retries > 0 {
                     rec.retried(intended, f.retries);
                 }
-                rec.error(intended, r.stat, f.class);
+                rec.error(intended, stat, f.class);
+                Reply::Failed(f.class)
             }
         }
+    }
+
+    /// exchange_captured is [`Lane::send`] with the raw response kept in `raw` (up to
+    /// [`MAX_CAPTURE`] bytes) for the scenario's checks and extractions.
+    async fn exchange_captured(
+        &mut self,
+        s: &Rc<Shared>,
+        bytes: &[u8],
+        req: &crate::scenario::Request,
+        intended: Instant,
+        raw: &mut Vec<u8>,
+    ) -> Reply {
+        raw.clear();
+        self.conn.capture = Some((std::mem::take(raw), MAX_CAPTURE));
+        let reply = self
+            .send(s, bytes, req.head, req.idempotent, req.stat, intended)
+            .await;
+        if let Some((kept, _)) = self.conn.capture.take() {
+            *raw = kept;
+        }
+        reply
     }
 
     fn close(&mut self, s: &Shared) {
@@ -418,5 +503,75 @@ impl Lane {
 
     fn shutdown(&mut self, s: &Shared) {
         self.close(s);
+    }
+}
+
+/// LaneIo is a lane as the flow executor sees it: each request goes out on the lane's
+/// connection and is recorded exactly as the single-request path records it; think times
+/// sleep on the lane's timer; failed checks and reasons go to the thread's recorder.
+struct LaneIo<'a> {
+    lane: &'a mut Lane,
+    s: &'a Rc<Shared>,
+}
+
+impl Transport for LaneIo<'_> {
+    async fn exchange(
+        &mut self,
+        bytes: &[u8],
+        req: &crate::scenario::Request,
+        intended: Instant,
+        raw: &mut Vec<u8>,
+    ) -> Reply {
+        self.lane
+            .exchange_captured(self.s, bytes, req, intended, raw)
+            .await
+    }
+
+    async fn pause(&mut self, d: Duration) {
+        if d.is_zero() {
+            return;
+        }
+        self.lane.pace.as_mut().reset((Instant::now() + d).into());
+        self.lane.pace.as_mut().await;
+        self.lane.clock = None;
+    }
+
+    fn now(&mut self) -> Instant {
+        // The lane's last completion time stands for "now" until it sleeps (one clock read
+        // less per request, as on the single-request path).
+        *self.lane.clock.get_or_insert_with(Instant::now)
+    }
+
+    fn fail(&mut self, intended: Instant, stat: usize, reason: &str) {
+        let mut rec = self.s.rec.borrow_mut();
+        rec.check_failed(intended, stat);
+        if rec.measured(intended) {
+            rec.totals.flow.reason(stat, reason);
+        }
+    }
+
+    fn reason(&mut self, intended: Instant, stat: usize, reason: &str) {
+        let mut rec = self.s.rec.borrow_mut();
+        if rec.measured(intended) {
+            rec.totals.flow.reason(stat, reason);
+        }
+    }
+
+    fn group(&mut self, start: Instant, g: usize, took: Duration, ok: bool) {
+        let mut rec = self.s.rec.borrow_mut();
+        if rec.measured(start) {
+            let high = rec.totals.latency.high();
+            let us = crate::metrics::micros(took);
+            rec.totals.flow.group(g, us, ok, high);
+        }
+    }
+
+    fn iteration(&mut self, intended: Instant, took: Duration, ok: bool) {
+        let mut rec = self.s.rec.borrow_mut();
+        if rec.measured(intended) {
+            let high = rec.totals.latency.high();
+            let us = crate::metrics::micros(took);
+            rec.totals.flow.iteration(us, ok, high);
+        }
     }
 }

@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::flight::Sent;
+use crate::scenario::stats::FlowTotals;
 
 /// SIGFIG is the HdrHistogram precision: 3 significant digits (0.1% value error).
 pub const SIGFIG: u8 = 3;
@@ -92,11 +93,14 @@ pub enum ErrorClass {
     Protocol,
     /// Status: the response status was >= 400.
     Status,
+    /// Check: a scenario request was answered but failed a check or an extraction (its
+    /// reason is counted under the request's name).
+    Check,
 }
 
 impl ErrorClass {
     /// ALL lists the classes in report order.
-    pub const ALL: [ErrorClass; 7] = [
+    pub const ALL: [ErrorClass; 8] = [
         ErrorClass::Connect,
         ErrorClass::Timeout,
         ErrorClass::Read,
@@ -104,6 +108,7 @@ impl ErrorClass {
         ErrorClass::Reset,
         ErrorClass::Protocol,
         ErrorClass::Status,
+        ErrorClass::Check,
     ];
 }
 
@@ -124,6 +129,8 @@ pub struct ErrorCounts {
     pub protocol: u64,
     /// status: responses with status >= 400.
     pub status: u64,
+    /// check: scenario responses that failed a check or an extraction.
+    pub check: u64,
 }
 
 impl ErrorCounts {
@@ -137,6 +144,7 @@ impl ErrorCounts {
             ErrorClass::Reset => self.reset += 1,
             ErrorClass::Protocol => self.protocol += 1,
             ErrorClass::Status => self.status += 1,
+            ErrorClass::Check => self.check += 1,
         }
     }
 
@@ -149,6 +157,7 @@ impl ErrorCounts {
         self.reset += o.reset;
         self.protocol += o.protocol;
         self.status += o.status;
+        self.check += o.check;
     }
 
     /// total is the sum over all classes.
@@ -160,6 +169,7 @@ impl ErrorCounts {
             + self.reset
             + self.protocol
             + self.status
+            + self.check
     }
 }
 
@@ -291,6 +301,8 @@ pub struct Totals {
     pub uncorrected: Option<Histogram<u64>>,
     /// per_name: statistics per request name, indexed like `Plan::names`.
     pub per_name: Vec<NameStats>,
+    /// flow: scenario statistics (failure reasons, iterations, groups); empty otherwise.
+    pub flow: FlowTotals,
 }
 
 impl Totals {
@@ -324,6 +336,7 @@ impl Totals {
                     latency: new_histogram(highest_us),
                 })
                 .collect(),
+            flow: FlowTotals::default(),
         }
     }
 
@@ -359,6 +372,7 @@ impl Totals {
             a.errors += b.errors;
             let _ = a.latency.add(&b.latency);
         }
+        self.flow.merge(&o.flow);
     }
 }
 
@@ -406,7 +420,7 @@ impl Recorder {
         }
     }
 
-    fn measured(&self, intended: Instant) -> bool {
+    pub(crate) fn measured(&self, intended: Instant) -> bool {
         intended >= self.warmup_end
     }
 
@@ -442,6 +456,21 @@ impl Recorder {
             n.requests += 1;
             n.errors += u64::from(failed);
             n.latency.saturating_record(lat);
+        }
+    }
+
+    /// check_failed records that an answered scenario request of name `stat` failed a check
+    /// or an extraction; its response is already counted, so this adds only the error (the
+    /// caller adds the reason to `totals.flow`).
+    pub fn check_failed(&mut self, intended: Instant, stat: usize) {
+        self.interval.errors += 1;
+        self.interval.errors_by_class.add(ErrorClass::Check);
+        if !self.measured(intended) {
+            return;
+        }
+        self.totals.errors.add(ErrorClass::Check);
+        if let Some(n) = self.totals.per_name.get_mut(stat) {
+            n.errors += 1;
         }
     }
 
@@ -565,6 +594,8 @@ pub struct LatencySummary {
     pub p75: f64,
     /// p90: 90th percentile.
     pub p90: f64,
+    /// p95: 95th percentile (Locust's and JMeter's tables show it).
+    pub p95: f64,
     /// p99: 99th percentile.
     pub p99: f64,
     /// p99_9: 99.9th percentile.
@@ -590,6 +621,7 @@ impl LatencySummary {
             p50: q(0.50),
             p75: q(0.75),
             p90: q(0.90),
+            p95: q(0.95),
             p99: q(0.99),
             p99_9: q(0.999),
             p99_99: q(0.9999),

@@ -1,13 +1,17 @@
-//! What each virtual user does: a [`Plan`] of [`Flow`]s made of [`Step`]s.
+//! What each virtual user does: a [`Plan`] of [`Flow`]s made of [`Step`]s, or a scenario.
 //!
-//! Today a flow is a single request, but the worker loop already walks steps, so later step
-//! kinds (extract, check, poll, think time) and flow weights slot in here without touching the
-//! loop. Everything static is prepared once: a request step holds its bytes rendered up front.
+//! A plain `redline run URL` is one flow of one request whose bytes are rendered once (the
+//! fast path: nothing is built per request). A scenario run carries its resolved
+//! [`Script`] instead, which the lanes execute with [`crate::scenario::executor`]; its
+//! request names are the per-name statistics.
 
 use std::rc::Rc;
 
+use std::sync::Arc;
+
 use crate::config::Checked;
 use crate::http::render_request;
+use crate::scenario::Script;
 
 /// RequestStep is one HTTP request, rendered to bytes once.
 #[derive(Debug, Clone)]
@@ -57,9 +61,23 @@ pub struct Plan {
     pub flows: Vec<Flow>,
     /// names: the per-name statistics labels, indexed by `RequestStep::stat`.
     pub names: Vec<String>,
+    /// scenario: the scenario the lanes run instead of `flows`, if any.
+    pub scenario: Option<Arc<Script>>,
 }
 
 impl Plan {
+    /// for_run builds the plan of a run: its scenario, or the single request.
+    pub fn for_run(cfg: &Checked) -> Plan {
+        match &cfg.scenario {
+            Some(script) => Plan {
+                flows: Vec::new(),
+                names: script.names.clone(),
+                scenario: Some(script.clone()),
+            },
+            None => Plan::single_request(cfg),
+        }
+    }
+
     /// single_request builds the one-request plan of a plain `redline run URL`.
     pub fn single_request(cfg: &Checked) -> Plan {
         let name = format!("{} {}", cfg.method, cfg.target.path);
@@ -77,6 +95,7 @@ impl Plan {
                 steps: vec![Step::Request(step)],
             }],
             names: vec![name],
+            scenario: None,
         }
     }
 

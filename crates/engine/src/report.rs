@@ -107,6 +107,10 @@ pub struct NameReport {
     pub errors: u64,
     /// latency_ms: latency distribution.
     pub latency_ms: LatencySummary,
+    /// failure_reasons: scenario runs: why its requests failed, reason -> count (the
+    /// counts add up to `errors`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub failure_reasons: BTreeMap<String, u64>,
 }
 
 /// Limit is what held the run's load back, as measured.
@@ -229,6 +233,9 @@ pub struct Report {
     pub uncorrected_latency_ms: Option<LatencySummary>,
     /// per_name: statistics per request name.
     pub per_name: BTreeMap<String, NameReport>,
+    /// scenario: a scenario run's iterations and groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::summary::ScenarioReport>,
     /// timeseries: one snapshot per interval, warmup included.
     pub timeseries: Vec<IntervalSnapshot>,
     /// generator: the self-check.
@@ -291,11 +298,13 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         .names
         .iter()
         .zip(t.per_name.iter())
-        .map(|(name, s)| {
+        .enumerate()
+        .map(|(i, (name, s))| {
             let r = NameReport {
                 requests: s.requests,
                 errors: s.errors,
                 latency_ms: LatencySummary::from_histogram(&s.latency),
+                failure_reasons: crate::scenario::summary::reasons(&t.flow, i),
             };
             (name.clone(), r)
         })
@@ -334,6 +343,11 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         latency_ms: LatencySummary::from_histogram(&t.latency),
         uncorrected_latency_ms: t.uncorrected.as_ref().map(LatencySummary::from_histogram),
         per_name,
+        scenario: f
+            .cfg
+            .scenario
+            .as_ref()
+            .map(|s| crate::scenario::summary::summarize(&t.flow, s, f.measured_s)),
         generator: generator(&f),
         histograms: Histograms {
             latency: encode_histogram(&t.latency),

@@ -201,7 +201,7 @@ impl<'a> Coordinator<'a> {
     fn new(cfg: &'a Checked, start: Instant, load: Arc<LoadControl>) -> Self {
         Coordinator {
             cfg,
-            names: Plan::single_request(cfg).names,
+            names: Plan::for_run(cfg).names,
             start,
             pending: BTreeMap::new(),
             done: vec![None; cfg.threads as usize],

@@ -82,6 +82,9 @@ pub struct Vu {
     groups: Vec<(usize, Instant)>,
     setup_done: bool,
     location: String,
+    /// sent: when the last request was meant to start (its failures are booked by it, so
+    /// warm-up and measured parts agree with the recorder's).
+    sent: Instant,
 }
 
 /// Failed: the iteration ended early (its reason is already counted).
@@ -112,6 +115,7 @@ impl Vu {
             groups: Vec::new(),
             setup_done: false,
             location: String::new(),
+            sent: Instant::now(),
         }
     }
 
@@ -173,7 +177,8 @@ impl Vu {
                     let req = &script.requests[*i];
                     let r = self.request(script, req, t, *at).await;
                     *at = t.now();
-                    if let Err(f) = r.and_then(|(status, lat)| self.judge(req, t, *at, status, lat, true)) {
+                    let sent = self.sent;
+                    if let Err(f) = r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat, true)) {
                         break Err(f);
                     }
                 }
@@ -248,11 +253,11 @@ impl Vu {
             let seen = Seen { status, latency, resp: &self.parsed };
             let done = until.iter().all(|c| c.eval(&seen, &mut self.json).is_none());
             if done {
-                return self.judge(req, t, now, status, latency, false);
+                return self.judge(req, t, self.sent, status, latency, false);
             }
             if now.saturating_duration_since(start) + interval > timeout {
                 let reason = format!("poll timed out after {} s", timeout.as_secs_f64());
-                t.fail(now, req.stat, &reason);
+                t.fail(self.sent, req.stat, &reason);
                 return Err(Failed);
             }
             t.pause(interval).await;
@@ -305,6 +310,7 @@ impl Vu {
         let mut intended = intended;
         let mut hops = 0;
         loop {
+            self.sent = intended;
             let reply = t.exchange(&self.req, req, intended, &mut self.raw).await;
             let (status, latency) = match reply {
                 Reply::Failed(class) => {
@@ -329,8 +335,7 @@ impl Vu {
             match same_host_path(location, &script.authority) {
                 Some(p) => self.location.push_str(p),
                 None => {
-                    let now = t.now();
-                    t.fail(now, req.stat, "redirect to another host");
+                    t.fail(intended, req.stat, "redirect to another host");
                     return Err(Failed);
                 }
             }

@@ -17,6 +17,7 @@ pub mod response;
 pub mod rng;
 pub mod spec;
 pub mod stats;
+pub mod summary;
 pub mod template;
 
 use std::collections::HashMap;

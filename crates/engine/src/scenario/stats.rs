@@ -6,7 +6,12 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-use crate::metrics::new_histogram;
+/// new_histogram: microseconds from 1 to `highest_us`, 3 significant digits (as the
+/// engine's other histograms; this module stays free of `metrics`, which holds it).
+fn new_histogram(highest_us: u64) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, highest_us.max(2), 3)
+        .unwrap_or_else(|_| Histogram::new(3).expect("3 significant digits is valid"))
+}
 
 /// MAX_REASONS bounds the distinct failure reasons kept per name (a reason quoting a value
 /// that changes every time must not grow memory without end); the rest count as "other".

@@ -1,0 +1,61 @@
+"""redline.scenario: user flows written in Python, compiled once to a plan that the Rust engine
+executes with no Python call per request. See docs/scenarios.md.
+
+    from redline.scenario import Scenario, between, json_in, json_eq
+
+    s = Scenario(host="http://127.0.0.1:8000", users=10, duration="30s")
+
+    @s.flow(weight=5)
+    def submit(u):
+        task = u.post("/tasks/submissions", json={"type": "factorial", "n": 100},
+                      name="submit", status=202)
+        tid = task.json("$.id")
+        u.poll(f"/tasks/submissions/{tid}", name="status", every="1s", timeout="60s",
+               until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
+               checks=[json_eq("$.status", "SUCCEEDED")])
+        u.get(f"/tasks/{tid}", name="result", status=200)
+"""
+
+from redline.scenario.checks import (
+    Check,
+    contains,
+    json_eq,
+    json_in,
+    json_not_in,
+    latency_under,
+    status,
+)
+from redline.scenario.compiler import Compiled, compile_scenario, load
+from redline.scenario.scenario import Scenario
+from redline.scenario.template import Var
+from redline.scenario.user import (
+    Response,
+    ScenarioError,
+    Think,
+    User,
+    between,
+    constant,
+    exponential,
+)
+
+__all__ = [
+    "Scenario",
+    "User",
+    "Response",
+    "Var",
+    "Check",
+    "Think",
+    "ScenarioError",
+    "Compiled",
+    "load",
+    "compile_scenario",
+    "status",
+    "json_eq",
+    "json_in",
+    "json_not_in",
+    "contains",
+    "latency_under",
+    "between",
+    "constant",
+    "exponential",
+]

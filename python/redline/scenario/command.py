@@ -1,0 +1,111 @@
+"""command: ``redline run SCENARIO.py`` and ``redline inspect SCENARIO.py``.
+
+The run command compiles the file (every mistake is one ``FILE:LINE: message`` and exit
+status 2, before any load), merges the command line's profile over the file's, runs the
+plan in the engine, prints the engine's summary and the scenario's tables, writes
+``--json``, and exits 1 with one line per failed threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from redline.errors import ConfigError
+from redline.scenario.compiler import Compiled, load
+from redline.scenario.profile import merge, run_options
+from redline.scenario.thresholds import check, parse
+
+#: EXIT_THRESHOLD: the exit status when a threshold failed.
+EXIT_THRESHOLD = 1
+
+
+def is_scenario(target: str) -> bool:
+    """is_scenario: whether ``redline run``'s argument names a scenario file."""
+    return target.endswith(".py")
+
+
+def parse_vars(pairs: list[str]) -> dict[str, str]:
+    """parse_vars reads ``--var K=V`` options."""
+    out = {}
+    for p in pairs:
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--var: expected NAME=VALUE, got {p!r}")
+        out[key] = value
+    return out
+
+
+def compile_file(path: str, var_pairs: list[str]) -> Compiled:
+    """compile_file compiles a scenario file with the run variables given."""
+    return load(path, parse_vars(var_pairs))
+
+
+def plan_and_options(compiled: Compiled, given: dict[str, Any],
+                     host: str | None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """plan_and_options: the host URL, the plan and the run options of a compiled scenario
+    with the command line's overrides."""
+    url = host or compiled.host
+    if not url:
+        raise ConfigError(f"{compiled.file}: no host: give --host URL or Scenario(host=...)")
+    profile = merge(compiled.profile, given)
+    kw, plan_extra = run_options(profile, compiled.file)
+    plan = {**compiled.plan, **plan_extra}
+    return url, plan, kw
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """cmd_inspect prints the compiled plan and the run options it would use."""
+    compiled = compile_file(args.scenario, args.var)
+    url, plan, kw = plan_and_options(compiled, {}, args.host)
+    doc = {"host": url, "options": kw, "thresholds": compiled.thresholds, "plan": plan}
+    print(json.dumps(doc, indent=2, default=str))
+    return 0
+
+
+def add_inspect_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """add_inspect_parser defines ``redline inspect``."""
+    p = sub.add_parser("inspect", help="print the plan a scenario file compiles to")
+    p.add_argument("scenario", metavar="SCENARIO.py")
+    p.add_argument("--host", metavar="URL", help="the host the scenario runs against")
+    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
+                   help="a run variable (repeatable)")
+    p.set_defaults(func=cmd_inspect)
+    return p
+
+
+def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
+    """cmd_run_scenario runs ``redline run SCENARIO.py`` (``args`` from the run parser)."""
+    from redline.runner import run
+    from redline.scenario.table import render as render_tables
+    from redline.summary import render
+
+    thresholds = [parse(t) for t in args.threshold]
+    compiled = compile_file(args.url, args.var)
+    thresholds += [parse(t) for t in compiled.thresholds]
+    given = {
+        "users": args.users if args.users is not None else args.connections,
+        "rate": args.rate,
+        "stages": args.stages,
+        "open": args.open,
+        "duration": args.duration,
+        "threads": args.threads,
+        "iterations": args.iterations,
+        "timeout": args.timeout,
+        "max_connections": args.max_connections,
+    }
+    url, plan, kw = plan_and_options(compiled, given, args.host)
+    result = run(url, plan=plan, warmup=args.warmup, interval=args.interval,
+                 insecure=args.insecure, cacert=args.cacert, progress=progress, **kw)
+    print(render(result), flush=True)
+    print(render_tables(result.data), flush=True)
+    if args.json:
+        result.write_json(args.json)
+    failed = check(thresholds, result.data)
+    for line in failed:
+        print(f"redline: {line}", file=sys.stderr)
+    if result.interrupted:
+        return 130
+    return EXIT_THRESHOLD if failed else 0

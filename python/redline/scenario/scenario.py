@@ -1,0 +1,132 @@
+"""scenario: :class:`Scenario`, what a scenario file declares: its flows (weighted), a per-VU
+setup, data sets, a load profile and thresholds. Nothing runs when the file is imported; the
+compiler (:mod:`redline.scenario.compiler`) traces the flows into a plan.
+
+    from redline.scenario import Scenario, between, json_in, json_eq
+
+    s = Scenario(host="http://127.0.0.1:8000", users=50, duration="1m")
+
+    @s.flow(weight=5)
+    def browse(u):
+        u.get("/", status=200)
+        u.think(between(1, 2))
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from redline.scenario.user import ScenarioError, User, caller
+
+FlowFn = Callable[[User], None]
+
+#: PROFILE_KEYS: the load-profile options a scenario declares and the CLI overrides.
+PROFILE_KEYS = (
+    "users",
+    "rate",
+    "stages",
+    "open",
+    "duration",
+    "threads",
+    "iterations",
+    "max_connections",
+    "timeout",
+    "pacing",
+    "ramp_up",
+    "loops",
+)
+
+
+@dataclass
+class FlowDef:
+    """FlowDef is a declared flow: its function, weight and the line it was declared on."""
+
+    name: str
+    fn: FlowFn
+    weight: int
+    line: int | None
+
+
+class Scenario:
+    """Scenario is what a scenario file declares. ``host`` is the base URL (overridden by
+    ``--host``); the profile keywords (``users``, ``rate``, ``stages``, ``duration``,
+    ``iterations`` per VU, JMeter-style ``ramp_up`` and ``loops``, ``pacing``...) are the
+    defaults the command line overrides; ``thresholds`` are checked at the end."""
+
+    def __init__(self, host: str | None = None, *, thresholds: list[str] | None = None,
+                 **profile: Any) -> None:
+        unknown = sorted(set(profile) - set(PROFILE_KEYS))
+        file, line = caller()
+        if unknown:
+            raise ScenarioError(
+                f"Scenario(): unknown option {unknown[0]!r} (options: {', '.join(PROFILE_KEYS)})",
+                file,
+                line,
+            )
+        self.host = host
+        self.thresholds = list(thresholds or [])
+        self.flows = []
+        self.setup_fn = None
+        self.datasets = {}
+        self.profile = {k: v for k, v in profile.items() if v is not None}
+        self.file, self.line = file, line
+
+    def flow(self, fn: FlowFn | None = None, *, weight: int = 1, name: str | None = None) -> Any:
+        """flow: ``@s.flow`` or ``@s.flow(weight=5)`` declares a flow; each iteration of a VU
+        runs one flow, picked at random in proportion to the weights (Locust's ``@task(5)``)."""
+        file, line = caller()
+
+        def declare(f: FlowFn) -> FlowFn:
+            if not isinstance(weight, int) or weight < 1:
+                raise ScenarioError(f"flow weight must be an integer >= 1, got {weight!r}",
+                                    file, line)
+            self.flows.append(FlowDef(name or f.__name__, f, weight, line))
+            return f
+
+        return declare(fn) if fn is not None else declare
+
+    def setup(self, fn: FlowFn) -> FlowFn:
+        """setup: ``@s.setup`` declares steps each VU runs once before its first iteration
+        (log in); what it extracts stays defined for every flow."""
+        self.setup_fn = fn
+        return fn
+
+    def data(self, name: str, path: str, *, per: str = "iteration") -> None:
+        """data: a CSV (with a header row) or JSON (a list of objects) data file. Each
+        iteration takes the next row (``per="iteration"``), or each VU keeps one row
+        (``per="vu"``), like JMeter's CSV data set; the file is read at compile time."""
+        file, line = caller()
+        if per not in ("iteration", "vu"):
+            raise ScenarioError(f"data(per=...) is 'iteration' or 'vu', got {per!r}", file, line)
+        base = os.path.dirname(os.path.abspath(file)) if file else os.getcwd()
+        full = path if os.path.isabs(path) else os.path.join(base, path)
+        try:
+            rows = _read_rows(full)
+        except FileNotFoundError:
+            raise ScenarioError(f"data file {path!r} not found", file, line) from None
+        except (ValueError, csv.Error, UnicodeDecodeError) as e:
+            raise ScenarioError(f"data file {path!r}: {e}", file, line) from None
+        if not rows:
+            raise ScenarioError(f"data file {path!r} has no rows", file, line)
+        columns = list(rows[0])
+        self.datasets[name] = {
+            "name": name,
+            "per": per,
+            "columns": columns,
+            "rows": [[str(r.get(c, "")) for c in columns] for r in rows],
+        }
+
+
+def _read_rows(path: str) -> list[dict[str, Any]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        if path.endswith(".json"):
+            data = json.load(f)
+            if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+                raise ValueError("expected a JSON list of objects")
+            return data
+        return list(csv.DictReader(f))

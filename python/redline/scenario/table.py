@@ -1,0 +1,67 @@
+"""table: the end-of-run tables of a scenario run, laid out as Locust and JMeter users know
+them: per request name and per group (requests, failures, rps, mean, min, max, p50, p90,
+p95, p99), the failure reasons, and the iteration counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_COLS = ("Name", "Requests", "Fails", "Req/s", "Mean", "Min", "Max", "p50", "p90", "p95", "p99")
+
+
+def _ms(v: float) -> str:
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def _row(name: str, e: dict[str, Any], secs: float) -> list[str]:
+    lat = e.get("latency_ms", {})
+    n = int(e.get("requests", 0))
+    rps = e.get("rps", n / secs if secs > 0 else 0.0)
+    return [name, str(n), str(int(e.get("errors", 0))), f"{rps:.1f}"] + [
+        _ms(float(lat.get(k, 0.0))) for k in ("mean", "min", "max", "p50", "p90", "p95", "p99")
+    ]
+
+
+def _grid(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
+
+
+def render(data: dict[str, Any]) -> str:
+    """render returns the scenario tables of a result document (latencies in ms)."""
+    secs = float(data.get("duration_s", 0.0))
+    lines = ["Requests (latency in ms)"]
+    rows = [list(_COLS)]
+    for name, e in sorted(data.get("per_name", {}).items()):
+        rows.append(_row(name, e, secs))
+    lines += _grid(rows)
+    sc = data.get("scenario") or {}
+    groups = sc.get("groups") or {}
+    if groups:
+        lines.append("Groups (each pass timed as a whole)")
+        rows = [list(_COLS)]
+        for name, e in sorted(groups.items()):
+            rows.append(_row(name, e, secs))
+        lines += _grid(rows)
+    reasons = [
+        (name, reason, n)
+        for name, e in sorted(data.get("per_name", {}).items())
+        for reason, n in sorted(e.get("failure_reasons", {}).items(), key=lambda x: -x[1])
+    ]
+    if reasons:
+        lines.append("Failures")
+        lines += _grid([["Name", "Count", "Reason"]] +
+                       [[name, str(n), reason] for name, reason, n in reasons])
+    it = sc.get("iterations")
+    if it:
+        lat = it.get("latency_ms", {})
+        lines.append(
+            f"Iterations: {it['started']} started, {it['completed']} completed, "
+            f"{it['failed']} failed ({it.get('rate', 0):.2f}/s; "
+            f"mean {_ms(lat.get('mean', 0))} ms, p95 {_ms(lat.get('p95', 0))} ms)"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,119 @@
+"""thresholds: pass/fail criteria for CI, checked on a finished run's result.
+
+    p99<500ms   p99.9<1s   mean<200ms   max<2s   errors<1%   rps>100   submit:p95<300ms
+
+A threshold is ``[NAME:]METRIC OP VALUE``: over the whole run, or over one request name or
+group (``NAME:``). ``errors`` is the share of failed requests (failed checks, 4xx/5xx and
+transport failures; over the whole run, unfinished and unsent requests too).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from redline.errors import ConfigError
+
+_SPEC = re.compile(
+    r"^\s*(?:(?P<name>.+):)?(?P<metric>p\d+(?:\.\d+)?|mean|min|max|errors|rps)\s*"
+    r"(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|ms|s|%)?\s*$"
+)
+_QUANTILES = {"p50": "p50", "p75": "p75", "p90": "p90", "p95": "p95", "p99": "p99",
+              "p99.9": "p99_9", "p99.99": "p99_99"}
+_UNIT_MS = {None: 1.0, "ms": 1.0, "s": 1e3, "us": 1e-3}
+
+#: TRANSPORT_REASONS: the failure reasons of requests that got no response (the engine's
+#: names for its error classes), which count as attempts besides the answered requests.
+TRANSPORT_REASONS = frozenset(
+    {"connect error", "timeout", "read error", "write error", "connection reset",
+     "protocol error"}
+)
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Threshold is one parsed criterion."""
+
+    text: str
+    name: str | None
+    metric: str
+    op: str
+    value: float
+
+    def holds(self, actual: float) -> bool:
+        """holds: whether ``actual`` meets the criterion."""
+        return {"<": actual < self.value, "<=": actual <= self.value,
+                ">": actual > self.value, ">=": actual >= self.value}[self.op]
+
+
+def parse(text: str) -> Threshold:
+    """parse reads one threshold; a malformed one is a ConfigError naming it."""
+    m = _SPEC.match(text)
+    if not m:
+        raise ConfigError(
+            f"bad threshold {text!r}: expected [NAME:]METRIC<VALUE, e.g. p99<500ms, errors<1%, "
+            "rps>100"
+        )
+    metric, unit = m["metric"], m["unit"]
+    value = float(m["value"])
+    if metric.startswith("p"):
+        if metric not in _QUANTILES:
+            raise ConfigError(f"bad threshold {text!r}: percentiles are {', '.join(_QUANTILES)}")
+    if metric == "errors":
+        if unit not in (None, "%"):
+            raise ConfigError(f"bad threshold {text!r}: errors is a share, e.g. errors<1%")
+        value = value / 100 if unit == "%" else value
+    elif metric == "rps":
+        if unit is not None:
+            raise ConfigError(f"bad threshold {text!r}: rps takes a plain number")
+    else:
+        if unit == "%":
+            raise ConfigError(f"bad threshold {text!r}: latency takes ms, s or us")
+        value *= _UNIT_MS[unit]
+    return Threshold(text.strip(), m["name"], metric, m["op"], value)
+
+
+def actual(t: Threshold, data: dict[str, Any]) -> float:
+    """actual: the figure a threshold judges, from a result document."""
+    if t.name is None:
+        lat = data.get("latency_ms", {})
+        if t.metric == "errors":
+            err = data.get("errors", {})
+            transport = data.get("errors_total", 0) - err.get("status", 0) - err.get("check", 0)
+            lost = data.get("unfinished", 0) + data.get("unsent", 0)
+            attempts = data.get("requests", 0) + transport + lost
+            return (data.get("errors_total", 0) + lost) / attempts if attempts else 0.0
+        if t.metric == "rps":
+            return float(data.get("rps", 0.0))
+        return float(lat.get(_QUANTILES.get(t.metric, t.metric), 0.0))
+    entry = data.get("per_name", {}).get(t.name)
+    rps_key = "rps"
+    if entry is None:
+        entry = data.get("scenario", {}).get("groups", {}).get(t.name)
+    if entry is None:
+        known = sorted(data.get("per_name", {})) + sorted(data.get("scenario", {}).get("groups", {}))
+        raise ConfigError(f"threshold {t.text!r}: no request name or group {t.name!r} "
+                          f"(names: {', '.join(known)})")
+    if t.metric == "errors":
+        transport = sum(n for r, n in entry.get("failure_reasons", {}).items()
+                        if r in TRANSPORT_REASONS)
+        attempts = entry.get("requests", 0) + transport
+        return entry.get("errors", 0) / attempts if attempts else 0.0
+    if t.metric == "rps":
+        if rps_key in entry:
+            return float(entry[rps_key])
+        return entry.get("requests", 0) / data["duration_s"] if data.get("duration_s") else 0.0
+    return float(entry.get("latency_ms", {}).get(_QUANTILES.get(t.metric, t.metric), 0.0))
+
+
+def check(thresholds: list[Threshold], data: dict[str, Any]) -> list[str]:
+    """check returns one line per failed threshold (empty: all hold)."""
+    failed = []
+    for t in thresholds:
+        got = actual(t, data)
+        if not t.holds(got):
+            shown = f"{got:.2%}" if t.metric == "errors" else (
+                f"{got:.1f}" if t.metric == "rps" else f"{got:.2f}ms")
+            failed.append(f"threshold {t.text} failed: {t.metric} was {shown}")
+    return failed

@@ -1,0 +1,349 @@
+"""user: the tracer a flow function runs on. Each call (``u.get``, ``u.poll``, ``u.think``,
+``with u.loop(3):``) appends a step to the flow being compiled and remembers the line of the
+scenario file it came from, so that every later complaint names that line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from redline.errors import ConfigError
+from redline.options import parse_duration
+from redline.scenario.checks import Check
+from redline.scenario.jsonpath import parse_path
+from redline.scenario.template import Template, Var, display, json_template, parts, variables
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+#: BUILTINS: variables every VU has: its number (0..), its iteration (0.. per VU).
+BUILTINS = ("vu", "iteration")
+
+_METHOD = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+class ScenarioError(ConfigError):
+    """ScenarioError is a mistake in a scenario file, with the file and line it is on (a
+    ConfigError, so the CLI prints it as one line and exits 2)."""
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None) -> None:
+        self.message, self.file, self.line = message, file, line
+        super().__init__(self.where() + message)
+
+    def where(self) -> str:
+        """where: ``FILE:LINE: `` (or less, when not known)."""
+        if self.file and self.line:
+            return f"{self.file}:{self.line}: "
+        return f"{self.file}: " if self.file else ""
+
+
+def caller() -> tuple[str | None, int | None]:
+    """caller: the file and line of the first frame outside this package (the user's line)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = os.path.abspath(frame.f_code.co_filename)
+        if not fname.startswith(_PACKAGE_DIR):
+            return frame.f_code.co_filename, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None, None
+
+
+class Think:
+    """Think is a pause: constant, uniform between two bounds, or exponential with a mean."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+
+
+def between(low: str | float, high: str | float) -> Think:
+    """between(1, 2): a pause drawn uniformly between 1 and 2 seconds (Locust's between)."""
+    lo, hi = parse_duration(low, "between"), parse_duration(high, "between")
+    if not 0 <= lo <= hi:
+        raise ValueError(f"between({low!r}, {high!r}): need 0 <= low <= high")
+    return Think({"dist": "uniform", "min_s": lo, "max_s": hi})
+
+
+def constant(seconds: str | float) -> Think:
+    """constant(1): a pause of exactly one second."""
+    s = parse_duration(seconds, "constant")
+    if s < 0:
+        raise ValueError(f"constant({seconds!r}): must be >= 0")
+    return Think({"dist": "constant", "s": s})
+
+
+def exponential(mean: str | float) -> Think:
+    """exponential(2): a pause drawn from an exponential distribution with a 2 s mean."""
+    m = parse_duration(mean, "exponential")
+    if m <= 0:
+        raise ValueError(f"exponential({mean!r}): the mean must be > 0")
+    return Think({"dist": "exponential", "mean_s": m})
+
+
+class Response:
+    """Response is the handle of a request step: its methods add extractions to that step and
+    return the extracted value as a :class:`Var`. A failed extraction fails the request with
+    a reason and ends the iteration."""
+
+    def __init__(self, user: User, step: dict[str, Any]) -> None:
+        self._user, self._step = user, step
+
+    def _extract(self, spec: dict[str, Any], what: str) -> Var:
+        name = self._user._fresh(what)
+        file, line = caller()
+        spec = {"var": name, **spec, "line": line}
+        self._step["extract"].append(spec)
+        self._user._define(name)
+        return Var(name)
+
+    def json(self, path: str) -> Var:
+        """json: the value at a JSON path of the body (``$.id``, ``$.items[0].id``)."""
+        try:
+            segs = parse_path(path)
+        except ValueError as e:
+            raise self._user._error(str(e)) from None
+        return self._extract({"from": "json", "path": segs, "text": path}, "json")
+
+    def header(self, name: str) -> Var:
+        """header: the value of a response header (the first, by case-insensitive name)."""
+        return self._extract({"from": "header", "name": name}, "header")
+
+    def regex(self, pattern: str, group: int = 1) -> Var:
+        """regex: group ``group`` of the first match of ``pattern`` in the body."""
+        try:
+            rx = re.compile(pattern)
+        except re.error as e:
+            raise self._user._error(f"bad regex {pattern!r}: {e}") from None
+        if not 0 <= group <= rx.groups:
+            raise self._user._error(f"regex {pattern!r} has no group {group}")
+        return self._extract({"from": "regex", "pattern": pattern, "group": group}, "regex")
+
+
+class User:
+    """User is what a flow function receives: a virtual user being traced. See
+    docs/scenarios.md for every step."""
+
+    def __init__(self, compiler: Any, defined: set[str]) -> None:
+        self._c = compiler
+        self._defined = set(defined)
+        self._stack: list[list[dict[str, Any]]] = [[]]
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        """steps: the steps traced so far."""
+        return self._stack[0]
+
+    def _error(self, message: str) -> ScenarioError:
+        file, line = caller()
+        return ScenarioError(message, file, line)
+
+    def _fresh(self, what: str) -> str:
+        return self._c.fresh(what)
+
+    def _define(self, name: str) -> None:
+        self._defined.add(name)
+
+    def _add(self, step: dict[str, Any]) -> dict[str, Any]:
+        _, step["line"] = caller()
+        self._stack[-1].append(step)
+        return step
+
+    def _use(self, template: Template) -> Template:
+        for name in variables(template):
+            if name not in self._defined:
+                raise self._error(
+                    f"variable {self._c.label(name)} is used before it is extracted "
+                    "(or comes from another flow)"
+                )
+        return template
+
+    # -- variables ---------------------------------------------------------------------------
+    @property
+    def vu(self) -> Var:
+        """vu: this VU's number (0, 1, ...), for per-user ids."""
+        return Var("vu")
+
+    @property
+    def iteration(self) -> Var:
+        """iteration: this VU's iteration number (0, 1, ...), a per-VU counter."""
+        return Var("iteration")
+
+    def var(self, name: str, default: str | None = None) -> Var:
+        """var: a run variable, given on the command line as ``--var NAME=VALUE`` (or
+        ``default``). A run variable with neither is an error at compile time."""
+        value = self._c.run_vars.get(name, default)
+        if value is None:
+            raise self._error(f"run variable {name!r} is not set: give --var {name}=VALUE")
+        self._c.used_vars[name] = str(value)
+        self._define("var." + name)
+        return Var("var." + name)
+
+    def choice(self, options: list[Any]) -> Var:
+        """choice: one of ``options`` drawn at random, once per use of this step."""
+        if not options:
+            raise self._error("choice(...) needs a non-empty list")
+        name = self._fresh("choice")
+        self._add({"step": "set", "var": name, "choice": [str(o) for o in options]})
+        self._define(name)
+        return Var(name)
+
+    def row(self, dataset: str) -> dict[str, Var]:
+        """row: the current row of a data set declared with ``Scenario.data`` (the next row
+        each iteration, or one row per VU), as a dict of column -> Var."""
+        ds = self._c.datasets.get(dataset)
+        if ds is None:
+            raise self._error(f"no data set {dataset!r} (declare it with scenario.data(...))")
+        return {col: Var(f"data.{dataset}.{col}") for col in ds["columns"]}
+
+    # -- requests ----------------------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        path: Any,
+        *,
+        name: str | None = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, Any] | None = None,
+        json: Any = None,
+        form: dict[str, Any] | None = None,
+        body: Any = None,
+        status: int | tuple[int, ...] | None = None,
+        checks: list[Check] | tuple[Check, ...] = (),
+        follow_redirects: bool = False,
+    ) -> Response:
+        """request: one HTTP request. ``path`` and the values of ``params``, ``headers``,
+        ``json``, ``form`` and ``body`` may hold Vars. ``name`` labels its statistics
+        (default ``METHOD path-template``). ``status`` is shorthand for a status check."""
+        if not isinstance(method, str) or not _METHOD.match(method):
+            raise self._error(f"bad HTTP method {method!r}")
+        path_t = self._use(parts(path))
+        if not path_t or not isinstance(path_t[0], str) or not path_t[0].startswith("/"):
+            raise self._error(f"path must start with '/', got {display(path_t)!r}")
+        given = [k for k, v in (("json", json), ("form", form), ("body", body)) if v is not None]
+        if len(given) > 1:
+            raise self._error(f"give one of json=, form=, body=, not {' and '.join(given)}")
+        step: dict[str, Any] = {
+            "step": "request",
+            "name": name or f"{method.upper()} {display(path_t)}",
+            "method": method.upper(),
+            "path": path_t,
+            "query": [[str(k), self._use(parts(v))] for k, v in (params or {}).items()],
+            "headers": [[str(k), self._use(parts(v))] for k, v in (headers or {}).items()],
+            "body": None,
+            "follow_redirects": bool(follow_redirects),
+            "extract": [],
+            "checks": [],
+        }
+        if json is not None:
+            try:
+                step["body"] = {"type": "json", "template": self._use(json_template(json))}
+            except TypeError as e:
+                raise self._error(f"json body: {e}") from None
+        elif form is not None:
+            step["body"] = {
+                "type": "form",
+                "fields": [[str(k), self._use(parts(v))] for k, v in form.items()],
+            }
+        elif body is not None:
+            step["body"] = {"type": "text", "template": self._use(parts(body))}
+        if status is not None:
+            codes = (status,) if isinstance(status, int) else tuple(status)
+            checks = [Check({"check": "status", "in": list(codes)}), *checks]
+        for c in checks:
+            if not isinstance(c, Check):
+                raise self._error(f"checks must be made by status(), json_eq(), ...; got {c!r}")
+            step["checks"].append(dict(c.spec))
+        self._add(step)
+        return Response(self, step)
+
+    def get(self, path: Any, **kw: Any) -> Response:
+        """get: a GET request (see :meth:`request`)."""
+        return self.request("GET", path, **kw)
+
+    def post(self, path: Any, **kw: Any) -> Response:
+        """post: a POST request (see :meth:`request`)."""
+        return self.request("POST", path, **kw)
+
+    def put(self, path: Any, **kw: Any) -> Response:
+        """put: a PUT request (see :meth:`request`)."""
+        return self.request("PUT", path, **kw)
+
+    def delete(self, path: Any, **kw: Any) -> Response:
+        """delete: a DELETE request (see :meth:`request`)."""
+        return self.request("DELETE", path, **kw)
+
+    def poll(
+        self,
+        path: Any,
+        *,
+        until: Check | list[Check],
+        every: str | float = 1.0,
+        timeout: str | float = 60.0,
+        method: str = "GET",
+        **kw: Any,
+    ) -> Response:
+        """poll: send the request every ``every`` until all of ``until`` hold, then run its
+        checks and extractions on that last response. Each poll is counted under the
+        request's name; passing ``timeout`` without the condition holding fails the last
+        poll with the reason ``poll timed out``."""
+        conds = [until] if isinstance(until, Check) else list(until)
+        if not conds or not all(isinstance(c, Check) for c in conds):
+            raise self._error("poll(until=...) takes one or more checks (json_in(...), ...)")
+        every_s = parse_duration(every, "every")
+        timeout_s = parse_duration(timeout, "timeout")
+        if every_s < 0 or timeout_s <= 0:
+            raise self._error("poll: every must be >= 0 and timeout > 0")
+        self._stack.append([])
+        try:
+            resp = self.request(method, path, **kw)
+        finally:
+            inner = self._stack.pop()
+        (req,) = inner
+        self._add(
+            {
+                "step": "poll",
+                "request": req,
+                "until": [dict(c.spec) for c in conds],
+                "interval_s": every_s,
+                "timeout_s": timeout_s,
+            }
+        )
+        return resp
+
+    # -- control -----------------------------------------------------------------------------
+    def think(self, pause: Think | str | float) -> None:
+        """think: pause, e.g. ``u.think(between(1, 2))``, ``u.think("500ms")``."""
+        if not isinstance(pause, Think):
+            try:
+                pause = constant(pause)
+            except ValueError as e:
+                raise self._error(str(e)) from None
+        self._add({"step": "think", **pause.spec})
+
+    @contextmanager
+    def loop(self, count: int) -> Iterator[None]:
+        """loop: ``with u.loop(3):`` runs the steps of the block three times."""
+        if not isinstance(count, int) or count < 1:
+            raise self._error(f"loop count must be an integer >= 1, got {count!r}")
+        step = self._add({"step": "loop", "count": count, "steps": []})
+        self._stack.append(step["steps"])
+        try:
+            yield
+        finally:
+            self._stack.pop()
+
+    @contextmanager
+    def group(self, name: str) -> Iterator[None]:
+        """group: ``with u.group("task"):`` times the block as a whole, under ``name``."""
+        if not isinstance(name, str) or not name:
+            raise self._error("group(...) needs a name")
+        step = self._add({"step": "group", "name": name, "steps": []})
+        self._stack.append(step["steps"])
+        try:
+            yield
+        finally:
+            self._stack.pop()
