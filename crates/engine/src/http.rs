@@ -28,8 +28,8 @@ pub const MAX_HEAD: usize = 64 * 1024;
 pub const MAX_HEAD: usize = 1024;
 
 /// INLINE_HEADERS is how many headers are parsed into an array on the stack; a head with more
-/// is parsed again into a heap array sized by its line count (one allocation per such head),
-/// so the common response allocates nothing.
+/// is parsed again into a heap array sized by its line count (one allocation per parse of such
+/// a head, that is per read while it is incomplete), so the common response allocates nothing.
 #[cfg(not(fuzzing))]
 const INLINE_HEADERS: usize = 64;
 /// INLINE_HEADERS is small under the fuzzer so that most heads take the heap path too.

@@ -177,6 +177,15 @@ fn cases() -> Vec<Case> {
             want: Err(ParseError::Chunk),
         },
         Case {
+            // From the fuzzer (chunked target, with the digit check undone): the reader waited
+            // for more where the line can no longer be valid.
+            label: "chunk-size line starting with CR",
+            input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r",
+            head_request: false,
+            eof: false,
+            want: Err(ParseError::Chunk),
+        },
+        Case {
             label: "chunk-size line with only an extension",
             input: b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n;a=b\r\n\r\n",
             head_request: false,
