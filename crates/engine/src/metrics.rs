@@ -191,6 +191,9 @@ pub struct IntervalData {
     pub max_send_lag_us: u64,
     /// active_connections: open connections when the interval closed.
     pub active_connections: u64,
+    /// in_flight: requests sent and not yet answered (or failed) when the interval closed;
+    /// with the interval's rate and mean latency it checks Little's law (L = λW).
+    pub in_flight: u64,
     /// latency: corrected latency of the responses in this interval, µs.
     pub latency: Histogram<u64>,
 }
@@ -206,6 +209,7 @@ impl IntervalData {
             sends: 0,
             max_send_lag_us: 0,
             active_connections: 0,
+            in_flight: 0,
             latency: new_histogram(highest_us),
         }
     }
@@ -218,6 +222,7 @@ impl IntervalData {
         self.sends += o.sends;
         self.max_send_lag_us = self.max_send_lag_us.max(o.max_send_lag_us);
         self.active_connections += o.active_connections;
+        self.in_flight += o.in_flight;
         self.errors_by_class.merge(&o.errors_by_class);
         // Same bounds on both sides, so adding cannot fail; ignore rather than panic.
         let _ = self.latency.add(&o.latency);
@@ -231,6 +236,7 @@ impl IntervalData {
         self.sends = 0;
         self.max_send_lag_us = 0;
         self.active_connections = 0;
+        self.in_flight = 0;
         self.latency.reset();
     }
 }
@@ -405,6 +411,9 @@ pub struct Recorder {
     /// totals: post-warmup summary.
     pub totals: Totals,
     open_connections: u64,
+    /// in_flight: requests sent and not yet ended; a counter (one add per send, one
+    /// subtract per end), so the interval reads it without walking the lanes.
+    in_flight: u64,
 }
 
 impl Recorder {
@@ -417,6 +426,7 @@ impl Recorder {
             interval: IntervalData::new(highest_us),
             totals: Totals::new(highest_us, names, open),
             open_connections: 0,
+            in_flight: 0,
         }
     }
 
@@ -428,6 +438,7 @@ impl Recorder {
     pub fn response(&mut self, r: &Response) {
         let lat = micros(r.latency);
         let failed = r.status >= 400;
+        self.in_flight = self.in_flight.saturating_sub(1);
         let iv = &mut self.interval;
         iv.requests += 1;
         iv.bytes_in += r.bytes_in;
@@ -476,6 +487,7 @@ impl Recorder {
 
     /// error records a request meant to start at `intended` that failed without a response.
     pub fn error(&mut self, intended: Instant, stat: usize, class: ErrorClass) {
+        self.in_flight = self.in_flight.saturating_sub(1);
         self.interval.errors += 1;
         self.interval.errors_by_class.add(class);
         if !self.measured(intended) {
@@ -499,6 +511,7 @@ impl Recorder {
     ) {
         let lag = now.saturating_duration_since(intended);
         let lag_us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
+        self.in_flight += 1;
         self.interval.sends += 1;
         self.interval.max_send_lag_us = self.interval.max_send_lag_us.max(lag_us);
         if !self.measured(intended) {
@@ -524,6 +537,8 @@ impl Recorder {
     /// unfinished records a request still out at `cutoff`: its latency so far goes into the
     /// histograms, a lower bound of the true one.
     pub fn unfinished(&mut self, cutoff: Instant, f: &Sent) {
+        // Cut off: no longer in flight, whatever its part of the run.
+        self.in_flight = self.in_flight.saturating_sub(1);
         if !self.measured(f.intended) {
             return;
         }
@@ -573,6 +588,7 @@ impl Recorder {
     /// take_interval returns the finished interval and starts the next one.
     pub fn take_interval(&mut self) -> IntervalData {
         self.interval.active_connections = self.open_connections;
+        self.interval.in_flight = self.in_flight;
         let out = self.interval.clone();
         self.interval.clear();
         out

@@ -261,3 +261,52 @@ fn connection_gauge_peaks_at_the_sum_not_the_sum_of_peaks() {
     gauge.opened();
     assert_eq!(gauge.peak(), 3);
 }
+
+#[test]
+fn in_flight_counts_requests_sent_and_not_yet_ended() {
+    // Each case: what happens to one thread, then how many requests its interval says are
+    // out when it closes.
+    let t0 = start();
+    let sent = Sent {
+        intended: t0,
+        from: t0,
+        sent_at: t0,
+        stat: 0,
+    };
+    type Event = fn(&mut Recorder, Instant, &Sent);
+    let send: Event = |r, t, _| r.send(t, t, 10, false, false);
+    let answer: Event = |r, t, _| r.response(&resp(t, 200, 5));
+    let refuse: Event = |r, t, _| r.response(&resp(t, 503, 5));
+    let fail: Event = |r, t, _| r.error(t, 0, ErrorClass::Timeout);
+    let cut: Event = |r, t, s| r.unfinished(t, s);
+    let cases: [(&str, Vec<Event>, u64); 6] = [
+        ("nothing sent", vec![], 0),
+        ("three out", vec![send, send, send], 3),
+        ("answered", vec![send, send, answer], 1),
+        ("an error status ends it too", vec![send, refuse], 0),
+        ("failed", vec![send, send, fail, answer], 0),
+        ("cut off at the end", vec![send, send, cut], 1),
+    ];
+    for (label, events, want) in cases {
+        let mut r = Recorder::new(t0, 0, 1, false);
+        for e in &events {
+            e(&mut r, t0, &sent);
+        }
+        assert_eq!(r.take_interval().in_flight, want, "{label}");
+        assert_eq!(
+            r.take_interval().in_flight,
+            want,
+            "{label}: still out in the next interval"
+        );
+    }
+    // Merged over threads, the counts add.
+    let mut a = Recorder::new(t0, 0, 1, false);
+    let mut b = Recorder::new(t0, 0, 1, false);
+    for _ in 0..4 {
+        send(&mut a, t0, &sent);
+    }
+    send(&mut b, t0, &sent);
+    let mut ia = a.take_interval();
+    ia.merge(&b.take_interval());
+    assert_eq!(ia.in_flight, 5);
+}

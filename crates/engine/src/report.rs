@@ -42,10 +42,18 @@ pub struct IntervalSnapshot {
     pub p95_ms: f64,
     /// p99_ms: 99th percentile latency.
     pub p99_ms: f64,
+    /// p99_9_ms: 99.9th percentile latency.
+    pub p99_9_ms: f64,
+    /// mean_ms: mean latency; weighted by `requests` it averages over several intervals
+    /// exactly, as no percentile does (merge `histogram`s for those).
+    pub mean_ms: f64,
     /// max_ms: slowest response.
     pub max_ms: f64,
     /// active_connections: connections open at the end of the interval.
     pub active_connections: u64,
+    /// in_flight: requests sent and not yet answered at the end of the interval, over all
+    /// threads: Little's law's L, to set against the completion rate times `mean_ms` (W).
+    pub in_flight: u64,
     /// intended_rate: open model: the schedule's rate over the interval.
     pub intended_rate: Option<f64>,
     /// achieved_rate: requests sent per second in the interval.
@@ -54,6 +62,10 @@ pub struct IntervalSnapshot {
     pub send_lag_ms: f64,
     /// bytes_in: bytes received in the interval.
     pub bytes_in: u64,
+    /// histogram: the interval's latency histogram (µs, base64 HdrHistogram V2 deflate), so a
+    /// span of intervals gets its percentiles from their merged histogram, not from
+    /// percentiles of percentiles.
+    pub histogram: String,
 }
 
 impl IntervalSnapshot {
@@ -84,16 +96,20 @@ impl IntervalSnapshot {
             p90_ms: q(0.9),
             p95_ms: q(0.95),
             p99_ms: q(0.99),
+            p99_9_ms: q(0.999),
+            mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
             max_ms: if h.is_empty() {
                 0.0
             } else {
                 h.max() as f64 / 1000.0
             },
             active_connections: d.active_connections,
+            in_flight: d.in_flight,
             intended_rate,
             achieved_rate: d.sends as f64 / len,
             send_lag_ms: d.max_send_lag_us as f64 / 1000.0,
             bytes_in: d.bytes_in,
+            histogram: encode_histogram(h),
         }
     }
 }

@@ -309,3 +309,47 @@ fn verdict_mentions_late_sends_even_when_the_rate_was_met() {
         g.verdict
     );
 }
+
+#[test]
+fn interval_snapshot_carries_mean_tail_in_flight_and_its_histogram() {
+    use base64::Engine as _;
+    use hdrhistogram::serialization::Deserializer;
+    use hdrhistogram::Histogram;
+    let decode = |text: &str| -> Histogram<u64> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .expect("base64");
+        Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .expect("V2 deflate")
+    };
+    // 1..=1000 ms, one response each: mean 500.5 ms, p99.9 999 ms.
+    let mut d = crate::metrics::IntervalData::new(0);
+    for ms in 1..=1000u64 {
+        d.latency.record(ms * 1000).expect("in range");
+    }
+    d.requests = 1000;
+    d.in_flight = 7;
+    let s = IntervalSnapshot::from_data(&d, 0.0, 1.0, false, None);
+    let near = |got: f64, want: f64| (got - want).abs() <= want * 0.001;
+    assert!(near(s.mean_ms, 500.5), "mean {}", s.mean_ms);
+    assert!(near(s.p99_9_ms, 999.0), "p99.9 {}", s.p99_9_ms);
+    assert!(near(s.p99_ms, 990.0), "p99 {}", s.p99_ms);
+    assert_eq!(s.in_flight, 7);
+    let h = decode(&s.histogram);
+    assert_eq!(h.len(), 1000, "the histogram holds every response");
+    assert_eq!(
+        h.value_at_quantile(0.999),
+        d.latency.value_at_quantile(0.999)
+    );
+    let v = serde_json::to_value(&s).expect("serialises");
+    for key in ["mean_ms", "p99_9_ms", "in_flight", "histogram"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+
+    // An empty interval: zeros, and a histogram that decodes empty (merges as nothing).
+    let e =
+        IntervalSnapshot::from_data(&crate::metrics::IntervalData::new(0), 0.0, 1.0, false, None);
+    assert_eq!((e.mean_ms, e.p99_9_ms, e.in_flight), (0.0, 0.0, 0));
+    assert!(decode(&e.histogram).is_empty());
+}
