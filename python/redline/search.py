@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from redline.analysis import SteadyPolicy, judge_steadiness, mser_cut
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
+from redline.steps import aggregate_step
 
 #: CONDITIONS names every stop condition and says what it means, for the output.
 CONDITIONS = {
@@ -355,10 +356,8 @@ class Search:
         used = got[cut:] if len(got) - cut >= 2 else got
         span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]) + self.interval_s, 1e-9)
         req = sum(int(s.get("requests", 0)) for s in used)
-        err = sum(int(s.get("errors", 0)) for s in used)
         offered = [float(s["intended_rate"]) for s in used if s.get("intended_rate") is not None]
         figures = self.sample(t0, t1) if self.sample is not None else {}
-        inflight = [float(s["in_flight"]) for s in used if s.get("in_flight") is not None]
         return Step(
             index=index,
             model=self.plan.model,
@@ -367,20 +366,13 @@ class Search:
             start_s=round(t0, 3),
             end_s=round(t1, 3),
             intervals=len(used),
-            mean_ms=_mean_latency(used),
             throughput_rps=req / span,
             offered_rps=statistics.fmean(offered) if offered else None,
-            p50_ms=_median(used, "p50_ms"),
-            p90_ms=_median(used, "p90_ms"),
-            p99_ms=_median(used, "p99_ms"),
-            max_ms=max(float(s.get("max_ms", 0)) for s in used),
-            requests=req,
-            errors=err,
-            error_rate=err / max(req + err, 1),
             steady=judge_steadiness(tput, None, policy).steady,
-            inflight_mean=statistics.fmean(inflight) if inflight else None,
             generator_busy=figures.pop("generator_busy", None),
             service=figures,
+            # Percentiles from the merged histograms, errors by class, mean in-flight.
+            **aggregate_step(used),
         )
 
     def _judge(self, step: Step, prev: Step | None, got: list[dict[str, Any]]) -> None:
@@ -432,22 +424,6 @@ class Search:
             step.fired.append("unsteady")
             why.append("latency kept rising through the step")
         step.why = "; ".join(why)
-
-
-def _mean_latency(snaps: list[dict[str, Any]]) -> float | None:
-    """_mean_latency is the request-weighted mean of the intervals' mean latency, when the
-    snapshots carry one."""
-    pairs = [
-        (int(s.get("requests", 0)), float(s["mean_ms"]))
-        for s in snaps
-        if s.get("mean_ms") is not None and int(s.get("requests", 0)) > 0
-    ]
-    total = sum(n for n, _ in pairs)
-    return sum(n * m for n, m in pairs) / total if total else None
-
-
-def _median(snaps: list[dict[str, Any]], key: str) -> float:
-    return float(statistics.median(float(s.get(key, 0)) for s in snaps))
 
 
 def rising(got: Sequence[dict[str, Any]]) -> bool:

@@ -1,0 +1,107 @@
+"""steps: a capacity-search step's figures from the engine's interval snapshots.
+
+A step's percentiles must come from the merged latency histogram of its intervals: the median
+(or any average) of per-interval p99s is not the step's p99, and it hides a tail that a few
+intervals carry. Each snapshot ships its interval's histogram (``histogram``, base64
+HdrHistogram V2), so the step merges them and reads its percentiles once. The mean needs no
+histogram: the request-weighted mean of the intervals' means is exact. Errors add up by class;
+the in-flight count (sampled at each interval's end) is averaged, Little's law's L.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from redline import _engine
+
+#: QUANTILES are the step percentiles read from the merged histogram: field -> quantile.
+QUANTILES = {
+    "p50_ms": 0.5,
+    "p90_ms": 0.9,
+    "p95_ms": 0.95,
+    "p99_ms": 0.99,
+    "p99_9_ms": 0.999,
+    "max_ms": 1.0,
+}
+
+
+def aggregate_step(snapshots: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """aggregate_step is the figures of the step made of ``snapshots`` (its steady intervals,
+    warm-up already cut), keyed like :class:`redline.analysis.step.StepResult`'s fields:
+    ``requests``, ``errors``, ``errors_by_class``, ``error_rate``, ``p50_ms`` ... ``p99_9_ms``,
+    ``max_ms``, ``mean_ms`` and ``inflight_mean``. With no response the percentiles are 0, as
+    in an empty interval's snapshot (so a step that only failed is judged, not crashed on),
+    and the mean None; snapshots without histograms (an older engine) fall back to the
+    median of their intervals' figures, and lack what they never carried."""
+    requests = sum(int(s.get("requests", 0)) for s in snapshots)
+    errors = sum(int(s.get("errors", 0)) for s in snapshots)
+    out: dict[str, Any] = {
+        "requests": requests,
+        "errors": errors,
+        "errors_by_class": _errors_by_class(snapshots),
+        "error_rate": errors / max(requests + errors, 1),
+        "mean_ms": _mean(snapshots),
+        "inflight_mean": _inflight(snapshots),
+    }
+    out.update(_percentiles(snapshots))
+    return out
+
+
+def _percentiles(snapshots: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """_percentiles reads every step percentile from the intervals' merged histogram."""
+    empty: dict[str, float | None] = {k: 0.0 for k in QUANTILES}
+    hists = [s.get("histogram") for s in snapshots]
+    if not snapshots:
+        return empty
+    if not all(isinstance(h, str) and h for h in hists):
+        return _medians(snapshots)
+    merged = _engine.merge_histograms([str(h) for h in hists])
+    count, values = _engine.histogram_quantiles(merged, list(QUANTILES.values()))
+    if count == 0:
+        return empty
+    return {k: v / 1000.0 for k, v in zip(QUANTILES, values, strict=True)}
+
+
+def _medians(snapshots: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """_medians is the fallback for snapshots without histograms: each figure's median over
+    the intervals that carry it (an approximation the histograms make unnecessary)."""
+    out: dict[str, float | None] = {}
+    for key in QUANTILES:
+        vals = [float(s[key]) for s in snapshots if s.get(key) is not None]
+        if not vals:
+            out[key] = None
+        else:
+            out[key] = max(vals) if key == "max_ms" else float(statistics.median(vals))
+    # Every snapshot has carried these four (0 when empty); p95 and p99.9 came later.
+    for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms"):
+        out[key] = out[key] or 0.0
+    return out
+
+
+def _mean(snapshots: Sequence[dict[str, Any]]) -> float | None:
+    """_mean is the request-weighted mean of the intervals' mean latency (exact: each
+    interval's mean is over its responses, which its ``requests`` counts)."""
+    pairs = [
+        (int(s.get("requests", 0)), float(s["mean_ms"]))
+        for s in snapshots
+        if s.get("mean_ms") is not None and int(s.get("requests", 0)) > 0
+    ]
+    total = sum(n for n, _ in pairs)
+    return sum(n * m for n, m in pairs) / total if total else None
+
+
+def _inflight(snapshots: Sequence[dict[str, Any]]) -> float | None:
+    """_inflight is the mean of the requests in flight at each interval's end."""
+    vals = [float(s["in_flight"]) for s in snapshots if s.get("in_flight") is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _errors_by_class(snapshots: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """_errors_by_class sums the intervals' failures by class, leaving out the zeros."""
+    total: dict[str, int] = {}
+    for s in snapshots:
+        for k, v in (s.get("errors_by_class") or {}).items():
+            total[k] = total.get(k, 0) + int(v)
+    return {k: v for k, v in total.items() if v}
