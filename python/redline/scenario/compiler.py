@@ -84,13 +84,17 @@ def compile_scenario(
     for ds in scenario.datasets.values():
         base.update(f"data.{ds['name']}.{c}" for c in ds["columns"])
     setup_steps: list[dict[str, Any]] = []
+    kept: Any = None
     if scenario.setup_fn is not None:
-        u = _trace(scenario.setup_fn, User(comp, base), path)
+        u = User(comp, base)
+        kept = _trace(scenario.setup_fn, u, path)
         setup_steps = u.steps
         base = u._defined
     flows = []
     for f in scenario.flows:
-        u = _trace(f.fn, User(comp, base), path)
+        u = User(comp, base)
+        u.setup = kept
+        _trace(f.fn, u, path)
         if not u.steps:
             raise ScenarioError(f"flow {f.name!r} has no steps", path, f.line)
         flows.append({"name": f.name, "weight": f.weight, "steps": u.steps, "line": f.line})
@@ -106,14 +110,14 @@ def compile_scenario(
                     list(scenario.thresholds))
 
 
-def _trace(fn: Any, user: User, path: str) -> User:
+def _trace(fn: Any, user: User, path: str) -> Any:
+    """_trace runs a flow (or setup) function on ``user``; returns what it returned."""
     try:
-        fn(user)
+        return fn(user)
     except ScenarioError:
         raise
     except Exception as e:
         raise ScenarioError(f"{type(e).__name__}: {e}", path, _line_in(e, path)) from None
-    return user
 
 
 def _line_in(e: BaseException, path: str) -> int | None:

@@ -92,7 +92,8 @@ class Scenario:
 
     def setup(self, fn: FlowFn) -> FlowFn:
         """setup: ``@s.setup`` declares steps each VU runs once before its first iteration
-        (log in); what it extracts stays defined for every flow."""
+        (log in). What the function returns (say ``{"token": resp.json("$.token")}``) is
+        ``u.setup`` in every flow, and the values it extracted keep their value per VU."""
         self.setup_fn = fn
         return fn
 

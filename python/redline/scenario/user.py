@@ -129,6 +129,9 @@ class User:
     def __init__(self, compiler: Any, defined: set[str]) -> None:
         self._c = compiler
         self._defined = set(defined)
+        #: setup: what the scenario's setup function returned (its extracted values, say a
+        #: login token), for the flows; None in the setup itself.
+        self.setup: Any = None
         self._stack: list[list[dict[str, Any]]] = [[]]
 
     # -- bookkeeping -------------------------------------------------------------------------

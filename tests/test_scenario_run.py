@@ -1,0 +1,208 @@
+"""Scenario runs against real servers on 127.0.0.1 (port 0): the bundled test server (form
+app, /api/work) and the task queue. Each example file runs briefly; the assertions compare
+what redline reported with what the server saw."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonschema
+import pytest
+import redline
+from conftest import run_cli
+
+FULL = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text())
+#: SCHEMA: the parts of the result schema a scenario run adds to (the rest is the engine's
+#: and tested with plain runs in test_cli.py).
+SCHEMA = {
+    **FULL,
+    "required": ["per_name", "scenario", "errors"],
+    "properties": {k: FULL["properties"][k] for k in ("per_name", "scenario", "errors",
+                                                       "latency_ms")},
+}
+
+
+def run_json(tmp_path: Path, *argv: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    out = tmp_path / "r.json"
+    p = run_cli("run", *argv, "-q", "--json", str(out))
+    doc = json.loads(out.read_text()) if out.exists() else {}
+    if doc:
+        jsonschema.validate(doc, SCHEMA)
+    return p, doc
+
+
+def test_survey_uses_the_session_cookie_and_the_redirect(tmp_path):
+    with redline.Target(threads=1) as t:
+        p, doc = run_json(tmp_path, "examples/survey.py", "--host", t.url, "-u", "4", "-d", "2s")
+        seen = t.stats()
+    assert p.returncode == 0, p.stderr
+    names = doc["per_name"]
+    # One session per VU: every later request carried the cookie the first GET set.
+    assert seen["sessions_issued"] == 4
+    assert seen["missing_cookie"] == 0 and seen["forms_invalid"] == 0
+    assert seen["form_pages"] == names["form"]["requests"]
+    # "post" stops at the 302; "post+thanks" counts the post and the followed GET /thanks.
+    assert seen["forms_posted"] == names["post"]["requests"] + seen["thanks_pages"]
+    assert seen["thanks_pages"] * 2 == names["post+thanks"]["requests"]
+    assert doc["status_codes"]["302"] == names["post"]["requests"] + seen["thanks_pages"]
+    assert doc["errors_total"] == 0
+    it = doc["scenario"]["iterations"]
+    assert it["started"] == it["completed"] >= 4 and it["failed"] == 0
+    # Each pass of the group holds three to four requests, and the think time (1-2 s) is
+    # outside it: a pass is far shorter than an iteration.
+    group = doc["scenario"]["groups"]["survey"]
+    assert group["requests"] == it["completed"]
+    assert group["latency_ms"]["max"] < 1000 <= it["latency_ms"]["min"]
+    for words in ("Requests (latency in ms)", "post+thanks", "Groups", "Iterations: "):
+        assert words in p.stdout
+
+
+def test_failed_checks_are_failures_with_reasons_and_thresholds_exit_1(tmp_path):
+    path = tmp_path / "checks.py"
+    path.write_text(textwrap.dedent("""\
+        from redline.scenario import Scenario, contains, status
+        s = Scenario(users=2, thresholds=["errors<1%"])
+        @s.flow
+        def f(u):
+            u.get("/", name="home", checks=[contains("nope")])
+        """))
+    with redline.Target(threads=1) as t:
+        before = t.stats()["requests"]
+        p, doc = run_json(tmp_path, str(path), "--host", t.url, "--iterations", "5")
+        served = t.stats()["requests"] - before
+    assert p.returncode == 1, p.stderr
+    assert "redline: threshold errors<1% failed: errors was 100.00%" in p.stderr
+    home = doc["per_name"]["home"]
+    # Two VUs, five iterations each, one request per iteration: what the server answered.
+    assert home["requests"] == served == 10
+    assert home["errors"] == 10 == doc["errors"]["check"]
+    assert home["failure_reasons"] == {'body does not contain "nope"': 10}
+    assert doc["scenario"]["iterations"]["failed"] == 10
+
+
+def test_jmeter_style_threads_ramp_up_and_loops(tmp_path):
+    with redline.Target(threads=1) as t:
+        before = t.stats()["requests"]
+        p, doc = run_json(tmp_path, "examples/jmeter_style.py", "--host", t.url,
+                          "-u", "5", "--iterations", "4")
+        served = t.stats()["requests"] - before
+    assert p.returncode == 0, p.stderr
+    work = doc["per_name"]["work"]
+    # Every VU ran exactly its four loops; /api/work fails 10 % of them (500 or 429), each a
+    # failure with its reason.
+    assert served == 20 == work["requests"]
+    assert doc["scenario"]["iterations"]["started"] == 20
+    assert sum(work["failure_reasons"].values()) == work["errors"]
+    assert set(work["failure_reasons"]) <= {"HTTP 500", "HTTP 429"}
+
+
+def test_cli_users_replace_the_files_load_shape(tmp_path):
+    with redline.Target(threads=1) as t:
+        t0 = time.monotonic()
+        p, doc = run_json(tmp_path, "examples/jmeter_style.py", "--host", t.url,
+                          "-u", "4", "--iterations", "1")
+        took = time.monotonic() - t0
+    # -u replaces the file's whole load shape (its 25 s ramp-up too): 4 VUs at once.
+    assert p.returncode == 0, p.stderr
+    assert doc["per_name"]["work"]["requests"] == 4
+    assert took < 20
+
+
+def test_ramping_example_with_shorter_stages(tmp_path):
+    with redline.Target(threads=1) as t:
+        before = t.stats()["requests"]
+        p, doc = run_json(tmp_path, "examples/ramping.py", "--host", t.url,
+                          "--stages", "1s:4,1s:0")
+        served = t.stats()["requests"] - before
+    assert p.returncode == 0, p.stderr
+    # Up to 4 VUs, each at most one request per 0.5 s, for 2 s: at most 4 * 2 / 0.5 = 16.
+    assert 1 <= doc["per_name"]["page"]["requests"] == served <= 16
+
+
+# -- the task queue ---------------------------------------------------------------------------
+
+
+def start_taskqueue(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "taskqueue")
+    proc = subprocess.Popen(
+        [exe, "serve", "--port", "0", "--data-dir", data_dir, "--workers", "1",
+         "--allow-fetch-cidr", "127.0.0.0/8"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+        if m:
+            return proc, m.group(1)
+    proc.kill()
+    raise RuntimeError("taskqueue did not start")
+
+
+@pytest.fixture()
+def taskqueue() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as d:
+        proc, url = start_taskqueue(d)
+        try:
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def tasks(url: str) -> list[dict]:
+    with urllib.request.urlopen(url + "/tasks?limit=1000", timeout=10) as r:
+        return json.loads(r.read())["tasks"]
+
+
+def test_taskqueue_example_polls_until_done(tmp_path, taskqueue):
+    with redline.Target(threads=1) as origin:
+        p, doc = run_json(tmp_path, "examples/taskqueue.py", "--host", taskqueue,
+                          "--var", f"ORIGIN={origin.url}/", "-u", "4", "-d", "3s")
+    assert p.returncode == 0, p.stderr
+    names = doc["per_name"]
+    stored = tasks(taskqueue)
+    # Every 202 the client counted is a task the service stored, and nothing more.
+    assert names["submit"]["requests"] == len(stored) >= 4
+    assert names["submit"]["errors"] == 0
+    # Each task was polled at least once; the first poll of a task finds it unfinished or done.
+    assert names["status"]["requests"] >= names["result"]["requests"]
+    assert names["result"]["errors"] == 0 and doc["errors_total"] == 0
+    kinds = {t["type"] for t in stored}
+    assert kinds <= {"http-fetch", "factorial"}
+
+
+def test_taskqueue_failed_task_fails_the_status_check(tmp_path, taskqueue):
+    # Fetches from a port where nothing listens fail: the status poll says FAILED.
+    with redline.Target(threads=1) as origin:
+        dead = origin.url
+    # Keep only the http-fetch flow.
+    path = tmp_path / "fetch_only.py"
+    path.write_text(Path("examples/taskqueue.py").read_text().replace(
+        "@scenario.flow(weight=1)\ndef factorial(u):\n    task(u, {\"type\": \"factorial\", \"n\": 1000})\n",
+        ""))
+    assert "factorial(u)" not in path.read_text()
+    p, doc = run_json(tmp_path, str(path), "--host", taskqueue, "--var", f"ORIGIN={dead}/",
+                      "-u", "2", "--iterations", "1")
+    assert p.returncode == 0, p.stderr
+    status = doc["per_name"]["status"]
+    assert status["failure_reasons"] == {'$.status is "FAILED", expected "SUCCEEDED"': 2}
+    assert "result" not in doc["per_name"] or doc["per_name"]["result"]["requests"] == 0
+    assert [t["status"] for t in tasks(taskqueue)] == ["FAILED", "FAILED"]
+    assert doc["scenario"]["iterations"]["failed"] == 2
