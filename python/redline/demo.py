@@ -4,8 +4,9 @@ directory), watches taskqueue, runs ``redline find`` against it, prints the four
 writes ``demo-report.html`` and ``demo-report.md`` (and ``demo-result.json``) in the working
 directory. Everything it started is stopped at the end, on an error and on Ctrl-C.
 
-Until the scenario runner lands (``examples/taskqueue.py``), the search drives one URL:
-taskqueue's status read of a real task, ``GET /tasks/submissions/{id}``.
+The workload is the seed-000 scenario, ``examples/taskqueue.py``; where the scenario compiler
+or the file is missing (an installed wheel), taskqueue's status read of a real task,
+``GET /tasks/submissions/{id}``, as a plain URL.
 """
 
 from __future__ import annotations
@@ -122,26 +123,25 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
         taskqueue = [_bin("taskqueue"), "serve", "--port", "0", "--data-dir", str(tmp / "data")]
         taskqueue += ["--allow-fetch-cidr", "127.0.0.0/8"]
         base, proc = stack.enter_context(service(taskqueue, tmp / "tq.log"))
-        url = submit(base)
         print(
             f"redline demo: origin {origin} (pid {origin_proc.pid}),"
             f" taskqueue {base} (pid {proc.pid})",
             flush=True,
         )
-        print(
-            "redline demo: searching taskqueue's status reads (GET /tasks/submissions/{id});"
-            " the seed-000 scenario (examples/taskqueue.py) is not wired in yet",
-            flush=True,
-        )
+        workload = _workload(base, origin, quick)
+        print(f"redline demo: searching {workload['what']}", flush=True)
         monitor = _monitor(proc.pid)
         max_step = 6.0 if quick else 10.0
         view = FindView(budget, max_step, monitor=monitor) if live else None
         try:
             result = finder.find(
-                url,
+                workload["url"],
+                plan=workload["plan"],
+                scenario=workload["scenario"],
+                start=workload["start"],
                 model="closed",
                 max_time=budget,
-                max_load=256,
+                max_load=workload["max_load"],
                 slos=["p99<500ms"],
                 min_step=2.0 if quick else 3.0,
                 max_step=max_step,
@@ -161,7 +161,41 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
         except RedlineError as e:
             finder.write_json(result, out / "demo-result.json")
             print(f"redline demo: {e}; wrote {out / 'demo-result.json'} only", flush=True)
-    return 0
+    return 130 if result.get("interrupted") else 0
+
+
+#: SCENARIO: the seed-000 workload, in the source tree beside this package.
+SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "taskqueue.py"
+
+
+def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
+    """_workload is what the demo searches: the seed-000 scenario (submit, poll the status
+    every second, read the result; think time 1-2 s) when the scenario compiler and the file
+    are there, else taskqueue's status read of one real task as a plain URL."""
+    try:
+        from redline.scenario.compiler import load
+
+        compiled = load(SCENARIO, {"ORIGIN": origin + "/"})
+    except (ImportError, OSError):
+        url = submit(base)
+        return {
+            "url": url,
+            "plan": None,
+            "scenario": None,
+            "start": 1.0,
+            "max_load": 256,
+            "what": f"taskqueue's status reads ({url}): examples/taskqueue.py is not available",
+        }
+    # Each user makes about two requests a second (think time, one poll a second): start
+    # with enough users to measure, and allow the hundreds it takes to load the service.
+    return {
+        "url": base,
+        "plan": compiled.plan,
+        "scenario": str(SCENARIO),
+        "start": 256.0 if quick else 64.0,
+        "max_load": 8192,
+        "what": f"taskqueue with the seed-000 scenario {SCENARIO.name}",
+    }
 
 
 def _monitor(pid: int) -> Any:

@@ -124,6 +124,8 @@ def find(
     monitor: Any = None,
     generator_busy: float | None = 0.9,
     knee_gain: float | None = 0.05,
+    plan: dict[str, Any] | None = None,
+    scenario: str | None = None,
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
     on_step: Callable[[Step], None] | None = None,
 ) -> dict[str, Any]:
@@ -134,6 +136,8 @@ def find(
     an open-model backlog, ``service_cpu`` % of a ``monitor``-ed service, or the generator's
     own CPU), refines between the last good and the first bad load to within 5 %, and
     confirms the best load with one ``confirm``-second run. ``max_time`` bounds the search.
+    ``plan`` (a compiled scenario, named ``scenario`` in the result) replaces the single
+    request with the scenario's flows; ``url`` is then its host.
     """
     limits = Limits(
         max_errors=max_errors,
@@ -148,7 +152,7 @@ def find(
         raise ConfigError(f"--max-time: at least {confirm + 2 * min_step + 1:g}s")
     first = start if start is not None else (1.0 if model == "closed" else 50.0)
     ceiling = max_load if max_load is not None else (1000.0 if model == "closed" else 1e6)
-    plan = Plan(
+    steps_plan = Plan(
         model=model,
         start=first,
         ceiling=ceiling,
@@ -174,6 +178,9 @@ def find(
         open_model=model == "open",
     )
     config["live"] = True
+    if plan is not None:
+        # A compiled scenario (redline.scenario): each hit is one iteration of its flows.
+        config["plan"] = plan
     if model == "closed":
         config["max_vus"] = int(ceiling)
         # More threads than the starting VUs would be cut to one: give the cap instead.
@@ -196,7 +203,7 @@ def find(
 
     search = Search(
         live,
-        plan,
+        steps_plan,
         limits,
         sample=sample,
         on_step=on_step,
@@ -217,12 +224,16 @@ def find(
     try:
         if outcome.best is not None and confirm > 0 and not interrupted:
             t0 = time.monotonic() - started
-            confirmed = _confirm(url, model, outcome.best.load, confirm, config, on_snapshot)
+            confirmed = _confirm(
+                url, model, outcome.best.load, confirm, config, on_snapshot, plan=plan
+            )
             window = (t0 + 1.0, time.monotonic() - started)
         optimal = search.optimal()
         if soak > 0 and optimal is not None and not interrupted:
             t0 = time.monotonic() - started
-            report_soak = _confirm(url, model, optimal.load, soak, config, on_snapshot, "soak")
+            report_soak = _confirm(
+                url, model, optimal.load, soak, config, on_snapshot, "soak", plan=plan
+            )
             soaked = (report_soak, optimal.load, (t0 + 1.0, time.monotonic() - started))
     except KeyboardInterrupt:
         interrupted = True
@@ -255,6 +266,7 @@ def find(
         window,
         soaked,
         interrupted,
+        scenario,
     )
 
 
@@ -266,6 +278,7 @@ def _confirm(
     config: dict[str, Any],
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None,
     phase: str = "confirm",
+    plan: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """_confirm runs one full-length step at the found load (fresh connections, 1 s warm-up)
     and returns its report: the answer's latency distribution comes from its histogram."""
@@ -274,6 +287,8 @@ def _confirm(
         if on_snapshot is not None:
             on_snapshot(snap, load, phase)
 
+    # Only a scenario passes a plan (redline.run takes one since the scenarios landed).
+    extra: dict[str, Any] = {} if plan is None else {"plan": plan}
     result = run_once(
         url,
         connections=int(load) if model == "closed" else None,
@@ -286,6 +301,7 @@ def _confirm(
         timeout=config.get("timeout_s", 10.0),
         interval=config.get("interval_s", 0.5),
         progress=progress,
+        **extra,
     )
     return dict(result.data)
 
@@ -336,6 +352,7 @@ def _result(
     confirm_window: tuple[float, float] | None,
     soaked: tuple[dict[str, Any], float, tuple[float, float]] | None = None,
     interrupted: bool = False,
+    scenario: str | None = None,
 ) -> dict[str, Any]:
     from redline import analysis
 
@@ -376,7 +393,7 @@ def _result(
     return {
         "version": 1,
         "url": url,
-        "scenario": None,
+        "scenario": scenario,
         "model": model,
         "started_at": started_at,
         "duration_s": round(elapsed_s, 3),

@@ -32,7 +32,15 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         epilog=FIND_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    f.add_argument("url", metavar="URL", help="http://host:port/path")
+    f.add_argument("url", metavar="URL|SCENARIO.py", help="http://host:port/path, or a scenario")
+    f.add_argument("--host", metavar="URL", help="scenario: the host it runs against")
+    f.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="scenario: a run variable (repeatable)",
+    )
     f.add_argument("--model", choices=("closed", "open"), default="closed")
     f.add_argument("--slo", action="append", default=[], help="e.g. 'p99<100ms' (repeatable)")
     f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
@@ -191,13 +199,24 @@ def cmd_find(args: argparse.Namespace) -> int:
     """cmd_find runs the search, prints the four answers and writes the outputs."""
     from redline import find as finder
 
+    url, plan, scenario = args.url, None, None
+    if args.url.endswith(".py"):
+        from redline.scenario.command import compile_file
+
+        compiled = compile_file(args.url, args.var)
+        url = args.host or compiled.host or ""
+        if not url:
+            raise ConfigError(f"{args.url}: no host: give --host URL or Scenario(host=...)")
+        plan, scenario = compiled.plan, args.url
     max_time = parse_duration(args.max_time, "--max-time")
     max_step = parse_duration(args.max_step, "--max-step")
     monitor = make_monitor(args)
     view = None if args.quiet else FindView(max_time, max_step, monitor=monitor)
     try:
         result = finder.find(
-            args.url,
+            url,
+            plan=plan,
+            scenario=scenario,
             model=args.model,
             slos=args.slo,
             max_errors=parse_share(args.max_errors, "--max-errors"),
