@@ -198,3 +198,25 @@ def test_bad_find_options_are_one_line(argv, message, capsys):
     assert cli.main(["find", "http://127.0.0.1:9/", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_monitor_cmd_starts_watches_and_stops_the_service(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    redline_bin = Path(sys.executable).parent / "redline"
+    out = tmp_path / "find.json"
+    argv = ["find", f"http://127.0.0.1:{port}/?latency=5ms"]
+    argv += ["--monitor-cmd", f"{redline_bin} target --port {port} --threads 1"]
+    argv += ["--max-time", "30s", "--min-step", "2s", "--max-step", "4s", "--confirm", "2s"]
+    argv += ["--max-load", "8", "--json", str(out), "-q"]
+    assert cli.main(argv) == 0
+    r = valid(json.loads(out.read_text()))
+    assert r["monitor"], "the command's process tree was sampled"
+    # Samples come once a second: a 2 s step on a loaded box may see none, but not all of them.
+    assert any(s["service"].get("cpu_percent") is not None for s in r["steps"])
+    # The service was stopped with the search: nothing listens on its port any more.
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass

@@ -76,6 +76,24 @@ class LiveRun:
         return report
 
 
+class Aligned:
+    """Aligned shows a monitor's samples on the live run's clock (``offset``: the run's start
+    in the monitor's time)."""
+
+    def __init__(self, monitor: Any, offset: float):
+        self.monitor = monitor
+        self.offset = offset
+
+    def window(self, t0: float, t1: float) -> dict[str, float]:
+        return dict(self.monitor.window(t0 + self.offset, t1 + self.offset))
+
+    def series(self) -> list[dict[str, Any]]:
+        return [{**x, "t_s": x["t_s"] - self.offset} for x in self.monitor.series()]
+
+    def stop(self) -> None:
+        self.monitor.stop()
+
+
 def worker_cpu_s() -> tuple[float, int] | None:
     """worker_cpu_s is how much CPU this process's engine worker threads (named
     ``redline-w*``) wanted so far, in seconds: the time they ran plus the time they sat
@@ -188,9 +206,12 @@ def find(
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     live = LiveRun(config)
-    if monitor is not None and getattr(monitor, "_thread", None) is None:
-        # Samples on the run's clock: t_s in seconds since the live run started.
-        monitor.start(origin=started)
+    if monitor is not None:
+        if getattr(monitor, "_thread", None) is None:
+            monitor.start(origin=started)
+        # A monitor started earlier (--monitor-cmd starts the service first) is read on the
+        # run's clock: t_s in seconds since the live run started.
+        monitor = Aligned(monitor, started - float(monitor.origin))
 
     def sample(t0: float, t1: float) -> dict[str, float]:
         figures: dict[str, float] = {}

@@ -68,6 +68,26 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return f
 
 
+def wait_listening(url: str, timeout_s: float) -> None:
+    """wait_listening waits (bounded) until ``url``'s host and port accept a TCP connection."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=1.0):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise ConfigError(
+                    f"--monitor-cmd: nothing listens on {parts.netloc} after {timeout_s:g}s"
+                ) from None
+            time.sleep(0.1)
+
+
 def parse_share(text: str, what: str) -> float:
     """parse_share reads ``1%`` or ``0.01`` as a share."""
     try:
@@ -211,6 +231,14 @@ def cmd_find(args: argparse.Namespace) -> int:
     max_time = parse_duration(args.max_time, "--max-time")
     max_step = parse_duration(args.max_step, "--max-step")
     monitor = make_monitor(args)
+    if args.monitor_cmd is not None:
+        # The command is the service: start it and wait until it listens before the load.
+        monitor.start()
+        try:
+            wait_listening(url, 30.0)
+        except BaseException:
+            monitor.stop()
+            raise
     view = None if args.quiet else FindView(max_time, max_step, monitor=monitor)
     try:
         result = finder.find(
