@@ -220,3 +220,29 @@ def test_monitor_cmd_starts_watches_and_stops_the_service(tmp_path, capsys):
     # The service was stopped with the search: nothing listens on its port any more.
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
+
+
+SCENARIO = """
+from redline.scenario import Scenario
+
+scenario = Scenario(host="http://127.0.0.1:1", users=1, duration="10s")
+
+
+@scenario.flow()
+def read(u):
+    u.get("/", name="root", status=200)
+"""
+
+
+def test_find_with_a_scenario_file(queue, tmp_path):
+    pytest.importorskip("redline.scenario")
+    path = tmp_path / "one.py"
+    path.write_text(SCENARIO)
+    out = tmp_path / "find.json"
+    argv = ["find", str(path), "--host", queue.url, "--max-time", "60s", "--min-step", "2s"]
+    argv += ["--max-step", "6s", "--confirm", "3s", "--json", str(out), "-q"]
+    assert cli.main(argv) == 0
+    r = valid(json.loads(out.read_text()))
+    assert r["scenario"] == str(path)
+    x = r["answers"]["steady_state_throughput_rps"]
+    assert abs(x - CAPACITY) <= 0.1 * CAPACITY, f"found {x:.0f}, truth {CAPACITY:.0f}"
