@@ -219,6 +219,8 @@ def test_profiles_and_overrides():
         ("closed", {"users": 5, "duration": "10s"}, {}, {"connections": 5, "duration": "10s"}, {}),
         ("CLI users replace stages", {"stages": [("1s", 5)]}, {"users": 7},
          {"connections": 7}, {}),
+        ("CLI stages replace users and duration", {"users": 5, "duration": "1m"},
+         {"stages": "2s:3"}, {"stages": [(2.0, 3.0)]}, {}),
         ("CLI rate replaces users", {"users": 5, "duration": "1m"}, {"rate": 20},
          {"rate": 20, "duration": "1m"}, {}),
         ("jmeter", {"users": 100, "ramp_up": "25s", "loops": 100}, {},

@@ -109,3 +109,30 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
     if result.interrupted:
         return 130
     return EXIT_THRESHOLD if failed else 0
+
+
+def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
+    """build_run_parser_args parses ``SCENARIO.py`` and the scenario options of ``redline
+    run`` without the whole CLI (for scripts that run scenarios through the Python API)."""
+    p = argparse.ArgumentParser(prog="redline-scenario")
+    p.add_argument("url")
+    p.add_argument("--host")
+    p.add_argument("-u", "--users", type=int)
+    p.add_argument("-c", "--connections", type=int)
+    p.add_argument("--rate", type=float)
+    p.add_argument("--stages")
+    p.add_argument("--open", action="store_true")
+    p.add_argument("-d", "--duration")
+    p.add_argument("-t", "--threads", type=int)
+    p.add_argument("--iterations", type=int)
+    p.add_argument("--timeout")
+    p.add_argument("--max-connections", type=int)
+    p.add_argument("--warmup")
+    p.add_argument("--interval")
+    p.add_argument("-k", "--insecure", action="store_true")
+    p.add_argument("--cacert")
+    p.add_argument("--json")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--var", action="append", default=[])
+    p.add_argument("--threshold", action="append", default=[])
+    return p.parse_args(argv)

@@ -63,6 +63,8 @@ def merge(declared: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
             out.pop(k, None)
     if "duration" in given and "stages" in out:
         out.pop("stages")
+    if "stages" in given:
+        out.pop("duration", None)  # stages set the duration
     out.update(given)
     return out
 

@@ -106,9 +106,11 @@ impl Vu {
             jar: CookieJar::default(),
             iterations: 0,
             rng: Rng::new(vu),
-            req: Vec::with_capacity(512),
+            // Buffers grow to what the flow needs on first use: ten thousand mostly idle VUs
+            // must not each hold a page they never fill.
+            req: Vec::new(),
             body: Vec::new(),
-            raw: Vec::with_capacity(4096),
+            raw: Vec::new(),
             parsed: Parsed::default(),
             json: JsonBody::default(),
             loops: vec![0; script.depth],
@@ -153,6 +155,9 @@ impl Vu {
             let flow = script.pick(self.rng.below(script.total_weight));
             ok = self.run(script, &flow.ops, t, &mut at).await.is_ok();
         }
+        // The last parsed document is not needed past the iteration: a VU that waits (think
+        // time, pacing, the next arrival) holds no JSON tree.
+        self.json.reset();
         let now = t.now();
         t.iteration(intended, now.saturating_duration_since(intended), ok);
         ok
