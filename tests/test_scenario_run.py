@@ -206,3 +206,26 @@ def test_taskqueue_failed_task_fails_the_status_check(tmp_path, taskqueue):
     assert "result" not in doc["per_name"] or doc["per_name"]["result"]["requests"] == 0
     assert [t["status"] for t in tasks(taskqueue)] == ["FAILED", "FAILED"]
     assert doc["scenario"]["iterations"]["failed"] == 2
+
+
+def test_abort_on_fail_stops_the_run_after_its_window(tmp_path):
+    path = tmp_path / "slow.py"
+    path.write_text(textwrap.dedent("""\
+        from redline.scenario import Scenario
+        s = Scenario(users=2, duration="30s")
+        @s.flow
+        def f(u):
+            u.get("/?latency=30ms", name="slow")
+        """))
+    with redline.Target(threads=1) as t:
+        t0 = time.monotonic()
+        p, doc = run_json(tmp_path, str(path), "--host", t.url, "--interval", "250ms",
+                          "--threshold", "p95<10ms;abort=1s")
+        took = time.monotonic() - t0
+    assert p.returncode == 1, p.stderr
+    assert "redline: threshold p95<10ms failed for 1 s" in p.stderr
+    # Every interval is over the bound from the first: the stop comes after about 1 s of
+    # the 30 s asked (start-up and the report are a few seconds more at most).
+    assert took < 15
+    assert 1.0 <= doc["duration_s"] < 5
+    assert doc["per_name"]["slow"]["requests"] > 0

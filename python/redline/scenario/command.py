@@ -16,7 +16,8 @@ from typing import Any
 from redline.errors import ConfigError
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.profile import merge, run_options
-from redline.scenario.thresholds import check, parse
+from redline.scenario.thresholds import check
+from redline.scenario.watch import Watch, split
 
 #: EXIT_THRESHOLD: the exit status when a threshold failed.
 EXIT_THRESHOLD = 1
@@ -82,9 +83,10 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
     from redline.scenario.table import render as render_tables
     from redline.summary import render
 
-    thresholds = [parse(t) for t in args.threshold]
     compiled = compile_file(args.url, args.var)
-    thresholds += [parse(t) for t in compiled.thresholds]
+    pairs = [split(t) for t in [*args.threshold, *compiled.thresholds]]
+    thresholds = [t for t, _ in pairs]
+    watches = [w for _, w in pairs if w is not None]
     given = {
         "users": args.users if args.users is not None else args.connections,
         "rate": args.rate,
@@ -97,16 +99,23 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
         "max_connections": args.max_connections,
     }
     url, plan, kw = plan_and_options(compiled, given, args.host)
-    result = run(url, plan=plan, warmup=args.warmup, interval=args.interval,
-                 insecure=args.insecure, cacert=args.cacert, progress=progress, **kw)
+    opts = dict(warmup=args.warmup, interval=args.interval, insecure=args.insecure,
+                cacert=args.cacert, **kw)
+    aborted = None
+    if watches:
+        result, aborted = run_watched(url, plan, opts, watches, progress)
+    else:
+        result = run(url, plan=plan, progress=progress, **opts)
     print(render(result), flush=True)
     print(render_tables(result.data), flush=True)
     if args.json:
         result.write_json(args.json)
     failed = check(thresholds, result.data)
+    if aborted:
+        failed.insert(0, aborted)
     for line in failed:
         print(f"redline: {line}", file=sys.stderr)
-    if result.interrupted:
+    if result.interrupted and not aborted:
         return 130
     return EXIT_THRESHOLD if failed else 0
 
@@ -136,3 +145,34 @@ def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--var", action="append", default=[])
     p.add_argument("--threshold", action="append", default=[])
     return p.parse_args(argv)
+
+
+def run_watched(url: str, plan: dict[str, Any], opts: dict[str, Any], watches: list[Watch],
+                progress: Any = None) -> tuple[Any, str | None]:
+    """run_watched runs the plan with a live handle, feeding each interval snapshot to the
+    watches and stopping the run when one fires; returns the result and the abort line."""
+    from redline import _engine
+    from redline.result import Result
+    from redline.runner import build_config
+
+    config = build_config(url, **opts)
+    config["plan"] = plan
+    interval_s = float(config.get("interval_s", 1.0))
+    handle = _engine.start_run(json.dumps(config))
+    aborted = None
+    try:
+        while not handle.done:
+            raw = handle.next_snapshot(0.5)
+            if raw is None:
+                continue
+            snap = json.loads(raw)
+            if progress is not None:
+                progress(snap)
+            for w in watches:
+                line = w.feed(snap, interval_s)
+                if line and aborted is None:
+                    aborted = line
+                    handle.stop()
+    except KeyboardInterrupt:
+        handle.stop()
+    return Result(json.loads(handle.report())), aborted
