@@ -6,7 +6,7 @@ Against the bundled test server's form app:
     redline run examples/survey.py --host http://127.0.0.1:PORT -u 50 -d 1m
 """
 
-from redline.scenario import Scenario, between, contains, status
+from redline.scenario import Scenario, between, contains
 
 scenario = Scenario(users=20, duration="1m", thresholds=["errors<1%"])
 
@@ -16,9 +16,18 @@ def survey(u):
     with u.group("survey"):
         u.get("/form", name="form", status=200, checks=[contains("<form")])
         # The 302 itself, checked as such: not followed here...
-        u.post("/form", name="post", form={"name": f"user {u.vu}", "rating": u.choice([1, 2, 3, 4, 5])},
-               status=302)
+        u.post(
+            "/form",
+            name="post",
+            form={"name": f"user {u.vu}", "rating": u.choice([1, 2, 3, 4, 5])},
+            status=302,
+        )
         # ...and the same post with the redirect followed to /thanks (with the session cookie).
-        u.post("/form", name="post+thanks", form={"name": f"user {u.vu}", "rating": 5},
-               follow_redirects=True, status=200)
+        u.post(
+            "/form",
+            name="post+thanks",
+            form={"name": f"user {u.vu}", "rating": 5},
+            follow_redirects=True,
+            status=200,
+        )
     u.think(between(1, 2))

@@ -17,8 +17,14 @@ DONE = ["SUCCEEDED", "FAILED"]
 def task(u, submission):
     sub = u.post("/tasks/submissions", json=submission, name="submit", status=202)
     tid = sub.json("$.id")
-    u.poll(f"/tasks/submissions/{tid}", name="status", every="1s", timeout="60s",
-           until=json_in("$.status", DONE), checks=[json_eq("$.status", "SUCCEEDED")])
+    u.poll(
+        f"/tasks/submissions/{tid}",
+        name="status",
+        every="1s",
+        timeout="60s",
+        until=json_in("$.status", DONE),
+        checks=[json_eq("$.status", "SUCCEEDED")],
+    )
     u.get(f"/tasks/{tid}", name="result", status=200)
     u.think(between(1, 2))
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-
 from redline.scenario import ScenarioError, load
 from redline.scenario.jsonpath import parse_path
 from redline.scenario.profile import merge, run_options, spike, step_load
@@ -41,8 +40,13 @@ def test_seed000_example_compiles_to_the_documented_plan():
     assert poll["request"]["path"] == ["/tasks/submissions/", {"var": x["var"]}]
     assert poll["until"][0]["values"] == ["SUCCEEDED", "FAILED"]
     assert poll["request"]["checks"] == [
-        {"check": "json", "path": ["status"], "op": "in", "values": ["SUCCEEDED"],
-         "text": "$.status"}
+        {
+            "check": "json",
+            "path": ["status"],
+            "op": "in",
+            "values": ["SUCCEEDED"],
+            "text": "$.status",
+        }
     ]
     assert result["name"] == "result" and think["dist"] == "uniform"
     assert c.plan["vars"] == {"var.ORIGIN": "http://127.0.0.1:9/"}
@@ -136,8 +140,10 @@ def test_mistakes_name_file_and_line(tmp_path, label, body, line, words):
 
 def test_cli_mistake_is_one_line_exit_2_before_any_load(tmp_path, free_port):
     path = write(tmp_path, "s = Scenario(usres=5)\n")
-    for argv in (["run", str(path), "--host", f"http://127.0.0.1:{free_port}"],
-                 ["inspect", str(path)]):
+    for argv in (
+        ["run", str(path), "--host", f"http://127.0.0.1:{free_port}"],
+        ["inspect", str(path)],
+    ):
         p = run_cli(*argv)
         assert p.returncode == 2, p.stderr
         assert p.stderr.strip().splitlines() == [
@@ -149,8 +155,9 @@ def test_cli_mistake_is_one_line_exit_2_before_any_load(tmp_path, free_port):
 
 
 def test_inspect_prints_the_plan_and_options(tmp_path):
-    p = run_cli("inspect", "examples/taskqueue.py", "--var", "ORIGIN=http://o/",
-                "--host", "http://h:1")
+    p = run_cli(
+        "inspect", "examples/taskqueue.py", "--var", "ORIGIN=http://o/", "--host", "http://h:1"
+    )
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["host"] == "http://h:1"
@@ -181,22 +188,30 @@ def test_data_rows_loops_groups_setup_and_choice(tmp_path):
     )
     c = load(path)
     assert c.plan["data"] == [
-        {"name": "users", "per": "vu", "columns": ["name", "pw"],
-         "rows": [["ann", "1"], ["bob", "2"]]}
+        {
+            "name": "users",
+            "per": "vu",
+            "columns": ["name", "pw"],
+            "rows": [["ann", "1"], ["bob", "2"]],
+        }
     ]
     (login,) = c.plan["setup"]
-    assert login["body"] == {"type": "form", "fields": [
-        ["user", [{"var": "data.users.name"}]], ["pw", [{"var": "data.users.pw"}]]]}
+    assert login["body"] == {
+        "type": "form",
+        "fields": [["user", [{"var": "data.users.name"}]], ["pw", [{"var": "data.users.pw"}]]],
+    }
     (group, think) = c.plan["flows"][0]["steps"]
     (loop,) = group["steps"]
     set_step, get = loop["steps"]
-    assert set_step == {"step": "set", "var": set_step["var"], "choice": ["a", "b"],
-                        "line": set_step["line"]}
-    assert get["query"] == [["page", [{"var": "iteration"}]],
-                            ["pick", [{"var": set_step["var"]}]]]
+    assert set_step == {
+        "step": "set",
+        "var": set_step["var"],
+        "choice": ["a", "b"],
+        "line": set_step["line"],
+    }
+    assert get["query"] == [["page", [{"var": "iteration"}]], ["pick", [{"var": set_step["var"]}]]]
     assert get["headers"] == [["X-Token", [{"var": login["extract"][0]["var"]}]]]
-    assert think == {"step": "think", "dist": "exponential", "mean_s": 2.0,
-                     "line": think["line"]}
+    assert think == {"step": "think", "dist": "exponential", "mean_s": 2.0, "line": think["line"]}
 
 
 def test_json_paths():
@@ -217,35 +232,81 @@ def test_json_paths():
 def test_profiles_and_overrides():
     cases = [
         ("closed", {"users": 5, "duration": "10s"}, {}, {"connections": 5, "duration": "10s"}, {}),
-        ("CLI users replace stages", {"stages": [("1s", 5)]}, {"users": 7},
-         {"connections": 7}, {}),
-        ("CLI stages replace users and duration", {"users": 5, "duration": "1m"},
-         {"stages": "2s:3"}, {"stages": [(2.0, 3.0)]}, {}),
-        ("CLI rate replaces users", {"users": 5, "duration": "1m"}, {"rate": 20},
-         {"rate": 20, "duration": "1m"}, {}),
-        ("jmeter", {"users": 100, "ramp_up": "25s", "loops": 100}, {},
-         {"stages": [(25.0, 100), (86400.0, 100)]}, {"iterations": 100}),
-        ("iterations per VU", {"users": 3, "iterations": 4}, {},
-         {"stages": [(0.001, 3), (86400.0, 3)]}, {"iterations": 4}),
-        ("pacing", {"users": 1, "pacing": "2s", "duration": "5s"}, {},
-         {"connections": 1, "duration": "5s"}, {"pacing_s": 2.0}),
-        ("open stages", {"stages": "10s:5", "open": True}, {},
-         {"stages": [(10.0, 5.0)], "open_model": True}, {}),
+        ("CLI users replace stages", {"stages": [("1s", 5)]}, {"users": 7}, {"connections": 7}, {}),
+        (
+            "CLI stages replace users and duration",
+            {"users": 5, "duration": "1m"},
+            {"stages": "2s:3"},
+            {"stages": [(2.0, 3.0)]},
+            {},
+        ),
+        (
+            "CLI rate replaces users",
+            {"users": 5, "duration": "1m"},
+            {"rate": 20},
+            {"rate": 20, "duration": "1m"},
+            {},
+        ),
+        (
+            "jmeter",
+            {"users": 100, "ramp_up": "25s", "loops": 100},
+            {},
+            {"stages": [(25.0, 100), (86400.0, 100)]},
+            {"iterations": 100},
+        ),
+        (
+            "iterations per VU",
+            {"users": 3, "iterations": 4},
+            {},
+            {"stages": [(0.001, 3), (86400.0, 3)]},
+            {"iterations": 4},
+        ),
+        (
+            "pacing",
+            {"users": 1, "pacing": "2s", "duration": "5s"},
+            {},
+            {"connections": 1, "duration": "5s"},
+            {"pacing_s": 2.0},
+        ),
+        (
+            "open stages",
+            {"stages": "10s:5", "open": True},
+            {},
+            {"stages": [(10.0, 5.0)], "open_model": True},
+            {},
+        ),
     ]
     for label, declared, given, want_kw, want_plan in cases:
         kw, plan = run_options(merge(declared, given))
         assert (kw, plan) == (want_kw, want_plan), label
     assert step_load(10, 10, "30s", 30) == [
-        (1.0, 10), (29.0, 10), (1.0, 20), (29.0, 20), (1.0, 30), (29.0, 30)]
+        (1.0, 10),
+        (29.0, 10),
+        (1.0, 20),
+        (29.0, 20),
+        (1.0, 30),
+        (29.0, 30),
+    ]
     assert [t for _, t in spike(80, 200, 60)] == [80, 80, 200, 200, 60, 60]
 
 
 DOC = {
-    "requests": 990, "errors_total": 20, "errors": {"status": 5, "check": 5},
-    "unfinished": 0, "unsent": 0, "rps": 99.0, "duration_s": 10.0,
+    "requests": 990,
+    "errors_total": 20,
+    "errors": {"status": 5, "check": 5},
+    "unfinished": 0,
+    "unsent": 0,
+    "rps": 99.0,
+    "duration_s": 10.0,
     "latency_ms": {"p99": 450.0, "p99_9": 900.0, "mean": 20.0, "max": 1200.0},
-    "per_name": {"submit": {"requests": 100, "errors": 3, "latency_ms": {"p95": 310.0},
-                            "failure_reasons": {"timeout": 1, "HTTP 500": 2}}},
+    "per_name": {
+        "submit": {
+            "requests": 100,
+            "errors": 3,
+            "latency_ms": {"p95": 310.0},
+            "failure_reasons": {"timeout": 1, "HTTP 500": 2},
+        }
+    },
 }
 
 
@@ -277,11 +338,21 @@ def test_abort_watch_fires_after_a_whole_failing_window():
     t, w = split("p95<500ms;abort=2s")
     assert t.metric == "p95" and w is not None
     snaps = [  # (t_s, p95_ms): failing from 1.0 s, a good interval at 2.0 s, failing again
-        (0.5, 100), (1.0, 900), (1.5, 900), (2.0, 100), (2.5, 900), (3.0, 900), (3.5, 900),
-        (4.0, 900), (4.5, 900),
+        (0.5, 100),
+        (1.0, 900),
+        (1.5, 900),
+        (2.0, 100),
+        (2.5, 900),
+        (3.0, 900),
+        (3.5, 900),
+        (4.0, 900),
+        (4.5, 900),
     ]
-    fired = [ts for ts, p95 in snaps
-             if w.feed({"t_s": ts, "requests": 10, "errors": 0, "p95_ms": p95}, 0.5)]
+    fired = [
+        ts
+        for ts, p95 in snaps
+        if w.feed({"t_s": ts, "requests": 10, "errors": 0, "p95_ms": p95}, 0.5)
+    ]
     # The second failing run starts at 2.0 (the start of the 2.5 interval): 2 s of it by 4.0.
     assert fired[0] == 4.0
     _, none = split("p95<500ms")

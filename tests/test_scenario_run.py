@@ -27,8 +27,9 @@ FULL = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.jso
 SCHEMA = {
     **FULL,
     "required": ["per_name", "scenario", "errors"],
-    "properties": {k: FULL["properties"][k] for k in ("per_name", "scenario", "errors",
-                                                       "latency_ms")},
+    "properties": {
+        k: FULL["properties"][k] for k in ("per_name", "scenario", "errors", "latency_ms")
+    },
 }
 
 
@@ -69,13 +70,15 @@ def test_survey_uses_the_session_cookie_and_the_redirect(tmp_path):
 
 def test_failed_checks_are_failures_with_reasons_and_thresholds_exit_1(tmp_path):
     path = tmp_path / "checks.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         from redline.scenario import Scenario, contains, status
         s = Scenario(users=2, thresholds=["errors<1%"])
         @s.flow
         def f(u):
             u.get("/", name="home", checks=[contains("nope")])
-        """))
+        """)
+    )
     with redline.Target(threads=1) as t:
         before = t.stats()["requests"]
         p, doc = run_json(tmp_path, str(path), "--host", t.url, "--iterations", "5")
@@ -93,8 +96,9 @@ def test_failed_checks_are_failures_with_reasons_and_thresholds_exit_1(tmp_path)
 def test_jmeter_style_threads_ramp_up_and_loops(tmp_path):
     with redline.Target(threads=1) as t:
         before = t.stats()["requests"]
-        p, doc = run_json(tmp_path, "examples/jmeter_style.py", "--host", t.url,
-                          "-u", "5", "--iterations", "4")
+        p, doc = run_json(
+            tmp_path, "examples/jmeter_style.py", "--host", t.url, "-u", "5", "--iterations", "4"
+        )
         served = t.stats()["requests"] - before
     assert p.returncode == 0, p.stderr
     work = doc["per_name"]["work"]
@@ -109,8 +113,9 @@ def test_jmeter_style_threads_ramp_up_and_loops(tmp_path):
 def test_cli_users_replace_the_files_load_shape(tmp_path):
     with redline.Target(threads=1) as t:
         t0 = time.monotonic()
-        p, doc = run_json(tmp_path, "examples/jmeter_style.py", "--host", t.url,
-                          "-u", "4", "--iterations", "1")
+        p, doc = run_json(
+            tmp_path, "examples/jmeter_style.py", "--host", t.url, "-u", "4", "--iterations", "1"
+        )
         took = time.monotonic() - t0
     # -u replaces the file's whole load shape (its 25 s ramp-up too): 4 VUs at once.
     assert p.returncode == 0, p.stderr
@@ -121,8 +126,7 @@ def test_cli_users_replace_the_files_load_shape(tmp_path):
 def test_ramping_example_with_shorter_stages(tmp_path):
     with redline.Target(threads=1) as t:
         before = t.stats()["requests"]
-        p, doc = run_json(tmp_path, "examples/ramping.py", "--host", t.url,
-                          "--stages", "1s:4,1s:0")
+        p, doc = run_json(tmp_path, "examples/ramping.py", "--host", t.url, "--stages", "1s:4,1s:0")
         served = t.stats()["requests"] - before
     assert p.returncode == 0, p.stderr
     # Up to 4 VUs, each at most one request per 0.5 s, for 2 s: at most 4 * 2 / 0.5 = 16.
@@ -135,9 +139,21 @@ def test_ramping_example_with_shorter_stages(tmp_path):
 def start_taskqueue(data_dir: str) -> tuple[subprocess.Popen[str], str]:
     exe = os.path.join(os.path.dirname(sys.executable), "taskqueue")
     proc = subprocess.Popen(
-        [exe, "serve", "--port", "0", "--data-dir", data_dir, "--workers", "1",
-         "--allow-fetch-cidr", "127.0.0.0/8"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            exe,
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            data_dir,
+            "--workers",
+            "1",
+            "--allow-fetch-cidr",
+            "127.0.0.0/8",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 30
@@ -173,8 +189,18 @@ def tasks(url: str) -> list[dict]:
 
 def test_taskqueue_example_polls_until_done(tmp_path, taskqueue):
     with redline.Target(threads=1) as origin:
-        p, doc = run_json(tmp_path, "examples/taskqueue.py", "--host", taskqueue,
-                          "--var", f"ORIGIN={origin.url}/", "-u", "4", "-d", "3s")
+        p, doc = run_json(
+            tmp_path,
+            "examples/taskqueue.py",
+            "--host",
+            taskqueue,
+            "--var",
+            f"ORIGIN={origin.url}/",
+            "-u",
+            "4",
+            "-d",
+            "3s",
+        )
     assert p.returncode == 0, p.stderr
     names = doc["per_name"]
     stored = tasks(taskqueue)
@@ -194,12 +220,28 @@ def test_taskqueue_failed_task_fails_the_status_check(tmp_path, taskqueue):
         dead = origin.url
     # Keep only the http-fetch flow.
     path = tmp_path / "fetch_only.py"
-    path.write_text(Path("examples/taskqueue.py").read_text().replace(
-        "@scenario.flow(weight=1)\ndef factorial(u):\n    task(u, {\"type\": \"factorial\", \"n\": 1000})\n",
-        ""))
+    path.write_text(
+        Path("examples/taskqueue.py")
+        .read_text()
+        .replace(
+            "@scenario.flow(weight=1)\ndef factorial(u):\n"
+            '    task(u, {"type": "factorial", "n": 1000})\n',
+            "",
+        )
+    )
     assert "factorial(u)" not in path.read_text()
-    p, doc = run_json(tmp_path, str(path), "--host", taskqueue, "--var", f"ORIGIN={dead}/",
-                      "-u", "2", "--iterations", "1")
+    p, doc = run_json(
+        tmp_path,
+        str(path),
+        "--host",
+        taskqueue,
+        "--var",
+        f"ORIGIN={dead}/",
+        "-u",
+        "2",
+        "--iterations",
+        "1",
+    )
     assert p.returncode == 0, p.stderr
     status = doc["per_name"]["status"]
     assert status["failure_reasons"] == {'$.status is "FAILED", expected "SUCCEEDED"': 2}
@@ -210,17 +252,27 @@ def test_taskqueue_failed_task_fails_the_status_check(tmp_path, taskqueue):
 
 def test_abort_on_fail_stops_the_run_after_its_window(tmp_path):
     path = tmp_path / "slow.py"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         from redline.scenario import Scenario
         s = Scenario(users=2, duration="30s")
         @s.flow
         def f(u):
             u.get("/?latency=30ms", name="slow")
-        """))
+        """)
+    )
     with redline.Target(threads=1) as t:
         t0 = time.monotonic()
-        p, doc = run_json(tmp_path, str(path), "--host", t.url, "--interval", "250ms",
-                          "--threshold", "p95<10ms;abort=1s")
+        p, doc = run_json(
+            tmp_path,
+            str(path),
+            "--host",
+            t.url,
+            "--interval",
+            "250ms",
+            "--threshold",
+            "p95<10ms;abort=1s",
+        )
         took = time.monotonic() - t0
     assert p.returncode == 1, p.stderr
     assert "redline: threshold p95<10ms failed for 1 s" in p.stderr

@@ -10,15 +10,20 @@ class TaskUser(FastHttpUser):
 
     @task
     def flow(self) -> None:
-        with self.client.post("/tasks/submissions", json={"type": "factorial", "n": 100},
-                              name="submit", catch_response=True) as r:
+        with self.client.post(
+            "/tasks/submissions",
+            json={"type": "factorial", "n": 100},
+            name="submit",
+            catch_response=True,
+        ) as r:
             if r.status_code != 202:
                 r.failure(f"status {r.status_code}")
                 return
             tid = r.json()["id"]
         while True:
-            with self.client.get(f"/tasks/submissions/{tid}", name="status",
-                                 catch_response=True) as r:
+            with self.client.get(
+                f"/tasks/submissions/{tid}", name="status", catch_response=True
+            ) as r:
                 st = r.json().get("status") if r.status_code == 200 else None
                 if st == "FAILED":
                     r.failure("FAILED")

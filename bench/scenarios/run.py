@@ -56,8 +56,20 @@ def measure(argv: list[str], timeout: float) -> tuple[str, float, int]:
 
 
 def start_taskqueue(data_dir: str, *flags: str) -> tuple[subprocess.Popen[str], str]:
-    argv = pinned("0", [str(VENV_BIN / "taskqueue"), "serve", "--port", "0", "--data-dir",
-                        data_dir, "--workers", "1", *flags])
+    argv = pinned(
+        "0",
+        [
+            str(VENV_BIN / "taskqueue"),
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            data_dir,
+            "--workers",
+            "1",
+            *flags,
+        ],
+    )
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
@@ -68,9 +80,12 @@ def start_taskqueue(data_dir: str, *flags: str) -> tuple[subprocess.Popen[str], 
 
 
 def finished_task(url: str) -> str:
-    req = urllib.request.Request(url + "/tasks/submissions", method="POST",
-                                 data=b'{"type":"factorial","n":10}',
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url + "/tasks/submissions",
+        method="POST",
+        data=b'{"type":"factorial","n":10}',
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=10) as r:
         tid = json.loads(r.read())["id"]
     for _ in range(100):
@@ -84,8 +99,11 @@ def finished_task(url: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--locust", default=shutil.which("locust") or "",
-                    help="the locust executable (skipped when missing)")
+    ap.add_argument(
+        "--locust",
+        default=shutil.which("locust") or "",
+        help="the locust executable (skipped when missing)",
+    )
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     start = record.Context.now()
@@ -95,44 +113,97 @@ def main() -> int:
         server, url = start_taskqueue(tmp)
         try:
             tid = finished_task(url)
-            out, cpu, rss = measure(pinned("1", ["wrk", "-t1", f"-c{USERS}", f"-d{secs}s",
-                                                f"{url}/tasks/submissions/{tid}"]), secs + 30)
+            out, cpu, rss = measure(
+                pinned(
+                    "1",
+                    ["wrk", "-t1", f"-c{USERS}", f"-d{secs}s", f"{url}/tasks/submissions/{tid}"],
+                ),
+                secs + 30,
+            )
             n = int(re.search(r"(\d+) requests in", out).group(1))
             rows.append(("wrk", "GET status", n, cpu, rss))
 
             js = Path(tmp) / "redline.json"
-            out, cpu, rss = measure(pinned("1", [str(VENV_BIN / "redline"), "run",
-                                                 str(HERE / "seed000_flow.py"), "--host", url,
-                                                 "-u", str(USERS), "-d", f"{secs}s", "-t", "1",
-                                                 "-q", "--json", str(js)]), secs + 60)
+            out, cpu, rss = measure(
+                pinned(
+                    "1",
+                    [
+                        str(VENV_BIN / "redline"),
+                        "run",
+                        str(HERE / "seed000_flow.py"),
+                        "--host",
+                        url,
+                        "-u",
+                        str(USERS),
+                        "-d",
+                        f"{secs}s",
+                        "-t",
+                        "1",
+                        "-q",
+                        "--json",
+                        str(js),
+                    ],
+                ),
+                secs + 60,
+            )
             doc = json.loads(js.read_text())
-            n = doc["requests"] + doc["errors_total"] - doc["errors"]["status"] - doc["errors"]["check"]
+            n = (
+                doc["requests"]
+                + doc["errors_total"]
+                - doc["errors"]["status"]
+                - doc["errors"]["check"]
+            )
             rows.append(("redline", "seed-000 flow", n, cpu, rss))
             # The same run's engine alone (the report's process CPU during the load), without
             # the command's start-up: Python, its imports and the compile.
-            rows.append(("redline (engine only)", "seed-000 flow", n,
-                         doc["generator"]["cpu_s"], rss))
+            rows.append(
+                ("redline (engine only)", "seed-000 flow", n, doc["generator"]["cpu_s"], rss)
+            )
 
             if args.locust:
                 prefix = Path(tmp) / "locust"
-                out, cpu, rss = measure(pinned("1", [args.locust, "-f", str(HERE / "locustfile.py"),
-                                                     "--headless", "-u", str(USERS), "-r", str(USERS),
-                                                     "-t", f"{secs}s", "-H", url, "--csv", str(prefix),
-                                                     "--only-summary"]), secs + 60)
+                out, cpu, rss = measure(
+                    pinned(
+                        "1",
+                        [
+                            args.locust,
+                            "-f",
+                            str(HERE / "locustfile.py"),
+                            "--headless",
+                            "-u",
+                            str(USERS),
+                            "-r",
+                            str(USERS),
+                            "-t",
+                            f"{secs}s",
+                            "-H",
+                            url,
+                            "--csv",
+                            str(prefix),
+                            "--only-summary",
+                        ],
+                    ),
+                    secs + 60,
+                )
                 with open(f"{prefix}_stats.csv") as f:
                     agg = [r for r in csv.DictReader(f) if r["Name"] == "Aggregated"][0]
-                rows.append(("locust", "seed-000 flow (FastHttpUser)", int(agg["Request Count"]),
-                             cpu, rss))
+                rows.append(
+                    ("locust", "seed-000 flow (FastHttpUser)", int(agg["Request Count"]), cpu, rss)
+                )
         finally:
             server.terminate()
             server.wait(timeout=10)
     wrk_us = rows[0][3] / rows[0][2] * 1e6
-    lines = ["| tool | what | requests | client CPU s | CPU µs/req | ratio to wrk | peak RSS MB |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| tool | what | requests | client CPU s | CPU µs/req | ratio to wrk | peak RSS MB |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for tool, what, n, cpu, rss in rows:
         us = cpu / n * 1e6 if n else float("nan")
-        lines.append(f"| {tool} | {what} | {n:,} | {cpu:.2f} | {us:.1f} | {us / wrk_us:.2f}× | "
-                     f"{rss / 1024:.0f} |")
+        lines.append(
+            f"| {tool} | {what} | {n:,} | {cpu:.2f} | {us:.1f} | {us / wrk_us:.2f}× | "
+            f"{rss / 1024:.0f} |"
+        )
     table = "\n".join(lines)
     print(table)
     if not args.no_record:

@@ -12,9 +12,15 @@ scenario = Scenario(users=50, duration="20s")
 
 @scenario.flow
 def task(u):
-    tid = u.post("/tasks/submissions", json={"type": "factorial", "n": 100}, name="submit",
-                 status=202).json("$.id")
-    u.poll(f"/tasks/submissions/{tid}", name="status", every=0, timeout="30s",
-           until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
-           checks=[json_eq("$.status", "SUCCEEDED")])
+    tid = u.post(
+        "/tasks/submissions", json={"type": "factorial", "n": 100}, name="submit", status=202
+    ).json("$.id")
+    u.poll(
+        f"/tasks/submissions/{tid}",
+        name="status",
+        every=0,
+        timeout="30s",
+        until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
+        checks=[json_eq("$.status", "SUCCEEDED")],
+    )
     u.get(f"/tasks/{tid}", name="result", status=200)

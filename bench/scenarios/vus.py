@@ -34,24 +34,42 @@ def main() -> int:
     ap.add_argument("--ramp", type=int, default=20)
     ap.add_argument("--hold", type=int, default=20)
     ap.add_argument("--no-record", action="store_true")
-    ap.add_argument("--library", action="store_true",
-                    help="run through the Python API (redline.run with the compiled plan) "
-                    "instead of the redline command, whose start-up imports numpy and scipy "
-                    "for `redline find` (about 85 MB)")
+    ap.add_argument(
+        "--library",
+        action="store_true",
+        help="run through the Python API (redline.run with the compiled plan) "
+        "instead of the redline command, whose start-up imports numpy and scipy "
+        "for `redline find` (about 85 MB)",
+    )
     args = ap.parse_args()
     start = record.Context.now()
     with tempfile.TemporaryDirectory() as tmp:
         server, url = start_taskqueue(tmp, "--allow-fetch-cidr", "127.0.0.0/8")
-        origin = subprocess.Popen([str(VENV_BIN / "redline"), "target", "--threads", "1"],
-                                  stdout=subprocess.PIPE, text=True)
+        origin = subprocess.Popen(
+            [str(VENV_BIN / "redline"), "target", "--threads", "1"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert origin.stdout is not None
             origin_url = origin.stdout.readline().split()[-1]
             js = Path(tmp) / "r.json"
-            argv = [str(VENV_BIN / "redline"), "run", str(ROOT / "examples/taskqueue.py"),
-                    "--host", url, "--var", f"ORIGIN={origin_url}/", "--stages",
-                    f"{args.ramp}s:{args.vus},{args.hold}s:{args.vus}", "-q", "--json", str(js),
-                    "--timeout", "30s"]
+            argv = [
+                str(VENV_BIN / "redline"),
+                "run",
+                str(ROOT / "examples/taskqueue.py"),
+                "--host",
+                url,
+                "--var",
+                f"ORIGIN={origin_url}/",
+                "--stages",
+                f"{args.ramp}s:{args.vus},{args.hold}s:{args.vus}",
+                "-q",
+                "--json",
+                str(js),
+                "--timeout",
+                "30s",
+            ]
             if args.library:
                 argv = [sys.executable, str(HERE / "vus_library.py"), *argv[2:]]
             out, cpu, rss_kb = measure(argv, args.ramp + args.hold + 120)
@@ -65,21 +83,26 @@ def main() -> int:
             origin.wait(timeout=10)
     it = doc["scenario"]["iterations"]
     names = doc["per_name"]
-    table = "\n".join([
-        "| VUs | peak RSS MB | CPU s | requests | errors | unfinished | iterations started/completed/failed | submit / status / result |",
-        "|---:|---:|---:|---:|---:|---:|---|---|",
-        f"| {doc['connections']:,} | {rss_kb / 1024:.0f} | {cpu:.1f} | {doc['requests']:,} | "
-        f"{doc['errors_total']:,} | {doc.get('unfinished', 0):,} | {it['started']:,}/{it['completed']:,}/{it['failed']:,} | "
-        f"{names['submit']['requests']:,} / {names['status']['requests']:,} / {names['result']['requests']:,} |",
-    ])
+    head = (
+        "| VUs | peak RSS MB | CPU s | requests | errors | unfinished "
+        "| iterations started/completed/failed | submit / status / result |"
+    )
+    iters = f"{it['started']:,}/{it['completed']:,}/{it['failed']:,}"
+    per = " / ".join(f"{names[n]['requests']:,}" for n in ("submit", "status", "result"))
+    row = (
+        f"| {doc['connections']:,} | {rss_kb / 1024:.0f} | {cpu:.1f} | {doc['requests']:,} "
+        f"| {doc['errors_total']:,} | {doc.get('unfinished', 0):,} | {iters} | {per} |"
+    )
+    table = "\n".join([head, "|---:|---:|---:|---:|---:|---:|---|---|", row])
     print(table)
     print("errors:", json.dumps(doc["errors"]))
     for n, e in names.items():
         if e.get("failure_reasons"):
             print(n, json.dumps(e["failure_reasons"]))
     if not args.no_record:
-        record.append("scenarios", f"{args.vus:,} VUs of examples/taskqueue.py: peak RSS", start,
-                      table)
+        record.append(
+            "scenarios", f"{args.vus:,} VUs of examples/taskqueue.py: peak RSS", start, table
+        )
     return 0
 
 

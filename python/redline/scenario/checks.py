@@ -33,8 +33,9 @@ def status(*codes: int) -> Check:
 
 
 def _json(op: str, path: str, values: list[Any]) -> Check:
-    return Check({"check": "json", "path": parse_path(path), "op": op, "values": values,
-                  "text": path})
+    return Check(
+        {"check": "json", "path": parse_path(path), "op": op, "values": values, "text": path}
+    )
 
 
 def json_eq(path: str, value: Any) -> Check:

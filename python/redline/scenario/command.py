@@ -44,8 +44,9 @@ def compile_file(path: str, var_pairs: list[str]) -> Compiled:
     return load(path, parse_vars(var_pairs))
 
 
-def plan_and_options(compiled: Compiled, given: dict[str, Any],
-                     host: str | None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def plan_and_options(
+    compiled: Compiled, given: dict[str, Any], host: str | None
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """plan_and_options: the host URL, the plan and the run options of a compiled scenario
     with the command line's overrides."""
     url = host or compiled.host
@@ -71,8 +72,13 @@ def add_inspect_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     p = sub.add_parser("inspect", help="print the plan a scenario file compiles to")
     p.add_argument("scenario", metavar="SCENARIO.py")
     p.add_argument("--host", metavar="URL", help="the host the scenario runs against")
-    p.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                   help="a run variable (repeatable)")
+    p.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a run variable (repeatable)",
+    )
     p.set_defaults(func=cmd_inspect)
     return p
 
@@ -99,8 +105,9 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
         "max_connections": args.max_connections,
     }
     url, plan, kw = plan_and_options(compiled, given, args.host)
-    opts = dict(warmup=args.warmup, interval=args.interval, insecure=args.insecure,
-                cacert=args.cacert, **kw)
+    opts = dict(
+        warmup=args.warmup, interval=args.interval, insecure=args.insecure, cacert=args.cacert, **kw
+    )
     aborted = None
     if watches:
         result, aborted = run_watched(url, plan, opts, watches, progress)
@@ -147,8 +154,9 @@ def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def run_watched(url: str, plan: dict[str, Any], opts: dict[str, Any], watches: list[Watch],
-                progress: Any = None) -> tuple[Any, str | None]:
+def run_watched(
+    url: str, plan: dict[str, Any], opts: dict[str, Any], watches: list[Watch], progress: Any = None
+) -> tuple[Any, str | None]:
     """run_watched runs the plan with a live handle, feeding each interval snapshot to the
     watches and stopping the run when one fires; returns the result and the abort line."""
     from redline import _engine

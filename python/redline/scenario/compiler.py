@@ -65,9 +65,7 @@ def load(path: str | os.PathLike[str], run_vars: dict[str, str] | None = None) -
         raise ScenarioError(f"{type(e).__name__}: {e}", path, _line_in(e, path)) from None
     found = [v for v in namespace.values() if isinstance(v, Scenario)]
     if len(found) != 1:
-        raise ScenarioError(
-            f"expected one Scenario(...) in the file, found {len(found)}", path
-        )
+        raise ScenarioError(f"expected one Scenario(...) in the file, found {len(found)}", path)
     return compile_scenario(found[0], run_vars or {}, path)
 
 
@@ -77,8 +75,9 @@ def compile_scenario(
     """compile_scenario traces ``scenario``'s setup and flows into a plan."""
     path = path or scenario.file or "<scenario>"
     if not scenario.flows:
-        raise ScenarioError("the scenario declares no flow (use @scenario.flow)", path,
-                            scenario.line)
+        raise ScenarioError(
+            "the scenario declares no flow (use @scenario.flow)", path, scenario.line
+        )
     comp = _Compiler(scenario, run_vars)
     base: set[str] = set(BUILTINS)
     for ds in scenario.datasets.values():
@@ -106,8 +105,7 @@ def compile_scenario(
         "setup": setup_steps,
         "flows": flows,
     }
-    return Compiled(path, plan, scenario.host, dict(scenario.profile),
-                    list(scenario.thresholds))
+    return Compiled(path, plan, scenario.host, dict(scenario.profile), list(scenario.thresholds))
 
 
 def _trace(fn: Any, user: User, path: str) -> Any:

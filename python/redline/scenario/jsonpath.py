@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(-?\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
+_TOKEN = re.compile(
+    r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(-?\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
+)
 
 
 def parse_path(path: str) -> list[str | int]:

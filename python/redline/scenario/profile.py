@@ -28,8 +28,9 @@ HOLD_S = 86_400.0
 SHAPE_KEYS = ("users", "rate", "stages", "open", "ramp_up")
 
 
-def step_load(start: int, add: int, every: str | float, until: int,
-              ramp: str | float = "1s") -> list[tuple[float, float]]:
+def step_load(
+    start: int, add: int, every: str | float, until: int, ramp: str | float = "1s"
+) -> list[tuple[float, float]]:
     """step_load: start ``start`` users, add ``add`` every ``every`` up to ``until`` (each
     step reached over ``ramp``, then held), like Locust's ``--step-load``."""
     every_s, ramp_s = parse_duration(every, "every"), parse_duration(ramp, "ramp")
@@ -43,14 +44,30 @@ def step_load(start: int, add: int, every: str | float, until: int,
     return stages
 
 
-def spike(base: int, peak: int, after: int, *, warm: str | float = "30s",
-          rise: str | float = "5s", hold: str | float = "30s",
-          fall: str | float = "5s", tail: str | float = "30s") -> list[tuple[float, float]]:
+def spike(
+    base: int,
+    peak: int,
+    after: int,
+    *,
+    warm: str | float = "30s",
+    rise: str | float = "5s",
+    hold: str | float = "30s",
+    fall: str | float = "5s",
+    tail: str | float = "30s",
+) -> list[tuple[float, float]]:
     """spike: ``base`` users, a sudden rise to ``peak``, then ``after`` (80 -> 200 -> 60)."""
-    d = {k: parse_duration(v, k) for k, v in
-         {"warm": warm, "rise": rise, "hold": hold, "fall": fall, "tail": tail}.items()}
-    return [(d["rise"], base), (d["warm"], base), (d["rise"], peak), (d["hold"], peak),
-            (d["fall"], after), (d["tail"], after)]
+    d = {
+        k: parse_duration(v, k)
+        for k, v in {"warm": warm, "rise": rise, "hold": hold, "fall": fall, "tail": tail}.items()
+    }
+    return [
+        (d["rise"], base),
+        (d["warm"], base),
+        (d["rise"], peak),
+        (d["hold"], peak),
+        (d["fall"], after),
+        (d["tail"], after),
+    ]
 
 
 def merge(declared: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
@@ -69,8 +86,9 @@ def merge(declared: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def run_options(profile: dict[str, Any], file: str | None = None) -> tuple[dict[str, Any],
-                                                                             dict[str, Any]]:
+def run_options(
+    profile: dict[str, Any], file: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """run_options: the keyword arguments of :func:`redline.run` and the plan fields
     (``iterations``, ``pacing_s``) a profile stands for."""
     p = dict(profile)
@@ -95,8 +113,12 @@ def run_options(profile: dict[str, Any], file: str | None = None) -> tuple[dict[
         if not isinstance(iterations, int) or iterations < 1:
             raise ScenarioError(f"iterations must be an integer >= 1, got {iterations!r}", file)
         plan["iterations"] = iterations
-        if "stages" not in kw and p.get("stages") is None and "duration" not in p \
-                and p.get("rate") is None:
+        if (
+            "stages" not in kw
+            and p.get("stages") is None
+            and "duration" not in p
+            and p.get("rate") is None
+        ):
             # Until every VU is done (bounded by HOLD_S).
             kw["stages"] = [(0.001, users or 1), (HOLD_S, users or 1)]
             kw.pop("connections", None)
@@ -105,8 +127,13 @@ def run_options(profile: dict[str, Any], file: str | None = None) -> tuple[dict[
     pacing = p.pop("pacing", None)
     if pacing is not None:
         plan["pacing_s"] = parse_duration(pacing, "pacing")
-    for key, arg in (("rate", "rate"), ("duration", "duration"), ("threads", "threads"),
-                     ("max_connections", "max_connections"), ("timeout", "timeout")):
+    for key, arg in (
+        ("rate", "rate"),
+        ("duration", "duration"),
+        ("threads", "threads"),
+        ("max_connections", "max_connections"),
+        ("timeout", "timeout"),
+    ):
         if key in p:
             kw[arg] = p.pop(key)
     if p.pop("open", False):

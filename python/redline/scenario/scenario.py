@@ -58,8 +58,9 @@ class Scenario:
     ``iterations`` per VU, JMeter-style ``ramp_up`` and ``loops``, ``pacing``...) are the
     defaults the command line overrides; ``thresholds`` are checked at the end."""
 
-    def __init__(self, host: str | None = None, *, thresholds: list[str] | None = None,
-                 **profile: Any) -> None:
+    def __init__(
+        self, host: str | None = None, *, thresholds: list[str] | None = None, **profile: Any
+    ) -> None:
         unknown = sorted(set(profile) - set(PROFILE_KEYS))
         file, line = caller()
         if unknown:
@@ -70,9 +71,9 @@ class Scenario:
             )
         self.host = host
         self.thresholds = list(thresholds or [])
-        self.flows = []
-        self.setup_fn = None
-        self.datasets = {}
+        self.flows: list[FlowDef] = []
+        self.setup_fn: FlowFn | None = None
+        self.datasets: dict[str, dict[str, Any]] = {}
         self.profile = {k: v for k, v in profile.items() if v is not None}
         self.file, self.line = file, line
 
@@ -83,8 +84,9 @@ class Scenario:
 
         def declare(f: FlowFn) -> FlowFn:
             if not isinstance(weight, int) or weight < 1:
-                raise ScenarioError(f"flow weight must be an integer >= 1, got {weight!r}",
-                                    file, line)
+                raise ScenarioError(
+                    f"flow weight must be an integer >= 1, got {weight!r}", file, line
+                )
             self.flows.append(FlowDef(name or f.__name__, f, weight, line))
             return f
 

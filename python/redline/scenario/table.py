@@ -26,7 +26,9 @@ def _grid(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for r in rows:
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        cells = [r[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
+        ]
         out.append("  " + "  ".join(cells).rstrip())
     return out
 
@@ -54,8 +56,9 @@ def render(data: dict[str, Any]) -> str:
     ]
     if reasons:
         lines.append("Failures")
-        lines += _grid([["Name", "Count", "Reason"]] +
-                       [[name, str(n), reason] for name, reason, n in reasons])
+        lines += _grid(
+            [["Name", "Count", "Reason"]] + [[name, str(n), reason] for name, reason, n in reasons]
+        )
     it = sc.get("iterations")
     if it:
         lat = it.get("latency_ms", {})

@@ -19,15 +19,21 @@ _SPEC = re.compile(
     r"^\s*(?:(?P<name>.+):)?(?P<metric>p\d+(?:\.\d+)?|mean|min|max|errors|rps)\s*"
     r"(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|ms|s|%)?\s*$"
 )
-_QUANTILES = {"p50": "p50", "p75": "p75", "p90": "p90", "p95": "p95", "p99": "p99",
-              "p99.9": "p99_9", "p99.99": "p99_99"}
+_QUANTILES = {
+    "p50": "p50",
+    "p75": "p75",
+    "p90": "p90",
+    "p95": "p95",
+    "p99": "p99",
+    "p99.9": "p99_9",
+    "p99.99": "p99_99",
+}
 _UNIT_MS = {None: 1.0, "ms": 1.0, "s": 1e3, "us": 1e-3}
 
 #: TRANSPORT_REASONS: the failure reasons of requests that got no response (the engine's
 #: names for its error classes), which count as attempts besides the answered requests.
 TRANSPORT_REASONS = frozenset(
-    {"connect error", "timeout", "read error", "write error", "connection reset",
-     "protocol error"}
+    {"connect error", "timeout", "read error", "write error", "connection reset", "protocol error"}
 )
 
 
@@ -43,8 +49,12 @@ class Threshold:
 
     def holds(self, actual: float) -> bool:
         """holds: whether ``actual`` meets the criterion."""
-        return {"<": actual < self.value, "<=": actual <= self.value,
-                ">": actual > self.value, ">=": actual >= self.value}[self.op]
+        return {
+            "<": actual < self.value,
+            "<=": actual <= self.value,
+            ">": actual > self.value,
+            ">=": actual >= self.value,
+        }[self.op]
 
 
 def parse(text: str) -> Threshold:
@@ -92,12 +102,16 @@ def actual(t: Threshold, data: dict[str, Any]) -> float:
     if entry is None:
         entry = data.get("scenario", {}).get("groups", {}).get(t.name)
     if entry is None:
-        known = sorted(data.get("per_name", {})) + sorted(data.get("scenario", {}).get("groups", {}))
-        raise ConfigError(f"threshold {t.text!r}: no request name or group {t.name!r} "
-                          f"(names: {', '.join(known)})")
+        known = sorted(data.get("per_name", {})) + sorted(
+            data.get("scenario", {}).get("groups", {})
+        )
+        raise ConfigError(
+            f"threshold {t.text!r}: no request name or group {t.name!r} (names: {', '.join(known)})"
+        )
     if t.metric == "errors":
-        transport = sum(n for r, n in entry.get("failure_reasons", {}).items()
-                        if r in TRANSPORT_REASONS)
+        transport = sum(
+            n for r, n in entry.get("failure_reasons", {}).items() if r in TRANSPORT_REASONS
+        )
         attempts = entry.get("requests", 0) + transport
         return entry.get("errors", 0) / attempts if attempts else 0.0
     if t.metric == "rps":
@@ -113,7 +127,10 @@ def check(thresholds: list[Threshold], data: dict[str, Any]) -> list[str]:
     for t in thresholds:
         got = actual(t, data)
         if not t.holds(got):
-            shown = f"{got:.2%}" if t.metric == "errors" else (
-                f"{got:.1f}" if t.metric == "rps" else f"{got:.2f}ms")
+            shown = (
+                f"{got:.2%}"
+                if t.metric == "errors"
+                else (f"{got:.1f}" if t.metric == "rps" else f"{got:.2f}ms")
+            )
             failed.append(f"threshold {t.text} failed: {t.metric} was {shown}")
     return failed

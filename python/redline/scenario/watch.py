@@ -17,8 +17,15 @@ from redline.errors import ConfigError
 from redline.options import parse_duration
 from redline.scenario.thresholds import Threshold, parse
 
-_SNAPSHOT_KEY = {"p50": "p50_ms", "p90": "p90_ms", "p95": "p95_ms", "p99": "p99_ms",
-                 "p99.9": "p99_9_ms", "mean": "mean_ms", "max": "max_ms"}
+_SNAPSHOT_KEY = {
+    "p50": "p50_ms",
+    "p90": "p90_ms",
+    "p95": "p95_ms",
+    "p99": "p99_ms",
+    "p99.9": "p99_9_ms",
+    "mean": "mean_ms",
+    "max": "max_ms",
+}
 
 
 @dataclass
@@ -43,8 +50,10 @@ class Watch:
         if self.failing_since is None:
             self.failing_since = t - interval_s
         if t - self.failing_since >= self.window_s - 1e-9:
-            return (f"threshold {self.threshold.text} failed for {self.window_s:g} s "
-                    f"(at {t:.1f} s): the run was stopped")
+            return (
+                f"threshold {self.threshold.text} failed for {self.window_s:g} s "
+                f"(at {t:.1f} s): the run was stopped"
+            )
         return None
 
 
@@ -70,7 +79,9 @@ def split(spec: str) -> tuple[Threshold, Watch | None]:
         return t, None
     key, eq, window = opt.partition("=")
     if key.strip() != "abort" or not eq:
-        raise ConfigError(f"bad threshold {spec!r}: the only option is ;abort=WINDOW, e.g. ;abort=10s")
+        raise ConfigError(
+            f"bad threshold {spec!r}: the only option is ;abort=WINDOW, e.g. ;abort=10s"
+        )
     if t.name is not None:
         raise ConfigError(f"bad threshold {spec!r}: abort judges run-wide figures only (no NAME:)")
     if t.metric not in _SNAPSHOT_KEY and t.metric not in ("errors", "rps"):

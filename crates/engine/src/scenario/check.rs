@@ -86,10 +86,8 @@ impl Check {
             }
             Check::Contains(text) => {
                 let body = &seen.resp.body;
-                let hit = !text.is_empty()
-                    && body
-                        .windows(text.len())
-                        .any(|w| w == text.as_bytes());
+                let hit =
+                    !text.is_empty() && body.windows(text.len()).any(|w| w == text.as_bytes());
                 (!hit).then(|| format!("body does not contain {text:?}"))
             }
             Check::Latency(max) => (seen.latency > *max)
@@ -116,18 +114,46 @@ mod tests {
         };
         let cases: Vec<(&str, Check, Option<&str>)> = vec![
             ("status in set", Check::Status(vec![200, 202]), None),
-            ("status not in set", Check::Status(vec![200]), Some("status 202 not in [200]")),
-            ("json eq fails", st(false, &["SUCCEEDED"]), Some("$.status is \"FAILED\", expected \"SUCCEEDED\"")),
+            (
+                "status not in set",
+                Check::Status(vec![200]),
+                Some("status 202 not in [200]"),
+            ),
+            (
+                "json eq fails",
+                st(false, &["SUCCEEDED"]),
+                Some("$.status is \"FAILED\", expected \"SUCCEEDED\""),
+            ),
             ("json in", st(false, &["SUCCEEDED", "FAILED"]), None),
-            ("json not in", st(true, &["FAILED"]), Some("$.status is \"FAILED\", expected none of \"FAILED\"")),
+            (
+                "json not in",
+                st(true, &["FAILED"]),
+                Some("$.status is \"FAILED\", expected none of \"FAILED\""),
+            ),
             ("json not in holds", st(true, &["X"]), None),
             ("contains", Check::Contains("FAIL".into()), None),
-            ("contains fails", Check::Contains("nope".into()), Some("body does not contain \"nope\"")),
-            ("latency ok", Check::Latency(Duration::from_millis(10)), None),
-            ("latency over", Check::Latency(Duration::from_millis(1)), Some("latency over 1 ms")),
+            (
+                "contains fails",
+                Check::Contains("nope".into()),
+                Some("body does not contain \"nope\""),
+            ),
+            (
+                "latency ok",
+                Check::Latency(Duration::from_millis(10)),
+                None,
+            ),
+            (
+                "latency over",
+                Check::Latency(Duration::from_millis(1)),
+                Some("latency over 1 ms"),
+            ),
         ];
         for (label, check, want) in cases {
-            let seen = Seen { status: 202, latency: Duration::from_millis(5), resp: &resp };
+            let seen = Seen {
+                status: 202,
+                latency: Duration::from_millis(5),
+                resp: &resp,
+            };
             let got = check.eval(&seen, &mut JsonBody::default());
             assert_eq!(got.as_deref(), want, "{label}");
         }

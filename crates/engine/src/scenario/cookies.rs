@@ -72,7 +72,11 @@ mod tests {
             ("one", &["sid=abc; Path=/; HttpOnly"], "Cookie: sid=abc\r\n"),
             ("two in order", &["a=1", "b=2"], "Cookie: a=1; b=2\r\n"),
             ("replace", &["a=1", "a=3"], "Cookie: a=3\r\n"),
-            ("delete", &["a=1", "b=2", "a=; Max-Age=0"], "Cookie: b=2\r\n"),
+            (
+                "delete",
+                &["a=1", "b=2", "a=; Max-Age=0"],
+                "Cookie: b=2\r\n",
+            ),
             ("malformed ignored", &["novalue", "=x"], ""),
         ];
         for (label, sets, want) in cases {

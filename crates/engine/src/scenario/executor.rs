@@ -183,13 +183,23 @@ impl Vu {
                     let r = self.request(script, req, t, *at).await;
                     *at = t.now();
                     let sent = self.sent;
-                    if let Err(f) = r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat, true)) {
+                    if let Err(f) =
+                        r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat, true))
+                    {
                         break Err(f);
                     }
                 }
-                Op::Poll { req, until, interval, timeout } => {
+                Op::Poll {
+                    req,
+                    until,
+                    interval,
+                    timeout,
+                } => {
                     let req = &script.requests[*req];
-                    if let Err(f) = self.poll(script, req, until, *interval, *timeout, t, at).await {
+                    if let Err(f) = self
+                        .poll(script, req, until, *interval, *timeout, t, at)
+                        .await
+                    {
                         break Err(f);
                     }
                 }
@@ -255,8 +265,14 @@ impl Vu {
             let now = t.now();
             *at = now;
             self.json.reset();
-            let seen = Seen { status, latency, resp: &self.parsed };
-            let done = until.iter().all(|c| c.eval(&seen, &mut self.json).is_none());
+            let seen = Seen {
+                status,
+                latency,
+                resp: &self.parsed,
+            };
+            let done = until
+                .iter()
+                .all(|c| c.eval(&seen, &mut self.json).is_none());
             if done {
                 return self.judge(req, t, self.sent, status, latency, false);
             }
@@ -283,7 +299,11 @@ impl Vu {
         if fresh {
             self.json.reset();
         }
-        let seen = Seen { status, latency, resp: &self.parsed };
+        let seen = Seen {
+            status,
+            latency,
+            resp: &self.parsed,
+        };
         for c in &req.checks {
             if let Some(reason) = c.eval(&seen, &mut self.json) {
                 t.fail(now, req.stat, &reason);
@@ -332,8 +352,12 @@ impl Vu {
                 t.reason(intended, req.stat, &format!("HTTP {status}"));
                 return Err(Failed);
             }
-            let redirect = req.follow_redirects && (300..400).contains(&status) && hops < MAX_REDIRECTS;
-            let Some(location) = redirect.then(|| self.parsed.header(&self.raw, "location")).flatten() else {
+            let redirect =
+                req.follow_redirects && (300..400).contains(&status) && hops < MAX_REDIRECTS;
+            let Some(location) = redirect
+                .then(|| self.parsed.header(&self.raw, "location"))
+                .flatten()
+            else {
                 return Ok((status, latency));
             };
             self.location.clear();

@@ -38,7 +38,13 @@ impl<F: FnMut(&str) -> (u16, String)> Fake<F> {
 }
 
 impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
-    async fn exchange(&mut self, bytes: &[u8], req: &Request, _: Instant, raw: &mut Vec<u8>) -> Reply {
+    async fn exchange(
+        &mut self,
+        bytes: &[u8],
+        req: &Request,
+        _: Instant,
+        raw: &mut Vec<u8>,
+    ) -> Reply {
         let text = String::from_utf8(bytes.to_vec()).unwrap();
         let (status, resp) = (self.serve)(&text);
         self.sent.push(text);
@@ -49,7 +55,10 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
         }
         raw.clear();
         raw.extend_from_slice(resp.as_bytes());
-        Reply::Answered { status, latency: Duration::from_millis(2) }
+        Reply::Answered {
+            status,
+            latency: Duration::from_millis(2),
+        }
     }
     async fn pause(&mut self, d: Duration) {
         self.clock += d;
@@ -73,11 +82,18 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
 }
 
 fn http(status: u16, headers: &str, body: &str) -> String {
-    format!("HTTP/1.1 {status} X\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len())
+    format!(
+        "HTTP/1.1 {status} X\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 fn block<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }
 
 /// seed000 is the task-queue flow: submit, extract the id, poll until done, get the result.
@@ -123,17 +139,28 @@ fn seed000_polls_until_done_then_fetches() {
     let now = t.clock;
     assert!(block(vu.iterate(&s, &mut t, 0, now)));
     let lines: Vec<&str> = t.sent.iter().map(|r| r.lines().next().unwrap()).collect();
-    assert_eq!(lines, [
-        "POST /tasks/submissions HTTP/1.1",
-        "GET /tasks/submissions/t%201 HTTP/1.1",
-        "GET /tasks/submissions/t%201 HTTP/1.1",
-        "GET /tasks/submissions/t%201 HTTP/1.1",
-        "GET /tasks/t%201 HTTP/1.1",
-    ]);
+    assert_eq!(
+        lines,
+        [
+            "POST /tasks/submissions HTTP/1.1",
+            "GET /tasks/submissions/t%201 HTTP/1.1",
+            "GET /tasks/submissions/t%201 HTTP/1.1",
+            "GET /tasks/submissions/t%201 HTTP/1.1",
+            "GET /tasks/t%201 HTTP/1.1",
+        ]
+    );
     // The JSON body carries the run variable escaped as JSON string content.
-    assert!(t.sent[0].ends_with("\r\n\r\n{\"url\":\"http://o/\\\"x\\\"\"}"), "{}", t.sent[0]);
+    assert!(
+        t.sent[0].ends_with("\r\n\r\n{\"url\":\"http://o/\\\"x\\\"\"}"),
+        "{}",
+        t.sent[0]
+    );
     assert!(t.sent[0].contains("Content-Type: application/json\r\n"));
-    assert_eq!(t.paused, Duration::from_secs(2), "two 1 s intervals between three polls");
+    assert_eq!(
+        t.paused,
+        Duration::from_secs(2),
+        "two 1 s intervals between three polls"
+    );
     let names: Vec<usize> = t.stats.iter().map(|s| s.0).collect();
     assert_eq!(names, [0, 1, 1, 1, 2]);
     assert!(t.failed.is_empty() && t.reasons.is_empty());
@@ -147,7 +174,13 @@ fn a_failed_task_fails_the_status_check_and_ends_the_iteration() {
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
     assert!(!block(vu.iterate(&s, &mut t, 0, now)));
-    assert_eq!(t.failed, [(1, "$.status is \"FAILED\", expected \"SUCCEEDED\"".to_string())]);
+    assert_eq!(
+        t.failed,
+        [(
+            1,
+            "$.status is \"FAILED\", expected \"SUCCEEDED\"".to_string()
+        )]
+    );
     assert_eq!(t.sent.len(), 3, "no result fetch after a failed check");
     assert_eq!(t.iterations, [false]);
 }
@@ -223,13 +256,29 @@ fn cookies_redirects_forms_loops_groups_and_data() {
     let now = t.clock;
     assert!(block(vu.iterate(&s, &mut t, 1, now)));
     let lines: Vec<&str> = t.sent.iter().map(|r| r.lines().next().unwrap()).collect();
-    assert_eq!(lines, ["GET /form HTTP/1.1", "POST /form?q=3 HTTP/1.1", "GET /thanks HTTP/1.1",
-                       "POST /form?q=3 HTTP/1.1", "GET /thanks HTTP/1.1"]);
-    assert!(t.sent[1].ends_with("\r\n\r\nname=bob+x&i=0"), "{}", t.sent[1]);
+    assert_eq!(
+        lines,
+        [
+            "GET /form HTTP/1.1",
+            "POST /form?q=3 HTTP/1.1",
+            "GET /thanks HTTP/1.1",
+            "POST /form?q=3 HTTP/1.1",
+            "GET /thanks HTTP/1.1"
+        ]
+    );
+    assert!(
+        t.sent[1].ends_with("\r\n\r\nname=bob+x&i=0"),
+        "{}",
+        t.sent[1]
+    );
     assert!(t.sent[1].contains("Content-Type: application/x-www-form-urlencoded\r\n"));
     assert_eq!(t.groups.len(), 1);
     assert_eq!((t.groups[0].0, t.groups[0].2), (0, true));
-    assert_eq!(t.groups[0].1, Duration::from_millis(10), "five responses of 2 ms");
+    assert_eq!(
+        t.groups[0].1,
+        Duration::from_millis(10),
+        "five responses of 2 ms"
+    );
     assert_eq!(t.paused, Duration::from_millis(500));
 }
 
@@ -249,7 +298,11 @@ fn per_vu_data_rows_and_choice() {
             block(vu.iterate(&s, &mut t, hit, now));
         }
     }
-    let mut seen: Vec<String> = t.sent.iter().map(|r| r.split(' ').nth(1).unwrap().to_string()).collect();
+    let mut seen: Vec<String> = t
+        .sent
+        .iter()
+        .map(|r| r.split(' ').nth(1).unwrap().to_string())
+        .collect();
     seen.sort();
     seen.dedup();
     assert_eq!(seen, ["/a/x", "/a/y", "/b/x", "/b/y", "/c/x", "/c/y"]);

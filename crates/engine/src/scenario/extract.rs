@@ -116,9 +116,9 @@ impl Extract {
                 let caps = re
                     .captures(&resp.body)
                     .ok_or_else(|| format!("extract regex {}: no match", re.as_str()))?;
-                let m = caps
-                    .get(*group)
-                    .ok_or_else(|| format!("extract regex {}: group {group} did not match", re.as_str()))?;
+                let m = caps.get(*group).ok_or_else(|| {
+                    format!("extract regex {}: group {group} did not match", re.as_str())
+                })?;
                 out.clear();
                 out.push_str(&String::from_utf8_lossy(m.as_bytes()));
                 Ok(())
@@ -142,14 +142,60 @@ mod tests {
         let mut resp = Parsed::default();
         resp.parse(raw);
         let cases: Vec<(&str, Source, Result<&str, &str>)> = vec![
-            ("json string", Source::Json { path: vec![key("id")], text: "$.id".into() }, Ok("ab")),
-            ("json index from end", Source::Json { path: vec![key("n"), PathSeg::Index(-1)], text: "$.n[-1]".into() }, Ok("3")),
-            ("json object", Source::Json { path: vec![key("o")], text: "$.o".into() }, Ok("{\"k\":true}")),
-            ("json missing", Source::Json { path: vec![key("zz")], text: "$.zz".into() }, Err("extract $.zz: not found")),
+            (
+                "json string",
+                Source::Json {
+                    path: vec![key("id")],
+                    text: "$.id".into(),
+                },
+                Ok("ab"),
+            ),
+            (
+                "json index from end",
+                Source::Json {
+                    path: vec![key("n"), PathSeg::Index(-1)],
+                    text: "$.n[-1]".into(),
+                },
+                Ok("3"),
+            ),
+            (
+                "json object",
+                Source::Json {
+                    path: vec![key("o")],
+                    text: "$.o".into(),
+                },
+                Ok("{\"k\":true}"),
+            ),
+            (
+                "json missing",
+                Source::Json {
+                    path: vec![key("zz")],
+                    text: "$.zz".into(),
+                },
+                Err("extract $.zz: not found"),
+            ),
             ("header", Source::Header("location".into()), Ok("/t/9")),
-            ("header missing", Source::Header("x-nope".into()), Err("extract header x-nope: not found")),
-            ("regex group", Source::Regex { re: Regex::new("\"id\":\"(\\w+)\"").unwrap(), group: 1 }, Ok("ab")),
-            ("regex no match", Source::Regex { re: Regex::new("zzz").unwrap(), group: 0 }, Err("extract regex zzz: no match")),
+            (
+                "header missing",
+                Source::Header("x-nope".into()),
+                Err("extract header x-nope: not found"),
+            ),
+            (
+                "regex group",
+                Source::Regex {
+                    re: Regex::new("\"id\":\"(\\w+)\"").unwrap(),
+                    group: 1,
+                },
+                Ok("ab"),
+            ),
+            (
+                "regex no match",
+                Source::Regex {
+                    re: Regex::new("zzz").unwrap(),
+                    group: 0,
+                },
+                Err("extract regex zzz: no match"),
+            ),
         ];
         for (label, source, want) in cases {
             let mut json = JsonBody::default();
@@ -170,7 +216,13 @@ mod tests {
         let raw: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
         let mut resp = Parsed::default();
         resp.parse(raw);
-        let x = Extract { slot: 0, source: Source::Json { path: vec![key("id")], text: "$.id".into() } };
+        let x = Extract {
+            slot: 0,
+            source: Source::Json {
+                path: vec![key("id")],
+                text: "$.id".into(),
+            },
+        };
         let got = x.run(raw, &resp, &mut JsonBody::default(), &mut String::new());
         assert_eq!(got, Err("extract $.id: body is not JSON".to_string()));
     }

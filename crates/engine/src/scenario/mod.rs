@@ -269,7 +269,11 @@ impl Builder<'_> {
     fn request(&mut self, r: &RequestSpec) -> Result<usize, EngineError> {
         let line = r.line;
         let method = r.method.to_ascii_uppercase();
-        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        if method.is_empty()
+            || !method
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
             return Err(self.err(line, format!("bad HTTP method {:?}", r.method)));
         }
         let path = self.template(&r.path, Escape::Path, line)?;
@@ -280,11 +284,18 @@ impl Builder<'_> {
         for (k, v) in &r.query {
             let mut key = Vec::new();
             template::write_escaped(&mut key, k, Escape::Form);
-            query.push((String::from_utf8_lossy(&key).into_owned(), self.template(v, Escape::Form, line)?));
+            query.push((
+                String::from_utf8_lossy(&key).into_owned(),
+                self.template(v, Escape::Form, line)?,
+            ));
         }
         let mut headers = Vec::new();
         for (k, v) in &r.headers {
-            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            {
                 return Err(self.err(line, format!("bad header name {k:?}")));
             }
             headers.push((k.clone(), self.template(v, Escape::Header, line)?));
@@ -301,13 +312,17 @@ impl Builder<'_> {
                 for (k, v) in fields {
                     let mut key = Vec::new();
                     template::write_escaped(&mut key, k, Escape::Form);
-                    out.push((String::from_utf8_lossy(&key).into_owned(), self.template(v, Escape::Form, line)?));
+                    out.push((
+                        String::from_utf8_lossy(&key).into_owned(),
+                        self.template(v, Escape::Form, line)?,
+                    ));
                 }
                 (Body::Form(out), Some("application/x-www-form-urlencoded"))
             }
-            Some(BodySpec::Text { template }) => {
-                (Body::Text(self.template(template, Escape::Raw, line)?), None)
-            }
+            Some(BodySpec::Text { template }) => (
+                Body::Text(self.template(template, Escape::Raw, line)?),
+                None,
+            ),
         };
         let mut checks = Vec::new();
         for c in &r.checks {
@@ -317,23 +332,45 @@ impl Builder<'_> {
         let mut extract = Vec::new();
         for x in &r.extract {
             let (var, source, xline) = match x {
-                ExtractSpec::Json { var, path, text, line } => (
+                ExtractSpec::Json {
                     var,
-                    Source::Json { path: path.clone(), text: text.clone() },
+                    path,
+                    text,
+                    line,
+                } => (
+                    var,
+                    Source::Json {
+                        path: path.clone(),
+                        text: text.clone(),
+                    },
                     *line,
                 ),
-                ExtractSpec::Header { var, name, line } => (var, Source::Header(name.clone()), *line),
-                ExtractSpec::Regex { var, pattern, group, line } => {
-                    let re = Regex::new(pattern)
-                        .map_err(|e| self.err(line.or(r.line), format!("bad regex {pattern:?}: {e}")))?;
+                ExtractSpec::Header { var, name, line } => {
+                    (var, Source::Header(name.clone()), *line)
+                }
+                ExtractSpec::Regex {
+                    var,
+                    pattern,
+                    group,
+                    line,
+                } => {
+                    let re = Regex::new(pattern).map_err(|e| {
+                        self.err(line.or(r.line), format!("bad regex {pattern:?}: {e}"))
+                    })?;
                     if *group > re.captures_len() - 1 {
-                        return Err(self.err(line.or(r.line), format!("regex {pattern:?} has no group {group}")));
+                        return Err(self.err(
+                            line.or(r.line),
+                            format!("regex {pattern:?} has no group {group}"),
+                        ));
                     }
                     (var, Source::Regex { re, group: *group }, *line)
                 }
             };
             let _ = xline;
-            extract.push(Extract { slot: self.slot(var), source });
+            extract.push(Extract {
+                slot: self.slot(var),
+                source,
+            });
         }
         let stat = Self::stat(&mut self.names, &r.name);
         self.requests.push(Request {
@@ -353,14 +390,25 @@ impl Builder<'_> {
         Ok(self.requests.len() - 1)
     }
 
-    fn steps(&mut self, steps: &[StepSpec], ops: &mut Vec<Op>, depth: usize) -> Result<(), EngineError> {
+    fn steps(
+        &mut self,
+        steps: &[StepSpec],
+        ops: &mut Vec<Op>,
+        depth: usize,
+    ) -> Result<(), EngineError> {
         for s in steps {
             match s {
                 StepSpec::Request(r) => {
                     let i = self.request(r)?;
                     ops.push(Op::Request(i));
                 }
-                StepSpec::Poll { request, until, interval_s, timeout_s, line } => {
+                StepSpec::Poll {
+                    request,
+                    until,
+                    interval_s,
+                    timeout_s,
+                    line,
+                } => {
                     let ok = |v: f64| v.is_finite() && (0.0..1e9).contains(&v);
                     if !ok(*interval_s) || !ok(*timeout_s) || *timeout_s == 0.0 {
                         return Err(self.err(*line, "poll: every must be >= 0 s and timeout > 0 s"));
@@ -377,14 +425,23 @@ impl Builder<'_> {
                         timeout: Duration::from_secs_f64(*timeout_s),
                     });
                 }
-                StepSpec::Think { dist, s, min_s, max_s, mean_s, line } => {
+                StepSpec::Think {
+                    dist,
+                    s,
+                    min_s,
+                    max_s,
+                    mean_s,
+                    line,
+                } => {
                     let ok = |v: f64| v.is_finite() && (0.0..1e9).contains(&v);
                     let think = match dist.as_str() {
                         "constant" if ok(*s) => Think::Constant(Duration::from_secs_f64(*s)),
                         "uniform" if ok(*min_s) && ok(*max_s) && min_s <= max_s => {
                             Think::Uniform(*min_s, *max_s)
                         }
-                        "exponential" if ok(*mean_s) && *mean_s > 0.0 => Think::Exponential(*mean_s),
+                        "exponential" if ok(*mean_s) && *mean_s > 0.0 => {
+                            Think::Exponential(*mean_s)
+                        }
                         _ => return Err(self.err(*line, format!("bad think time ({dist})"))),
                     };
                     ops.push(Op::Think(think));
@@ -394,7 +451,10 @@ impl Builder<'_> {
                         return Err(self.err(*line, "choice needs at least one option"));
                     }
                     let slot = self.slot(var);
-                    ops.push(Op::Set { slot, choice: choice.clone() });
+                    ops.push(Op::Set {
+                        slot,
+                        choice: choice.clone(),
+                    });
                 }
                 StepSpec::Loop { count, steps, line } => {
                     if *count == 0 {
@@ -402,7 +462,10 @@ impl Builder<'_> {
                     }
                     self.depth = self.depth.max(depth + 1);
                     let start = ops.len();
-                    ops.push(Op::LoopStart { count: *count, depth });
+                    ops.push(Op::LoopStart {
+                        count: *count,
+                        depth,
+                    });
                     self.steps(steps, ops, depth + 1)?;
                     ops.push(Op::LoopEnd { start, depth });
                 }
@@ -428,7 +491,11 @@ impl Script {
 
     /// build resolves a parsed plan.
     pub fn build(spec: &PlanSpec, authority: &str) -> Result<Script, EngineError> {
-        let file = if spec.file.is_empty() { "<plan>" } else { spec.file.as_str() };
+        let file = if spec.file.is_empty() {
+            "<plan>"
+        } else {
+            spec.file.as_str()
+        };
         if spec.version != 1 {
             return Err(EngineError::config(format!(
                 "{file}: plan version {} is not supported (this engine reads version 1)",
@@ -455,13 +522,35 @@ impl Script {
             let per_vu = match d.per.as_str() {
                 "vu" => true,
                 "iteration" => false,
-                other => return Err(b.err(None, format!("data set {:?}: per must be iteration or vu, got {other:?}", d.name))),
+                other => {
+                    return Err(b.err(
+                        None,
+                        format!(
+                            "data set {:?}: per must be iteration or vu, got {other:?}",
+                            d.name
+                        ),
+                    ))
+                }
             };
             if d.rows.is_empty() || d.rows.iter().any(|r| r.len() != d.columns.len()) {
-                return Err(b.err(None, format!("data set {:?}: rows must be non-empty and as wide as the columns", d.name)));
+                return Err(b.err(
+                    None,
+                    format!(
+                        "data set {:?}: rows must be non-empty and as wide as the columns",
+                        d.name
+                    ),
+                ));
             }
-            let slots = d.columns.iter().map(|c| b.slot(&format!("data.{}.{c}", d.name))).collect();
-            data.push(Data { per_vu, slots, rows: d.rows.clone() });
+            let slots = d
+                .columns
+                .iter()
+                .map(|c| b.slot(&format!("data.{}.{c}", d.name)))
+                .collect();
+            data.push(Data {
+                per_vu,
+                slots,
+                rows: d.rows.clone(),
+            });
         }
         // Variables a step extracts or sets exist from the start (their slots are known
         // before the steps that read them); the compiler has checked the order of use.
@@ -479,7 +568,9 @@ impl Script {
                     StepSpec::Set { var, .. } => {
                         b.slot(var);
                     }
-                    StepSpec::Loop { steps, .. } | StepSpec::Group { steps, .. } => declare(b, steps),
+                    StepSpec::Loop { steps, .. } | StepSpec::Group { steps, .. } => {
+                        declare(b, steps)
+                    }
                     StepSpec::Think { .. } => {}
                 }
             }
@@ -503,7 +594,11 @@ impl Script {
             if ops.is_empty() {
                 return Err(b.err(f.line, format!("flow {:?} has no steps", f.name)));
             }
-            flows.push(Flow { name: f.name.clone(), weight: f.weight, ops });
+            flows.push(Flow {
+                name: f.name.clone(),
+                weight: f.weight,
+                ops,
+            });
         }
         let pacing = match spec.pacing_s {
             None => None,

@@ -13,15 +13,49 @@ fn plan(steps: serde_json::Value) -> serde_json::Value {
 #[test]
 fn bad_plans_name_file_and_line() {
     let cases: Vec<(&str, serde_json::Value, &str)> = vec![
-        ("unknown variable", plan(json!([req("a", json!(["/x/", {"var": "nope"}]))])), "s.py:3: variable \"nope\" is used before it is set"),
-        ("relative path", plan(json!([req("a", json!(["x"]))])), "s.py:3: the path must start with '/'"),
-        ("bad regex", plan(json!([{"step": "request", "name": "a", "method": "GET", "path": ["/"], "line": 4,
-            "extract": [{"from": "regex", "var": "v", "pattern": "(", "group": 1, "line": 5}]}])), "s.py:5: bad regex"),
-        ("zero loop", plan(json!([{"step": "loop", "count": 0, "steps": [], "line": 7}])), "s.py:7: loop count must be >= 1"),
-        ("no flows", json!({"file": "s.py", "flows": []}), "s.py: the plan has no flow"),
-        ("bad think", plan(json!([{"step": "think", "dist": "uniform", "min_s": 2, "max_s": 1, "line": 9}])), "s.py:9: bad think time"),
-        ("version", json!({"version": 2, "file": "s.py", "flows": []}), "plan version 2"),
-        ("unknown step", plan(json!([{"step": "dance"}])), "bad scenario plan"),
+        (
+            "unknown variable",
+            plan(json!([req("a", json!(["/x/", {"var": "nope"}]))])),
+            "s.py:3: variable \"nope\" is used before it is set",
+        ),
+        (
+            "relative path",
+            plan(json!([req("a", json!(["x"]))])),
+            "s.py:3: the path must start with '/'",
+        ),
+        (
+            "bad regex",
+            plan(
+                json!([{"step": "request", "name": "a", "method": "GET", "path": ["/"], "line": 4,
+            "extract": [{"from": "regex", "var": "v", "pattern": "(", "group": 1, "line": 5}]}]),
+            ),
+            "s.py:5: bad regex",
+        ),
+        (
+            "zero loop",
+            plan(json!([{"step": "loop", "count": 0, "steps": [], "line": 7}])),
+            "s.py:7: loop count must be >= 1",
+        ),
+        (
+            "no flows",
+            json!({"file": "s.py", "flows": []}),
+            "s.py: the plan has no flow",
+        ),
+        (
+            "bad think",
+            plan(json!([{"step": "think", "dist": "uniform", "min_s": 2, "max_s": 1, "line": 9}])),
+            "s.py:9: bad think time",
+        ),
+        (
+            "version",
+            json!({"version": 2, "file": "s.py", "flows": []}),
+            "plan version 2",
+        ),
+        (
+            "unknown step",
+            plan(json!([{"step": "dance"}])),
+            "bad scenario plan",
+        ),
     ];
     for (label, p, want) in cases {
         let err = Script::from_json(&p, "h:1").unwrap_err().to_string();
@@ -54,7 +88,10 @@ fn names_are_shared_and_loops_flattened() {
             _ => "?",
         })
         .collect();
-    assert_eq!(kinds, ["req", "loop", "group", "req", "/group", "req", "end->1"]);
+    assert_eq!(
+        kinds,
+        ["req", "loop", "group", "req", "/group", "req", "end->1"]
+    );
 }
 
 #[test]

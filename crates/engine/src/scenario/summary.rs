@@ -77,7 +77,11 @@ pub fn summarize(flow: &FlowTotals, script: &Script, measured_s: f64) -> Scenari
         })
         .collect();
     ScenarioReport {
-        flows: script.flows.iter().map(|f| (f.name.clone(), f.weight)).collect(),
+        flows: script
+            .flows
+            .iter()
+            .map(|f| (f.name.clone(), f.weight))
+            .collect(),
         iterations: IterationReport {
             started: flow.iterations_started,
             completed: flow.iterations_completed,

@@ -64,11 +64,12 @@ impl Template {
 
     /// literal builds a template of fixed text.
     pub fn literal(text: &str, escape: Escape) -> Template {
-        Template::build(&vec![PartSpec::Lit(text.to_string())], escape, |_| None)
-            .unwrap_or(Template {
+        Template::build(&vec![PartSpec::Lit(text.to_string())], escape, |_| None).unwrap_or(
+            Template {
                 parts: Vec::new(),
                 escape,
-            })
+            },
+        )
     }
 
     /// render appends the template, with `vars` filled in, to `out`.
@@ -173,10 +174,30 @@ mod tests {
     fn renders_each_escape() {
         let vars = vec!["a b/\"c\"\r\n".to_string(), "é&=".to_string()];
         let cases: &[(&str, &[&str], Escape, &str)] = &[
-            ("path keeps slashes", &["/t/", "$x"], Escape::Path, "/t/a%20b/%22c%22%0D%0A"),
-            ("form encodes literal and var", &["k v=", "$y"], Escape::Form, "k+v%3D%C3%A9%26%3D"),
-            ("header drops line breaks", &["v=", "$x"], Escape::Header, "v=a b/\"c\"  "),
-            ("json escapes", &["{\"u\":\"", "$x", "\"}"], Escape::Json, "{\"u\":\"a b/\\\"c\\\"\\r\\n\"}"),
+            (
+                "path keeps slashes",
+                &["/t/", "$x"],
+                Escape::Path,
+                "/t/a%20b/%22c%22%0D%0A",
+            ),
+            (
+                "form encodes literal and var",
+                &["k v=", "$y"],
+                Escape::Form,
+                "k+v%3D%C3%A9%26%3D",
+            ),
+            (
+                "header drops line breaks",
+                &["v=", "$x"],
+                Escape::Header,
+                "v=a b/\"c\"  ",
+            ),
+            (
+                "json escapes",
+                &["{\"u\":\"", "$x", "\"}"],
+                Escape::Json,
+                "{\"u\":\"a b/\\\"c\\\"\\r\\n\"}",
+            ),
             ("raw", &["$y"], Escape::Raw, "é&="),
         ];
         for (label, parts, esc, want) in cases {
