@@ -46,9 +46,15 @@ CONDITIONS = {
 }
 
 #: PERCENTILES are the percentiles an SLO may bound: the ones each interval snapshot carries.
-PERCENTILES = {"p50": "p50_ms", "p90": "p90_ms", "p99": "p99_ms", "max": "max_ms"}
+PERCENTILES = {
+    "p50": "p50_ms",
+    "p90": "p90_ms",
+    "p95": "p95_ms",
+    "p99": "p99_ms",
+    "max": "max_ms",
+}
 
-_SLO = re.compile(r"^\s*(p50|p90|p99|max)\s*<\s*([0-9.]+)\s*(us|ms|s)\s*$")
+_SLO = re.compile(r"^\s*(p50|p90|p95|p99|max)\s*<\s*([0-9.]+)\s*(us|ms|s)\s*$")
 
 
 @dataclass(frozen=True)
@@ -60,11 +66,11 @@ class Slo:
 
     @classmethod
     def parse(cls, text: str) -> Slo:
-        """parse reads ``p99<100ms`` (p50, p90, p99 or max; us, ms or s)."""
+        """parse reads ``p99<100ms`` (p50, p90, p95, p99 or max; us, ms or s)."""
         m = _SLO.match(text)
         if not m:
             raise ConfigError(
-                f"--slo: expected e.g. 'p99<100ms' (p50, p90, p99 or max), got {text!r}"
+                f"--slo: expected e.g. 'p99<100ms' (p50, p90, p95, p99 or max), got {text!r}"
             )
         scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(3)]
         return cls(m.group(1), float(m.group(2)) * scale)
@@ -390,7 +396,10 @@ class Search:
             step.fired.append("errors")
             why.append(f"{step.error_rate:.1%} of requests failed (limit {lim.max_errors:.1%})")
         for slo in lim.slos:
-            value = float(getattr(step, PERCENTILES[slo.percentile]))
+            figure = getattr(step, PERCENTILES[slo.percentile])
+            if figure is None:
+                continue  # snapshots without histograms carry no p95
+            value = float(figure)
             if value > slo.bound_ms:
                 step.fired.append("slo")
                 why.append(f"{slo.percentile} was {value:.1f} ms (SLO {slo})")
