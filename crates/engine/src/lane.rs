@@ -566,6 +566,13 @@ impl Transport for LaneIo<'_> {
         }
     }
 
+    fn started(&mut self, intended: Instant) {
+        let mut rec = self.s.rec.borrow_mut();
+        if rec.measured(intended) {
+            rec.totals.flow.started();
+        }
+    }
+
     fn iteration(&mut self, intended: Instant, took: Duration, ok: bool) {
         let mut rec = self.s.rec.borrow_mut();
         if rec.measured(intended) {

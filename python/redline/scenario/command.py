@@ -113,7 +113,10 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
         result, aborted = run_watched(url, plan, opts, watches, progress)
     else:
         result = run(url, plan=plan, progress=progress, **opts)
-    print(render(result), flush=True)
+    summary = render(result).splitlines()
+    if summary:
+        summary[0] = f"Run @ {compiled.file} against {url}"
+    print("\n".join(summary), flush=True)
     print(render_tables(result.data), flush=True)
     if args.json:
         result.write_json(args.json)

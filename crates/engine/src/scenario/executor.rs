@@ -59,7 +59,9 @@ pub trait Transport {
     fn reason(&mut self, intended: Instant, stat: usize, reason: &str);
     /// group records a pass through group `g` started at `start`.
     fn group(&mut self, start: Instant, g: usize, took: Duration, ok: bool);
-    /// iteration records an iteration meant to start at `intended`.
+    /// started counts an iteration meant to start at `intended` as begun.
+    fn started(&mut self, intended: Instant);
+    /// iteration records the end of an iteration meant to start at `intended`.
     fn iteration(&mut self, intended: Instant, took: Duration, ok: bool);
 }
 
@@ -144,6 +146,7 @@ impl Vu {
             }
         }
         self.iterations += 1;
+        t.started(intended);
         let mut at = intended;
         let mut ok = true;
         if !self.setup_done {

@@ -18,6 +18,7 @@ struct Fake<F: FnMut(&str) -> (u16, String)> {
     reasons: Vec<(usize, String)>,
     groups: Vec<(usize, Duration, bool)>,
     iterations: Vec<bool>,
+    started: u32,
     paused: Duration,
 }
 
@@ -32,6 +33,7 @@ impl<F: FnMut(&str) -> (u16, String)> Fake<F> {
             reasons: Vec::new(),
             groups: Vec::new(),
             iterations: Vec::new(),
+            started: 0,
             paused: Duration::ZERO,
         }
     }
@@ -75,6 +77,9 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
     }
     fn group(&mut self, _: Instant, g: usize, took: Duration, ok: bool) {
         self.groups.push((g, took, ok));
+    }
+    fn started(&mut self, _: Instant) {
+        self.started += 1;
     }
     fn iteration(&mut self, _: Instant, _: Duration, ok: bool) {
         self.iterations.push(ok);
@@ -165,6 +170,7 @@ fn seed000_polls_until_done_then_fetches() {
     assert_eq!(names, [0, 1, 1, 1, 2]);
     assert!(t.failed.is_empty() && t.reasons.is_empty());
     assert_eq!(t.iterations, [true]);
+    assert_eq!(t.started, 1);
 }
 
 #[test]

@@ -64,9 +64,13 @@ impl FlowTotals {
         }
     }
 
+    /// started counts an iteration begun.
+    pub fn started(&mut self) {
+        self.iterations_started += 1;
+    }
+
     /// iteration records an iteration that ended after `us` microseconds.
     pub fn iteration(&mut self, us: u64, ok: bool, highest_us: u64) {
-        self.iterations_started += 1;
         if ok {
             self.iterations_completed += 1;
         } else {
@@ -151,6 +155,7 @@ mod tests {
         let mut b = FlowTotals::default();
         b.reason(1, "r0");
         b.reason(0, "x");
+        b.started();
         b.iteration(5, true, 1_000_000);
         b.group(2, 7, false, 1_000_000);
         a.merge(&b);

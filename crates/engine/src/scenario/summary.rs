@@ -9,7 +9,8 @@ use super::stats::FlowTotals;
 use super::Script;
 use crate::metrics::LatencySummary;
 
-/// IterationReport counts iterations: every started one ends completed or failed.
+/// IterationReport counts iterations: a started one ends completed or failed, or is still
+/// under way when the run ends (`started - completed - failed` of them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IterationReport {
     /// started: iterations begun after the warm-up.
