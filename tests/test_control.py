@@ -7,7 +7,6 @@ import json
 import time
 
 import pytest
-
 import redline
 from redline import _engine
 from redline.errors import ConfigError
