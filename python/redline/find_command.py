@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from redline.errors import ConfigError, RedlineError
 from redline.options import parse_duration
-from redline.search import Step
+
+if TYPE_CHECKING:  # the search pulls in numpy/scipy: `redline run` must not pay for them
+    from redline.search import Step
 
 FIND_EXAMPLES = """\
 examples:
