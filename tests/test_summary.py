@@ -70,7 +70,9 @@ def doc(**over):
 def test_req_sec_row_leaves_out_the_drain_interval():
     text = render(doc())
     row = next(line for line in text.splitlines() if "Req/Sec" in line)
-    assert row.split()[1:] == ["1.00k", "100", "1.10k"]  # avg, stdev, max of 900 and 1100
+    assert row.split()[1:4] == ["1.00k", "100", "1.10k"]  # avg, stdev, max of 900 and 1100
+    # wrk's Req/Sec is per thread; this one is the whole run's, and says so.
+    assert row.endswith("(all 1 threads, per interval; wrk's is per thread)")
 
 
 def test_errors_and_non_2xx_are_spelled_out():
@@ -87,3 +89,45 @@ def test_saturated_generator_is_a_warning():
         "verdict": "generator saturated: worker threads were 95% busy",
     }
     assert "WARNING: Generator saturated: worker threads were 95% busy" in render(doc(generator=g))
+
+
+def test_non_2xx_or_3xx_leaves_redirects_out_as_wrk_does():
+    codes = {"200": 10, "301": 4, "404": 2, "503": 1}
+    text = render(doc(status_codes=codes, non_2xx=7))
+    assert "Non-2xx or 3xx responses: 3 (404: 2, 503: 1)" in text
+    assert "3xx responses: 4 (301: 4)" in text
+
+
+def test_requests_neither_answered_nor_failed_are_shown_when_non_zero():
+    # label, fields, line expected (None: no such line)
+    cases = [
+        ("all zero", {}, None),
+        (
+            "unfinished",
+            {"unfinished": 4},
+            "Unfinished: 4 requests still out at the cut-off, in the latency figures at their"
+            " age then (the tail is a lower bound)",
+        ),
+        ("unsent", {"unsent": 320}, "Never sent: 320 hits due before the end"),
+        ("retries", {"retries": 9}, "Retries: 9 requests sent again"),
+        ("clamped", {"clamped": 2}, "Clamped: 2 latencies beyond the histogram's range"),
+    ]
+    for label, fields, line in cases:
+        text = render(doc(**fields))
+        for word in ("Unfinished:", "Never sent:", "Retries:", "Clamped:"):
+            assert (word in text) == (line is not None and line.startswith(word)), (label, text)
+        if line:
+            assert line in text, (label, text)
+
+
+def test_a_run_held_back_by_the_pool_is_a_warning_without_blaming_the_generator():
+    g = {
+        "cpu_s": 0.12,
+        "saturated": False,
+        "limit": "pool",
+        "busy_ratio": 0.01,
+        "verdict": "limited by the connection pool, not the generator: all 10 connections",
+    }
+    text = render(doc(generator=g))
+    assert "WARNING: Limited by the connection pool, not the generator" in text
+    assert "Generator saturated" not in text

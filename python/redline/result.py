@@ -54,6 +54,34 @@ class Result:
         return int(self.data["requests"])
 
     @property
+    def intended(self) -> int:
+        """intended: requests the run meant to make after warm-up (every request started, and
+        in the open model every hit due before the end). ``requests + (errors_total -
+        errors["status"]) + unfinished + unsent == intended``."""
+        return int(self.data.get("intended", 0))
+
+    @property
+    def unfinished(self) -> int:
+        """unfinished: requests still out when the run cut them off (end of the grace period,
+        or a stop); in the latency figures at their age then, a lower bound."""
+        return int(self.data.get("unfinished", 0))
+
+    @property
+    def unsent(self) -> int:
+        """unsent: open model: hits due before the end that never went out."""
+        return int(self.data.get("unsent", 0))
+
+    @property
+    def retries(self) -> int:
+        """retries: requests sent again after a kept-alive connection closed under them."""
+        return int(self.data.get("retries", 0))
+
+    @property
+    def clamped(self) -> int:
+        """clamped: latencies beyond the histograms' range, recorded at its top."""
+        return int(self.data.get("clamped", 0))
+
+    @property
     def duration_s(self) -> float:
         """duration_s: measured wall time after warm-up."""
         return float(self.data["duration_s"])

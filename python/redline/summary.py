@@ -1,5 +1,7 @@
 """summary: the end-of-run text, laid out like wrk's so its users feel at home, plus what wrk
-leaves out (the tail to 99.99 %, errors by class, non-2xx by status, the generator verdict)."""
+leaves out (the tail to 99.99 %, errors by class, non-2xx by status, the requests left unfinished or
+never sent, the generator verdict). Where a label reads like wrk's but means something else, the
+row says so (wrk's Req/Sec is per thread; redline's is the whole run's)."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def render(result: Result) -> str:
         sd = statistics.pstdev(rps) if len(rps) > 1 else 0.0
         lines.append(
             f"    Req/Sec {fmt_count(mean):>10} {fmt_count(sd):>10} {fmt_count(max(rps)):>10}"
+            f"   (all {d.get('threads', '?')} threads, per interval; wrk's is per thread)"
         )
     lines.append(
         "  Latency Distribution"
@@ -61,14 +64,18 @@ def render(result: Result) -> str:
     socket = {k: v for k, v in errors.items() if k != "status"}
     if any(socket.values()):
         lines.append("  Errors: " + ", ".join(f"{k} {v}" for k, v in socket.items()))
-    non2xx = int(d.get("non_2xx", 0))
-    if non2xx:
-        by_status = ", ".join(
-            f"{code}: {n}"
-            for code, n in sorted(result.status_codes.items())
-            if not 200 <= code < 300
-        )
-        lines.append(f"  Non-2xx or 3xx responses: {non2xx} ({by_status})")
+    # wrk's "Non-2xx or 3xx" counts responses that are neither: 3xx are not among them.
+    codes = sorted(result.status_codes.items())
+    neither = [(c, n) for c, n in codes if not 200 <= c < 400]
+    if neither:
+        total = sum(n for _, n in neither)
+        by_status = ", ".join(f"{c}: {n}" for c, n in neither)
+        lines.append(f"  Non-2xx or 3xx responses: {total} ({by_status})")
+    redirects = [(c, n) for c, n in codes if 300 <= c < 400]
+    if redirects:
+        by_status = ", ".join(f"{c}: {n}" for c, n in redirects)
+        lines.append(f"  3xx responses: {sum(n for _, n in redirects)} ({by_status})")
+    lines.extend(_books(result))
     lines.append(f"Requests/sec: {result.rps:>12.2f}")
     lines.append(f"Transfer/sec: {fmt_bytes(d.get('transfer_in_per_s', 0)):>12}")
     if gen.get("late_sends"):
@@ -76,10 +83,37 @@ def render(result: Result) -> str:
     verdict = gen.get("verdict", "")
     verdict = verdict[:1].upper() + verdict[1:]
     cpu = f"CPU {gen.get('cpu_s', 0):.2f}s"
-    lines.append(f"{'WARNING: ' if gen.get('saturated') else ''}{verdict} ({cpu})")
+    warn = gen.get("saturated") or gen.get("limit", "server") != "server"
+    lines.append(f"{'WARNING: ' if warn else ''}{verdict} ({cpu})")
     if result.interrupted:
         lines.append("Interrupted: this summary covers what ran before the stop.")
     return "\n".join(lines)
+
+
+def _books(result: Result) -> list[str]:
+    """The requests that are neither answers nor errors, and the figures that are bounds, each
+    on its own line when non-zero."""
+    lines = []
+    if result.unfinished:
+        lines.append(
+            f"  Unfinished: {result.unfinished} requests still out at the cut-off, in the latency"
+            " figures at their age then (the tail is a lower bound)"
+        )
+    if result.unsent:
+        lines.append(
+            f"  Never sent: {result.unsent} hits due before the end, in the latency figures at"
+            " their age at the end (a lower bound)"
+        )
+    if result.retries:
+        lines.append(
+            f"  Retries: {result.retries} requests sent again after a kept-alive connection"
+            " closed under them"
+        )
+    if result.clamped:
+        lines.append(
+            f"  Clamped: {result.clamped} latencies beyond the histogram's range count as its top"
+        )
+    return lines
 
 
 def _per_interval_rps(result: Result) -> list[float]:
