@@ -84,6 +84,8 @@ pub struct Vu {
     groups: Vec<(usize, Instant)>,
     setup_done: bool,
     location: String,
+    /// locs: per variable slot, the capture storage of the regex extraction that sets it.
+    locs: Vec<Option<regex::bytes::CaptureLocations>>,
     /// sent: when the last request was meant to start (its failures are booked by it, so
     /// warm-up and measured parts agree with the recorder's).
     sent: Instant,
@@ -119,6 +121,7 @@ impl Vu {
             groups: Vec::new(),
             setup_done: false,
             location: String::new(),
+            locs: Vec::new(),
             sent: Instant::now(),
         }
     }
@@ -315,7 +318,11 @@ impl Vu {
         }
         for x in &req.extract {
             let mut value = std::mem::take(&mut self.vars[x.slot]);
-            let r = x.run(&self.raw, &self.parsed, &mut self.json, &mut value);
+            if self.locs.len() <= x.slot {
+                self.locs.resize_with(x.slot + 1, || None);
+            }
+            let locs = &mut self.locs[x.slot];
+            let r = x.run(&self.raw, &self.parsed, &mut self.json, &mut value, locs);
             self.vars[x.slot] = value;
             if let Err(reason) = r {
                 t.fail(now, req.stat, &reason);

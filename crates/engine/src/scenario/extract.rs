@@ -1,7 +1,7 @@
 //! Extractions: a variable's value taken from a response (a JSON path, a header, a regex
 //! group). A failed extraction is a reason, counted under the request's name.
 
-use regex::bytes::Regex;
+use regex::bytes::{CaptureLocations, Regex};
 use serde_json::Value;
 
 use super::response::Parsed;
@@ -87,13 +87,16 @@ impl JsonBody {
 }
 
 impl Extract {
-    /// run writes the extracted value into `out`, or returns the reason it failed.
+    /// run writes the extracted value into `out`, or returns the reason it failed. `locs` is
+    /// the caller's reusable capture storage for this extraction's regex (made on first use),
+    /// so that a regex extraction allocates nothing per response.
     pub fn run(
         &self,
         raw: &[u8],
         resp: &Parsed,
         json: &mut JsonBody,
         out: &mut String,
+        locs: &mut Option<CaptureLocations>,
     ) -> Result<(), String> {
         match &self.source {
             Source::Json { path, text } => {
@@ -113,14 +116,18 @@ impl Extract {
                 Ok(())
             }
             Source::Regex { re, group } => {
-                let caps = re
-                    .captures(&resp.body)
+                let locs = locs.get_or_insert_with(|| re.capture_locations());
+                re.captures_read(locs, &resp.body)
                     .ok_or_else(|| format!("extract regex {}: no match", re.as_str()))?;
-                let m = caps.get(*group).ok_or_else(|| {
+                let (start, end) = locs.get(*group).ok_or_else(|| {
                     format!("extract regex {}: group {group} did not match", re.as_str())
                 })?;
+                let text = &resp.body[start..end];
                 out.clear();
-                out.push_str(&String::from_utf8_lossy(m.as_bytes()));
+                match std::str::from_utf8(text) {
+                    Ok(s) => out.push_str(s),
+                    Err(_) => out.push_str(&String::from_utf8_lossy(text)),
+                }
                 Ok(())
             }
         }
@@ -200,7 +207,7 @@ mod tests {
         for (label, source, want) in cases {
             let mut json = JsonBody::default();
             let mut out = String::new();
-            let got = Extract { slot: 0, source }.run(raw, &resp, &mut json, &mut out);
+            let got = Extract { slot: 0, source }.run(raw, &resp, &mut json, &mut out, &mut None);
             match want {
                 Ok(v) => {
                     assert_eq!(got, Ok(()), "{label}");
@@ -223,7 +230,13 @@ mod tests {
                 text: "$.id".into(),
             },
         };
-        let got = x.run(raw, &resp, &mut JsonBody::default(), &mut String::new());
+        let got = x.run(
+            raw,
+            &resp,
+            &mut JsonBody::default(),
+            &mut String::new(),
+            &mut None,
+        );
         assert_eq!(got, Err("extract $.id: body is not JSON".to_string()));
     }
 }
