@@ -281,3 +281,18 @@ def test_abort_on_fail_stops_the_run_after_its_window(tmp_path):
     assert took < 15
     assert 1.0 <= doc["duration_s"] < 5
     assert doc["per_name"]["slow"]["requests"] > 0
+
+
+def test_request_count_and_url_only_flags(tmp_path):
+    with redline.Target(threads=1) as t:
+        before = t.stats()["requests"]
+        p, doc = run_json(tmp_path, "examples/ramping.py", "--host", t.url, "-u", "2", "-n", "7")
+        served = t.stats()["requests"] - before
+        bad = run_cli("run", "examples/ramping.py", "--host", t.url, "-m", "POST")
+    assert p.returncode == 0, p.stderr
+    # -n counts iterations (one request each here) instead of the file's stages.
+    assert doc["per_name"]["page"]["requests"] == served == 7
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        "redline: error: -m/--method applies to a URL run; a scenario's requests are in its file"
+    )

@@ -105,6 +105,18 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
         "max_connections": args.max_connections,
     }
     url, plan, kw = plan_and_options(compiled, given, args.host)
+    for flag, value in (
+        ("-m/--method", getattr(args, "method", None)),
+        ("-H/--header", getattr(args, "header", None)),
+        ("--body", getattr(args, "body", None)),
+    ):
+        if value:
+            raise ConfigError(f"{flag} applies to a URL run; a scenario's requests are in its file")
+    if getattr(args, "requests", None):
+        # -n: that many iterations in all, instead of the file's duration.
+        kw["requests"] = args.requests
+        if args.duration is None:
+            kw.pop("duration", None)
     opts = dict(
         warmup=args.warmup, interval=args.interval, insecure=args.insecure, cacert=args.cacert, **kw
     )
