@@ -481,7 +481,7 @@ fn pool_capacity(f: &RunFacts<'_>) -> String {
     }
     let carry = f64::from(f.cfg.max_connections) * 1000.0 / mean_ms;
     format!(
-        ". At {mean_ms:.1} ms a response (mean service time), {} connections carry about {carry:.0} req/s: \
+        ". At {mean_ms:.2} ms a response (mean service time), {} connections carry about {carry:.0} req/s: \
          raise max_connections, or lower the rate",
         f.cfg.max_connections
     )
