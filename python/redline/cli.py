@@ -16,8 +16,8 @@ from redline.find_command import add_demo_parser, add_find_parser
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser
-from redline.scenario.command import add_inspect_parser, cmd_run_scenario, is_scenario
 from redline.runner import defaults, run
+from redline.scenario.command import add_inspect_parser, cmd_run_scenario, is_scenario
 from redline.summary import render
 
 EXIT_USAGE = 2

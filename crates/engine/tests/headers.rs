@@ -48,7 +48,9 @@ fn answer(mut sock: TcpStream, response: &[u8], count: &AtomicU64) {
 fn response(cookies: usize, pad: usize) -> Vec<u8> {
     let mut head = String::from("HTTP/1.1 200 OK\r\n");
     for i in 0..cookies {
-        head.push_str(&format!("Set-Cookie: session{i}=abcdef; Path=/; HttpOnly\r\n"));
+        head.push_str(&format!(
+            "Set-Cookie: session{i}=abcdef; Path=/; HttpOnly\r\n"
+        ));
     }
     head.push_str(&format!("X-Pad: {}\r\n", "p".repeat(pad)));
     head.push_str("Content-Length: 2\r\n\r\nok");
@@ -73,7 +75,11 @@ fn a_response_with_200_set_cookie_lines_is_a_success() {
     let r = go(url, 50);
     assert_eq!((r.requests, r.errors_total), (50, 0), "{:?}", r.errors);
     assert_eq!(r.status_codes.get("200"), Some(&50));
-    assert_eq!(answered.load(Ordering::SeqCst), 50, "the server answered each once");
+    assert_eq!(
+        answered.load(Ordering::SeqCst),
+        50,
+        "the server answered each once"
+    );
 }
 
 #[test]

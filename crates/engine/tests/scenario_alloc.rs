@@ -40,19 +40,19 @@ static GLOBAL: Counting = Counting;
 /// plan: two GETs per iteration; the second's path carries what the first extracted.
 fn plan() -> serde_json::Value {
     json!({"file": "alloc.py", "vars": {"var.K": "v"},
-      "data": [{"name": "d", "per": "iteration", "columns": ["c"], "rows": [["a"], ["bb"], ["ccc"]]}],
-      "flows": [{"name": "f", "steps": [
-        {"step": "request", "name": "first", "method": "GET",
-         "path": ["/u/", {"var": "vu"}, "/", {"var": "iteration"}],
-         "query": [["q", [{"var": "data.d.c"}]]],
-         "headers": [["X-K", [{"var": "var.K"}]]],
-         "checks": [{"check": "status", "in": [200]}, {"check": "contains", "text": "ok"},
-                    {"check": "latency", "max_ms": 10000.0}],
-         "extract": [{"from": "header", "var": "len", "name": "content-length"},
-                     {"from": "regex", "var": "o", "pattern": "(o)k", "group": 1}]},
-        {"step": "request", "name": "second", "method": "GET",
-         "path": ["/n/", {"var": "len"}, "/", {"var": "o"}]}
-      ]}]})
+    "data": [{"name": "d", "per": "iteration", "columns": ["c"], "rows": [["a"], ["bb"], ["ccc"]]}],
+    "flows": [{"name": "f", "steps": [
+      {"step": "request", "name": "first", "method": "GET",
+       "path": ["/u/", {"var": "vu"}, "/", {"var": "iteration"}],
+       "query": [["q", [{"var": "data.d.c"}]]],
+       "headers": [["X-K", [{"var": "var.K"}]]],
+       "checks": [{"check": "status", "in": [200]}, {"check": "contains", "text": "ok"},
+                  {"check": "latency", "max_ms": 10000.0}],
+       "extract": [{"from": "header", "var": "len", "name": "content-length"},
+                   {"from": "regex", "var": "o", "pattern": "(o)k", "group": 1}]},
+      {"step": "request", "name": "second", "method": "GET",
+       "path": ["/n/", {"var": "len"}, "/", {"var": "o"}]}
+    ]}]})
 }
 
 fn allocations_for(url: &str, iterations: u64) -> u64 {
@@ -69,7 +69,12 @@ fn allocations_for(url: &str, iterations: u64) -> u64 {
     let r = run(cfg, Arc::new(RunControl::new()), &mut |_| {}).expect("run");
     assert_eq!(r.requests, 2 * iterations);
     assert_eq!(r.errors_total, 0, "{:?}", r.per_name);
-    let it = r.scenario.as_ref().expect("a scenario report").iterations.clone();
+    let it = r
+        .scenario
+        .as_ref()
+        .expect("a scenario report")
+        .iterations
+        .clone();
     assert_eq!((it.started, it.completed), (iterations, iterations));
     ALLOCS.load(Ordering::Relaxed) - before
 }
@@ -84,5 +89,8 @@ fn flow_requests_do_not_allocate() {
     let large = allocations_for(&url, 2_750);
     let per_request = large.saturating_sub(small) as f64 / 5_000.0;
     eprintln!("{small} vs {large} allocations, {per_request:.3} per extra request");
-    assert!(per_request < 0.5, "{per_request:.3} allocations per request");
+    assert!(
+        per_request < 0.5,
+        "{per_request:.3} allocations per request"
+    );
 }
