@@ -529,3 +529,31 @@ def test_load_chart_reads_the_load_held(label, model, interval, expect):
     chart = load_chart([inside, {**interval, "active_connections": 4}], steps, model)
     assert chart is not None and chart.data[1] == [4.0, expect]
     assert chart.series[0].span_gaps is False
+
+
+def test_run_writes_its_html_report(tmp_path, target):
+    """`redline run --report FILE.html` writes the run's page with the figures it printed and
+    the --json holds; the server counted what the report says was answered."""
+    before = target.stats()["requests"]
+    page, doc = tmp_path / "run.html", tmp_path / "run.json"
+    out = run_cli(
+        "run",
+        target.url + "/",
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "-q",
+        "--json",
+        str(doc),
+        "--report",
+        str(page),
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(doc.read_text())
+    assert data["requests"] == target.stats()["requests"] - before
+    html = page.read_text()
+    assert f"{data['rps']:,.0f} req/s" in html
+    assert 'id="answer-generator"' in html
+    bad = run_cli("run", target.url + "/", "-d", "1s", "--report", str(tmp_path / "no/x.html"))
+    assert bad.returncode == 2 and "--report: directory" in bad.stderr

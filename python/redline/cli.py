@@ -15,7 +15,7 @@ from redline.errors import RedlineError
 from redline.find_command import add_demo_parser, add_find_parser
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
-from redline.report_command import add_report_parser
+from redline.report_command import add_report_parser, write_run_report
 from redline.runner import defaults, run
 from redline.scenario.command import add_inspect_parser, cmd_run_scenario, is_scenario
 from redline.summary import render
@@ -156,6 +156,9 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     out = r.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     out.add_argument(
+        "--report", metavar="FILE.html", help="write a self-contained HTML report (opens offline)"
+    )
+    out.add_argument(
         "--interval",
         metavar="DURATION",
         help=f"reporting interval (default: {_secs(d['interval_s'])}, "
@@ -211,11 +214,11 @@ def _secs(seconds: float) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """cmd_run runs one load test, prints the summary and writes --json."""
-    if args.json:
-        parent = Path(args.json).resolve().parent
-        if not parent.is_dir():
-            raise RedlineError(f"--json: directory {str(parent)!r} does not exist")
+    """cmd_run runs one load test, prints the summary and writes --json and --report."""
+    for flag, path in (("--json", args.json), ("--report", args.report)):
+        parent = Path(path).resolve().parent if path else None
+        if parent is not None and not parent.is_dir():
+            raise RedlineError(f"{flag}: directory {str(parent)!r} does not exist")
     if is_scenario(args.url):
         return cmd_run_scenario(args)
     for note in ignored_options(
@@ -261,6 +264,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(render(result), flush=True)
     if args.json:
         result.write_json(args.json)
+    write_run_report(args.report, result.data)
     return 130 if result.interrupted else 0
 
 

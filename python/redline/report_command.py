@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any
 
 from redline.errors import RedlineError
 
@@ -51,3 +53,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         if path:
             print(f"wrote {path}")
     return 0
+
+
+def write_run_report(path: str | None, data: dict[str, Any]) -> None:
+    """write_run_report writes ``redline run --report``'s HTML page (the report module, and the
+    numerics it brings, load only when asked for)."""
+    if path:
+        from redline.report import render_run_html
+
+        Path(path).write_text(render_run_html(data))
+        print(f"wrote {path}", file=sys.stderr)

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from redline.errors import ConfigError
+from redline.report_command import write_run_report
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.profile import merge, run_options
 from redline.scenario.thresholds import check
@@ -132,6 +133,7 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
     print(render_tables(result.data), flush=True)
     if args.json:
         result.write_json(args.json)
+    write_run_report(getattr(args, "report", None), result.data)
     failed = check(thresholds, result.data)
     if aborted:
         failed.insert(0, aborted)
