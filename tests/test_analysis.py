@@ -207,6 +207,8 @@ def test_knee_on_usl_curve_is_before_peak():
         ("lost completions: too many in flight", 80.0, 1000.0, 50.0, False),
         ("idle", 0.0, 0.0, 0.0, True),
         ("stuck: in flight, nothing completes", 10.0, 0.0, 0.0, False),
+        ("light load: under one request apart is within the slack", 0.3, 100.0, 1.43, True),
+        ("light load: two requests apart is not", 2.2, 100.0, 1.43, False),
     ],
 )
 def test_little_check(label, inflight, rps, mean_ms, ok):
@@ -340,6 +342,17 @@ def test_analyse_bundles_models_and_checks():
     assert all(c["ok"] for c in out["checks"]["little"])
     assert out["checks"]["leaks"]["fds"]["suspected"] is True
     assert out["checks"]["leaks"]["rss_bytes"]["suspected"] is False
+
+
+def test_unsteady_steps_are_not_judged_by_littles_law():
+    """L = λW holds for a stationary system only: a step that never became steady (the report
+    says so) is left out of the check rather than flagged as a measurement problem."""
+    steps = synthetic_steps()
+    steps[1].steady = False
+    steps[1].inflight_mean = 10 * (steps[1].inflight_mean or 1.0)
+    out = analyse(steps, model="closed")
+    judged = {c["step"] for c in out["checks"]["little"]}
+    assert steps[1].index not in judged and len(judged) == len(steps) - 1
 
 
 def test_step_roundtrip_ignores_unknown_keys():

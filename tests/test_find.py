@@ -165,6 +165,9 @@ def test_cli_find_prints_the_answers_and_writes_json(queue, tmp_path, capsys):
     r = valid(json.loads(out.read_text()))
     phases = [s["phase"] for s in r["steps"]]
     assert phases[-2:] == ["confirm", "soak"], phases
+    confirm = r["steps"][-2]
+    # --confirm 3s, plus its 1 s warm-up: the step records how long it ran
+    assert 2.0 <= confirm["end_s"] - confirm["start_s"] <= 6.0, confirm
     assert r["checks"]["leaks"], "the soak's monitor samples went to the leak check"
     assert "<html" in (tmp_path / "find.html").read_text().lower()
     assert "| " in (tmp_path / "find.md").read_text()

@@ -382,6 +382,10 @@ def _result(
     latency = None
     if confirmed is not None and outcome.best is not None:
         steady = _confirm_step(len(steps), model, outcome.best.load, confirmed)
+        if confirm_window is not None:
+            steady.start_s, steady.end_s = confirm_window
+        else:
+            steady.end_s = float(confirmed.get("duration_s") or 0.0)
         if monitor is not None and confirm_window is not None:
             steady.service = monitor.window(*confirm_window)
         latency = {k: v for k, v in _distribution(confirmed).items() if v is not None}

@@ -242,6 +242,10 @@ def analyse(
     knee = find_knee([s.load for s in steps], [s.throughput_rps for s in steps])
     little = []
     for s in steps:
+        # Little's law holds for a stationary system only: a step that never became steady
+        # (already said so in the report) is not judged by it.
+        if s.steady is False:
+            continue
         if s.inflight_mean is not None and s.mean_ms is not None:
             c = little_check(s.inflight_mean, s.throughput_rps, s.mean_ms)
             little.append({"step": s.index, **c.to_dict()})
