@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.analysis import answer_sentences
-from redline.charts import Chart, find_charts, monitor_samples, run_charts
+from redline.charts import Chart, _num, find_charts, monitor_samples, run_charts
 from redline.errors import RedlineError
 
 #: UPLOT_VERSION is the version of the vendored charting library (see assets/README.md).
@@ -77,16 +77,6 @@ def write_reports(
 
 
 # -- formatting ------------------------------------------------------------------------------
-
-
-def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def fmt(v: Any, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
