@@ -6,15 +6,16 @@
 //! end and returns the report of what ran.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use redline_engine::{EngineError, IntervalSnapshot, Report, RunConfig, RunControl};
+use redline_engine::{EngineError, Report, RunConfig, RunControl};
 
 use crate::errors::{engine_err, ConfigError, RedlineError};
+use crate::run::spawn_engine;
 
 /// How long one wait without the GIL lasts before looking at signals (Ctrl-C).
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
@@ -43,20 +44,7 @@ pub fn start_run(config_json: &str) -> PyResult<RunHandle> {
         // Live from here on: a set_target right after start_run must not race the thread.
         control.load().begin(checked.profile.clone());
     }
-    let (tx, rx) = mpsc::channel::<String>();
-    let engine_control = Arc::clone(&control);
-    let worker = std::thread::Builder::new()
-        .name("redline-live".into())
-        .spawn(move || {
-            let mut forward = |snap: &IntervalSnapshot| {
-                // A closed receiver only means Python stopped listening; the run goes on.
-                if let Ok(json) = serde_json::to_string(snap) {
-                    let _ = tx.send(json);
-                }
-            };
-            redline_engine::run(config, engine_control, &mut forward)
-        })
-        .map_err(|e| RedlineError::new_err(format!("cannot start the engine thread: {e}")))?;
+    let (rx, worker) = spawn_engine("redline-live", config, Arc::clone(&control))?;
     Ok(RunHandle {
         control,
         rx: Mutex::new(rx),

@@ -5,18 +5,46 @@
 //! only briefly to call the progress callback and to notice Ctrl-C (which stops the engine and
 //! still returns the report of what ran).
 
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
-use redline_engine::{IntervalSnapshot, RunConfig, RunControl};
+use redline_engine::{EngineError, IntervalSnapshot, Report, RunConfig, RunControl};
 
 use crate::errors::{engine_err, RedlineError};
 
 /// How often the waiting thread wakes to check for signals when no snapshot arrives.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+/// EngineThread is the thread an engine run goes on; joining it gives the run's outcome.
+pub(crate) type EngineThread = JoinHandle<Result<Report, EngineError>>;
+
+/// spawn_engine starts `config` on its own thread named `name`, forwarding each interval's
+/// snapshot as JSON over the returned channel; shared by `run` and `start_run` so both drive
+/// the engine the same way.
+pub(crate) fn spawn_engine(
+    name: &str,
+    config: RunConfig,
+    control: Arc<RunControl>,
+) -> PyResult<(Receiver<String>, EngineThread)> {
+    let (tx, rx) = mpsc::channel::<String>();
+    let worker = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let mut forward = |snap: &IntervalSnapshot| {
+                // A closed receiver only means Python stopped listening; the run goes on.
+                if let Ok(json) = serde_json::to_string(snap) {
+                    let _ = tx.send(json);
+                }
+            };
+            redline_engine::run(config, control, &mut forward)
+        })
+        .map_err(|e| RedlineError::new_err(format!("cannot start the engine thread: {e}")))?;
+    Ok((rx, worker))
+}
 
 /// run(config_json, progress=None) -> report_json: runs the load described by `config_json`
 /// (the engine's RunConfig as JSON), calling `progress(snapshot_json)` once per interval.
@@ -26,20 +54,7 @@ pub fn run(py: Python<'_>, config_json: &str, progress: Option<PyObject>) -> PyR
     // The engine's own parser, so a malformed configuration reads as it does from Rust.
     let config = RunConfig::from_json(config_json).map_err(engine_err)?;
     let control = Arc::new(RunControl::new());
-    let (tx, rx) = mpsc::channel::<String>();
-    let engine_control = Arc::clone(&control);
-    let worker = std::thread::Builder::new()
-        .name("redline-run".into())
-        .spawn(move || {
-            let mut forward = |snap: &IntervalSnapshot| {
-                // A closed receiver only means Python stopped listening; the run goes on.
-                if let Ok(json) = serde_json::to_string(snap) {
-                    let _ = tx.send(json);
-                }
-            };
-            redline_engine::run(config, engine_control, &mut forward)
-        })
-        .map_err(|e| RedlineError::new_err(format!("cannot start the engine thread: {e}")))?;
+    let (rx, worker) = spawn_engine("redline-run", config, Arc::clone(&control))?;
 
     // The receiver is only ever used from this thread; the Mutex just makes it `Sync`, which
     // `allow_threads` asks of everything its closure borrows.
