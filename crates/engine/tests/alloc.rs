@@ -3,34 +3,11 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::counting::{allocations, Counting};
 use redline_engine::{run, RunConfig, RunControl};
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: delegates to the system allocator, only counting calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -47,10 +24,10 @@ fn allocations_for(url: &str, requests: u64, open: bool) -> u64 {
         interval_s: 60.0,
         ..RunConfig::default()
     };
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = allocations();
     let r = run(cfg, Arc::new(RunControl::new()), &mut |_| {}).expect("run");
     assert_eq!(r.requests, requests);
-    ALLOCS.load(Ordering::Relaxed) - before
+    allocations() - before
 }
 
 #[test]
