@@ -52,9 +52,11 @@ def test_survey_uses_the_session_cookie_and_the_redirect(tmp_path):
     assert seen["sessions_issued"] == 4
     assert seen["missing_cookie"] == 0 and seen["forms_invalid"] == 0
     assert seen["form_pages"] == names["form"]["requests"]
-    # "post" stops at the 302; "post+thanks" counts the post and the followed GET /thanks.
-    assert seen["forms_posted"] == names["post"]["requests"] + seen["thanks_pages"]
-    assert seen["thanks_pages"] * 2 == names["post+thanks"]["requests"]
+    # "post" stops at the 302; "post+thanks" counts its own posts and the followed GET /thanks
+    # goes under "post+thanks (redirect)".
+    assert seen["forms_posted"] == names["post"]["requests"] + names["post+thanks"]["requests"]
+    assert seen["thanks_pages"] == names["post+thanks (redirect)"]["requests"]
+    assert names["post+thanks"]["requests"] == seen["thanks_pages"]
     assert doc["status_codes"]["302"] == names["post"]["requests"] + seen["thanks_pages"]
     assert doc["errors_total"] == 0
     it = doc["scenario"]["iterations"]
@@ -90,6 +92,33 @@ def test_failed_checks_are_failures_with_reasons_and_thresholds_exit_1(tmp_path)
     assert home["requests"] == served == 10
     assert home["errors"] == 10 == doc["errors"]["check"]
     assert home["failure_reasons"] == {'body does not contain "nope"': 10}
+    assert doc["scenario"]["iterations"]["failed"] == 10
+
+
+def test_an_expected_error_status_is_not_an_error(tmp_path):
+    path = tmp_path / "expect.py"
+    path.write_text(
+        textwrap.dedent("""\
+        from redline.scenario import Scenario
+        s = Scenario(users=2)
+        @s.flow
+        def f(u):
+            u.delete("/x?status=404", name="gone", status=(204, 404))
+            u.get("/y?status=503", name="down", status=200)
+        """)
+    )
+    with redline.Target(threads=1) as t:
+        before = t.stats()["requests"]
+        p, doc = run_json(tmp_path, str(path), "--host", t.url, "--iterations", "5")
+        served = t.stats()["requests"] - before
+    assert p.returncode == 0, p.stderr
+    gone, down = doc["per_name"]["gone"], doc["per_name"]["down"]
+    assert gone["requests"] + down["requests"] == served == 20
+    assert doc["status_codes"] == {"404": 10, "503": 10}
+    # The 404s the flow asked for are answers; the 503s it did not are errors, with reasons.
+    assert (gone["errors"], gone.get("failure_reasons", {})) == (0, {})
+    assert (down["errors"], down["failure_reasons"]) == (10, {"HTTP 503": 10})
+    assert doc["errors"]["status"] == 10 == doc["errors_total"]
     assert doc["scenario"]["iterations"]["failed"] == 10
 
 

@@ -391,12 +391,14 @@ impl Lane {
     }
 
     async fn request(&mut self, s: &Rc<Shared>, r: &RequestStep, intended: Instant) {
-        self.send(s, &r.bytes, r.head, r.idempotent, r.stat, intended)
+        self.send(s, &r.bytes, r.head, r.idempotent, r.stat, &[], intended)
             .await;
     }
 
     /// send sends one request (`bytes`, under name `stat`) meant to start at `intended`,
-    /// reads its response and records the outcome.
+    /// reads its response and records the outcome; a 4xx/5xx listed in `expected` (a
+    /// scenario's `status=404`) is not an error.
+    #[allow(clippy::too_many_arguments)]
     async fn send(
         &mut self,
         s: &Rc<Shared>,
@@ -404,6 +406,7 @@ impl Lane {
         head: bool,
         idempotent: bool,
         stat: usize,
+        expected: &[u16],
         intended: Instant,
     ) -> Reply {
         let now = self.clock.take().unwrap_or_else(Instant::now);
@@ -456,6 +459,7 @@ impl Lane {
                     latency: end.saturating_duration_since(from),
                     service: end.saturating_duration_since(x.sent_at),
                     bytes_in: x.bytes_in,
+                    expected: x.status >= 400 && expected.contains(&x.status),
                 };
                 rec.response(&resp);
                 Reply::Answered {
@@ -475,19 +479,34 @@ impl Lane {
     }
 
     /// exchange_captured is [`Lane::send`] with the raw response kept in `raw` (up to
-    /// [`MAX_CAPTURE`] bytes) for the scenario's checks and extractions.
+    /// [`MAX_CAPTURE`] bytes) for the scenario's checks and extractions; `hop`: `bytes` is the
+    /// GET of a redirect `req` follows.
     async fn exchange_captured(
         &mut self,
         s: &Rc<Shared>,
         bytes: &[u8],
         req: &crate::scenario::Request,
+        hop: bool,
         intended: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply {
         raw.clear();
         self.conn.capture = Some((std::mem::take(raw), MAX_CAPTURE));
+        let (stat, head, idempotent) = if hop {
+            (req.hop_stat, false, true)
+        } else {
+            (req.stat, req.head, req.idempotent)
+        };
         let reply = self
-            .send(s, bytes, req.head, req.idempotent, req.stat, intended)
+            .send(
+                s,
+                bytes,
+                head,
+                idempotent,
+                stat,
+                &req.expected_errors,
+                intended,
+            )
             .await;
         if let Some((kept, _)) = self.conn.capture.take() {
             *raw = kept;
@@ -519,11 +538,12 @@ impl Transport for LaneIo<'_> {
         &mut self,
         bytes: &[u8],
         req: &crate::scenario::Request,
+        hop: bool,
         intended: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply {
         self.lane
-            .exchange_captured(self.s, bytes, req, intended, raw)
+            .exchange_captured(self.s, bytes, req, hop, intended, raw)
             .await
     }
 

@@ -397,6 +397,8 @@ pub struct Response {
     pub service: Duration,
     /// bytes_in: bytes read for this response.
     pub bytes_in: u64,
+    /// expected: a 4xx/5xx the scenario asked for (`status=404`), not an error.
+    pub expected: bool,
 }
 
 /// Recorder is a worker thread's measurement state: the current interval and the totals.
@@ -437,7 +439,7 @@ impl Recorder {
     /// response records a completed response.
     pub fn response(&mut self, r: &Response) {
         let lat = micros(r.latency);
-        let failed = r.status >= 400;
+        let failed = r.status >= 400 && !r.expected;
         self.in_flight = self.in_flight.saturating_sub(1);
         let iv = &mut self.interval;
         iv.requests += 1;

@@ -41,6 +41,7 @@ fn resp(intended: Instant, status: u16, ms: u64) -> Response {
         latency: Duration::from_millis(ms),
         service: Duration::from_millis(ms / 2),
         bytes_in: 100,
+        expected: false,
     }
 }
 

@@ -6,14 +6,14 @@
 //! requests are counted exactly like plain ones (answered, failed, unfinished, unsent); a
 //! failed check or extraction is then a failed request with a reason. The VU's buffers are
 //! reused from request to request, so a warmed-up VU allocates only where values change
-//! size (extracted strings, a JSON document parsed for a check).
+//! size (extracted strings, the one JSON value a check or extraction looks at: see
+//! [`super::json`]).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use super::check::Seen;
 use super::cookies::CookieJar;
-use super::extract::JsonBody;
 use super::response::Parsed;
 use super::rng::Rng;
 use super::{Body, Op, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
@@ -40,12 +40,14 @@ pub enum Reply {
 /// Transport is what the executor needs from its lane.
 #[allow(async_fn_in_trait)]
 pub trait Transport {
-    /// exchange sends `bytes` (a whole request) meant to start at `intended`, records it
-    /// under `stat`, and leaves the raw response in `raw`.
+    /// exchange sends `bytes` (a whole request: `req`, or with `hop` the GET of a redirect
+    /// it follows) meant to start at `intended`, records it under the request's name (with
+    /// `hop`, its redirect name: [`Request::hop_stat`]), and leaves the raw response in `raw`.
     async fn exchange(
         &mut self,
         bytes: &[u8],
         req: &Request,
+        hop: bool,
         intended: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply;
@@ -79,7 +81,6 @@ pub struct Vu {
     body: Vec<u8>,
     raw: Vec<u8>,
     parsed: Parsed,
-    json: JsonBody,
     loops: Vec<u32>,
     groups: Vec<(usize, Instant)>,
     setup_done: bool,
@@ -89,6 +90,9 @@ pub struct Vu {
     /// sent: when the last request was meant to start (its failures are booked by it, so
     /// warm-up and measured parts agree with the recorder's).
     sent: Instant,
+    /// stat: the name the last request was recorded under (a followed redirect's has its
+    /// own), where its failed checks go, so that each name's failures are its requests'.
+    stat: usize,
 }
 
 /// Failed: the iteration ended early (its reason is already counted).
@@ -116,13 +120,13 @@ impl Vu {
             body: Vec::new(),
             raw: Vec::new(),
             parsed: Parsed::default(),
-            json: JsonBody::default(),
             loops: vec![0; script.depth],
             groups: Vec::new(),
             setup_done: false,
             location: String::new(),
             locs: Vec::new(),
             sent: Instant::now(),
+            stat: 0,
         }
     }
 
@@ -161,9 +165,6 @@ impl Vu {
             let flow = script.pick(self.rng.below(script.total_weight));
             ok = self.run(script, &flow.ops, t, &mut at).await.is_ok();
         }
-        // The last parsed document is not needed past the iteration: a VU that waits (think
-        // time, pacing, the next arrival) holds no JSON tree.
-        self.json.reset();
         let now = t.now();
         t.iteration(intended, now.saturating_duration_since(intended), ok);
         ok
@@ -190,7 +191,7 @@ impl Vu {
                     *at = t.now();
                     let sent = self.sent;
                     if let Err(f) =
-                        r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat, true))
+                        r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat))
                     {
                         break Err(f);
                     }
@@ -270,7 +271,6 @@ impl Vu {
             let (status, latency) = self.request(script, req, t, *at).await?;
             let now = t.now();
             *at = now;
-            self.json.reset();
             let seen = Seen {
                 status,
                 latency,
@@ -278,13 +278,13 @@ impl Vu {
             };
             let done = until
                 .iter()
-                .all(|c| c.eval(&seen, &mut self.json).is_none());
+                .all(|c| c.eval(&seen).is_none());
             if done {
-                return self.judge(req, t, self.sent, status, latency, false);
+                return self.judge(req, t, self.sent, status, latency);
             }
             if now.saturating_duration_since(start) + interval > timeout {
                 let reason = format!("poll timed out after {} s", timeout.as_secs_f64());
-                t.fail(self.sent, req.stat, &reason);
+                t.fail(self.sent, self.stat, &reason);
                 return Err(Failed);
             }
             t.pause(interval).await;
@@ -300,19 +300,15 @@ impl Vu {
         now: Instant,
         status: u16,
         latency: Duration,
-        fresh: bool,
     ) -> Result<(), Failed> {
-        if fresh {
-            self.json.reset();
-        }
         let seen = Seen {
             status,
             latency,
             resp: &self.parsed,
         };
         for c in &req.checks {
-            if let Some(reason) = c.eval(&seen, &mut self.json) {
-                t.fail(now, req.stat, &reason);
+            if let Some(reason) = c.eval(&seen) {
+                t.fail(now, self.stat, &reason);
                 return Err(Failed);
             }
         }
@@ -322,10 +318,10 @@ impl Vu {
                 self.locs.resize_with(x.slot + 1, || None);
             }
             let locs = &mut self.locs[x.slot];
-            let r = x.run(&self.raw, &self.parsed, &mut self.json, &mut value, locs);
+            let r = x.run(&self.raw, &self.parsed, &mut value, locs);
             self.vars[x.slot] = value;
             if let Err(reason) = r {
-                t.fail(now, req.stat, &reason);
+                t.fail(now, self.stat, &reason);
                 return Err(Failed);
             }
         }
@@ -333,7 +329,8 @@ impl Vu {
     }
 
     /// request sends `req` (following redirects if it says so) and reads its response into
-    /// `self.parsed`; a transport failure or a 4xx/5xx ends the iteration.
+    /// `self.parsed`; a transport failure or a 4xx/5xx the request does not expect ends the
+    /// iteration.
     async fn request<T: Transport>(
         &mut self,
         script: &Script,
@@ -346,10 +343,14 @@ impl Vu {
         let mut hops = 0;
         loop {
             self.sent = intended;
-            let reply = t.exchange(&self.req, req, intended, &mut self.raw).await;
+            let stat = if hops == 0 { req.stat } else { req.hop_stat };
+            self.stat = stat;
+            let reply = t
+                .exchange(&self.req, req, hops > 0, intended, &mut self.raw)
+                .await;
             let (status, latency) = match reply {
                 Reply::Failed(class) => {
-                    t.reason(intended, req.stat, class_name(class));
+                    t.reason(intended, stat, class_name(class));
                     return Err(Failed);
                 }
                 Reply::Answered { status, latency } => (status, latency),
@@ -358,8 +359,8 @@ impl Vu {
             for c in self.parsed.headers_named(&self.raw, "set-cookie") {
                 self.jar.store(c);
             }
-            if status >= 400 {
-                t.reason(intended, req.stat, &format!("HTTP {status}"));
+            if status >= 400 && !req.expected_errors.contains(&status) {
+                t.reason(intended, stat, &format!("HTTP {status}"));
                 return Err(Failed);
             }
             let redirect =
@@ -374,7 +375,7 @@ impl Vu {
             match same_host_path(location, &script.authority) {
                 Some(p) => self.location.push_str(p),
                 None => {
-                    t.fail(intended, req.stat, "redirect to another host");
+                    t.fail(intended, stat, "redirect to another host");
                     return Err(Failed);
                 }
             }

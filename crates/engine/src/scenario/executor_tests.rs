@@ -44,6 +44,7 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
         &mut self,
         bytes: &[u8],
         req: &Request,
+        hop: bool,
         _: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply {
@@ -51,7 +52,8 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
         let (status, resp) = (self.serve)(&text);
         self.sent.push(text);
         self.clock += Duration::from_millis(2);
-        self.stats.push((req.stat, status));
+        self.stats
+            .push((if hop { req.hop_stat } else { req.stat }, status));
         if status == 0 {
             return Reply::Failed(ErrorClass::Timeout);
         }
@@ -286,6 +288,57 @@ fn cookies_redirects_forms_loops_groups_and_data() {
         "five responses of 2 ms"
     );
     assert_eq!(t.paused, Duration::from_millis(500));
+    // The followed redirect's GET is recorded under its own name, not the POST's.
+    let hop = s.names.iter().position(|n| n == "post (redirect)").unwrap();
+    let post = s.names.iter().position(|n| n == "post").unwrap();
+    let stats: Vec<usize> = t.stats.iter().map(|(n, _)| *n).collect();
+    assert_eq!(stats[1..], [post, hop, post, hop]);
+}
+
+/// A 4xx the request's status check lists is what the flow wants; one it does not list
+/// fails it; and a check failing on a followed redirect's response is booked under the
+/// redirect's name (each name's failures are its own requests').
+#[test]
+fn expected_error_statuses_and_where_redirect_failures_go() {
+    let p = json!({"file": "f.py", "flows": [{"name": "f", "steps": [
+        {"step": "request", "name": "gone", "method": "DELETE", "path": ["/x"], "checks": [{"check": "status", "in": [204, 404]}]},
+        {"step": "request", "name": "go", "method": "GET", "path": ["/r"], "follow_redirects": true,
+         "checks": [{"check": "contains", "text": "yes"}]}
+    ]}]});
+    let s = Script::from_json(&p, "h:1").unwrap();
+    assert_eq!(s.requests[0].expected_errors, [404]);
+    let serve = |req: &str| {
+        if req.starts_with("DELETE /x ") {
+            return (404, http(404, "", ""));
+        }
+        if req.starts_with("GET /r ") {
+            return (302, http(302, "Location: /no\r\n", ""));
+        }
+        (200, http(200, "", "no"))
+    };
+    let mut t = Fake::new(serve);
+    let mut vu = Vu::new(&s, 0);
+    let now = t.clock;
+    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(t.reasons.is_empty(), "{:?}", t.reasons);
+    let hop = s.requests[1].hop_stat;
+    assert_eq!(s.names[hop], "go (redirect)");
+    assert_eq!(
+        t.failed,
+        [(hop, "body does not contain \"yes\"".to_string())]
+    );
+
+    // The same 404 without it in the status check is an error status with its reason.
+    let p = json!({"file": "f.py", "flows": [{"name": "f", "steps": [
+        {"step": "request", "name": "gone", "method": "DELETE", "path": ["/x"], "checks": [{"check": "status", "in": [204]}]}
+    ]}]});
+    let s = Script::from_json(&p, "h:1").unwrap();
+    assert!(s.requests[0].expected_errors.is_empty());
+    let mut t = Fake::new(serve);
+    let mut vu = Vu::new(&s, 0);
+    let now = t.clock;
+    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert_eq!(t.reasons, [(0, "HTTP 404".to_string())]);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use regex::bytes::{CaptureLocations, Regex};
 use serde_json::Value;
 
+use super::json::find;
 use super::response::Parsed;
 use super::spec::PathSeg;
 
@@ -37,23 +38,6 @@ pub struct Extract {
     pub source: Source,
 }
 
-/// lookup follows `path` into `doc`.
-pub fn lookup<'a>(doc: &'a Value, path: &[PathSeg]) -> Option<&'a Value> {
-    let mut v = doc;
-    for seg in path {
-        v = match (seg, v) {
-            (PathSeg::Key(k), Value::Object(m)) => m.get(k)?,
-            (PathSeg::Index(i), Value::Array(a)) => {
-                let len = a.len() as i64;
-                let at = if *i < 0 { len + i } else { *i };
-                a.get(usize::try_from(at).ok()?)?
-            }
-            _ => return None,
-        };
-    }
-    Some(v)
-}
-
 /// as_text renders a JSON value as a variable's text: strings without quotes, the rest as
 /// JSON.
 pub fn as_text(v: &Value, out: &mut String) {
@@ -61,28 +45,6 @@ pub fn as_text(v: &Value, out: &mut String) {
     match v {
         Value::String(s) => out.push_str(s),
         other => out.push_str(&other.to_string()),
-    }
-}
-
-/// JsonBody parses a response body as JSON at most once, for every check and extraction
-/// that needs it.
-#[derive(Debug, Default)]
-pub struct JsonBody {
-    parsed: Option<Result<Value, ()>>,
-}
-
-impl JsonBody {
-    /// reset forgets the previous response's document.
-    pub fn reset(&mut self) {
-        self.parsed = None;
-    }
-
-    /// get parses `body` on first use; None when it is not JSON.
-    pub fn get(&mut self, body: &[u8]) -> Option<&Value> {
-        self.parsed
-            .get_or_insert_with(|| serde_json::from_slice(body).map_err(|_| ()))
-            .as_ref()
-            .ok()
     }
 }
 
@@ -94,17 +56,15 @@ impl Extract {
         &self,
         raw: &[u8],
         resp: &Parsed,
-        json: &mut JsonBody,
         out: &mut String,
         locs: &mut Option<CaptureLocations>,
     ) -> Result<(), String> {
         match &self.source {
             Source::Json { path, text } => {
-                let doc = json
-                    .get(&resp.body)
-                    .ok_or_else(|| format!("extract {text}: body is not JSON"))?;
-                let v = lookup(doc, path).ok_or_else(|| format!("extract {text}: not found"))?;
-                as_text(v, out);
+                let v = find(&resp.body, path)
+                    .map_err(|_| format!("extract {text}: body is not JSON"))?
+                    .ok_or_else(|| format!("extract {text}: not found"))?;
+                as_text(&v, out);
                 Ok(())
             }
             Source::Header(name) => {
@@ -205,9 +165,8 @@ mod tests {
             ),
         ];
         for (label, source, want) in cases {
-            let mut json = JsonBody::default();
             let mut out = String::new();
-            let got = Extract { slot: 0, source }.run(raw, &resp, &mut json, &mut out, &mut None);
+            let got = Extract { slot: 0, source }.run(raw, &resp, &mut out, &mut None);
             match want {
                 Ok(v) => {
                     assert_eq!(got, Ok(()), "{label}");
@@ -233,7 +192,6 @@ mod tests {
         let got = x.run(
             raw,
             &resp,
-            &mut JsonBody::default(),
             &mut String::new(),
             &mut None,
         );

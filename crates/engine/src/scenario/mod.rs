@@ -13,6 +13,7 @@ pub mod check;
 pub mod cookies;
 pub mod executor;
 pub mod extract;
+pub mod json;
 pub mod response;
 pub mod rng;
 pub mod spec;
@@ -54,6 +55,10 @@ pub enum Body {
 pub struct Request {
     /// stat: index of its name in [`Script::names`].
     pub stat: usize,
+    /// hop_stat: where the GETs of the redirects it follows are recorded: `NAME (redirect)`,
+    /// so that the name's own figures are those of the request as written (== `stat` when it
+    /// follows none).
+    pub hop_stat: usize,
     /// method: upper case.
     pub method: String,
     /// head: a HEAD request (no response body).
@@ -76,6 +81,9 @@ pub struct Request {
     pub extract: Vec<Extract>,
     /// checks: conditions on the final response.
     pub checks: Vec<Check>,
+    /// expected_errors: the 4xx/5xx statuses its status check lists (`status=404`): such a
+    /// response is what the flow wants, not an error (other 4xx/5xx stay errors).
+    pub expected_errors: Vec<u16>,
 }
 
 /// Think is a pause's distribution.
@@ -373,8 +381,24 @@ impl Builder<'_> {
             });
         }
         let stat = Self::stat(&mut self.names, &r.name);
+        let hop_stat = if r.follow_redirects {
+            Self::stat(&mut self.names, &format!("{} (redirect)", r.name))
+        } else {
+            stat
+        };
+        let mut expected_errors: Vec<u16> = checks
+            .iter()
+            .filter_map(|c| match c {
+                Check::Status(codes) => Some(codes.iter().copied().filter(|&c| c >= 400)),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        expected_errors.sort_unstable();
+        expected_errors.dedup();
         self.requests.push(Request {
             stat,
+            hop_stat,
             head: method == "HEAD",
             idempotent: crate::plan::idempotent(&method),
             method,
@@ -386,6 +410,7 @@ impl Builder<'_> {
             follow_redirects: r.follow_redirects,
             extract,
             checks,
+            expected_errors,
         });
         Ok(self.requests.len() - 1)
     }
