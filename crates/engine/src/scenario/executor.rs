@@ -276,9 +276,7 @@ impl Vu {
                 latency,
                 resp: &self.parsed,
             };
-            let done = until
-                .iter()
-                .all(|c| c.eval(&seen).is_none());
+            let done = until.iter().all(|c| c.eval(&seen).is_none());
             if done {
                 return self.judge(req, t, self.sent, status, latency);
             }

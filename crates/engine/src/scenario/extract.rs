@@ -189,12 +189,7 @@ mod tests {
                 text: "$.id".into(),
             },
         };
-        let got = x.run(
-            raw,
-            &resp,
-            &mut String::new(),
-            &mut None,
-        );
+        let got = x.run(raw, &resp, &mut String::new(), &mut None);
         assert_eq!(got, Err("extract $.id: body is not JSON".to_string()));
     }
 }
