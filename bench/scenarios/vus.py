@@ -72,7 +72,8 @@ def main() -> int:
             ]
             if args.library:
                 argv = [sys.executable, str(HERE / "vus_library.py"), *argv[2:]]
-            out, cpu, rss_kb = measure(argv, args.ramp + args.hold + 120)
+            r = measure(argv, args.ramp + args.hold + 120)
+            out, cpu, rss_kb = r.out, r.user + r.sys, r.rss
             if not js.exists():
                 raise SystemExit("redline wrote no report:\n" + out[-3000:])
             doc = json.loads(js.read_text())
