@@ -69,7 +69,8 @@ class Target:
         ``connections``, and in capacity mode ``queue_waiting``/``queue_busy`` (now),
         ``queue_peak`` (most ever waiting) and ``queue_served`` (completed services), and the
         form app's ``form_pages``, ``sessions_issued``, ``forms_posted``, ``forms_invalid``,
-        ``missing_cookie`` and ``thanks_pages``."""
+        ``missing_cookie`` and ``thanks_pages``, and the task app's ``tasks_submitted``,
+        ``tasks_polled``, ``tasks_results`` and ``tasks_refused``."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

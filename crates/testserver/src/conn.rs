@@ -20,6 +20,7 @@ use crate::response::{self, Framing, Head, FILLER, FILLER_LEN};
 use crate::route::{Behaviour, Body, Route};
 use crate::server::Shared;
 use crate::sleep;
+use crate::task::{self, Ask};
 use crate::tls::Io;
 
 /// MAX_HEAD is the largest request head accepted (431 beyond).
@@ -132,7 +133,8 @@ impl<S: Io> Conn<S> {
     /// answer; `Some(end)` stops the connection.
     async fn handle(&mut self, request: Request, read_at: Instant) -> io::Result<Option<End>> {
         self.keeping = request.verb == Verb::Post
-            && matches!(&request.behaviour, Ok(b) if b.route == Route::Form(Page::Form));
+            && matches!(&request.behaviour,
+                Ok(b) if matches!(b.route, Route::Form(Page::Form) | Route::Task(Ask::Submit)));
         self.body.clear();
         self.body_over = false;
         let read = self.read_body(&request).await;
@@ -189,6 +191,7 @@ impl<S: Io> Conn<S> {
         };
         match (behaviour.route, injected) {
             (Route::Form(page), None) => self.answer_form(page, &behaviour, &request),
+            (Route::Task(ask), None) => self.answer_task(ask, &behaviour, &request),
             (_, status) => {
                 let status = status.unwrap_or(StatusCode::OK);
                 self.answer(status, work, &behaviour, &request).await?;
@@ -327,6 +330,77 @@ impl<S: Io> Conn<S> {
         response::encode_head_with(&mut self.out, &head, &extra[..extras]);
         if response::has_body(status) && !request.head_only {
             response::encode_piece(&mut self.out, body, framing);
+            response::encode_end(&mut self.out, framing);
+        }
+    }
+
+    /// answer_task queues the task app's answer (`task.rs`) and counts it; head and body go
+    /// out in one write with the rest of the batch.
+    fn answer_task(&mut self, ask: Ask, behaviour: &Behaviour, request: &Request) {
+        let shared = Arc::clone(&self.shared);
+        let outcome = if self.body_over {
+            task::Outcome::Invalid(StatusCode::PAYLOAD_TOO_LARGE, "body too large")
+        } else {
+            let now = shared.started.elapsed();
+            task::decide(&shared.tasks, ask, request.verb, &self.body, now)
+        };
+        shared.board.thread(self.thread).add_task(&outcome);
+        // The request body is no longer needed: its buffer holds the answer's.
+        let out = &mut self.body;
+        out.clear();
+        let mut extra: [(&str, &str); 1] = [("", "")];
+        let mut extras = 0;
+        let content_type = match &outcome {
+            task::Outcome::Submitted(kind) => {
+                let now = shared.started.elapsed();
+                let id = shared.tasks.issue(now, *kind, self.rng.random());
+                out.extend_from_slice(b"{\"id\":\"");
+                out.extend_from_slice(id.as_str().as_bytes());
+                out.extend_from_slice(b"\",\"status\":\"QUEUED\"}");
+                "application/json"
+            }
+            task::Outcome::Status { task, done } => {
+                let id = shared.tasks.text(task.payload());
+                task.status_json(id.as_str(), *done, out);
+                "application/json"
+            }
+            task::Outcome::Result(task) => {
+                let id = shared.tasks.text(task.payload());
+                task.result(id.as_str(), out)
+            }
+            task::Outcome::NotDone => {
+                out.extend_from_slice(b"{\"error\":\"not finished yet\"}");
+                "application/json"
+            }
+            task::Outcome::Unknown => {
+                out.extend_from_slice(b"{\"error\":\"unknown task\"}");
+                "application/json"
+            }
+            task::Outcome::Invalid(_, why) => {
+                out.extend_from_slice(b"{\"error\":\"");
+                out.extend_from_slice(why.as_bytes());
+                out.extend_from_slice(b"\"}");
+                "application/json"
+            }
+            task::Outcome::NotAllowed(allow) => {
+                extra[0] = ("allow", allow);
+                extras = 1;
+                out.extend_from_slice(b"method not allowed\n");
+                "text/plain"
+            }
+        };
+        let status = outcome.status();
+        let framing = framing(behaviour);
+        let head = Head {
+            status,
+            content_type,
+            body_len: self.body.len() as u64,
+            framing,
+            close: behaviour.close || !request.keep_alive,
+        };
+        response::encode_head_with(&mut self.out, &head, &extra[..extras]);
+        if response::has_body(status) && !request.head_only {
+            response::encode_piece(&mut self.out, &self.body, framing);
             response::encode_end(&mut self.out, framing);
         }
     }

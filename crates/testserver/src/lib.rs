@@ -11,7 +11,9 @@
 //! plus `/api/work` (a flaky upstream), `/__stats` (the server's own counters, as JSON) and a
 //! survey form app: `GET /form` (a form and a `session` cookie), `POST /form` (302 to `/thanks`
 //! with the cookie and fields `name` and `rating`, else 403 or 400), `GET /thanks` (see
-//! `form.rs`).
+//! `form.rs`), and a task app with seed 000's task-queue API: `POST /tasks/submissions`,
+//! `GET /tasks/submissions/ID` (RUNNING for 2 ms, then SUCCEEDED, or FAILED for
+//! `{"type":"fail"}`), `GET /tasks/ID` (see `task.rs`).
 //!
 //! Server-wide, [`TargetConfig::capacity`] (`--capacity N --service-time S`) makes the server a
 //! queue of known throughput: at most N requests in service at once, each for exactly S, the
@@ -49,6 +51,7 @@ mod route;
 mod server;
 mod sleep;
 mod stats;
+mod task;
 mod tls;
 
 pub use capacity::{Capacity, MAX_SLOTS};

@@ -35,6 +35,8 @@ pub(crate) struct Request {
 }
 
 /// Parsed is the outcome of looking at the read buffer.
+// Parsed lives on the stack for one request; boxing the request would allocate per request.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Parsed {
     /// Request: a complete head, and how many bytes it took.
     Request(Request, usize),

@@ -8,6 +8,7 @@ use http::StatusCode;
 
 use crate::form::Page;
 use crate::latency::{Latency, Stall};
+use crate::task::{self, Ask};
 
 /// MAX_BODY caps `size=` so one request cannot make the server allocate without bound.
 pub(crate) const MAX_BODY: u64 = 1 << 30;
@@ -27,6 +28,8 @@ pub(crate) enum Route {
     Stats,
     /// Form is `/form` and Thanks `/thanks`: the survey form app (`form.rs`).
     Form(Page),
+    /// Task is `/tasks/...`: the task app (`task.rs`).
+    Task(Ask),
 }
 
 /// Body is what the response carries.
@@ -158,7 +161,7 @@ impl Behaviour {
             "/api/work" => Behaviour::work()?,
             "/form" => Behaviour::plain(Route::Form(Page::Form)),
             "/thanks" => Behaviour::plain(Route::Form(Page::Thanks)),
-            _ => Behaviour::plain(Route::Any),
+            other => Behaviour::plain(task::ask(other).map_or(Route::Any, Route::Task)),
         };
         if let Some(query) = query {
             b.apply_query(query)?;

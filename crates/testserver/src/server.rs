@@ -27,6 +27,7 @@ use crate::capacity::Queue;
 use crate::config::{TargetConfig, TargetError};
 use crate::form::Sessions;
 use crate::stats::{Board, TargetStats};
+use crate::task::Ids;
 use tokio_rustls::TlsAcceptor;
 
 /// MAX_THREADS bounds `TargetConfig::threads`.
@@ -43,6 +44,8 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) queue: Option<Queue>,
     pub(crate) sessions: Sessions,
+    /// tasks: the task app's ids (`task.rs`).
+    pub(crate) tasks: Ids,
 }
 
 impl Shared {
@@ -105,6 +108,7 @@ impl Target {
             started: Instant::now(),
             queue: cfg.capacity.map(Queue::new),
             sessions: Sessions::new(),
+            tasks: Ids::new(),
         });
         let (shutdown, watcher) = watch::channel(false);
         let mut target = Target {

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::form::Outcome;
+use crate::task::Outcome as TaskOutcome;
 
 /// TargetStats is a snapshot of what the server saw since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,12 +34,20 @@ pub struct TargetStats {
     pub missing_cookie: u64,
     /// thanks_pages: `GET /thanks` answered 200.
     pub thanks_pages: u64,
+    /// tasks_submitted: `POST /tasks/submissions` accepted (202).
+    pub tasks_submitted: u64,
+    /// tasks_polled: `GET /tasks/submissions/ID` answered 200 (any status).
+    pub tasks_polled: u64,
+    /// tasks_results: `GET /tasks/ID` answered 200 (a finished task's result).
+    pub tasks_results: u64,
+    /// tasks_refused: the task app's other answers (400, 404, 405, 409, 413, 422).
+    pub tasks_refused: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 12] {
+    pub fn fields(&self) -> [(&'static str, u64); 16] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -52,6 +61,10 @@ impl TargetStats {
             ("forms_invalid", self.forms_invalid),
             ("missing_cookie", self.missing_cookie),
             ("thanks_pages", self.thanks_pages),
+            ("tasks_submitted", self.tasks_submitted),
+            ("tasks_polled", self.tasks_polled),
+            ("tasks_results", self.tasks_results),
+            ("tasks_refused", self.tasks_refused),
         ]
     }
 
@@ -79,6 +92,10 @@ pub(crate) struct Counters {
     forms_invalid: AtomicU64,
     missing_cookie: AtomicU64,
     thanks_pages: AtomicU64,
+    tasks_submitted: AtomicU64,
+    tasks_polled: AtomicU64,
+    tasks_results: AtomicU64,
+    tasks_refused: AtomicU64,
 }
 
 impl Counters {
@@ -104,6 +121,17 @@ impl Counters {
             Outcome::NoSession => &self.missing_cookie,
             Outcome::ThanksPage => &self.thanks_pages,
             Outcome::NotAllowed => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// add_task counts one answer of the task app under its outcome.
+    pub(crate) fn add_task(&self, outcome: &TaskOutcome) {
+        let counter = match outcome {
+            TaskOutcome::Submitted(_) => &self.tasks_submitted,
+            TaskOutcome::Status { .. } => &self.tasks_polled,
+            TaskOutcome::Result(_) => &self.tasks_results,
+            _ => &self.tasks_refused,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
@@ -140,6 +168,10 @@ impl Board {
                 forms_invalid: sum.forms_invalid + get(&c.forms_invalid),
                 missing_cookie: sum.missing_cookie + get(&c.missing_cookie),
                 thanks_pages: sum.thanks_pages + get(&c.thanks_pages),
+                tasks_submitted: sum.tasks_submitted + get(&c.tasks_submitted),
+                tasks_polled: sum.tasks_polled + get(&c.tasks_polled),
+                tasks_results: sum.tasks_results + get(&c.tasks_results),
+                tasks_refused: sum.tasks_refused + get(&c.tasks_refused),
                 ..sum
             }
         })

@@ -1,0 +1,67 @@
+"""The test server's task app (seed 000's task-queue API, lean: one TCP segment per answer)
+driven by the seed-000 benchmark flow; assertions compare redline's books with the server's
+own counters."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import redline
+from conftest import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_json(tmp_path: Path, *argv: str) -> tuple[int, str, dict]:
+    out = tmp_path / "r.json"
+    p = run_cli("run", *argv, "-q", "--json", str(out))
+    return p.returncode, p.stderr, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_seed000_flow_against_the_task_app(tmp_path):
+    flow = str(ROOT / "bench/scenarios/seed000_flow.py")
+    with redline.Target(threads=1) as t:
+        code, err, doc = run_json(tmp_path, flow, "--host", t.url, "-u", "4", "-d", "2s")
+        seen = t.stats()
+    assert code == 0, err
+    names = doc["per_name"]
+    # Every request redline counted under a name is one the server answered as that route.
+    assert names["submit"]["requests"] == seen["tasks_submitted"] > 0
+    assert names["status"]["requests"] == seen["tasks_polled"]
+    assert names["result"]["requests"] == seen["tasks_results"]
+    assert seen["tasks_refused"] == 0 and doc["errors_total"] == 0
+    # A task runs 2 ms: back-to-back polls see it RUNNING at least once per task.
+    assert seen["tasks_polled"] > seen["tasks_submitted"]
+    it = doc["scenario"]["iterations"]
+    assert it["completed"] == seen["tasks_results"] and it["failed"] == 0
+
+
+def test_a_failed_task_fails_the_status_check(tmp_path):
+    path = tmp_path / "fail.py"
+    path.write_text(
+        textwrap.dedent("""\
+        from redline.scenario import Scenario, json_eq, json_in
+        s = Scenario(users=2)
+        @s.flow
+        def f(u):
+            tid = u.post("/tasks/submissions", json={"type": "fail"}, name="submit",
+                         status=202).json("$.id")
+            u.poll(f"/tasks/submissions/{tid}", name="status", every=0, timeout="5s",
+                   until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
+                   checks=[json_eq("$.status", "SUCCEEDED")])
+            u.get(f"/tasks/{tid}", name="result", status=200)
+        """)
+    )
+    with redline.Target(threads=1) as t:
+        code, err, doc = run_json(tmp_path, str(path), "--host", t.url, "--iterations", "3")
+        seen = t.stats()
+    assert code == 0, err
+    status = doc["per_name"]["status"]
+    assert seen["tasks_submitted"] == 6 and seen["tasks_results"] == 0
+    assert status["requests"] == seen["tasks_polled"]
+    # The last poll of each task said FAILED: one failure per task, with the check's reason.
+    assert status["errors"] == 6 == doc["errors"]["check"]
+    assert status["failure_reasons"] == {'$.status is "FAILED", expected "SUCCEEDED"': 6}
+    assert doc["scenario"]["iterations"]["failed"] == 6
