@@ -325,3 +325,26 @@ def test_request_count_and_url_only_flags(tmp_path):
     assert bad.stderr.strip() == (
         "redline: error: -m/--method applies to a URL run; a scenario's requests are in its file"
     )
+
+
+def test_open_model_summary_names_what_is_scheduled(tmp_path):
+    path = tmp_path / "two.py"
+    path.write_text(
+        textwrap.dedent("""\
+        from redline.scenario import Scenario
+        s = Scenario()
+        @s.flow
+        def f(u):
+            u.get("/a", name="a")
+            u.get("/b", name="b")
+        """)
+    )
+    with redline.Target(threads=1) as t:
+        p, doc = run_json(tmp_path, str(path), "--host", t.url, "--rate", "40", "-d", "1s")
+        plain = run_cli("run", t.url + "/", "--rate", "40", "-d", "1s")
+    assert p.returncode == 0 and plain.returncode == 0, p.stderr + plain.stderr
+    # The scenario's rate is iterations (two requests each), the plain run's requests.
+    assert doc["scenario"]["iterations"]["started"] == 40
+    assert doc["requests"] == 80
+    assert "intended 40 iterations/s" in p.stdout, p.stdout
+    assert "intended 40 req/s" in plain.stdout, plain.stdout

@@ -31,7 +31,9 @@ def render(result: Result) -> str:
     )
     gen = d.get("generator", {})
     if d.get("model") == "open" and gen.get("intended_rate"):
-        head += f", intended {fmt_count(gen['intended_rate'])} req/s"
+        # A scenario's open model schedules iterations, each of several requests.
+        unit = "iterations/s" if d.get("scenario") else "req/s"
+        head += f", intended {fmt_count(gen['intended_rate'])} {unit}"
     lines.append(head)
     lat = result.latency
     rps = _per_interval_rps(result)
