@@ -304,12 +304,55 @@ def test_abort_on_fail_stops_the_run_after_its_window(tmp_path):
         )
         took = time.monotonic() - t0
     assert p.returncode == 1, p.stderr
-    assert "redline: threshold p95<10ms failed for 1 s" in p.stderr
+    assert "redline: threshold p95<10ms failed over the last 1 s (p95 " in p.stderr
     # Every interval is over the bound from the first: the stop comes after about 1 s of
     # the 30 s asked (start-up and the report are a few seconds more at most).
     assert took < 15
     assert 1.0 <= doc["duration_s"] < 5
     assert doc["per_name"]["slow"]["requests"] > 0
+
+
+def test_abort_judges_the_window_as_a_whole(tmp_path):
+    # The server freezes for the first 300 ms of every 2 s: the requests that arrive then are
+    # all answered at its end, in one or two 250 ms intervals, while the other intervals are
+    # fast. Interval by interval the threshold never fails for 2 s running; over any 2 s
+    # window about 15% of the requests waited up to 300 ms, so the window's p95 is far over
+    # 50 ms and the run stops after its first full window or two, not after 10 s.
+    path = tmp_path / "stall.py"
+    path.write_text(
+        textwrap.dedent("""\
+        from redline.scenario import Scenario
+        s = Scenario(rate=100, duration="10s")
+        @s.flow
+        def f(u):
+            u.get("/?stall=300ms/2s", name="page")
+        """)
+    )
+    with redline.Target(threads=1) as t:
+        before = t.stats()["requests"]
+        p, doc = run_json(
+            tmp_path,
+            str(path),
+            "--host",
+            t.url,
+            "--interval",
+            "250ms",
+            "--threshold",
+            "p95<50ms;abort=2s",
+        )
+        served = t.stats()["requests"] - before
+    assert p.returncode == 1, p.stderr
+    m = re.search(
+        r"redline: threshold p95<50ms failed over the last 2 s \(p95 ([\d.]+) ms at ([\d.]+) s\):"
+        r" the run was stopped",
+        p.stderr,
+    )
+    assert m, p.stderr
+    assert float(m[1]) > 50 and 2.0 <= float(m[2]) < 5
+    assert 2.0 <= doc["duration_s"] < 5
+    # Every request the server saw is in the report: answered, failed or cut off by the stop.
+    transport = doc["errors_total"] - doc["errors"]["status"] - doc["errors"]["check"]
+    assert doc["requests"] + transport + doc["unfinished"] == served
 
 
 def test_request_count_and_url_only_flags(tmp_path):

@@ -1,10 +1,16 @@
 """watch: thresholds with ``abort_on_fail``, judged during the run over a sliding window of
-interval snapshots: ``p95<500ms;abort=10s`` stops the test once p95 has been over 500 ms in
-every interval of the last 10 s ("p95 over 500 ms for 10 s stops the test").
+interval snapshots: ``p95<500ms;abort=10s`` stops the test once the p95 of the last 10 s, taken
+as a whole, is over 500 ms ("p95 over 500 ms for 10 s stops the test").
 
-Only run-wide figures are in the snapshots: ``p50 p90 p95 p99 p99.9 mean max``, ``errors``
-(failed / (answered + failed) in the interval) and ``rps``; a ``NAME:`` threshold is judged
-at the end only.
+The window is judged as one stretch of run, not interval by interval: a window whose intervals
+are half fast and half very slow has a failing p95 although some of its intervals pass, and
+judging each interval alone would never stop it. So percentiles come from the merged
+histograms of the window's intervals (each snapshot ships its interval's HdrHistogram), the
+mean is request-weighted, the max is the largest, ``errors`` is failed / (answered + failed)
+summed over the window and ``rps`` is the answered requests over the window's length.
+
+Only run-wide figures are in the snapshots: ``p50 p90 p95 p99 p99.9 mean max``, ``errors`` and
+``rps``; a ``NAME:`` threshold is judged at the end only (the snapshots carry no per-name data).
 """
 
 from __future__ import annotations
@@ -26,49 +32,97 @@ _SNAPSHOT_KEY = {
     "mean": "mean_ms",
     "max": "max_ms",
 }
+_QUANTILE = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
+_EPS = 1e-9
 
 
 @dataclass
 class Watch:
-    """Watch is one threshold judged live: it fires when it failed in every interval of the
-    last ``window_s`` seconds (and at least that much of the run has been seen)."""
+    """Watch is one threshold judged live over the last ``window_s`` seconds of run: it fires
+    once that much non-warm-up run has been seen and the window's figure fails.
+
+    It keeps the window's snapshots (at most window / interval of them, the interval being
+    at least 50 ms) and re-merges their histograms when a percentile is judged: HdrHistograms
+    add but do not subtract, so the interval leaving the window cannot be taken out of a
+    running total."""
 
     threshold: Threshold
     window_s: float
-    failing_since: float | None = None
-    seen: deque[float] = field(default_factory=deque)
+    start_s: float | None = None
+    window: deque[dict[str, Any]] = field(default_factory=deque)
 
     def feed(self, snap: dict[str, Any], interval_s: float) -> str | None:
-        """feed judges one interval snapshot; returns the abort line once the window fails."""
+        """feed adds one interval snapshot to the window; returns the abort line once the
+        full window's figure fails."""
         if snap.get("warmup"):
             return None
         t = float(snap.get("t_s", 0.0))
-        got = value(self.threshold, snap, interval_s)
-        if got is None or self.threshold.holds(got):
-            self.failing_since = None
+        if self.start_s is None:
+            self.start_s = t - interval_s
+        self.window.append(snap)
+        while self.window and float(self.window[0].get("t_s", 0.0)) <= t - self.window_s + _EPS:
+            self.window.popleft()
+        if t - self.start_s < self.window_s - _EPS:
             return None
-        if self.failing_since is None:
-            self.failing_since = t - interval_s
-        if t - self.failing_since >= self.window_s - 1e-9:
-            return (
-                f"threshold {self.threshold.text} failed for {self.window_s:g} s "
-                f"(at {t:.1f} s): the run was stopped"
-            )
-        return None
+        got = value(self.threshold, list(self.window), self.window_s)
+        if got is None or self.threshold.holds(got):
+            return None
+        return (
+            f"threshold {self.threshold.text} failed over the last {self.window_s:g} s "
+            f"({self.threshold.metric} {shown(self.threshold.metric, got)} at {t:.1f} s): "
+            "the run was stopped"
+        )
 
 
-def value(t: Threshold, snap: dict[str, Any], interval_s: float) -> float | None:
-    """value: the figure a threshold judges in one snapshot (None: nothing to judge)."""
-    requests, errors = int(snap.get("requests", 0)), int(snap.get("errors", 0))
+def value(t: Threshold, snaps: list[dict[str, Any]], window_s: float) -> float | None:
+    """value: the figure a threshold judges over the window's snapshots (None: nothing to
+    judge, e.g. a latency with no response in the window)."""
+    requests = sum(int(s.get("requests", 0)) for s in snaps)
+    errors = sum(int(s.get("errors", 0)) for s in snaps)
     if t.metric == "errors":
         n = requests + errors
         return errors / n if n else None
     if t.metric == "rps":
-        return requests / interval_s if interval_s > 0 else None
-    if requests == 0:
+        return requests / window_s if window_s > 0 else None
+    answered = [s for s in snaps if int(s.get("requests", 0)) > 0]
+    if not answered:
         return None
-    key = _SNAPSHOT_KEY.get(t.metric)
-    return None if key is None or key not in snap else float(snap[key])
+    if t.metric == "max":
+        return max(float(s.get("max_ms", 0.0)) for s in answered)
+    if t.metric == "mean":
+        return _weighted(answered, "mean_ms")
+    return _percentile(answered, t.metric)
+
+
+def _percentile(snaps: list[dict[str, Any]], metric: str) -> float | None:
+    """_percentile reads a percentile from the snapshots' merged histogram. Snapshots without
+    a histogram (an engine that did not ship them) fall back to the request-weighted mean of
+    the intervals' own percentiles: an approximation, since a percentile of a whole is no
+    average of its parts (it lies between the smallest and the largest of them)."""
+    from redline import _engine
+
+    hists = [s.get("histogram") for s in snaps]
+    if not all(isinstance(h, str) and h for h in hists):
+        return _weighted(snaps, _SNAPSHOT_KEY[metric])
+    merged = hists[0] if len(hists) == 1 else _engine.merge_histograms([str(h) for h in hists])
+    count, (v,) = _engine.histogram_quantiles(str(merged), [_QUANTILE[metric]])
+    return v / 1000.0 if count else None
+
+
+def _weighted(snaps: list[dict[str, Any]], key: str) -> float | None:
+    """_weighted is the request-weighted mean of ``key`` over the snapshots that carry it."""
+    pairs = [(int(s.get("requests", 0)), float(s[key])) for s in snaps if key in s]
+    n = sum(w for w, _ in pairs)
+    return sum(w * x for w, x in pairs) / n if n else None
+
+
+def shown(metric: str, got: float) -> str:
+    """shown writes a judged figure as the abort line says it."""
+    if metric == "errors":
+        return f"{got:.2%}"
+    if metric == "rps":
+        return f"{got:.1f}"
+    return f"{got:.1f} ms"
 
 
 def split(spec: str) -> tuple[Threshold, Watch | None]:
