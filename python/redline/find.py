@@ -1,5 +1,5 @@
-"""find: ``redline find`` as a function. One live engine run, the search over it, one
-full-length confirmation run at the answer, and the four answers.
+"""find: ``redline find`` as a function. One live engine run: the search over it, then a
+confirmation step at the answer in the same run, and the four answers.
 
     >>> import redline.find
     >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)
@@ -12,6 +12,7 @@ limit found is redline's own CPU, not the service's).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -21,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from redline import _engine
+from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
 from redline.runner import build_config
-from redline.runner import run as run_once
-from redline.search import CONDITIONS, Limits, Plan, Search, Slo, Step
+from redline.search import CONDITIONS, Ended, Limits, Outcome, Plan, Search, Slo, Step
 
 #: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).
 CONFIRM_S = 10.0
@@ -125,7 +126,7 @@ def find(
     model: str = "closed",
     slos: list[str] | tuple[str, ...] = (),
     max_errors: float | None = 0.01,
-    max_time: float = 180.0,
+    max_time: float = 120.0,
     start: float | None = None,
     max_load: float | None = None,
     threads: int | None = None,
@@ -141,7 +142,8 @@ def find(
     service_cpu: float | None = None,
     monitor: Any = None,
     generator_busy: float | None = 0.9,
-    knee_gain: float | None = 0.05,
+    stop_at_knee: bool = False,
+    throughput: str = "requests",
     plan: dict[str, Any] | None = None,
     scenario: str | None = None,
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
@@ -149,21 +151,25 @@ def find(
 ) -> dict[str, Any]:
     """find searches for the load where ``url`` runs best and where it breaks.
 
-    ``model`` closed steps VUs, open steps the arrival rate. The search stops at the first
-    step that breaks a limit (``max_errors``, each of ``slos`` such as ``'p99<100ms'``, the knee,
-    an open-model backlog, ``service_cpu`` % of a ``monitor``-ed service, or the generator's
-    own CPU), refines between the last good and the first bad load to within 5 %, and
-    confirms the best load with one ``confirm``-second run. ``max_time`` bounds the search.
-    ``plan`` (a compiled scenario, named ``scenario`` in the result) replaces the single
-    request with the scenario's flows; ``url`` is then its host.
+    ``model`` closed steps VUs, open steps the arrival rate. The search finds the optimal
+    point (the most throughput per unit of latency) and keeps pushing to the limit: errors
+    over ``max_errors``, an SLO of ``slos`` (such as ``'p99<100ms'``) breached, throughput
+    that stops growing or falls, an open-model backlog, ``service_cpu`` % of a
+    ``monitor``-ed service, or the generator's own CPU (``stop_at_knee`` stops at the optimum
+    instead). It refines the limit to within its noise, then holds the steady-state load for
+    ``confirm`` seconds in the same live run (warm connections) and, with ``soak``, the
+    optimum that long. ``max_time`` bounds the whole search. ``throughput`` says what counts:
+    ``requests``, ``iterations`` (a scenario's) or one request name. ``plan`` (a compiled
+    scenario, named ``scenario`` in the result) replaces the single request with the
+    scenario's flows; ``url`` is then its host.
     """
     limits = Limits(
         max_errors=max_errors,
         slos=[Slo.parse(s) for s in slos],
         service_cpu=service_cpu,
         generator_busy=generator_busy,
-        knee_gain=knee_gain,
     )
+    meter = _meter(throughput, plan)
     if service_cpu is not None and monitor is None:
         raise ConfigError("a service CPU limit needs a monitored service (--monitor-...)")
     if max_time <= confirm + 2 * min_step:
@@ -176,13 +182,14 @@ def find(
         ceiling=ceiling,
         min_step_s=min_step,
         max_step_s=max_step,
-        max_time_s=max_time - confirm,
+        max_time_s=max_time - confirm - 2.0,
+        stop_at_knee=stop_at_knee,
     )
     config = build_config(
         url,
         connections=int(first) if model == "closed" else None,
         rate=first if model == "open" else None,
-        duration=max_time,
+        duration=max_time + soak + 30.0,
         requests=None,
         stages=None,
         threads=threads,
@@ -230,35 +237,31 @@ def find(
         on_step=on_step,
         on_snapshot=on_snapshot,
         interval_s=interval,
+        meter=meter,
     )
     interrupted = False
+    confirmed: Step | None = None
+    soaked: Step | None = None
     try:
-        outcome = search.run()
-    except KeyboardInterrupt:
-        # Ctrl-C: the answers of the steps that ran, no confirmation.
-        outcome, interrupted = search.interrupted(), True
-    finally:
-        report = live.finish()
-    confirmed = None
-    window = None
-    soaked = None
-    try:
-        if outcome.best is not None and confirm > 0 and not interrupted:
-            t0 = time.monotonic() - started
-            confirmed = _confirm(
-                url, model, outcome.best.load, confirm, config, on_snapshot, plan=plan
-            )
-            window = (t0 + 1.0, time.monotonic() - started)
-        optimal = search.optimal()
-        if soak > 0 and optimal is not None and not interrupted:
-            t0 = time.monotonic() - started
-            report_soak = _confirm(
-                url, model, optimal.load, soak, config, on_snapshot, "soak", plan=plan
-            )
-            soaked = (report_soak, optimal.load, (t0 + 1.0, time.monotonic() - started))
+        try:
+            outcome = search.run()
+        except KeyboardInterrupt:
+            # Ctrl-C: the answers of the steps that ran, no confirmation.
+            outcome, interrupted = search.interrupted(), True
+        if not interrupted and outcome.collapse is None:
+            # The confirmation is a step of the live run at the answer: warm connections,
+            # users joining at the spawn rate, the judged window after the ramp.
+            try:
+                if outcome.best is not None and confirm > 0:
+                    confirmed = search.hold(outcome.best.load, confirm, "confirm")
+                if soak > 0 and outcome.optimal is not None:
+                    soaked = search.hold(outcome.optimal.load, soak, "soak")
+            except Ended:
+                pass
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        report = live.finish()
         if monitor is not None:
             monitor.stop()
     settings = {
@@ -267,10 +270,13 @@ def find(
         "max_time_s": max_time,
         "min_step_s": min_step,
         "max_step_s": max_step,
+        "ramp_s": steps_plan.ramp,
         "confirm_s": confirm,
         "soak_s": soak,
         "interval_s": interval,
         "threads": config.get("threads"),
+        "throughput": meter.what,
+        "stop_at_knee": stop_at_knee,
     }
     return _result(
         url,
@@ -279,141 +285,109 @@ def find(
         report,
         live.timeseries,
         confirmed,
+        soaked,
         monitor,
         limits,
         settings,
         started_at,
         time.monotonic() - started,
-        window,
-        soaked,
         interrupted,
         scenario,
+        meter,
     )
 
 
-def _confirm(
-    url: str,
-    model: str,
-    load: float,
-    seconds: float,
-    config: dict[str, Any],
-    on_snapshot: Callable[[dict[str, Any], float, str], None] | None,
-    phase: str = "confirm",
-    plan: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """_confirm runs one full-length step at the found load (fresh connections, 1 s warm-up)
-    and returns its report: the answer's latency distribution comes from its histogram."""
-
-    def progress(snap: dict[str, Any]) -> None:
-        if on_snapshot is not None:
-            on_snapshot(snap, load, phase)
-
-    # Only a scenario passes a plan (redline.run takes one since the scenarios landed).
-    extra: dict[str, Any] = {} if plan is None else {"plan": plan}
-    result = run_once(
-        url,
-        connections=int(load) if model == "closed" else None,
-        rate=load if model == "open" else None,
-        duration=seconds + 1.0,
-        warmup=1.0,
-        threads=config.get("threads"),
-        method=config.get("method", "GET"),
-        headers=[f"{k}: {v}" for k, v in config.get("headers", [])],
-        timeout=config.get("timeout_s", 10.0),
-        interval=config.get("interval_s", 0.5),
-        progress=progress,
-        **extra,
-    )
-    return dict(result.data)
+def _meter(throughput: str, plan: dict[str, Any] | None) -> Meter:
+    """_meter checks what ``--throughput`` counts: requests, a scenario's iterations, or one
+    of its request names."""
+    if throughput == "requests":
+        return Meter()
+    if plan is None:
+        raise ConfigError(f"--throughput {throughput}: only a scenario has iterations or names")
+    if throughput == "iterations":
+        return Meter("iterations")
+    names = _plan_names(plan)
+    if throughput not in names:
+        listed = ", ".join(sorted(names)) or "none"
+        raise ConfigError(
+            f"--throughput {throughput}: not a request name of the scenario (names: {listed})"
+        )
+    return Meter(throughput)
 
 
-def _confirm_step(
-    index: int, model: str, load: float, report: dict[str, Any], phase: str = "confirm"
-) -> Step:
-    """_confirm_step is the confirmation run as a step record (its figures from the run's
-    summary and histogram)."""
-    lat = _distribution(report)
-    summary = report.get("latency_ms") or {}
-    errors = report.get("errors") or {}
-    total = int(report.get("errors_total", 0))
-    answered = int(report.get("requests", 0))
-    return Step(
-        index=index,
-        model=model,
-        phase=phase,
-        load=load,
-        throughput_rps=float(report.get("rps", 0.0)),
-        p50_ms=lat["p50"] or 0.0,
-        p90_ms=lat["p90"],
-        p95_ms=lat["p95"],
-        p99_ms=lat["p99"] or 0.0,
-        p99_9_ms=lat["p99_9"],
-        mean_ms=summary.get("mean"),
-        max_ms=summary.get("max"),
-        requests=answered,
-        errors=total,
-        errors_by_class={k: int(v) for k, v in errors.items() if v},
-        error_rate=total / max(answered + total, 1),
-        steady=True,
-    )
+def _plan_names(plan: dict[str, Any]) -> set[str]:
+    """_plan_names are the request names a compiled plan records under."""
+    out: set[str] = set()
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            name = v.get("name")
+            if isinstance(name, str) and ("method" in v or "path" in v or "url" in v):
+                out.add(name)
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(plan)
+    return out
 
 
 def _result(
     url: str,
     model: str,
-    outcome: Any,
+    outcome: Outcome,
     report: dict[str, Any],
     timeseries: list[dict[str, Any]],
-    confirmed: dict[str, Any] | None,
+    confirmed: Step | None,
+    soaked: Step | None,
     monitor: Any,
     limits: Limits,
     settings: dict[str, Any],
     started_at: str,
     elapsed_s: float,
-    confirm_window: tuple[float, float] | None,
-    soaked: tuple[dict[str, Any], float, tuple[float, float]] | None = None,
-    interrupted: bool = False,
-    scenario: str | None = None,
+    interrupted: bool,
+    scenario: str | None,
+    meter: Meter,
 ) -> dict[str, Any]:
     from redline import analysis
 
     steps: list[Step] = list(outcome.steps)
-    steady: Step | None = None
-    latency = None
-    if confirmed is not None and outcome.best is not None:
-        steady = _confirm_step(len(steps), model, outcome.best.load, confirmed)
-        if confirm_window is not None:
-            steady.start_s, steady.end_s = confirm_window
+    searched = [s for s in steps if s.phase not in ("confirm", "soak")]
+    steady: Step | None = outcome.best
+    notes: list[str] = []
+    if confirmed is not None:
+        if confirmed.ok:
+            steady = confirmed
         else:
-            steady.end_s = float(confirmed.get("duration_s") or 0.0)
-        if monitor is not None and confirm_window is not None:
-            steady.service = monitor.window(*confirm_window)
-        latency = {k: v for k, v in _distribution(confirmed).items() if v is not None}
+            notes.append(
+                f"The confirmation at {confirmed.load:g} broke a limit ({confirmed.why}):"
+                " the steady-state answer is the search's own step at that load."
+            )
     # The leak check looks at the service while the load held still: the soak, else the
     # confirmation step (over a stepped search fds rise with the load, which is no leak).
-    held = soaked[2] if soaked is not None else confirm_window
+    held = soaked or confirmed
     soak: list[dict[str, Any]] = []
     if monitor is not None and held is not None:
-        soak = [x for x in monitor.series() if held[0] <= x["t_s"] <= held[1]]
-    # The confirmation is a step of the record, but the search's steps alone are fitted.
+        soak = [x for x in monitor.series() if held.start_s <= x["t_s"] <= held.end_s]
+    collapse = None
+    if outcome.collapse is not None:
+        collapse = dataclasses.asdict(outcome.collapse)
     analysed = analysis.analyse(
-        steps,
+        searched,
         model=model,
         soak_samples=soak,
         steady=steady,
-        latency_ms=latency,
         limit=outcome.broke,
         reason=outcome.reason,
         detail=outcome.detail,
+        optimal=outcome.optimal,
+        unit=meter.unit,
+        statuses=report.get("status_codes") or {},
+        collapse=collapse,
     )
-    if steady is not None:
-        steps.append(steady)
-    if soaked is not None:
-        soak_report, soak_load, soak_window = soaked
-        soak_step = _confirm_step(len(steps), model, soak_load, soak_report, "soak")
-        if monitor is not None:
-            soak_step.service = monitor.window(*soak_window)
-        steps.append(soak_step)
+    analysed["answers"]["notes"] = notes
     broke = outcome.broke
     return {
         "version": 1,
@@ -441,39 +415,19 @@ def _result(
         "timeseries": timeseries,
         "monitor": monitor.series() if monitor is not None else [],
         "run": {k: v for k, v in report.items() if k not in ("timeseries", "histograms")},
-        "confirmation": None
-        if confirmed is None
-        else {k: v for k, v in confirmed.items() if k != "histograms"},
+        "outages": report.get("outages") or [],
     }
-
-
-def _distribution(report: dict[str, Any]) -> dict[str, float | None]:
-    """_distribution reads p50/p90/p95/p99/p99.9 (ms) from a run report's latency histogram
-    (the summary has no p95), falling back to the summary's figures."""
-    lat = report.get("latency_ms") or {}
-    out: dict[str, float | None] = {
-        "p50": lat.get("p50"),
-        "p90": lat.get("p90"),
-        "p95": None,
-        "p99": lat.get("p99"),
-        "p99_9": lat.get("p99_9"),
-    }
-    hist = (report.get("histograms") or {}).get("latency")
-    if hist:
-        qs = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99_9": 0.999}
-        count, values = _engine.histogram_quantiles(hist, list(qs.values()))
-        if count:
-            out = {k: v / 1000.0 for k, v in zip(qs, values, strict=True)}
-    return out
 
 
 def answers_text(result: dict[str, Any]) -> str:
     """answers_text says the four answers in sentences (the analysis wrote them)."""
     text = result["answers"].get("text") or {}
     lines = [
-        f"{n}. {text.get(k, '')}"
+        f"{n}. {text[k]}"
         for n, k in enumerate(("throughput", "latency", "optimal", "limit"), start=1)
+        if text.get(k)
     ]
+    lines += [f"   {note}" for note in result["answers"].get("notes") or []]
     if result.get("generator_limited"):
         lines.append(
             "   This limit is redline's own (the generator ran out of CPU), not the service's:"

@@ -1,19 +1,29 @@
 """search: the capacity search. Python decides the next load; the engine only obeys.
 
 One live engine run serves every step (connections stay warm): :class:`Search` sets a target
-through the run's control handle, holds it until the step is steady (bounded by a maximum
-step time), judges the step against the stop conditions, and picks the next load:
+through the run's control handle, ramps to it (new users join at a spawn rate, not in
+lockstep), holds it until the step is steady or plainly bad, judges it, and picks the next
+load. The search answers two questions, as the seed reports do:
 
-- **sweep**: geometric growth (x2) while throughput scales with the load, smaller steps (x1.25)
-  once a step gains less than half of what it added (near the knee), as Triton Model
-  Analyzer's sweep and OpenMessaging's RateController grow while there is no backlog;
-- **refine**: bisection between the last good and the first bad load until they are within
-  ``resolution`` (5 %) of each other, as MLRsearch narrows between a pass and a fail;
-- the caller confirms the answer with one full-length step (see :mod:`redline.find`).
+- **where it runs best** (the optimal point, the knee): the step with the most throughput per
+  unit of latency, Kleinrock's power, refined around its best step in the closed model;
+- **where and how it fails** (the limit): it keeps pushing past the knee until errors pass
+  ``max_errors``, an SLO is breached, throughput stops growing or falls over two consecutive
+  steps (closed model), or the service completes less than is offered (open model: a backlog).
 
-A step is *bad* when a stop condition fires; each condition has a name that the output
-carries (:data:`CONDITIONS`). Everything here is a pure function of the snapshots the engine
-hands out and an injected clock, so the tests drive it with a fake engine.
+It moves in three phases: **sweep** (x2 while throughput scales with the load, x1.25 once it
+bends), **refine** (between the last good and the first bad load; in the open model an
+overloaded step's goodput is itself the capacity measured, so the next probe goes just under
+it) and, in the closed model, **optimum** (bisecting the gaps around the best power). After
+an overloaded step it lets the service **recover** (load dropped to a trickle until nothing
+is in flight, then the last good load re-measured) before it measures again; a service that
+does not recover is the headline, not a reason for nonsense answers.
+
+Every verdict weighs its evidence against noise (:mod:`redline.analysis.evidence`):
+throughput gains against the steps' standard errors, a latency rise against the interval
+spread and against the service's own latency and the SLO. Throughput is goodput
+(:mod:`redline.analysis.outcome`). Everything here is a pure function of the snapshots the
+engine hands out and an injected clock, so the tests drive it with a fake engine.
 """
 
 from __future__ import annotations
@@ -23,10 +33,20 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from redline.analysis import SteadyPolicy, judge_steadiness, mser_cut
+from redline.analysis import mser_cut
+from redline.analysis.evidence import (
+    Z,
+    elasticity,
+    gain,
+    queue_rise_floor_ms,
+    rate_se,
+    steady_counts,
+    trend,
+)
+from redline.analysis.outcome import Meter
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
 from redline.steps import aggregate_step
@@ -35,9 +55,12 @@ from redline.steps import aggregate_step
 CONDITIONS = {
     "errors": "the error rate went over the limit",
     "slo": "a latency percentile went over its SLO bound",
-    "knee": "more load bought under 5 % more throughput while latency rose",
-    "backlog": "the service achieved under 95 % of the offered rate (a queue built up)",
-    "unsteady": "latency kept rising through the whole step (a queue building up)",
+    "backlog": "the service completed less than was offered: a queue grew through the step",
+    "collapse": "throughput fell far below what a lighter load got: the service collapsed",
+    "plateau": "more load bought no more throughput over two consecutive steps",
+    "retrograde": "throughput fell as the load grew, over two consecutive steps",
+    "no-recovery": "after an overload the service did not recover when the load was dropped",
+    "knee": "the optimal point was passed and --stop-at-knee asked to stop there",
     "service-cpu": "the service's CPU went over the limit",
     "generator": "redline itself ran out of CPU: the limit found is redline's, not the service's",
     "max-load": "the load reached the search's ceiling without a stop condition",
@@ -53,6 +76,16 @@ PERCENTILES = {
     "p99": "p99_ms",
     "max": "max_ms",
 }
+
+#: LINEAR: an elasticity at or above this is still linear scaling (keep doubling the load).
+LINEAR = 0.9
+
+#: COLLAPSED: an overloaded step whose goodput fell under this share of the best lighter
+#: step's has collapsed rather than saturated.
+COLLAPSED = 0.8
+
+#: MIN_DEFICIT: a backlog must miss at least this share of the offered rate (plus noise).
+MIN_DEFICIT = 0.02
 
 _SLO = re.compile(r"^\s*(p50|p90|p95|p99|max)\s*<\s*([0-9.]+)\s*(us|ms|s)\s*$")
 
@@ -85,26 +118,34 @@ class Limits:
 
     max_errors: float | None = 0.01
     slos: Sequence[Slo] = ()
-    knee_gain: float | None = 0.05
-    min_achieved: float | None = 0.95
     service_cpu: float | None = None
     generator_busy: float | None = 0.9
 
 
 @dataclass
 class Plan:
-    """Plan is how the search moves: where it starts, how it grows, how long steps last."""
+    """Plan is how the search moves: where it starts, how it grows, how long steps last.
+
+    ``ramp_s`` is how long a step change takes (users join at a spawn rate, a rate ramps):
+    by default a quarter of the shortest step or 1 s, whichever is shorter. ``resolution``
+    is the bracket, relative, within which refining stops (or the steps' own confidence
+    interval, if wider). ``recover_s`` bounds the wait for a service to recover after an
+    overload. A step lasts until at least ``min_outcomes`` requests ended (counts that small
+    are too noisy to judge) or ``max_step_s`` passed."""
 
     model: str = "closed"
     start: float = 1.0
     ceiling: float = 1e6
     growth: float = 2.0
     near_growth: float = 1.25
-    resolution: float = 0.05
+    resolution: float = 0.02
     min_step_s: float = 3.0
     max_step_s: float = 15.0
-    ramp_s: float = 0.0
-    max_time_s: float = 180.0
+    ramp_s: float | None = None
+    max_time_s: float = 120.0
+    recover_s: float = 30.0
+    min_outcomes: int = 200
+    stop_at_knee: bool = False
 
     def __post_init__(self) -> None:
         if self.model not in ("closed", "open"):
@@ -113,6 +154,13 @@ class Plan:
             raise ConfigError(f"the starting load must be > 0, got {self.start}")
         if not self.min_step_s <= self.max_step_s:
             raise ConfigError("the minimum step time must not exceed the maximum")
+        if self.ramp_s is None:
+            self.ramp_s = min(self.min_step_s / 4, 1.0)
+
+    @property
+    def ramp(self) -> float:
+        """ramp is the step change's duration in seconds."""
+        return float(self.ramp_s or 0.0)
 
 
 @dataclass
@@ -122,6 +170,11 @@ class Step(StepResult):
 
     intervals: int = 0
     generator_busy: float | None = None
+    #: latency_rise_t: the latency rise in standard errors of its trend.
+    latency_rise_t: float | None = None
+    #: stalled: closed model: "flat" or "fell" when the users added bought no significant
+    #: goodput over the best lighter step (two in a row fire plateau or retrograde).
+    stalled: str | None = None
 
 
 class Engine(Protocol):
@@ -140,14 +193,33 @@ class Ended(Exception):
 
 
 @dataclass
+class Collapse:
+    """Collapse records a service that did not recover: the overloaded step, the load it was
+    dropped to, and for how long it was watched."""
+
+    step: int
+    load: float
+    check_load: float
+    waited_s: float
+    check_p99_ms: float | None = None
+    check_throughput_rps: float | None = None
+
+
+@dataclass
 class Outcome:
-    """Outcome is the search's result: every step, the best good one, and what stopped it."""
+    """Outcome is the search's result: every step, the steady-state step (``best``: the
+    lightest load that got the most goodput in the closed model, the highest good rate in
+    the open one), the optimal step, the step where it failed (``broke``), which condition
+    stopped the search and why, and a :class:`Collapse` when the service did not recover."""
 
     steps: list[Step]
     best: Step | None
     broke: Step | None
     reason: str
     detail: str
+    optimal: Step | None = None
+    collapse: Collapse | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def good(self) -> list[Step]:
@@ -161,11 +233,12 @@ Sampler = Callable[[float, float], dict[str, float]]
 
 
 class Search:
-    """Search steps the load of a live run until a stop condition fires, then refines.
+    """Search steps the load of a live run until a limit shows, refines, and finds the knee.
 
     ``engine`` is the live run; ``sample(t0, t1)`` returns the monitor's and the generator's
     figures for a window (keys ``service_cpu``, ``generator_busy``, ...); ``on_step`` hears
-    each step as it is judged, ``on_snapshot`` each interval as it arrives.
+    each step as it is judged, ``on_snapshot`` each interval as it arrives. ``meter`` says
+    what throughput counts (requests, iterations or one request name).
     """
 
     def __init__(
@@ -179,6 +252,7 @@ class Search:
         on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         interval_s: float = 1.0,
+        meter: Meter | None = None,
     ):
         self.engine = engine
         self.plan = plan
@@ -190,180 +264,369 @@ class Search:
         self.deadline = clock() + plan.max_time_s
         self.steps: list[Step] = []
         self.interval_s = interval_s
+        self.meter = meter or Meter()
+        self.collapse: Collapse | None = None
 
     # -- the loop -------------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        """run sweeps, then refines; it returns when the answer is within the resolution."""
+        """run sweeps, refines the limit and (closed model) the optimum; it returns the
+        outcome once the answers are within their resolution or time is up."""
         try:
-            good, bad = self._sweep()
-            if good is not None and bad is not None:
-                good, bad = self._refine(good, bad)
-            # Leave the service as the confirmation step should find it: without a queue.
-            self._recover(good)
+            bad = self._sweep()
+            if bad is not None and self.collapse is None:
+                self._refine(bad)
+            if self.plan.model == "closed" and self.collapse is None:
+                if self._first_bad() is not None and "retrograde" in self._first_bad().fired:  # type: ignore[union-attr]
+                    self._maximise(lambda s: s.throughput_rps, "peak", allow_flat=True)
+                self._maximise(_power, "optimum")
+            self._recover(self._highest_good())
         except Ended:
-            good = max(self._good(), key=lambda s: s.load, default=None)
-            bad = None
-            return self._outcome(good, bad, "max-time", "the run ended before the search did")
-        if bad is None:
-            if self.clock() >= self.deadline:
-                return self._outcome(good, None, "max-time", "the search ran out of time")
-            return self._outcome(good, None, "max-load", f"no limit up to {self.plan.ceiling:g}")
-        return self._outcome(good, bad, bad.fired[0], bad.why)
+            return self._outcome("max-time", "the run ended before the search did")
+        return self._outcome()
 
     def interrupted(self) -> Outcome:
         """interrupted is the outcome of the steps that ran, after a Ctrl-C."""
-        good = max(self._good(), key=lambda s: s.load, default=None)
-        bad = min((s for s in self.steps if not s.ok), key=lambda s: s.load, default=None)
-        return self._outcome(good, bad, "interrupted", CONDITIONS["interrupted"])
+        return self._outcome("interrupted", CONDITIONS["interrupted"])
 
     def optimal(self) -> Step | None:
         """optimal is the good step with the most throughput per unit of latency (Kleinrock's
-        power): where a soak holds the load."""
-        good = [s for s in self._good() if s.latency_ms > 0]
-        return max(good, key=lambda s: s.throughput_rps / s.latency_ms, default=None)
+        power): where the service runs best, and where a soak holds the load."""
+        good = [s for s in self._good() if s.latency_ms > 0 and s.phase != "recover"]
+        return max(good, key=_power, default=None)
+
+    def steady_step(self) -> Step | None:
+        """steady_step is the load whose goodput answers "what does it sustain": in the open
+        model the highest good rate; in the closed model the lightest good load that got
+        the most goodput (within its noise), since more users past it only queue."""
+        good = [s for s in self._good() if s.phase != "recover"]
+        if not good:
+            return None
+        if self.plan.model == "open":
+            return max(good, key=lambda s: (s.load, s.throughput_rps))
+        top = max(good, key=lambda s: s.throughput_rps)
+        slack = max(0.01 * top.throughput_rps, 2 * (top.throughput_se or 0.0))
+        near = [s for s in good if s.throughput_rps >= top.throughput_rps - slack]
+        return min(near, key=lambda s: s.load)
 
     def _good(self) -> list[Step]:
         return [s for s in self.steps if s.ok]
 
-    def _outcome(self, good: Step | None, bad: Step | None, reason: str, why: str) -> Outcome:
-        best = max(self._good(), key=lambda s: s.throughput_rps, default=None)
-        return Outcome(self.steps, best or good, bad, reason, why)
+    def _highest_good(self) -> Step | None:
+        return max(self._good(), key=lambda s: s.load, default=None)
 
-    def _sweep(self) -> tuple[Step | None, Step | None]:
+    def _first_bad(self) -> Step | None:
+        return min(
+            (s for s in self.steps if not s.ok), key=lambda s: (s.load, s.index), default=None
+        )
+
+    def _outcome(self, reason: str | None = None, detail: str | None = None) -> Outcome:
+        broke = self._first_bad()
+        if self.collapse is not None:
+            broke = self.steps[self.collapse.step]
+            reason = reason or "no-recovery"
+        if reason is None:
+            if broke is not None:
+                reason = min(broke.fired, key=_priority)
+            elif self.clock() >= self.deadline:
+                reason = "max-time"
+            else:
+                reason = "max-load"
+        if detail is None:
+            if reason == "max-load":
+                detail = f"no limit up to {self.plan.ceiling:g}"
+            elif reason == "max-time":
+                detail = "the search ran out of time"
+            elif reason == "no-recovery" and self.collapse is not None:
+                detail = _no_recovery_detail(self.collapse, self.plan.model, self.meter)
+            else:
+                detail = broke.why if broke is not None else ""
+        return Outcome(
+            self.steps,
+            self.steady_step(),
+            broke,
+            reason,
+            detail,
+            optimal=self.optimal(),
+            collapse=self.collapse,
+        )
+
+    # -- phases ---------------------------------------------------------------------------
+
+    def _sweep(self) -> Step | None:
+        """_sweep grows the load from the start until a step is bad (returned) or the ceiling
+        or the deadline is reached (None)."""
         load = self._round(self.plan.start)
         prev: Step | None = None
         while self.clock() < self.deadline:
             step = self._hold(load, "sweep", prev)
             if not step.ok:
-                return prev, step
+                return step
             growth = self.plan.growth
-            if prev is not None and step.load > prev.load and prev.throughput_rps > 0:
-                added = step.load / prev.load - 1
-                gained = step.throughput_rps / prev.throughput_rps - 1
-                if gained < added / 2:
+            if prev is not None:
+                e = elasticity(step.load, step.throughput_rps, prev.load, prev.throughput_rps)
+                if e is not None and e < LINEAR:
                     growth = self.plan.near_growth
+            if step.stalled:
+                growth = self.plan.near_growth
             prev = step
             nxt = self._round(min(load * growth, self.plan.ceiling))
             if nxt <= load:
-                return prev, None
+                nxt = load + 1 if self.plan.model == "closed" else nxt
+            if nxt <= load or load >= self.plan.ceiling:
+                return None
             load = nxt
-        return prev, None
+        return None
 
-    def _refine(self, good: Step, bad: Step) -> tuple[Step, Step]:
-        while self.clock() < self.deadline:
-            if bad.load - good.load <= self.plan.resolution * good.load:
-                break
-            mid = self._round(math.sqrt(good.load * bad.load))
-            if mid <= good.load or mid >= bad.load:
-                break
-            self._recover(good)
-            step = self._hold(mid, "refine", good)
-            if step.ok:
-                good = step
-            else:
-                bad = step
-        return good, bad
-
-    def _recover(self, good: Step | None) -> None:
-        """_recover lets a queue drain after an overloaded step: past capacity the open model
-        leaves a backlog that never drains while the offered rate stays above capacity, and it
-        would be charged to the next step. It holds half the last good load until the median
-        latency is back within 1.5x of that step's (bounded by the maximum step time)."""
-        last = self.steps[-1] if self.steps else None
-        if good is None or last is None or last.ok or last.p50_ms <= 1.5 * good.p50_ms:
+    def _refine(self, bad: Step) -> None:
+        """_refine narrows the limit between the highest good load under the first bad one and
+        that bad load. A saturated overload (the open model's backlog or refusals, goodput
+        still at its best) measured the capacity itself: the next probe goes just under it.
+        Otherwise it bisects (geometric mean) until the bracket is within the resolution."""
+        if bad.fired and bad.fired[0] in ("plateau", "retrograde", "knee", "generator"):
             return
-        load = self._round(max(good.load / 2, self.plan.start))
-        at = self.engine.set_target(load, 0.0)
         while self.clock() < self.deadline:
+            bad = self._first_bad() or bad
+            below = [s for s in self._good() if s.load < bad.load]
+            if not below:
+                return
+            good = max(below, key=lambda s: s.load)
+            rel = self.plan.resolution
+            if good.throughput_se and good.throughput_rps > 0:
+                rel = max(rel, 2 * good.throughput_se / good.throughput_rps)
+            mid = math.sqrt(good.load * bad.load)
+            if self.plan.model == "open" and _saturated(bad, good):
+                capacity = bad.throughput_rps
+                if good.load >= capacity * (1 - rel) or good.load >= bad.load * (1 - rel):
+                    return
+                mid = capacity * (1 - rel / 2)
+            elif bad.load - good.load <= max(
+                rel * good.load, 1.0 if self.plan.model == "closed" else 0.0
+            ):
+                return
+            mid = self._round(mid)
+            if not good.load < mid < bad.load:
+                return
+            if not self._recover(good):
+                return
+            self._hold(mid, "refine", good)
+
+    def _maximise(
+        self, score: Callable[[Step], float], phase: str, allow_flat: bool = False
+    ) -> None:
+        """_maximise refines the maximum of ``score`` over the closed model's good steps (a
+        unimodal curve of users: power for the optimum, goodput for a peak): it measures the
+        midpoint of the wider gap beside the best step until its neighbours are within 12 %
+        of it (or two users)."""
+        measured: set[float] = set()
+        while self.clock() < self.deadline:
+            pool = [s for s in self.steps if (s.ok or allow_flat) and s.phase != "recover"]
+            pool = [s for s in pool if not (set(s.fired) - {"plateau", "retrograde"})]
+            if len(pool) < 2:
+                return
+            best = max(pool, key=score)
+            lower = [s.load for s in pool if s.load < best.load]
+            upper = [s.load for s in self.steps if s.load > best.load]
+            lo = max(lower, default=None)
+            hi = min(upper, default=None)
+            if lo is None and hi is None:
+                return
+            tol = max(2.0, 0.12 * best.load)
+            gaps = []
+            if lo is not None and best.load - lo > tol / 2 and best.load - lo > 1:
+                gaps.append((best.load - lo, (lo + best.load) / 2))
+            if hi is not None and hi - best.load > tol / 2 and hi - best.load > 1:
+                gaps.append((hi - best.load, (best.load + hi) / 2))
+            if not gaps or (lo is not None and hi is not None and hi - lo <= tol):
+                return
+            mid = self._round(max(gaps)[1])
+            if mid in measured or mid == best.load:
+                return
+            measured.add(mid)
+            self._recover(self._highest_good())
+            self._hold(mid, phase, None)
+
+    def _recover(self, good: Step | None) -> bool:
+        """_recover lets the service drain after an overloaded step before anything is
+        measured again: the load drops to a trickle until nothing is left in flight, then the
+        last good load is measured again; the service has recovered when that step is good
+        and its mean latency is back within 1.5x (+1 ms) of the good step's. A service that
+        has not recovered within ``recover_s`` is recorded as a :class:`Collapse` and the
+        search stops: no later step would measure anything but the collapse."""
+        last = self.steps[-1] if self.steps else None
+        if good is None or last is None or last.ok or not _overloaded(last, good):
+            return True
+        started = self.clock()
+        trickle = (
+            1.0 if self.plan.model == "closed" else max(min(self.plan.start, good.load) / 10, 1.0)
+        )
+        while self.clock() < self.deadline:
+            at = self.engine.set_target(trickle, 0.0)
+            self._drain(at, good, started)
+            check = self._hold(good.load, "recover", None)
+            mean_ok = (check.mean_ms or check.p50_ms) <= 1.5 * good.latency_ms + 1.0
+            if check.ok and mean_ok:
+                return True
+            waited = self.clock() - started
+            if waited >= self.plan.recover_s:
+                self.collapse = Collapse(
+                    step=last.index,
+                    load=last.load,
+                    check_load=good.load,
+                    waited_s=round(waited, 1),
+                    check_p99_ms=check.p99_ms,
+                    check_throughput_rps=check.throughput_rps,
+                )
+                return False
+        return False
+
+    def _drain(self, at: float, good: Step, started: float) -> None:
+        """_drain waits, at a trickle, until the requests in flight are back to what the good
+        step had and no hit goes out late (at most ``recover_s`` after ``started``)."""
+        ceiling = max(2.0, 2 * (good.inflight_mean or 0.0))
+        while self.clock() < self.deadline and self.clock() - started < self.plan.recover_s:
             snap = self.engine.next_snapshot(1.0)
             if snap is None:
                 if self.engine.done:
                     raise Ended()
                 continue
             if self.on_snapshot is not None:
-                self.on_snapshot(snap, load, "drain")
-            t1 = float(snap["t_s"])
-            if t1 - self.interval_s < at - 0.001:
+                self.on_snapshot(snap, good.load, "drain")
+            if float(snap["t_s"]) - self.interval_s < at - 0.001:
                 continue
-            if float(snap.get("p50_ms", 0)) <= 1.5 * good.p50_ms or t1 >= at + self.plan.max_step_s:
+            # Open model: hits that fell due during the overload and were never sent are a
+            # backlog in redline itself; they go out late (send lag) until it is gone.
+            lag = float(snap.get("send_lag_ms", 0) or 0) if self.plan.model == "open" else 0.0
+            if float(snap.get("in_flight", 0) or 0) <= ceiling and lag <= 10.0:
                 return
+
+    def _unit(self) -> float:
+        """_unit is the smallest load step: one user (closed model), else none."""
+        return 1.0 if self.plan.model == "closed" else 0.0
 
     def _round(self, load: float) -> float:
         # VUs are whole; rates keep three significant figures.
         if self.plan.model == "closed":
-            return float(max(1, math.ceil(load - 1e-9)))
+            return float(max(1, round(load)))
         return float(f"{load:.3g}")
 
     # -- one step -------------------------------------------------------------------------
 
-    def _hold(self, load: float, phase: str, prev: Step | None) -> Step:
-        """_hold sets the load, waits out the ramp, collects intervals until the step is steady
-        (or the maximum step time passes, or it is plainly bad), and judges it."""
-        at = self.engine.set_target(load, self.plan.ramp_s)
-        settle = at + self.plan.ramp_s
+    def hold(self, load: float, seconds: float, phase: str) -> Step:
+        """hold holds ``load`` for ``seconds`` after its ramp, whatever the steadiness (the
+        confirmation and the soak), and judges the step like any other."""
+        return self._hold(load, phase, None, fixed_s=seconds)
+
+    def _hold(
+        self, load: float, phase: str, prev: Step | None, fixed_s: float | None = None
+    ) -> Step:
+        """_hold sets the load, waits out the ramp, collects intervals until the step is
+        steady (or plainly bad, or the maximum step time passes), and judges it."""
+        at = self.engine.set_target(load, self.plan.ramp)
+        settle = at + self.plan.ramp
         got: list[dict[str, Any]] = []
         while True:
-            if self.clock() >= self.deadline and got:
+            if fixed_s is None and self.clock() >= self.deadline and got:
                 break
             snap = self.engine.next_snapshot(1.0)
             if snap is None:
                 if self.engine.done:
+                    if got:
+                        break
                     raise Ended()
                 continue
             t1 = float(snap["t_s"])
             if self.on_snapshot is not None:
                 self.on_snapshot(snap, load, phase)
             if not got and t1 - self.interval_s < settle - 0.001:
-                # An interval that began before the new load settled measures the old one.
+                # An interval that began before the new load settled measures the ramp.
                 continue
             got.append(snap)
             span = t1 - (float(got[0]["t_s"]) - self.interval_s)
+            if fixed_s is not None:
+                if span >= fixed_s - 1e-6:
+                    break
+                continue
             if span >= self.plan.max_step_s:
                 break
-            if span >= self.plan.min_step_s and (self._steady(got) or self._plainly_bad(got)):
+            if span >= self.plan.min_step_s and self._enough(got, prev):
                 break
         step = self._measure(len(self.steps), phase, load, got)
-        self._judge(step, prev, got)
+        self._judge(step, prev)
         self.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
         return step
 
-    def _policy(self) -> SteadyPolicy:
-        # Sub-second intervals are noisy: batch them (MSER-5) below 1 s; keep >= 2.5 s.
-        batch = 5 if self.interval_s < 1.0 else 1
-        return SteadyPolicy(batch=batch, min_windows=max(3, math.ceil(2.5 / self.interval_s)))
-
-    def _steady(self, got: list[dict[str, Any]]) -> bool:
-        """_steady: the step's throughput and p99 are flat after MSER's warm-up cut."""
-        tput = [float(s.get("requests", 0)) for s in got]
-        p99 = [float(s.get("p99_ms", 0)) for s in got]
-        return judge_steadiness(tput, p99, self._policy()).steady
-
-    def _plainly_bad(self, got: list[dict[str, Any]]) -> bool:
-        """_plainly_bad: errors far over the limit, or (open model) latency that doubles
-        through the step, need no steadiness to be judged."""
+    def _enough(self, got: list[dict[str, Any]], prev: Step | None) -> bool:
+        """_enough: the step can be judged now: plainly bad, or steady with enough outcomes."""
+        used = got[self._cut(got) :]
+        ends = self.meter.total(used)
         lim = self.limits.max_errors
-        req = sum(int(s.get("requests", 0)) for s in got)
-        err = sum(int(s.get("errors", 0)) for s in got)
-        if lim is not None and err > 2 * lim * max(req + err, 1) and err >= 20:
+        if lim is not None and ends.failed >= 20 and ends.error_rate > 2 * lim:
             return True
-        p50 = [float(s.get("p50_ms", 0)) for s in got]
-        return self.plan.model == "open" and len(p50) >= 6 and _trend(p50) > 1.0
+        if len(used) < self._min_windows():
+            return False
+        if self.plan.model == "open" and len(used) >= 6:
+            rise = self._latency_trend(used)
+            if rise.significant() and rise.rise > 4 * self._queue_floor():
+                return True
+        if ends.total < self.plan.min_outcomes:
+            return False
+        counts = [float(self.meter.count(s).total) for s in used]
+        if not steady_counts(counts):
+            return False
+        rise = self._latency_trend(used)
+        return not (rise.significant() and rise.rise > self._queue_floor())
+
+    def _min_windows(self) -> int:
+        return max(4, math.ceil(2.0 / self.interval_s))
+
+    def _cut(self, got: Sequence[dict[str, Any]]) -> int:
+        """_cut is the warm-up to drop: MSER on the goodput counts and on the mean latency,
+        the later of the two (within the first half)."""
+        batch = 5 if self.interval_s < 1.0 and len(got) >= 20 else 1
+        counts = [float(self.meter.count(s).total) for s in got]
+        means = [float(s.get("mean_ms", s.get("p50_ms", 0)) or 0) for s in got]
+        cut = max(mser_cut(counts, batch), mser_cut(means, batch))
+        return cut if len(got) - cut >= 2 else 0
+
+    def _latency_trend(self, used: Sequence[dict[str, Any]]) -> Any:
+        pts = [
+            (float(s["t_s"]), float(s.get("mean_ms", s.get("p50_ms", 0)) or 0))
+            for s in used
+            if int(s.get("requests", 0)) > 0
+        ]
+        return trend([p[0] for p in pts], [p[1] for p in pts])
+
+    def _base_latency(self) -> float | None:
+        """_base_latency is the service's own latency: the lowest mean of the good steps."""
+        vals = [s.latency_ms for s in self.steps if s.ok and s.latency_ms > 0]
+        return min(vals, default=None)
+
+    def _queue_floor(self) -> float:
+        slo = min((s.bound_ms for s in self.limits.slos), default=None)
+        return queue_rise_floor_ms(self._base_latency(), slo)
 
     def _measure(self, index: int, phase: str, load: float, got: list[dict[str, Any]]) -> Step:
         t0 = float(got[0]["t_s"]) - self.interval_s
         t1 = float(got[-1]["t_s"])
-        # The steady part: MSER cuts the warm-up of the step's throughput series.
-        policy = self._policy()
-        tput = [float(s.get("requests", 0)) for s in got]
-        cut = mser_cut(tput, policy.batch)
-        used = got[cut:] if len(got) - cut >= 2 else got
+        used = got[self._cut(got) :]
         span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]) + self.interval_s, 1e-9)
-        req = sum(int(s.get("requests", 0)) for s in used)
+        counted = [self.meter.count(s) for s in used]
+        good = sum(c.good for c in counted)
+        failed = sum(c.failed for c in counted)
+        refused = sum(c.refused for c in counted)
+        answered = sum(int(s.get("requests", 0)) for s in used)
         offered = [float(s["intended_rate"]) for s in used if s.get("intended_rate") is not None]
+        offered_rps = statistics.fmean(offered) if offered else None
+        growth = None
+        if offered_rps is not None and self.meter.what in ("requests", "iterations"):
+            ends = sum(_ends(s) for s in used)
+            growth = offered_rps - ends / span
         figures = self.sample(t0, t1) if self.sample is not None else {}
+        counts = [float(c.total) for c in counted]
+        rise = self._latency_trend(used)
         return Step(
             index=index,
             model=self.plan.model,
@@ -372,79 +635,206 @@ class Search:
             start_s=round(t0, 3),
             end_s=round(t1, 3),
             intervals=len(used),
-            throughput_rps=req / span,
-            offered_rps=statistics.fmean(offered) if offered else None,
-            steady=judge_steadiness(tput, None, policy).steady,
+            throughput_rps=good / span,
+            throughput_se=rate_se([float(c.good) for c in counted], span),
+            answered_rps=answered / span,
+            refused_rps=refused / span,
+            failed_rps=failed / span,
+            offered_rps=offered_rps,
+            steady=len(used) >= self._min_windows() and steady_counts(counts),
+            latency_rise_ms=rise.rise if rise.points >= 3 else None,
+            latency_rise_t=rise.t if rise.points >= 4 else None,
+            queue_growth_rps=growth,
             generator_busy=figures.pop("generator_busy", None),
             service=figures,
             # Percentiles from the merged histograms, errors by class, mean in-flight.
-            **aggregate_step(used),
+            **aggregate_step(used, self.meter),
         )
 
-    def _judge(self, step: Step, prev: Step | None, got: list[dict[str, Any]]) -> None:
-        """_judge fires the stop conditions that hold for `step` (against the last good
-        step `prev`), naming each with its figures."""
+    def _judge(self, step: Step, prev: Step | None) -> None:
+        """_judge fires the stop conditions that hold for ``step``, naming each with its
+        figures; in the closed model it also compares the step with the best lighter one
+        (a plateau or a fall fires on the second such step in a row)."""
         lim = self.limits
         why: list[str] = []
+        unit = self.meter.unit
+
+        def fire(name: str, text: str) -> None:
+            step.fired.append(name)
+            why.append(text)
+
         if lim.generator_busy is not None and (step.generator_busy or 0) > lim.generator_busy:
-            step.fired.append("generator")
-            why.append(
+            fire(
+                "generator",
                 f"redline's worker threads ran or waited for a CPU {step.generator_busy:.0%}"
-                " of the time"
+                " of the time",
             )
-        if lim.max_errors is not None and step.error_rate > lim.max_errors:
-            step.fired.append("errors")
-            why.append(f"{step.error_rate:.1%} of requests failed (limit {lim.max_errors:.1%})")
+        if lim.max_errors is not None and step.error_rate > lim.max_errors and step.errors >= 3:
+            fire(
+                "errors",
+                f"{step.error_rate:.1%} of requests failed (limit {lim.max_errors:.1%})",
+            )
         for slo in lim.slos:
             figure = getattr(step, PERCENTILES[slo.percentile])
             if figure is None:
                 continue  # snapshots without histograms carry no p95
-            value = float(figure)
-            if value > slo.bound_ms:
-                step.fired.append("slo")
-                why.append(f"{slo.percentile} was {value:.1f} ms (SLO {slo})")
-        if (
-            lim.min_achieved is not None
-            and step.offered_rps
-            and step.throughput_rps < lim.min_achieved * step.offered_rps
-        ):
-            step.fired.append("backlog")
-            why.append(f"achieved {step.throughput_rps:.0f}/s of {step.offered_rps:.0f}/s offered")
+            if float(figure) > slo.bound_ms:
+                fire("slo", f"{slo.percentile} was {float(figure):.1f} ms (SLO {slo})")
+        if self.plan.model == "open":
+            self._judge_backlog(step, fire)
         if lim.service_cpu is not None and step.service.get("cpu_percent", 0) > lim.service_cpu:
-            step.fired.append("service-cpu")
-            why.append(
+            fire(
+                "service-cpu",
                 f"the service used {step.service['cpu_percent']:.0f} % CPU"
-                f" (limit {lim.service_cpu:g} %)"
+                f" (limit {lim.service_cpu:g} %)",
             )
-        if (
-            lim.knee_gain is not None
-            and prev is not None
-            and step.load > prev.load
-            and prev.throughput_rps > 0
-        ):
-            gain = step.throughput_rps / prev.throughput_rps - 1
-            if gain < lim.knee_gain and step.p50_ms > prev.p50_ms:
-                step.fired.append("knee")
-                why.append(
-                    f"{step.load / prev.load - 1:+.0%} load bought {gain:+.1%} throughput"
-                    f" while p50 rose {prev.p50_ms:.1f} -> {step.p50_ms:.1f} ms"
-                )
-        if self.plan.model == "open" and rising(got):
-            step.fired.append("unsteady")
-            why.append("latency kept rising through the step")
+        if self.plan.model == "closed" and phase_compares(step.phase):
+            self._judge_growth(step, fire, why, unit)
+        if step.fired:
+            step.steady = step.steady and "backlog" not in step.fired
         step.why = "; ".join(why)
 
+    def _judge_backlog(self, step: Step, fire: Callable[[str, str], None]) -> None:
+        """_judge_backlog (open model): requests were offered faster than they ended by more
+        than noise and 2 %, or latency rose through the step by more than its noise and more
+        than is material (:func:`queue_rise_floor_ms`): a queue growing without bound. An
+        overloaded step whose goodput fell far under the best lighter step's also fires
+        ``collapse``."""
+        if step.offered_rps is None:
+            return
+        growth = step.queue_growth_rps
+        noise = Z * max(step.throughput_se or 0.0, 0.0) + MIN_DEFICIT * step.offered_rps
+        rise = step.latency_rise_ms
+        floor = self._queue_floor()
+        reasons = []
+        if growth is not None and growth > noise:
+            reasons.append(
+                f"offered {step.offered_rps:.0f}/s, {growth:.0f}/s more than ended"
+                f" ({step.throughput_rps:.0f} {self.meter.unit} good)"
+            )
+        if rise is not None and rise > floor and (step.latency_rise_t or 0.0) > Z:
+            reasons.append(f"mean latency rose {rise:.1f} ms through the step")
+        if not reasons:
+            return
+        fire("backlog", "; ".join(reasons))
+        best = max(
+            (s for s in self.steps if s.ok and s.load < step.load),
+            key=lambda s: s.throughput_rps,
+            default=None,
+        )
+        if best is not None and step.throughput_rps < COLLAPSED * best.throughput_rps:
+            fire(
+                "collapse",
+                f"goodput fell to {step.throughput_rps:.0f} {self.meter.unit} from"
+                f" {best.throughput_rps:.0f} at {best.load:g}/s offered",
+            )
 
-def rising(got: Sequence[dict[str, Any]]) -> bool:
-    """rising: median latency climbs through the step by more than 20 % of its mean: the
-    signature of a queue that keeps growing (an open-model load past capacity)."""
-    return len(got) >= 6 and _trend([float(s.get("p50_ms", 0)) for s in got]) > 0.2
+    def _judge_growth(
+        self, step: Step, fire: Callable[[str, str], None], why: list[str], unit: str
+    ) -> None:
+        """_judge_growth (closed model): did the users added buy throughput? Compared with the
+        best lighter step, a gain must be significant and worth a tenth of the users added;
+        a gain within the noise is ``flat`` and a significant loss ``fell``. The second such
+        step in a row (by load) fires ``plateau``, or ``retrograde`` if both fell."""
+        lighter = [s for s in self.steps if s.load < step.load and s.ok and phase_compares(s.phase)]
+        best = max(lighter, key=lambda s: s.throughput_rps, default=None)
+        if best is None or step.fired:
+            return
+        rel, sig = gain(
+            step.throughput_rps,
+            step.throughput_se or 0.0,
+            best.throughput_rps,
+            best.throughput_se or 0.0,
+        )
+        added = step.load / best.load - 1
+        if sig and rel > 0 and rel >= 0.1 * added:
+            return
+        step.stalled = "fell" if sig and rel < 0 else "flat"
+        text = (
+            f"{step.load:g} users got {rel:+.1%} {unit} against {best.load:g} users"
+            f" ({step.throughput_rps:.0f} vs {best.throughput_rps:.0f})"
+        )
+        below = [
+            s
+            for s in self.steps
+            if best.load < s.load < step.load and phase_compares(s.phase) and s.stalled
+        ]
+        if below:
+            last = max(below, key=lambda s: s.load)
+            kind = "retrograde" if step.stalled == last.stalled == "fell" else "plateau"
+            fire(kind, f"{text}; {last.why}")
+        else:
+            why.append(text)
 
 
-def _trend(vals: list[float]) -> float:
-    """_trend is the least-squares rise over the series as a share of its mean."""
-    mean = statistics.fmean(vals)
-    if len(vals) < 2 or mean <= 0 or len(set(vals)) == 1:
-        return 0.0
-    slope = statistics.linear_regression(range(len(vals)), vals).slope
-    return slope * (len(vals) - 1) / mean
+#: PRIORITY: which fired condition names a bad step's failure, most telling first.
+PRIORITY = (
+    "generator",
+    "collapse",
+    "errors",
+    "slo",
+    "backlog",
+    "service-cpu",
+    "retrograde",
+    "plateau",
+    "knee",
+)
+
+
+def _priority(name: str) -> int:
+    return PRIORITY.index(name) if name in PRIORITY else len(PRIORITY)
+
+
+def phase_compares(phase: str) -> bool:
+    """phase_compares: steps of this phase take part in the plateau test (the recovery
+    checks and the confirmation repeat a load; they are not new evidence of growth)."""
+    return phase in ("sweep", "refine", "peak", "optimum")
+
+
+def _power(s: StepResult) -> float:
+    return s.throughput_rps / s.latency_ms if s.latency_ms > 0 else 0.0
+
+
+def _ends(snap: dict[str, Any]) -> float:
+    """_ends is how many scheduled hits ended in the interval: iterations for a scenario (the
+    open model schedules iterations), else requests (answers and transport failures)."""
+    it = snap.get("iterations")
+    if isinstance(it, dict):
+        return float(it.get("completed", 0)) + float(it.get("failed", 0))
+    by = snap.get("errors_by_class") or {}
+    answered_failures = int(by.get("status", 0) or 0) + int(by.get("check", 0) or 0)
+    return float(int(snap.get("requests", 0)) + int(snap.get("errors", 0)) - answered_failures)
+
+
+def _saturated(bad: Step, good: Step) -> bool:
+    """_saturated: an overloaded open-model step that still got (about) its best goodput:
+    a backlog or refusals at capacity, not a collapse nor an SLO breach."""
+    kinds = set(bad.fired)
+    return (
+        bool(kinds & {"backlog", "errors"})
+        and not kinds & {"slo", "collapse", "generator"}
+        and bad.throughput_rps >= COLLAPSED * good.throughput_rps
+    )
+
+
+def _overloaded(last: Step, good: Step) -> bool:
+    """_overloaded: the last step may have left a queue behind (a backlog, a collapse,
+    timeouts, or latency far above the good step's), so the next must wait for a drain."""
+    if set(last.fired) & {"backlog", "collapse", "slo"}:
+        return True
+    if last.errors_by_class.get("timeout"):
+        return True
+    return last.latency_ms > 2 * good.latency_ms + 1.0
+
+
+def _no_recovery_detail(c: Collapse, model: str, meter: Meter) -> str:
+    unit = "users" if model == "closed" else "req/s"
+    got = (
+        f" (it got {c.check_throughput_rps:.0f} {meter.unit}, p99 {c.check_p99_ms:.0f} ms)"
+        if c.check_throughput_rps is not None and c.check_p99_ms is not None
+        else ""
+    )
+    return (
+        f"collapsed at {c.load:g} {unit} and did not recover within {c.waited_s:.0f} s"
+        f" at {c.check_load:g} {unit}{got}"
+    )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline import _engine
+from redline.analysis.outcome import Meter
 
 #: QUANTILES are the step percentiles read from the merged histogram: field -> quantile.
 QUANTILES = {
@@ -27,21 +28,27 @@ QUANTILES = {
 }
 
 
-def aggregate_step(snapshots: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_step(
+    snapshots: Sequence[dict[str, Any]], meter: Meter | None = None
+) -> dict[str, Any]:
     """aggregate_step is the figures of the step made of ``snapshots`` (its steady intervals,
     warm-up already cut), keyed like :class:`redline.analysis.step.StepResult`'s fields:
     ``requests``, ``errors``, ``errors_by_class``, ``error_rate``, ``p50_ms`` ... ``p99_9_ms``,
-    ``max_ms``, ``mean_ms`` and ``inflight_mean``. With no response the percentiles are 0, as
-    in an empty interval's snapshot (so a step that only failed is judged, not crashed on),
-    and the mean None; snapshots without histograms (an older engine) fall back to the
-    median of their intervals' figures, and lack what they never carried."""
+    ``max_ms``, ``mean_ms`` and ``inflight_mean``; ``good`` and ``error_rate`` in ``meter``'s
+    unit (failed outcomes ÷ all outcomes, each request once). With no response the
+    percentiles are 0, as in an empty interval's snapshot (so a step that only failed is
+    judged, not crashed on), and the mean None; snapshots without histograms (an older
+    engine) fall back to the median of their intervals' figures, and lack what they never
+    carried."""
     requests = sum(int(s.get("requests", 0)) for s in snapshots)
     errors = sum(int(s.get("errors", 0)) for s in snapshots)
+    counted = (meter or Meter()).total(snapshots)
     out: dict[str, Any] = {
         "requests": requests,
         "errors": errors,
+        "good": counted.good,
         "errors_by_class": _errors_by_class(snapshots),
-        "error_rate": errors / max(requests + errors, 1),
+        "error_rate": counted.error_rate,
         "mean_ms": _mean(snapshots),
         "inflight_mean": _inflight(snapshots),
     }
@@ -93,9 +100,18 @@ def _mean(snapshots: Sequence[dict[str, Any]]) -> float | None:
 
 
 def _inflight(snapshots: Sequence[dict[str, Any]]) -> float | None:
-    """_inflight is the mean of the requests in flight at each interval's end."""
-    vals = [float(s["in_flight"]) for s in snapshots if s.get("in_flight") is not None]
+    """_inflight is the mean number of requests in flight over the intervals: the mean of the
+    engine's time averages (``in_flight_mean``), else of the end-of-interval samples."""
+    key = "in_flight_mean" if all(s.get("in_flight_mean") is not None for s in snapshots) else None
+    vals = [
+        float(s[key or "in_flight"]) for s in snapshots if s.get(key or "in_flight") is not None
+    ]
     return sum(vals) / len(vals) if vals else None
+
+
+def inflight_series(snapshots: Sequence[dict[str, Any]]) -> list[float]:
+    """inflight_series is each interval's in-flight figure (time average where given)."""
+    return [float(s.get("in_flight_mean", s.get("in_flight", 0.0)) or 0.0) for s in snapshots]
 
 
 def _errors_by_class(snapshots: Sequence[dict[str, Any]]) -> dict[str, int]:

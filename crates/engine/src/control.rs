@@ -139,6 +139,8 @@ pub(crate) async fn follow(s: Rc<Shared>, control: std::sync::Arc<LoadControl>) 
         pacer.set_profile(profile);
         drop(pacer);
         seen = version;
+        // Lanes asleep on a hit claimed under the old profile re-read its due time.
+        s.retarget.notify_waiters();
         if !s.open {
             let cfg = &s.job.cfg;
             let total = (peak.ceil() as u32).min(cfg.max_vus);

@@ -51,6 +51,10 @@ pub(crate) struct Shared {
     pub(crate) next_lane: Cell<u32>,
     /// all_done: signalled when the last lane ends.
     pub(crate) all_done: Notify,
+    /// retarget: signalled when a live run installs a new profile, so that a lane waiting
+    /// for a hit it claimed under the old one re-reads that hit's due time (a rate raised
+    /// after a trickle would otherwise find its lanes asleep until the trickle's times).
+    pub(crate) retarget: Notify,
     /// open: open model (latency from the intended send).
     pub(crate) open: bool,
     /// metronome: precise send timing for the open model (None: closed model, or no timerfd).
@@ -111,6 +115,7 @@ impl Shared {
             max_lanes,
             next_lane: Cell::new(0),
             all_done: Notify::new(),
+            retarget: Notify::new(),
             open,
             metronome,
             naps,
@@ -327,17 +332,11 @@ impl Lane {
                         if self.conn.open(&mut self.timeout).await {
                             s.rec.borrow_mut().connections(1, false, true);
                         }
-                        match &s.metronome {
-                            Some(m) => m.wait_until(due).await,
-                            None => {
-                                self.pace.as_mut().reset(due.into());
-                                self.pace.as_mut().await;
-                            }
-                        }
+                        self.wait_due(s, hit, due).await
                     } else {
                         self.clock = Some(now);
+                        due
                     }
-                    due
                 }
             };
             if let Some(script) = s.plan.scenario.clone() {
@@ -348,6 +347,48 @@ impl Lane {
             }
             self.iteration(s, hit, intended).await;
             s.flights.land(self.slot);
+        }
+    }
+
+    /// wait_due sleeps until claimed hit `hit` falls due and returns its due instant. A live
+    /// run's new profile moves the hit's due time: the lane wakes on [`Shared::retarget`],
+    /// asks the pacer again for the same hit and waits for the new time (earlier or later).
+    async fn wait_due(&mut self, s: &Rc<Shared>, hit: u64, mut due: Instant) -> Instant {
+        let start = s.job.start;
+        loop {
+            let changed = s.retarget.notified();
+            tokio::pin!(changed);
+            // Registered before the wait starts, so a change in between is not missed.
+            changed.as_mut().enable();
+            let moved = match &s.metronome {
+                Some(m) => tokio::select! {
+                    () = m.wait_until(due) => false,
+                    () = &mut changed => true,
+                },
+                None => {
+                    self.pace.as_mut().reset(due.into());
+                    tokio::select! {
+                        () = self.pace.as_mut() => false,
+                        () = &mut changed => true,
+                    }
+                }
+            };
+            if !moved {
+                return due;
+            }
+            let now = Instant::now();
+            let pace = s
+                .pacer
+                .borrow()
+                .pace(now.saturating_duration_since(start), hit, self.lane);
+            let Pace::Due(at) = pace else {
+                return due;
+            };
+            due = start + at;
+            s.flights.depart(self.slot, Flight::Due(due));
+            if due <= now + crate::metronome::EARLY {
+                return due;
+            }
         }
     }
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline.analysis.checks import leak_checks, little_check
-from redline.analysis.knee import find_knee, power
+from redline.analysis.knee import power
 from redline.analysis.step import StepResult
 from redline.analysis.usl import UslFit, fit_usl
 
@@ -58,6 +58,50 @@ def limit_step(steps: Sequence[StepResult]) -> StepResult | None:
     return min(bad, key=lambda s: (s.load, s.index), default=None)
 
 
+def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, float | None]:
+    """capacity is the most goodput the service gave at any step that did not breach an SLO,
+    was not redline's own limit and was not a recovery check, with its uncertainty (two
+    standard errors; in the open model, when the best step was a good one and the first bad
+    load above it did not saturate, half the bracket between them as well). An overloaded
+    step that still served its best (a backlog, refusals) measured the capacity itself."""
+    pool = [
+        s
+        for s in steps
+        if not set(s.fired) & {"slo", "generator", "collapse"} and s.phase != "recover"
+    ]
+    if not pool:
+        return None, None
+    top = max(pool, key=lambda s: s.throughput_rps)
+    ci = 2 * (top.throughput_se or 0.0)
+    if model == "open" and top.ok:
+        above = [s for s in steps if not s.ok and s.load > top.load]
+        bad = min(above, key=lambda s: s.load, default=None)
+        if bad is not None and bad.throughput_rps < 0.98 * top.throughput_rps:
+            ci = max(ci, (bad.load - top.load) / 2)
+    return top.throughput_rps, ci
+
+
+def limit_kind(limit: StepResult | None, reason: str, steps: Sequence[StepResult]) -> str:
+    """limit_kind says how the service fails at the limit step: ``rate-limit`` (it refuses a
+    share of requests with an error status while the answers it gives stay fast: the accepted
+    rate stays flat), ``shedding`` (refusals while latency rose: a bounded queue),
+    ``saturation`` (open model: a backlog at full goodput), ``collapse``, ``no-recovery``,
+    ``errors``, ``slo``, ``plateau``, ``retrograde``, ``generator``, or ``none``."""
+    if limit is None or reason in ("max-load", "max-time", "interrupted"):
+        return "none"
+    if reason in ("no-recovery", "collapse", "generator", "plateau", "retrograde", "slo", "knee"):
+        return reason
+    refused = limit.errors_by_class.get("status", 0)
+    if reason == "errors" and limit.errors and refused >= 0.9 * limit.errors:
+        lighter = [s for s in steps if s.ok and s.load < limit.load]
+        base = max(lighter, key=lambda s: s.load, default=None)
+        fast = base is None or limit.p50_ms <= 2 * base.p50_ms + 1.0
+        return "rate-limit" if fast and "backlog" not in limit.fired else "shedding"
+    if reason == "backlog":
+        return "saturation"
+    return reason
+
+
 def build_answers(
     steps: Sequence[StepResult],
     *,
@@ -67,14 +111,21 @@ def build_answers(
     limit: StepResult | None = None,
     reason: str | None = None,
     detail: str | None = None,
+    optimal: StepResult | None = None,
+    unit: str = "req/s",
+    statuses: dict[str, int] | None = None,
+    collapse: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """build_answers returns the ``answers`` object of the result.
 
     ``steady`` is the step whose figures answer questions 1 and 2 (default: the good step
     with the most throughput; pass the confirmation step when there is one); ``latency_ms``
-    overrides its percentiles (e.g. read from the confirmation run's histogram). ``limit``
-    defaults to :func:`limit_step`, ``reason`` to the first condition it fired (or "none")
-    and ``detail`` to its ``why``. ``text`` holds one sentence per question.
+    overrides its percentiles (e.g. read from the confirmation's merged histogram).
+    ``optimal`` defaults to :func:`optimal_step`, ``limit`` to :func:`limit_step`, ``reason``
+    to the first condition it fired (or "none") and ``detail`` to its ``why``. ``unit`` is
+    what throughput counts (``req/s``, ``iterations/s``, ``submit/s``); ``statuses`` the
+    run's answers by HTTP status, to name the refusals; ``collapse`` a service that did not
+    recover. ``text`` holds one sentence per question.
     """
     good = [s for s in steps if s.ok]
     if steady is None:
@@ -84,16 +135,25 @@ def build_answers(
         latency = {k: getattr(steady, f) for k, f in LATENCY_KEYS.items()}
     if latency_ms:
         latency.update({k: latency_ms[k] for k in LATENCY_KEYS if latency_ms.get(k) is not None})
-    opt = optimal_step(steps)
+    opt = optimal if optimal is not None else optimal_step(steps)
     if limit is None:
         limit = limit_step(steps)
     if reason is None:
         reason = limit.fired[0] if limit is not None and limit.fired else "none"
     if detail is None:
         detail = limit.why if limit is not None else ""
+    cap, cap_ci = capacity(steps, model)
+    kind = limit_kind(limit, reason, steps)
+    refused = {
+        k: int(v)
+        for k, v in (statuses or {}).items()
+        if str(k).isdigit() and int(k) >= 400 and int(v) > 0
+    }
     key = load_key(model)
     answers: dict[str, Any] = {
+        "unit": unit,
         "steady_state_throughput_rps": steady.throughput_rps if steady else None,
+        "steady_state_throughput_ci": 2 * (steady.throughput_se or 0.0) if steady else None,
         "steady_state_load": steady.load if steady else None,
         "latency_ms": latency,
         "optimal": None
@@ -102,19 +162,27 @@ def build_answers(
             key: opt.load,
             "throughput_rps": opt.throughput_rps,
             "p99_ms": opt.p99_ms,
+            "mean_ms": opt.latency_ms,
             "power": power(opt.throughput_rps, opt.latency_ms),
             "step": opt.index,
         },
         "limit": {
-            "throughput_rps": limit.throughput_rps if limit else None,
-            "load": limit.load if limit else None,
+            "kind": kind,
             "reason": reason,
             "detail": detail,
+            "load": limit.load if limit else None,
             "step": limit.index if limit else None,
+            "capacity_rps": cap,
+            "capacity_ci": cap_ci,
+            "throughput_rps": limit.throughput_rps if limit else None,
+            "offered_rps": limit.offered_rps if limit else None,
             "errors_by_class": dict(limit.errors_by_class) if limit else {},
             "error_rate": limit.error_rate if limit else None,
+            "refused_share": _refused_share(limit),
+            "refused_statuses": refused,
             "p99_ms": limit.p99_ms if limit else None,
             "service": dict(limit.service) if limit else {},
+            "collapse": collapse,
         },
     }
     answers["text"] = answer_sentences(answers, model, max((s.load for s in steps), default=None))
@@ -124,12 +192,36 @@ def build_answers(
     return answers
 
 
+def _refused_share(limit: StepResult | None) -> float | None:
+    """_refused_share: refused answers (an error status) as a share of all outcomes."""
+    if limit is None:
+        return None
+    outcomes = limit.requests + limit.errors - limit.errors_by_class.get("status", 0)
+    outcomes -= limit.errors_by_class.get("check", 0)
+    if outcomes <= 0:
+        return None
+    return limit.errors_by_class.get("status", 0) / outcomes
+
+
+def _rate(x: float | None, ci: float | None, unit: str) -> str:
+    """_rate says a throughput with its uncertainty: '1,250 ± 6 req/s'."""
+    if x is None:
+        return "n/a"
+    if ci is None or ci <= 0:
+        return f"{x:,.0f} {unit}"
+    digits = 0 if ci >= 1 else 1
+    return f"{x:,.{digits}f} ± {ci:,.{digits}f} {unit}"
+
+
 def answer_sentences(
-    answers: dict[str, Any], model: str, max_load: float | None = None
+    answers: dict[str, Any],
+    model: str,
+    max_load: float | None = None,
 ) -> dict[str, str]:
     """answer_sentences says the four answers in words: keys ``throughput``, ``latency``,
     ``optimal`` and ``limit``. Optional keys may be missing (answers written by another
     search), so the report can say the answers of any find result."""
+    unit = answers.get("unit") or "req/s"
     x = answers.get("steady_state_throughput_rps")
     lat = answers.get("latency_ms") or {}
     if x is None:
@@ -137,7 +229,8 @@ def answer_sentences(
         latency = "No steady-state latency either: every step broke a limit."
     else:
         at = answers.get("steady_state_load")
-        throughput = f"In a steady state the service sustains {x:.0f} req/s" + (
+        ci = answers.get("steady_state_throughput_ci")
+        throughput = f"In a steady state the service sustains {_rate(x, ci, unit)}" + (
             f" (at {fmt_load(at, model)})." if at is not None else "."
         )
         latency = (
@@ -152,7 +245,7 @@ def answer_sentences(
         load = opt.get("users", opt.get("rate"))
         optimal = (
             f"It runs best at {fmt_load(load, model)}: "
-            f"{opt['throughput_rps']:.0f} req/s with p99 {_ms(opt.get('p99_ms'))}, the most "
+            f"{opt['throughput_rps']:,.0f} {unit} with p99 {_ms(opt.get('p99_ms'))}, the most "
             "throughput per unit of latency (Kleinrock's power) among the steps that met "
             "every limit."
         )
@@ -160,27 +253,81 @@ def answer_sentences(
         "throughput": throughput,
         "latency": latency,
         "optimal": optimal,
-        "limit": _limit_sentence(answers.get("limit") or {}, model, max_load),
+        "limit": limit_sentence(answers.get("limit") or {}, model, max_load, unit),
     }
 
 
-def _limit_sentence(lim: dict[str, Any], model: str, max_load: float | None) -> str:
+def limit_sentence(
+    lim: dict[str, Any],
+    model: str,
+    max_load: float | None,
+    unit: str = "req/s",
+) -> str:
+    """limit_sentence says where and how the service fails, by the kind of failure, with
+    the figures: the word "broke" only where a limit fired (errors, an SLO, a collapse)."""
     reason = lim.get("reason") or "none"
-    if lim.get("load") is None:
+    kind = lim.get("kind") or ("none" if lim.get("load") is None else reason)
+    cap = _rate(lim.get("capacity_rps"), lim.get("capacity_ci"), unit)
+    at = fmt_load(lim.get("load"), model)
+    detail = lim.get("detail") or ""
+    refused = lim.get("refused_statuses") or {}
+    codes = "/".join(f"HTTP {k}" for k in sorted(refused)) or "an error status"
+    share = lim.get("refused_share")
+    offered = lim.get("offered_rps")
+    got = lim.get("throughput_rps")
+    if kind == "none" or lim.get("load") is None:
         upto = f" up to {fmt_load(max_load, model)}" if max_load is not None else ""
-        return f"No limit was found{upto}; the search stopped on '{reason}'."
-    x = lim.get("throughput_rps")
-    rate = f" ({x:.0f} req/s)" if x is not None else ""
-    detail = lim.get("detail")
-    parts = [
-        f"It broke at {fmt_load(lim['load'], model)}{rate}: '{reason}' fired"
-        + (f" ({detail})." if detail else ".")
-    ]
+        head = f"No limit was found{upto}; the search stopped on '{reason}'."
+        if lim.get("capacity_rps") is not None:
+            head += f" The most it served was {cap}."
+        return head
+    if kind == "rate-limit" and model == "closed":
+        head = (
+            f"It is rate-limited: at {at} it refused {share or 0:.1%} of requests with {codes}"
+            f" while accepting {cap}. A closed model cannot load it past its limiter (each user"
+            " only gets refused faster); search with --model open to find the accepted rate."
+        )
+    elif kind == "rate-limit":
+        head = (
+            f"It is rate-limited at {cap}: offered {offered or 0:,.0f} req/s, it refused"
+            f" {share or 0:.1%} with {codes} and accepted {got or 0:,.0f} {unit}."
+        )
+    elif kind == "shedding":
+        head = (
+            f"It sheds load past {cap}: at {at} it refused {share or 0:.1%} of requests with"
+            f" {codes} while the answers it gave slowed (p99 {_ms(lim.get('p99_ms'))})."
+        )
+    elif kind == "saturation":
+        head = f"Its capacity is {cap}: at {at} it fell behind ({detail})."
+    elif kind == "plateau":
+        head = f"Throughput stops growing at {cap}: more load only queues ({detail})."
+    elif kind == "retrograde":
+        head = f"Throughput peaks at {cap} and falls as load grows past it ({detail})."
+    elif kind == "collapse":
+        head = f"It broke at {at}: it collapsed ({detail}); it recovered when the load dropped."
+        head += f" The most it served before is {cap}."
+    elif kind == "no-recovery":
+        head = (
+            f"It broke at {at} and did not recover: {detail}. A service that stays down after"
+            f" the overload ends is a metastable failure. The most it served before is {cap}."
+        )
+    elif kind == "generator":
+        head = (
+            f"No limit of the service was found: redline ran out of CPU at {at} ({detail});"
+            f" the most it measured is {cap}."
+        )
+    elif kind == "knee":
+        head = f"Not searched past the optimal point (--stop-at-knee): stopped at {at}."
+    elif kind == "slo":
+        head = f"It broke its SLO at {at}: {detail}. Within the SLO it served at most {cap}."
+    else:
+        head = f"It broke at {at}: '{reason}' fired" + (f" ({detail})." if detail else ".")
+    parts = [head if head.endswith(".") else head + "."]
     errors = {k: v for k, v in (lim.get("errors_by_class") or {}).items() if v}
-    if errors:
+    if errors and kind not in ("rate-limit",):
         listed = ", ".join(f"{v} {k}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
         parts.append(f"Errors by class: {listed} ({(lim.get('error_rate') or 0):.1%}).")
-    if lim.get("p99_ms") is not None:
+    if lim.get("p99_ms") is not None and kind not in ("shedding",):
         parts.append(f"p99 was {_ms(lim['p99_ms'])}.")
     svc = lim.get("service") or {}
     figures = []
@@ -230,29 +377,57 @@ def analyse(
 ) -> dict[str, Any]:
     """analyse returns the analysis keys of the find result: ``answers`` (see
     :func:`build_answers`, which gets ``answer_options``), ``usl`` (the fit plus ``x``, what
-    N is, and ``curve``), ``knee``, and ``checks`` with ``little`` (one entry per step with
-    an in-flight figure) and ``leaks``: the leak check per resource over ``soak_samples``
-    (monitor sample dicts taken while the load held still: a soak or the confirmation step;
-    over a stepped search fds and connections rise with the load, which is no leak)."""
-    usl = fit_steps(steps, model)
+    N is, ``curve`` and ``agrees``: whether its predicted peak is consistent with the steps),
+    ``knee`` (the optimal point: the same step as ``answers.optimal``, one definition, the
+    most throughput per unit of latency), and ``checks`` with ``little`` (one entry per
+    steady step with an in-flight figure) and ``leaks``: the leak check per resource over
+    ``soak_samples`` (monitor samples taken while the load held still: a soak or the
+    confirmation; over a stepped search fds and connections rise with the load, no leak)."""
+    measured = [s for s in steps if s.phase != "recover"]
+    usl = fit_steps(measured, model)
     usl_d = usl.to_dict()
     usl_d["x"] = "users" if model == "closed" else "in-flight"
-    ns = [n for n in (concurrency(s, model) for s in steps) if n is not None]
+    ns = [n for n in (concurrency(s, model) for s in measured) if n is not None]
     usl_d["curve"] = usl.curve(max(max(ns, default=1.0), usl.peak_n or 0.0) * 1.1) if usl.ok else []
-    knee = find_knee([s.load for s in steps], [s.throughput_rps for s in steps])
+    usl_d["agrees"] = _usl_agrees(usl, measured, model)
+    answers = build_answers(steps, model=model, **answer_options)
+    opt = answers["optimal"]
+    knee = {
+        "load": None if opt is None else opt.get(load_key(model)),
+        "throughput_rps": None if opt is None else opt["throughput_rps"],
+        "definition": "the most throughput per unit of latency (Kleinrock's power)",
+    }
     little = []
     for s in steps:
         # Little's law holds for a stationary system only: a step that never became steady
         # (already said so in the report) is not judged by it.
-        if s.steady is False:
+        if s.steady is False or s.inflight_mean is None or s.mean_ms is None:
             continue
-        if s.inflight_mean is not None and s.mean_ms is not None:
-            c = little_check(s.inflight_mean, s.throughput_rps, s.mean_ms)
-            little.append({"step": s.index, **c.to_dict()})
+        rate = s.answered_rps if s.answered_rps is not None else s.throughput_rps
+        c = little_check(s.inflight_mean, rate, s.mean_ms)
+        little.append({"step": s.index, **c.to_dict()})
     leaks = {k: t.to_dict() for k, t in leak_checks(soak_samples).items()} if soak_samples else {}
     return {
-        "answers": build_answers(steps, model=model, **answer_options),
+        "answers": answers,
         "usl": usl_d,
-        "knee": knee.to_dict(),
+        "knee": knee,
         "checks": {"little": little, "leaks": leaks},
     }
+
+
+def _usl_agrees(usl: UslFit, steps: Sequence[StepResult], model: str) -> bool | None:
+    """_usl_agrees: a fitted USL's peak is consistent with what was measured: no step got
+    more than 5 % over the predicted peak, and where the fit predicts a peak inside the
+    measured range, the steps beyond it did not keep growing. None without a fit."""
+    if not usl.ok:
+        return None
+    pts = [(concurrency(s, model), s.throughput_rps) for s in steps]
+    pts2 = [(n, x) for n, x in pts if n is not None]
+    if usl.peak_n is None or usl.peak_throughput_rps is None:
+        return (usl.r2 or 0) >= 0.9
+    if any(x > 1.05 * usl.peak_throughput_rps for _, x in pts2):
+        return False
+    beyond = sorted((n, x) for n, x in pts2 if n > 1.2 * usl.peak_n)
+    if len(beyond) >= 2 and beyond[-1][1] > 1.05 * beyond[0][1]:
+        return False
+    return (usl.r2 or 0) >= 0.9

@@ -15,7 +15,15 @@ class StepResult:
     :class:`redline.monitor.Sample`: ``cpu_percent``, ``load1``, ``rss_bytes``, ``fds``,
     ``threads``, ``connections``), and the verdict: ``fired`` names every stop condition
     that held (empty for a good step) and ``why`` says it with figures. Optional figures the
-    measurement did not give are None."""
+    measurement did not give are None.
+
+    ``throughput_rps`` is goodput: good outcomes a second in the search's unit (requests,
+    iterations or one request name; see :mod:`redline.analysis.outcome`), with its standard
+    error ``throughput_se`` from the intervals' spread. ``answered_rps`` counts every answer
+    (what Little's law needs), ``refused_rps`` the answers with an error status and
+    ``failed_rps`` every failed outcome. ``latency_rise_ms`` is how much the mean latency rose
+    through the step (least squares), ``queue_growth_rps`` (open model) how much faster
+    requests were offered than they ended: a queue's growth."""
 
     index: int
     load: float
@@ -37,6 +45,13 @@ class StepResult:
     errors_by_class: dict[str, int] = field(default_factory=dict)
     error_rate: float = 0.0
     inflight_mean: float | None = None
+    throughput_se: float | None = None
+    answered_rps: float | None = None
+    refused_rps: float = 0.0
+    failed_rps: float = 0.0
+    good: int = 0
+    latency_rise_ms: float | None = None
+    queue_growth_rps: float | None = None
     steady: bool | None = None
     service: dict[str, float] = field(default_factory=dict)
     fired: list[str] = field(default_factory=list)

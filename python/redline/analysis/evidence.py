@@ -1,0 +1,134 @@
+"""evidence: when does a step's series say something, and when is it noise?
+
+A capacity search judges each step on a handful of interval figures. Two mistakes it must not
+make: calling 0.03 ms of jitter on a 0.15 ms service "a queue building up", and calling a
++4 % throughput gain "no gain" because it is under a fixed 5 %. Every verdict here therefore
+asks two questions: is the effect *significant* (larger than the interval-to-interval noise
+would make it, with counts' Poisson noise as a floor when intervals are few) and is it
+*material* (large on the scale that matters: the service's own latency, the user's SLO, the
+load that was added).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Z: how many standard errors make an effect significant (about 1 in 1,000 one-sided).
+Z = 3.0
+
+#: MIN_QUEUE_RISE_MS: a latency rise under this is never called a queue (sub-millisecond
+#: jitter is scheduler noise, not a backlog).
+MIN_QUEUE_RISE_MS = 1.0
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Trend is a least-squares line through a series against time: the ``rise`` it implies
+    over the span (slope × span), its standard error, and the series' mean."""
+
+    rise: float
+    se: float
+    mean: float
+    points: int
+
+    @property
+    def t(self) -> float:
+        """t: the rise in standard errors (inf for an exact line, 0 for a flat one)."""
+        if self.se > 0:
+            return self.rise / self.se
+        return 0.0 if self.rise == 0 else math.copysign(math.inf, self.rise)
+
+    def significant(self, z: float = Z) -> bool:
+        """significant: the rise is more than ``z`` standard errors from zero."""
+        return self.points >= 4 and abs(self.t) > z
+
+
+def trend(t: Sequence[float], y: Sequence[float]) -> Trend:
+    """trend fits y = a + b·t by ordinary least squares and returns the rise b·(t_last −
+    t_first) with its standard error (from the residuals, n − 2 degrees of freedom)."""
+    n = len(y)
+    if n != len(t):
+        raise ValueError("t and y must have the same length")
+    if n == 0:
+        return Trend(0.0, 0.0, 0.0, 0)
+    mean_y = sum(y) / n
+    if n < 3:
+        return Trend(0.0, math.inf, mean_y, n)
+    mean_t = sum(t) / n
+    sxx = sum((x - mean_t) ** 2 for x in t)
+    if sxx <= 0:
+        return Trend(0.0, math.inf, mean_y, n)
+    b = sum((x - mean_t) * (v - mean_y) for x, v in zip(t, y, strict=True)) / sxx
+    resid = [v - (mean_y + b * (x - mean_t)) for x, v in zip(t, y, strict=True)]
+    s2 = sum(r * r for r in resid) / (n - 2)
+    span = max(t) - min(t)
+    return Trend(b * span, math.sqrt(s2 / sxx) * span, mean_y, n)
+
+
+def rate_se(counts: Sequence[float], seconds: float) -> float:
+    """rate_se is the standard error of a rate measured as ``sum(counts) / seconds`` over
+    equal intervals, from the interval-to-interval spread (sd/√k of the per-interval rates).
+    Counts are whole, so the spread is never taken as under one count per interval; with
+    fewer than four intervals, which can look flatter than their counts allow, the Poisson
+    error of the total (√N / T) is the floor instead."""
+    k = len(counts)
+    if k == 0 or seconds <= 0:
+        return math.inf
+    total = float(sum(counts))
+    if k < 4:
+        return math.sqrt(max(total, 1.0)) / seconds
+    dt = seconds / k
+    rates = [c / dt for c in counts]
+    mean = sum(rates) / k
+    sd = math.sqrt(sum((r - mean) ** 2 for r in rates) / (k - 1))
+    return max(sd, 1.0 / dt) / math.sqrt(k)
+
+
+def gain(x1: float, se1: float, x0: float, se0: float, z: float = Z) -> tuple[float, bool]:
+    """gain is the relative change from x0 to x1 and whether it is significant: the
+    difference is more than ``z`` combined standard errors."""
+    if x0 <= 0:
+        return (math.inf if x1 > 0 else 0.0), x1 > z * se1
+    rel = x1 / x0 - 1
+    se = math.hypot(se1, se0)
+    return rel, abs(x1 - x0) > z * se
+
+
+def elasticity(load1: float, x1: float, load0: float, x0: float) -> float | None:
+    """elasticity is the throughput gained per load added, both relative: 1 where throughput
+    scales with the load, 0 on a plateau, negative past a peak (None without a change)."""
+    if load0 <= 0 or x0 <= 0 or load1 == load0:
+        return None
+    return (x1 / x0 - 1) / (load1 / load0 - 1)
+
+
+def queue_rise_floor_ms(base_latency_ms: float | None, slo_bound_ms: float | None) -> float:
+    """queue_rise_floor_ms is how much latency must rise through a step before the rise is
+    material: half the service's own latency at light load (a queue that grows by half a
+    service time in one step is real), or a tenth of the tightest SLO bound if that is
+    smaller (it matters to the user sooner), and never under :data:`MIN_QUEUE_RISE_MS`."""
+    floor = 0.5 * base_latency_ms if base_latency_ms is not None and base_latency_ms > 0 else 0
+    if slo_bound_ms is not None and slo_bound_ms > 0:
+        floor = min(floor, 0.1 * slo_bound_ms) if floor > 0 else 0.1 * slo_bound_ms
+    return max(floor, MIN_QUEUE_RISE_MS)
+
+
+def steady_counts(counts: Sequence[float], max_drift: float = 0.10, z: float = Z) -> bool:
+    """steady_counts: per-interval counts hold level: their trend is not both significant and
+    over ``max_drift`` of the mean, and their spread is within what Poisson noise of that
+    many events (√mean per interval) and a 15 % allowance leave."""
+    k = len(counts)
+    if k < 3:
+        return False
+    mean = sum(counts) / k
+    if mean <= 0:
+        return True
+    tr = trend(list(range(k)), list(counts))
+    drift = abs(tr.rise) / mean
+    if drift > max_drift and tr.significant(z):
+        return False
+    sd = math.sqrt(sum((c - mean) ** 2 for c in counts) / (k - 1))
+    allowed = max(0.15 * mean, z * math.sqrt(mean))
+    return sd <= allowed

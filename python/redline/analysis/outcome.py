@@ -1,0 +1,113 @@
+"""outcome: what a request's outcome counts as, defined once for every figure redline gives.
+
+The engine counts every response in ``requests`` (an HTTP 503 included) and every failure in
+``errors`` by class; a response with a bad status (class ``status``) or one that failed a
+scenario check (class ``check``) is therefore in both. Read naively, a refused request counts
+twice: ``errors / (requests + errors)`` said 49 % where a limiter refused 96 %, and a
+throughput of "13k req/s" counted refusals the service never served. Here:
+
+- an *outcome* is one request's end: an answer or a transport failure, each request once:
+  ``outcomes = requests + errors − status − check``;
+- a *good* outcome is an answer that passed (status and checks): ``good = requests − status −
+  check``; **goodput**, the only figure called throughput, counts those;
+- the **error rate** is failed outcomes ÷ all outcomes: ``errors / outcomes``.
+
+:class:`Meter` says what one unit of throughput is: a request (default), a scenario iteration
+(``iterations``) or the requests of one name (``submit``), so a task queue answers in tasks/s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: ANSWERED_FAILURES are the error classes of requests that got an answer (counted in
+#: ``requests`` as well as in ``errors``).
+ANSWERED_FAILURES = ("status", "check")
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Outcomes are one span's request ends: ``good`` answers, ``failed`` requests (every
+    class), of which ``refused`` answers (an error status) and ``failed_checks``."""
+
+    good: int = 0
+    failed: int = 0
+    refused: int = 0
+    failed_checks: int = 0
+
+    @property
+    def total(self) -> int:
+        """total: every outcome, each request once (good + failed)."""
+        return self.good + self.failed
+
+    @property
+    def error_rate(self) -> float:
+        """error_rate: failed outcomes ÷ all outcomes (0 with none)."""
+        return self.failed / self.total if self.total else 0.0
+
+    def __add__(self, o: Outcomes) -> Outcomes:
+        return Outcomes(
+            self.good + o.good,
+            self.failed + o.failed,
+            self.refused + o.refused,
+            self.failed_checks + o.failed_checks,
+        )
+
+
+def outcomes(requests: int, errors: int, by_class: Mapping[str, Any] | None) -> Outcomes:
+    """outcomes reads one span's counters (``requests``, ``errors``, ``errors_by_class`` as the
+    engine reports them) into :class:`Outcomes`."""
+    by = by_class or {}
+    status = int(by.get("status", 0) or 0)
+    check = int(by.get("check", 0) or 0)
+    good = max(int(requests) - status - check, 0)
+    return Outcomes(good, int(errors), status, check)
+
+
+def error_rate(requests: int, errors: int, by_class: Mapping[str, Any] | None) -> float:
+    """error_rate is failed outcomes ÷ all outcomes for one span's counters."""
+    return outcomes(requests, errors, by_class).error_rate
+
+
+@dataclass(frozen=True)
+class Meter:
+    """Meter is what one unit of throughput is: ``requests`` (every request), ``iterations``
+    (a scenario's iterations: completed is good, failed is failed) or a request name (that
+    name's requests only, from the snapshot's per-name figures)."""
+
+    what: str = "requests"
+
+    @property
+    def unit(self) -> str:
+        """unit: how a rate of this meter is written (``req/s``, ``iterations/s``, ``submit/s``)."""
+        if self.what == "requests":
+            return "req/s"
+        return f"{self.what}/s"
+
+    def count(self, snap: Mapping[str, Any]) -> Outcomes:
+        """count is the snapshot's outcomes in this meter's unit (zero where the snapshot does
+        not carry the figure: an interval with no iteration ended, or a name not yet seen)."""
+        if self.what == "requests":
+            return outcomes(
+                int(snap.get("requests", 0)),
+                int(snap.get("errors", 0)),
+                snap.get("errors_by_class"),
+            )
+        if self.what == "iterations":
+            it = snap.get("iterations") or {}
+            return Outcomes(int(it.get("completed", 0)), int(it.get("failed", 0)))
+        named = (snap.get("names") or {}).get(self.what) or {}
+        return outcomes(
+            int(named.get("requests", 0)),
+            int(named.get("errors", 0)),
+            named.get("errors_by_class") or {"status": named.get("errors", 0)},
+        )
+
+    def total(self, snaps: Iterable[Mapping[str, Any]]) -> Outcomes:
+        """total adds the outcomes of several snapshots."""
+        out = Outcomes()
+        for s in snaps:
+            out = out + self.count(s)
+        return out
