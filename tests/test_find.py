@@ -43,18 +43,23 @@ def queue():
 def test_find_lands_on_the_capacity_of_a_queue(queue, model):
     r = valid(find(queue.url + "/", model=model, max_time=75, **QUICK))
     a = r["answers"]
+    cap = a["limit"]["capacity_rps"]
+    assert abs(cap - CAPACITY) <= 0.03 * CAPACITY, f"{model}: found {cap:.0f}, truth {CAPACITY:.0f}"
+    # The knee is not the limit: the search pushed on until throughput stopped growing
+    # (closed) or a queue grew (open), and says so without the word "broke".
+    assert r["stop"]["condition"] in ("plateau", "backlog"), r["stop"]
+    assert "broke" not in a["text"]["limit"]
     x = a["steady_state_throughput_rps"]
-    assert abs(x - CAPACITY) <= 0.1 * CAPACITY, f"{model}: found {x:.0f}, truth {CAPACITY:.0f}"
-    assert r["stop"]["condition"] in ("knee", "backlog", "unsteady", "slo"), r["stop"]
+    assert 0.9 * CAPACITY <= x <= 1.03 * CAPACITY, f"{model}: sustains {x:.0f}"
     if model == "closed":
         users = a["optimal"]["users"]
-        assert abs(users - SLOTS) <= 0.25 * SLOTS, f"optimal users {users}, N = {SLOTS}"
+        assert abs(users - SLOTS) <= 0.15 * SLOTS, f"optimal users {users}, N = {SLOTS}"
+        assert r["knee"]["load"] == users, "one definition of the knee"
     # What redline counted is what the server served, give or take what was in flight when
-    # each of the two runs stopped (the VUs, or the open model's pool).
-    intervals = r["timeseries"] + r["confirmation"]["timeseries"]
-    counted = sum(s["requests"] + s["errors"] for s in intervals)
+    # the run stopped (the VUs, or the open model's pool).
+    counted = sum(s["requests"] + s["errors"] for s in r["timeseries"])
     served = queue.stats()["requests"]
-    bound = 2 * (1000 if model == "open" else 2 * SLOTS)
+    bound = 1000 if model == "open" else 2 * SLOTS
     assert counted <= served <= counted + bound, (counted, served)
 
 
@@ -68,10 +73,11 @@ def test_errors_stop_the_search_and_are_named():
 
 def test_an_slo_stops_the_search(queue):
     # p99 stays at the 10 ms service time up to N users and grows past it.
-    r = valid(find(queue.url + "/", slos=["p99<15ms"], knee_gain=None, max_time=60, **QUICK))
+    r = valid(find(queue.url + "/", slos=["p99<15ms"], max_time=60, **QUICK))
     assert r["stop"]["condition"] == "slo"
     assert "p99" in r["stop"]["detail"]
     assert r["answers"]["limit"]["load"] <= 2 * SLOTS
+    assert "broke its SLO" in r["answers"]["text"]["limit"]
 
 
 def test_a_busy_service_stops_the_search():
@@ -159,15 +165,17 @@ def test_cli_find_prints_the_answers_and_writes_json(queue, tmp_path, capsys):
     )
     assert code == 0
     text = capsys.readouterr().out
-    for n in ("1.", "2.", "3.", "4."):
-        assert n in text
-    assert "knee" in text or "slo" in text
     r = valid(json.loads(out.read_text()))
+    # Each answer is printed, numbered, with the text the JSON carries.
+    for n, key in enumerate(("throughput", "latency", "optimal", "limit"), start=1):
+        sentence = r["answers"]["text"][key]
+        assert len(sentence) > 20 and f"{n}. {sentence}" in text, (n, sentence)
+    assert f"{r['answers']['limit']['capacity_rps']:,.0f}" in r["answers"]["text"]["limit"]
     phases = [s["phase"] for s in r["steps"]]
     assert phases[-2:] == ["confirm", "soak"], phases
     confirm = r["steps"][-2]
-    # --confirm 3s, plus its 1 s warm-up: the step records how long it ran
-    assert 2.0 <= confirm["end_s"] - confirm["start_s"] <= 6.0, confirm
+    # --confirm 3s: a step of the live run, held 3 s after its ramp
+    assert 2.9 <= confirm["end_s"] - confirm["start_s"] <= 4.0, confirm
     assert r["checks"]["leaks"], "the soak's monitor samples went to the leak check"
     assert "<html" in (tmp_path / "find.html").read_text().lower()
     assert "| " in (tmp_path / "find.md").read_text()
@@ -247,5 +255,5 @@ def test_find_with_a_scenario_file(queue, tmp_path):
     assert cli.main(argv) == 0
     r = valid(json.loads(out.read_text()))
     assert r["scenario"] == str(path)
-    x = r["answers"]["steady_state_throughput_rps"]
-    assert abs(x - CAPACITY) <= 0.1 * CAPACITY, f"found {x:.0f}, truth {CAPACITY:.0f}"
+    x = r["answers"]["limit"]["capacity_rps"]
+    assert abs(x - CAPACITY) <= 0.05 * CAPACITY, f"found {x:.0f}, truth {CAPACITY:.0f}"

@@ -252,8 +252,9 @@ def find(
             # The confirmation is a step of the live run at the answer: warm connections,
             # users joining at the spawn rate, the judged window after the ramp.
             try:
-                if outcome.best is not None and confirm > 0:
-                    confirmed = search.hold(outcome.best.load, confirm, "confirm")
+                at = search.steady_load()
+                if at is not None and confirm > 0:
+                    confirmed = search.hold(at, confirm, "confirm")
                 if soak > 0 and outcome.optimal is not None:
                     soaked = search.hold(outcome.optimal.load, soak, "soak")
             except Ended:

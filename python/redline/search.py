@@ -84,6 +84,10 @@ LINEAR = 0.9
 #: step's has collapsed rather than saturated.
 COLLAPSED = 0.8
 
+#: SATURATED_SE: an overloaded step's goodput stands for the capacity only when its standard
+#: error is within this share of it.
+SATURATED_SE = 0.02
+
 #: MIN_DEFICIT: a backlog must miss at least this share of the offered rate (plus noise).
 MIN_DEFICIT = 0.02
 
@@ -309,6 +313,30 @@ class Search:
         near = [s for s in good if s.throughput_rps >= top.throughput_rps - slack]
         return min(near, key=lambda s: s.load)
 
+    def steady_load(self) -> float | None:
+        """steady_load is where the confirmation holds: the steady step's load, but in the open
+        model never closer to a measured capacity (an overloaded step's goodput) than the
+        resolution: at 100 % of capacity a queue is a random walk, not a steady state."""
+        best = self.steady_step()
+        if best is None:
+            return None
+        cap = self.measured_capacity()
+        if self.plan.model == "open" and cap is not None:
+            return min(best.load, self._round(cap * (1 - self.plan.resolution)))
+        return best.load
+
+    def measured_capacity(self) -> float | None:
+        """measured_capacity is the open model's capacity as an overloaded step measured it:
+        the goodput of saturated bad steps (a backlog or refusals at full goodput)."""
+        sat = [
+            b.throughput_rps
+            for b in self.steps
+            if not b.ok
+            and b.phase in ("sweep", "refine")
+            and any(_saturated(b, g) for g in self._good() if g.load < b.load)
+        ]
+        return statistics.fmean(sat) if sat else None
+
     def _good(self) -> list[Step]:
         return [s for s in self.steps if s.ok]
 
@@ -448,8 +476,8 @@ class Search:
 
     def _recover(self, good: Step | None) -> bool:
         """_recover lets the service drain after an overloaded step before anything is
-        measured again: the load drops to a trickle until nothing is left in flight, then the
-        last good load is measured again; the service has recovered when that step is good
+        measured again: the load drops to a trickle until nothing is left in flight, then 90 %
+        of the last good load is measured; the service has recovered when that step is good
         and its mean latency is back within 1.5x (+1 ms) of the good step's. A service that
         has not recovered within ``recover_s`` is recorded as a :class:`Collapse` and the
         search stops: no later step would measure anything but the collapse."""
@@ -463,7 +491,7 @@ class Search:
         while self.clock() < self.deadline:
             at = self.engine.set_target(trickle, 0.0)
             self._drain(at, good, started)
-            check = self._hold(good.load, "recover", None)
+            check = self._hold(self._round(0.9 * good.load), "recover", None)
             mean_ok = (check.mean_ms or check.p50_ms) <= 1.5 * good.latency_ms + 1.0
             if check.ok and mean_ok:
                 return True
@@ -472,7 +500,7 @@ class Search:
                 self.collapse = Collapse(
                     step=last.index,
                     load=last.load,
-                    check_load=good.load,
+                    check_load=check.load,
                     waited_s=round(waited, 1),
                     check_p99_ms=check.p99_ms,
                     check_throughput_rps=check.throughput_rps,
@@ -735,7 +763,8 @@ class Search:
         """_judge_growth (closed model): did the users added buy throughput? Compared with the
         best lighter step, a gain must be significant and worth a tenth of the users added;
         a gain within the noise is ``flat`` and a significant loss ``fell``. The second such
-        step in a row (by load) fires ``plateau``, or ``retrograde`` if both fell."""
+        step in a row (by load) fires ``plateau``, or ``retrograde`` if it fell below the
+        first."""
         lighter = [s for s in self.steps if s.load < step.load and s.ok and phase_compares(s.phase)]
         best = max(lighter, key=lambda s: s.throughput_rps, default=None)
         if best is None or step.fired:
@@ -761,11 +790,16 @@ class Search:
         ]
         if below:
             last = max(below, key=lambda s: s.load)
-            kind = "retrograde" if step.stalled == last.stalled == "fell" else "plateau"
+            fell = step.stalled == "fell" and step.throughput_rps < last.throughput_rps
+            kind = "retrograde" if fell else "plateau"
             fire(kind, f"{text}; {last.why}")
         else:
             why.append(text)
 
+
+#: JUDGED_ELSEWHERE: phases whose bad steps are not the limit: a recovery check is judged by
+#: the recovery (a collapse), a confirmation or a soak by the answers.
+JUDGED_ELSEWHERE = ("recover", "confirm", "soak")
 
 #: PRIORITY: which fired condition names a bad step's failure, most telling first.
 PRIORITY = (
@@ -808,11 +842,15 @@ def _ends(snap: dict[str, Any]) -> float:
 
 def _saturated(bad: Step, good: Step) -> bool:
     """_saturated: an overloaded open-model step that still got (about) its best goodput:
-    a backlog or refusals at capacity, not a collapse nor an SLO breach."""
+    a backlog or refusals at capacity (an SLO its queue breached included), not a collapse,
+    and a goodput steady enough to be the capacity (its standard error within 2 %; a step
+    that stalled part of the way measured a transient, not the capacity)."""
     kinds = set(bad.fired)
+    precise = (bad.throughput_se or 0.0) <= SATURATED_SE * bad.throughput_rps
     return (
         bool(kinds & {"backlog", "errors"})
-        and not kinds & {"slo", "collapse", "generator"}
+        and not kinds & {"collapse", "generator"}
+        and precise
         and bad.throughput_rps >= COLLAPSED * good.throughput_rps
     )
 

@@ -59,15 +59,18 @@ def limit_step(steps: Sequence[StepResult]) -> StepResult | None:
 
 
 def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, float | None]:
-    """capacity is the most goodput the service gave at any step that did not breach an SLO,
-    was not redline's own limit and was not a recovery check, with its uncertainty (two
+    """capacity is the most goodput the service gave at any step of the search that did not
+    breach an SLO (unless by its backlog: then it served at capacity while the queue grew),
+    was not redline's own limit and did not collapse, with its uncertainty (two
     standard errors; in the open model, when the best step was a good one and the first bad
     load above it did not saturate, half the bracket between them as well). An overloaded
     step that still served its best (a backlog, refusals) measured the capacity itself."""
     pool = [
         s
         for s in steps
-        if not set(s.fired) & {"slo", "generator", "collapse"} and s.phase != "recover"
+        if not set(s.fired) & {"generator", "collapse"}
+        and not ("slo" in s.fired and "backlog" not in s.fired)
+        and s.phase not in ("recover", "confirm", "soak")
     ]
     if not pool:
         return None, None
