@@ -62,15 +62,13 @@ def parse_rule(text: str) -> Rule:
         raise ConfigError(f"--fail-on {text!r}: {e}") from None
     m = _TOLERANCE.match(tol.strip())
     if m is None:
-        raise ConfigError(
-            f"--fail-on {text!r}: tolerance {tol!r} is not like +10%, -5% or +5ms"
-        )
+        raise ConfigError(f"--fail-on {text!r}: tolerance {tol!r} is not like +10%, -5% or +5ms")
     sign, number, unit = m.groups()
     worse = "+" if not figure.higher_is_better else "-"
     if sign and sign != worse:
         raise ConfigError(
-            f"--fail-on {text!r}: {figure.value} gets worse as it {'rises' if worse == '+' else 'falls'}"
-            f"; write {figure.value}:{worse}{number}{unit}"
+            f"--fail-on {text!r}: {figure.value} gets worse as it "
+            f"{'rises' if worse == '+' else 'falls'}; write {figure.value}:{worse}{number}{unit}"
         )
     if unit == "ms" and figure.quantile is None:
         raise ConfigError(f"--fail-on {text!r}: only a latency takes a tolerance in ms")

@@ -57,8 +57,8 @@ def percentile_chart(docs: Sequence[Document]) -> Chart | None:
     p99.9), of each result's headline stretch (the run, or the steady state)."""
     curves = []
     for d in docs:
-        hists = [s.get("histogram") for s in _headline(d).snapshots]
-        hists = [h for h in hists if isinstance(h, str) and h]
+        hists = [h for s in _headline(d).snapshots if isinstance(h := s.get("histogram"), str)]
+        hists = [h for h in hists if h]
         if not hists:
             continue
         count, values = _engine.histogram_quantiles(_engine.merge_histograms(hists), NINES)
@@ -82,15 +82,25 @@ def over_time_chart(docs: Sequence[Document], what: str) -> Chart | None:
         st = _headline(d)
         if not st.snapshots:
             continue
-        t0 = float(st.snapshots[0]["t_s"]) - st.interval_s
-        xs = [round(float(s["t_s"]) - t0, 3) for s in st.snapshots]
-        if what == "goodput":
-            ys: list[float | None] = [outcomes([s], st.interval_s).goodput for s in st.snapshots]
-        else:
-            ys = [_num(s.get("p99_ms")) if int(s.get("requests") or 0) else None for s in st.snapshots]
+        xs: list[float] = []
+        ys: list[float | None] = []
+        prev = float(st.snapshots[0]["t_s"]) - st.interval_s
+        t0 = prev
+        for s in st.snapshots:
+            t, seconds = float(s["t_s"]), float(s["t_s"]) - prev
+            prev = t
+            if seconds < 0.5 * st.interval_s:
+                continue  # a run's last, cut-short interval
+            xs.append(round(t - t0, 3))
+            if what == "goodput":
+                ys.append(outcomes([s], seconds).goodput)
+            else:
+                ys.append(_num(s.get("p99_ms")) if int(s.get("requests") or 0) else None)
         curves.append((d.label, xs, ys))
     title = "Goodput over time" if what == "goodput" else "p99 per interval over time"
-    return _overlay(f"{what}-time", title, "time (s)", "req/s" if what == "goodput" else "ms", curves)
+    return _overlay(
+        f"{what}-time", title, "time (s)", "req/s" if what == "goodput" else "ms", curves
+    )
 
 
 def steps_chart(docs: Sequence[Document], chart: str, y_key: str) -> Chart | None:

@@ -118,7 +118,11 @@ _SNAPSHOT_KEY[Figure.P99_9] = "p99_9_ms"
 
 
 def _weighted(snaps: Sequence[dict[str, Any]], key: str) -> float | None:
-    pairs = [(int(s.get("requests") or 0), s.get(key)) for s in snaps]
-    pairs = [(n, float(v)) for n, v in pairs if v is not None and math.isfinite(float(v))]
+    """_weighted is the request-weighted mean of ``key`` over the snapshots that carry it."""
+    pairs: list[tuple[int, float]] = []
+    for s in snaps:
+        v = s.get(key)
+        if v is not None and math.isfinite(float(v)):
+            pairs.append((int(s.get("requests") or 0), float(v)))
     n = sum(w for w, _ in pairs)
     return sum(w * x for w, x in pairs) / n if n else None
