@@ -219,6 +219,73 @@ def _doc(stretch: Stretch) -> compare.Document:
     return compare.Document("x.json", compare.Kind.RUN, {}, {"all": stretch})
 
 
+# -- reading results -----------------------------------------------------------------------
+
+
+def _snap(t: float, requests: int, **extra: Any) -> dict[str, Any]:
+    return {"t_s": t, "warmup": False, "requests": requests, "errors": 0, "p99_ms": 1.0, **extra}
+
+
+def test_request_names_without_interval_data_are_shown_not_judged():
+    def doc(p99: float, per_name_snaps: bool) -> compare.Document:
+        names = {"GET /a": {"requests": 10, "errors": 0, "latency_ms": {"p50": 1.0, "p99": p99}}}
+        names["GET /b"] = {"requests": 10, "errors": 0, "latency_ms": {"p50": 1.0, "p99": 2.0}}
+        snaps = [_snap(float(i), 10) for i in range(1, 9)]
+        if per_name_snaps:
+            for s in snaps:
+                s["per_name"] = {
+                    n: {"requests": 5, "errors": 0, "p99_ms": p99 if n == "GET /a" else 2.0}
+                    for n in names
+                }
+        data = {"requests": 80, "duration_s": 8.0, "timeseries": snaps, "per_name": names}
+        return compare.read(data, "r.json")
+
+    rows = compare.compare(doc(2.0, False), doc(4.0, False)).rows
+    a99 = next(r for r in rows if r.group == "GET /a" and r.figure is Figure.P99)
+    assert (a99.base, a99.new, a99.verdict, a99.window_s) == (2.0, 4.0, Verdict.UNKNOWN, None)
+    assert {r.group for r in rows} == {"all", "GET /a", "GET /b"}
+    assert "no interval data" in compare.render_text(
+        [compare.compare(doc(2, False), doc(4, False))]
+    )
+    # Snapshots that carry per-name figures are judged like the run-wide ones.
+    rows = compare.compare(doc(2.0, True), doc(4.0, True)).rows
+    a99 = next(r for r in rows if r.group == "GET /a" and r.figure is Figure.P99)
+    assert a99.verdict is Verdict.WORSE
+
+
+def test_find_answers_are_read_from_their_steps():
+    ts = [_snap(0.5 * i, 100 * i) for i in range(1, 13)]  # requests tell intervals apart
+    steps = [
+        {"index": 0, "phase": "sweep", "load": 1, "start_s": 0.0, "end_s": 2.0},
+        {"index": 1, "phase": "sweep", "load": 2, "start_s": 2.5, "end_s": 6.0},
+        {"index": 2, "phase": "confirm", "load": 2, "start_s": 7.0, "end_s": 9.0},
+    ]
+    confirm = [_snap(0.5, 7, warmup=True), _snap(1.0, 8), _snap(1.5, 9)]
+    answers = {
+        "steady_state_load": 2,
+        "optimal": {"users": 1, "step": 0, "throughput_rps": 1},
+        "limit": {"load": 2, "step": 1, "reason": "knee", "throughput_rps": 1},
+    }
+    d = compare.read(
+        {
+            "model": "closed",
+            "answers": answers,
+            "steps": steps,
+            "timeseries": ts,
+            "confirmation": {"timeseries": confirm},
+        },
+        "f.json",
+    )
+    got = {k: [s["requests"] for s in v.snapshots] for k, v in d.stretches.items()}
+    # Step 1 began at 2.5 s: the interval ending then (2.0-2.5 s) is not in it.
+    assert got == {
+        "steady state": [8, 9],
+        "optimal": [100, 200, 300, 400],
+        "limit": [600, 700, 800, 900, 1000, 1100, 1200],
+    }
+    assert d.facts["limit reason"] == "knee" and d.facts["optimal load"] == "1 users"
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 
@@ -254,11 +321,13 @@ def test_library_refuses_mixed_kinds():
 
 
 def _run(t: redline.Target, query: str, path: Path) -> dict[str, Any]:
+    """_run: 4 s at 16 connections, half-second intervals: 8 windows a side, each with some
+    400 answers, so that a window's p99 rests on a few answers rather than on one."""
     p = run_cli(
         "run",
         f"{t.url}/?{query}",
         "-c",
-        "4",
+        "16",
         "-d",
         "4s",
         "--interval",
@@ -313,3 +382,38 @@ def test_the_same_server_twice_is_no_change(target, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     rows = [ln for ln in p.stdout.splitlines() if ln.startswith("    ") and "(p=" in ln]
     assert len(rows) == 6 and all(" ~ " in ln for ln in rows), p.stdout
+
+
+def test_the_page_draws_both_runs_in_a_browser():
+    """The page opens offline in headless Chromium with no console error and every chart
+    drawn (skipped where there is no Chromium; the screenshot is kept as an artefact)."""
+    from test_report import CHROMIUM, _artifacts
+
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium; or REDLINE_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+    def doc(name: str, p99: float) -> compare.Document:
+        snaps = [
+            _snap(0.5 * i, 100, p50_ms=p99 / 4, p90_ms=p99 / 2, p99_9_ms=2 * p99)
+            for i in range(1, 21)
+        ]
+        return compare.read({"requests": 2000, "duration_s": 10.0, "timeseries": snaps}, name)
+
+    page_path = _artifacts() / "compare.html"
+    page_path.write_text(compare.render_html([compare.compare(doc("a.json", 5), doc("b.json", 9))]))
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_path.as_uri(), wait_until="load")
+            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+            draws = page.evaluate("() => window.redlineCharts.map(s => [s.id, s.draws])")
+            page.screenshot(path=str(_artifacts() / "compare.png"), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert {i for i, _ in draws} == {"goodput-time", "p99-time"} and all(n >= 1 for _, n in draws)

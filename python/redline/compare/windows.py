@@ -13,6 +13,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from redline import _engine
@@ -37,10 +38,10 @@ class Stretch:
     snapshots: list[dict[str, Any]] = field(default_factory=list)
     totals: dict[Figure, float | None] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def interval_s(self) -> float:
         """interval_s: the snapshots' interval, the median gap between them (the last one of
-        a run is often short)."""
+        a run is often short); worked out once, the snapshots being fixed."""
         ts = [float(s["t_s"]) for s in self.snapshots]
         gaps = [b - a for a, b in zip(ts, ts[1:], strict=False) if b > a]
         return statistics.median(gaps) if gaps else 1.0
