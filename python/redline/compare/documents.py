@@ -64,8 +64,12 @@ class Document:
     def description(self) -> str:
         """description: one line saying what was measured."""
         d = self.data
-        target = d.get("scenario") or d.get("url") or "?"
-        return f"{self.kind.value} of {target} ({d.get('model', '?')} model)"
+        # A find names its scenario file in ``scenario``; a run's ``scenario`` is its
+        # flows' figures, and its ``url`` the host.
+        scenario = d.get("scenario")
+        what = "scenario " if isinstance(scenario, dict) else ""
+        target = scenario if isinstance(scenario, str) else d.get("url") or "?"
+        return f"{self.kind.value} of {what}{target} ({d.get('model', '?')} model)"
 
 
 def load(path: str | Path) -> Document:
