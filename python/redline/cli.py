@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 from redline import __version__
+from redline.compare.command import add_compare_parser
 from redline.errors import RedlineError
 from redline.find_command import add_demo_parser, add_find_parser
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_find_parser(sub)
     add_demo_parser(sub)
     add_inspect_parser(sub)
+    add_compare_parser(sub)
     return p
 
 

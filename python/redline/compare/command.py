@@ -1,0 +1,87 @@
+"""command: the ``redline compare`` subcommand (parsing and printing; the work is
+:func:`redline.compare.compare`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from redline.errors import RedlineError
+
+EXIT_FAILED = 1
+
+COMPARE_DESCRIPTION = """\
+Compare redline results (of `redline run --json` or `redline find --json`) with the first,
+the baseline: goodput, error rate and latency percentiles (per request name for a scenario;
+each of the four answers for a find), with a verdict: better, worse or ~ (no significant
+change). The verdict rests on the runs' interval data: each run is cut into windows of about
+5 s, and the two runs' window figures are compared with a Mann-Whitney test (Holm-corrected
+across request names); a change also has to be at least 5 % (0.1 points for the error rate).
+Exit status: 0, or 1 when a --fail-on rule trips; 2 on bad input."""
+
+COMPARE_EXAMPLES = """\
+examples:
+  redline compare base.json new.json
+  redline compare base.json new.json --fail-on 'p99:+10%' --fail-on 'rps:-5%'
+  redline compare 1-worker.json 2-workers.json 4-workers.json --report workers.html
+  redline compare base.json new.json --markdown "$GITHUB_STEP_SUMMARY\""""
+
+
+def add_compare_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    """add_compare_parser defines ``redline compare``."""
+    c = sub.add_parser(
+        "compare",
+        help="compare results with a baseline: better, worse or no significant change",
+        description=COMPARE_DESCRIPTION,
+        epilog=COMPARE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("base", metavar="BASE.json", help="the baseline result")
+    c.add_argument("new", metavar="NEW.json", nargs="+", help="results to compare with it")
+    c.add_argument(
+        "--fail-on",
+        action="append",
+        default=[],
+        metavar="[NAME:]FIGURE:TOL",
+        help="exit 1 when FIGURE got significantly worse by more than TOL: 'p99:+10%%',"
+        " 'rps:-5%%', 'p99.9:+20ms', 'errors:+1%%' (points); @FILE reads one rule a line",
+    )
+    c.add_argument(
+        "--window",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="window length aimed at (default 5; shorter runs get shorter windows)",
+    )
+    c.add_argument("--markdown", metavar="FILE", help="write a GitHub-flavoured Markdown table")
+    c.add_argument("--report", metavar="FILE.html", help="write an HTML page with the charts")
+    c.set_defaults(func=cmd_compare)
+    return c
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """cmd_compare loads the results, prints the comparison, writes the files asked for and
+    applies the --fail-on rules."""
+    from redline import compare as cmp
+    from redline.compare.windows import WINDOW_S
+
+    rules = cmp.parse_rules(args.fail_on)
+    window = WINDOW_S if args.window is None else args.window
+    if not window > 0:
+        raise RedlineError(f"--window: expected seconds > 0, got {args.window:g}")
+    for flag, path in (("--markdown", args.markdown), ("--report", args.report)):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise RedlineError(
+                f"{flag}: directory {str(Path(path).resolve().parent)!r} does not exist"
+            )
+    base = cmp.load(args.base)
+    comparisons = [cmp.compare(base, cmp.load(p), window) for p in args.new]
+    failed = [line for c in comparisons for line in cmp.failures(rules, c)]
+    print(cmp.render_text(comparisons), end="")
+    if args.markdown:
+        Path(args.markdown).write_text(cmp.render_markdown(comparisons))
+    if args.report:
+        Path(args.report).write_text(cmp.render_html(comparisons))
+    for line in failed:
+        print(f"FAIL: {line}")
+    return EXIT_FAILED if failed else 0

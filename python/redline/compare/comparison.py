@@ -1,0 +1,118 @@
+"""comparison: one result against a baseline, figure by figure, with a verdict on each."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from redline.compare import significance
+from redline.compare.documents import LIMIT, OPTIMAL, STEADY, Document, Kind
+from redline.compare.figures import ALL, Figure
+from redline.compare.significance import Evidence, Verdict
+from redline.compare.windows import WINDOW_S, Stretch, whole, window_length, windows
+
+#: FIND_FIGURES: what each of a find result's answers is compared on.
+FIND_FIGURES = {
+    STEADY: ALL,
+    OPTIMAL: (Figure.RPS, Figure.ERRORS, Figure.P99),
+    LIMIT: (Figure.RPS, Figure.ERRORS, Figure.P99),
+}
+
+
+@dataclass
+class Row:
+    """Row is one figure of one stretch (``group``: "all", a request name, or a find
+    answer) in both results: the values, the change (a ratio minus one, percentage points
+    for the error rate), the windows' test and the verdict. ``p`` is Holm-adjusted."""
+
+    group: str
+    figure: Figure
+    base: float | None
+    new: float | None
+    change: float | None
+    evidence: Evidence
+    p: float | None
+    verdict: Verdict
+    window_s: float | None
+
+
+@dataclass
+class Comparison:
+    """Comparison is ``new`` against ``base``: a row per figure and stretch, in table order,
+    and the search facts (loads, stop reasons) of find results side by side."""
+
+    base: Document
+    new: Document
+    rows: list[Row]
+    facts: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def row(self, figure: Figure, group: str | None = None) -> Row | None:
+        """row: the row of ``figure`` in ``group`` (default: the run-wide or steady-state
+        stretch), None when the comparison has none."""
+        g = group or self.headline_group
+        return next((r for r in self.rows if r.figure is figure and r.group == g), None)
+
+    @property
+    def headline_group(self) -> str:
+        """headline_group: the stretch a figure without a group means."""
+        return self.rows[0].group if self.rows else ""
+
+    @property
+    def changed(self) -> list[Row]:
+        """changed: the rows judged better or worse."""
+        return [r for r in self.rows if r.verdict in (Verdict.BETTER, Verdict.WORSE)]
+
+
+def compare(base: Document, new: Document, window_s: float = WINDOW_S) -> Comparison:
+    """compare judges ``new`` against ``base`` (both results of the same kind: runs, or
+    finds) on the windows of their stretches; :class:`RedlineError` if the kinds differ."""
+    from redline.errors import RedlineError
+
+    if base.kind is not new.kind:
+        raise RedlineError(
+            f"cannot compare a {base.kind.value} result ({base.label}) with a "
+            f"{new.kind.value} result ({new.label})"
+        )
+    plan = FIND_FIGURES if base.kind is Kind.FIND else None
+    rows = compare_stretches(
+        base.stretches, new.stretches, window_s, plan=plan, correct=base.kind is Kind.RUN
+    )
+    facts = [(k, v, new.facts.get(k, "–")) for k, v in base.facts.items()]
+    return Comparison(base, new, rows, facts)
+
+
+def compare_stretches(
+    base: Mapping[str, Stretch],
+    new: Mapping[str, Stretch],
+    window_s: float = WINDOW_S,
+    plan: Mapping[str, tuple[Figure, ...]] | None = None,
+    correct: bool = True,
+) -> list[Row]:
+    """compare_stretches compares the stretches the two results share, by name, on the
+    figures ``plan`` lists for each (default: all). With ``correct`` the p-values of one
+    figure are Holm-corrected across the stretches (request names tested together)."""
+    rows: list[Row] = []
+    for group in [g for g in base if g in new]:
+        a, b = base[group], new[group]
+        wanted = (plan or {}).get(group, ALL)
+        w = window_length(a, b, window_s) if a.snapshots and b.snapshots else None
+        wa = windows(a, w) if w else []
+        wb = windows(b, w) if w else []
+        ha, hb = whole(a), whole(b)
+        for f in wanted:
+            if f not in ha and f not in hb:
+                continue
+            ev = significance.mann_whitney(_sample(wa, f), _sample(wb, f))
+            delta = significance.change(f, ha.get(f), hb.get(f))
+            rows.append(Row(group, f, ha.get(f), hb.get(f), delta, ev, ev.p, Verdict.UNKNOWN, w))
+    for f in ALL:
+        mine = [r for r in rows if r.figure is f]
+        adjusted = significance.holm([r.evidence.p for r in mine]) if correct else None
+        for i, r in enumerate(mine):
+            r.p = adjusted[i] if adjusted is not None else r.evidence.p
+            r.verdict = significance.verdict(f, r.change, r.evidence, r.p)
+    return rows
+
+
+def _sample(ws: list[dict[Figure, float | None]], f: Figure) -> list[float]:
+    return [float(v) for w in ws if (v := w.get(f)) is not None]

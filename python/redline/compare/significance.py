@@ -1,0 +1,107 @@
+"""significance: whether two runs' window samples differ by more than noise.
+
+The rule is benchstat's: a change is reported only when a Mann–Whitney U test on the windows
+says the two samples differ (p < ALPHA after a Holm correction across the request names
+compared) *and* the change is at least a minimum effect; anything else is "~", no
+significant change. The minimum effect matters because the windows of one run share that
+run's machine and its state: two runs of one configuration can differ by a percent or two
+for reasons no window sees, and with a hundred windows a side the test would call that real.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from scipy.stats import mannwhitneyu
+
+from redline.compare.figures import Figure
+
+#: ALPHA is the significance level, after the Holm correction.
+ALPHA = 0.05
+
+#: MIN_WINDOWS: fewer windows than this on either side can not reach p < 0.05 with
+#: Mann–Whitney (4 + 4 windows give p >= 0.029 at best), so such a figure is not judged.
+MIN_WINDOWS = 4
+
+#: MIN_EFFECT is the smallest change called better or worse: a ratio for throughput and
+#: latency (5 %), percentage points for the error rate (0.1 pp).
+MIN_EFFECT = {f: 0.05 for f in Figure}
+MIN_EFFECT[Figure.ERRORS] = 0.001
+
+
+class Verdict(Enum):
+    """Verdict is what a comparison says of one figure."""
+
+    BETTER = "better"
+    WORSE = "worse"
+    SAME = "~"
+    UNKNOWN = "?"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Evidence is the outcome of testing one figure's windows: the p-value (None when it could
+    not be tested: too few windows) and the sign of the shift in the windows' medians."""
+
+    p: float | None
+    shift: int
+    n: tuple[int, int]
+
+
+def mann_whitney(base: Sequence[float], new: Sequence[float]) -> Evidence:
+    """mann_whitney runs a two-sided Mann–Whitney U test on two samples of window figures."""
+    n = (len(base), len(new))
+    if min(n) < MIN_WINDOWS:
+        return Evidence(None, 0, n)
+    mb, mn = _median(base), _median(new)
+    shift = (mn > mb) - (mn < mb)
+    if len(set(base) | set(new)) == 1:
+        return Evidence(1.0, 0, n)  # every window the same (an error rate of 0 throughout)
+    p = float(mannwhitneyu(base, new, alternative="two-sided").pvalue)
+    return Evidence(p if math.isfinite(p) else 1.0, shift, n)
+
+
+def holm(ps: Sequence[float | None]) -> list[float | None]:
+    """holm adjusts p-values for testing several names at once (Holm–Bonferroni: the i-th
+    smallest of m is multiplied by m - i, kept monotone); None stays None."""
+    idx = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i] or 0.0)
+    m = len(idx)
+    out: list[float | None] = [None] * len(ps)
+    running = 0.0
+    for rank, i in enumerate(idx):
+        running = max(running, min(1.0, (m - rank) * float(ps[i] or 0.0)))
+        out[i] = running
+    return out
+
+
+def change(figure: Figure, base: float | None, new: float | None) -> float | None:
+    """change: new against base, a ratio minus one (percentage points for the error rate);
+    None when either is missing or a ratio to zero."""
+    if base is None or new is None:
+        return None
+    if not figure.relative:
+        return new - base
+    return new / base - 1.0 if base > 0 else None
+
+
+def verdict(figure: Figure, delta: float | None, t: Evidence, p_adjusted: float | None) -> Verdict:
+    """verdict: better or worse when the windows differ significantly, the change is at
+    least the minimum effect and both agree on its direction; "~" otherwise, and "?" when
+    the figure could not be tested."""
+    if p_adjusted is None or delta is None:
+        return Verdict.UNKNOWN
+    if p_adjusted >= ALPHA or abs(delta) < MIN_EFFECT[figure]:
+        return Verdict.SAME
+    up = delta > 0
+    if t.shift != (1 if up else -1):
+        return Verdict.SAME  # the whole-run figure and the windows disagree on the direction
+    return Verdict.BETTER if up == figure.higher_is_better else Verdict.WORSE
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2

@@ -1,0 +1,420 @@
+"""Tests for redline.compare: figures counted once (outcomes), the verdict on synthetic
+interval data with known truth, Holm across names, the --fail-on gate, bad input, and two
+end-to-end comparisons of real runs against the target server."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redline
+from conftest import run_cli
+from redline import compare
+from redline.compare import Figure, Stretch, Verdict
+from redline.compare.significance import holm
+from redline.errors import ConfigError, RedlineError
+
+# -- outcomes: goodput and error rate --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "label, snap, goodput, error_rate",
+    [
+        ("all good", {"requests": 100, "errors": 0}, 100.0, 0.0),
+        # 10 answered with a 5xx: in requests and in errors; 100 outcomes, 90 passed.
+        (
+            "bad status",
+            {"requests": 100, "errors": 10, "errors_by_class": {"status": 10}},
+            90.0,
+            0.1,
+        ),
+        # 5 failed checks and 20 connection resets (never answered): 120 outcomes.
+        (
+            "check and reset",
+            {"requests": 100, "errors": 25, "errors_by_class": {"check": 5, "reset": 20}},
+            95.0,
+            25 / 120,
+        ),
+        ("nothing", {"requests": 0, "errors": 0}, 0.0, None),
+    ],
+)
+def test_outcomes_count_each_request_once(label, snap, goodput, error_rate):
+    o = compare.outcomes([snap], 1.0)
+    assert o.goodput == pytest.approx(goodput), label
+    assert o.error_rate == (None if error_rate is None else pytest.approx(error_rate)), label
+
+
+# -- synthetic interval data -----------------------------------------------------------------
+
+
+def synthetic(
+    seed: int, n: int = 30, rps: float = 1000.0, p99: float = 50.0, noise: float = 0.03
+) -> Stretch:
+    """synthetic: n one-second snapshots whose figures scatter by ``noise`` (relative) around
+    the given throughput and p99 (p50 at a fifth of p99), with no histogram, so each window's
+    percentiles are its interval's own."""
+    rng = random.Random(seed)
+
+    def jitter(x: float) -> float:
+        return x * (1.0 + rng.gauss(0.0, noise))
+
+    snaps = []
+    for i in range(n):
+        q99 = jitter(p99)
+        snaps.append(
+            {
+                "t_s": float(i + 1),
+                "requests": round(jitter(rps)),
+                "errors": 0,
+                "p50_ms": q99 / 5,
+                "p90_ms": q99 / 2,
+                "p99_ms": q99,
+                "p99_9_ms": q99 * 1.5,
+            }
+        )
+    return Stretch(snaps)
+
+
+def verdicts(base: Stretch, new: Stretch) -> dict[Figure, Verdict]:
+    rows = compare.compare_stretches({"all": base}, {"all": new}, window_s=1.0)
+    return {r.figure: r.verdict for r in rows}
+
+
+@pytest.mark.parametrize(
+    "label, new_seed, new_kwargs, expected",
+    [
+        ("identical runs", 1, {}, {}),
+        ("20 % slower p99, low noise", 2, {"p99": 60.0, "noise": 0.01}, {"p99": "worse"}),
+        ("20 % faster throughput", 2, {"rps": 1200.0}, {"rps": "better"}),
+        ("2 % within 3 % noise", 2, {"p99": 51.0}, {}),
+    ],
+)
+def test_verdicts_on_synthetic_data(label, new_seed, new_kwargs, expected):
+    base = synthetic(1, noise=new_kwargs.get("noise", 0.03))
+    got = verdicts(base, synthetic(new_seed, **new_kwargs))
+    want = {f: Verdict.SAME for f in got}
+    for name, v in expected.items():
+        f = compare.figures.parse_figure(name)
+        want[f] = Verdict(v)
+        if f is Figure.P99:  # p50, p90 and p99.9 moved with p99
+            want.update({Figure.P50: Verdict(v), Figure.P90: Verdict(v), Figure.P99_9: Verdict(v)})
+    assert got == want, label
+
+
+def test_noise_alone_is_never_a_change():
+    """Two runs of one configuration (same distribution, different seeds) come out "~" on
+    every figure for every seed; the test alone (p<0.05, no minimum effect) errs at most
+    about as often as its level says, 1 in 20."""
+    flagged, small_p = 0, 0
+    for seed in range(20):
+        rows = compare.compare_stretches(
+            {"all": synthetic(100 + seed)}, {"all": synthetic(200 + seed)}, window_s=1.0
+        )
+        flagged += sum(r.verdict is not Verdict.SAME for r in rows)
+        small_p += next(r for r in rows if r.figure is Figure.P99).p < 0.05  # type: ignore[operator]
+    assert flagged == 0
+    assert small_p <= 1
+
+
+def test_too_few_windows_are_not_judged():
+    rows = compare.compare_stretches(
+        {"all": synthetic(1, n=3)}, {"all": synthetic(2, n=3, p99=100.0)}, window_s=1.0
+    )
+    assert {r.verdict for r in rows} == {Verdict.UNKNOWN}
+
+
+@pytest.mark.parametrize(
+    "label, ps, adjusted",
+    [
+        ("one test", [0.01], [0.01]),
+        ("three", [0.01, 0.04, 0.03], [0.03, 0.06, 0.06]),
+        ("capped at 1", [0.6, 0.5], [1.0, 1.0]),
+        ("untested stays None", [None, 0.02, 0.04], [None, 0.04, 0.04]),
+    ],
+)
+def test_holm(label, ps, adjusted):
+    assert holm(ps) == pytest.approx(adjusted), label
+
+
+@pytest.mark.parametrize("names, verdict", [(1, Verdict.WORSE), (7, Verdict.SAME)])
+def test_holm_across_request_names(names, verdict):
+    """Five windows a side fully separated give p = 0.0079: significant alone, and still
+    after Holm among 6 names (x6 = 0.048), but not among 7 (x7 = 0.056)."""
+    base = {f"n{i}": synthetic(10 + i, n=5) for i in range(names)}
+    new = {f"n{i}": synthetic(10 + i, n=5) for i in range(names)}
+    new["n0"] = synthetic(99, n=5, p99=80.0)
+    rows = compare.compare_stretches(base, new, window_s=1.0)
+    row = next(r for r in rows if r.group == "n0" and r.figure is Figure.P99)
+    assert row.evidence.p == pytest.approx(0.0079, abs=1e-4)
+    assert row.verdict is verdict
+
+
+# -- the gate --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spec, figure, tolerance, unit, group",
+    [
+        ("p99:+10%", Figure.P99, 10.0, "%", None),
+        ("rps:-5%", Figure.RPS, 5.0, "%", None),
+        ("p99.9:20ms", Figure.P99_9, 20.0, "ms", None),
+        ("errors:+1pp", Figure.ERRORS, 1.0, "pp", None),
+        ("GET /login:p95x:+1%", None, 0, "", None),
+        ("GET /login:p90:+15%", Figure.P90, 15.0, "%", "GET /login"),
+    ],
+)
+def test_parse_rule(spec, figure, tolerance, unit, group):
+    if figure is None:
+        with pytest.raises(ConfigError, match="unknown figure 'p95x'"):
+            compare.parse_rule(spec)
+        return
+    r = compare.parse_rule(spec)
+    assert (r.figure, r.tolerance, r.unit, r.group) == (figure, tolerance, unit, group)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("p99", "expected FIGURE:TOLERANCE"),
+        ("p99:+ten%", "is not like"),
+        ("rps:+5%", "falls; write rps:-5%"),
+        ("p99:-10%", "rises; write p99:+10%"),
+        ("rps:-5ms", "only a latency"),
+        ("p99:+1pp", "only the error rate"),
+    ],
+)
+def test_bad_rules_say_why(spec, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        compare.parse_rule(spec)
+
+
+def test_gate_trips_only_on_a_significant_change_beyond_tolerance():
+    base = synthetic(1, noise=0.01)
+    slower = compare.Comparison(
+        _doc(base),
+        _doc(synthetic(2, p99=60.0, noise=0.01)),
+        compare.compare_stretches(
+            {"all": base}, {"all": synthetic(2, p99=60.0, noise=0.01)}, window_s=1.0
+        ),
+    )
+    assert compare.failures(compare.parse_rules(["p99:+30%", "rps:-5%"]), slower) == []
+    (line,) = compare.failures(compare.parse_rules(["p99:+10%"]), slower)
+    assert line.startswith("p99 got worse by +19.") and "beyond --fail-on p99:+10%" in line
+    # A 2 % change within noise does not trip a 10 % (or a 1 %) tolerance.
+    within = compare.Comparison(
+        _doc(base),
+        _doc(base),
+        compare.compare_stretches({"all": base}, {"all": synthetic(3, p99=51.0)}, window_s=1.0),
+    )
+    assert compare.failures(compare.parse_rules(["p99:+10%", "p99:+1%"]), within) == []
+    with pytest.raises(ConfigError, match="no p99 in 'GET /x'"):
+        compare.failures([compare.parse_rule("GET /x:p99:+1%")], within)
+
+
+def _doc(stretch: Stretch) -> compare.Document:
+    return compare.Document("x.json", compare.Kind.RUN, {}, {"all": stretch})
+
+
+# -- reading results -----------------------------------------------------------------------
+
+
+def _snap(t: float, requests: int, **extra: Any) -> dict[str, Any]:
+    return {"t_s": t, "warmup": False, "requests": requests, "errors": 0, "p99_ms": 1.0, **extra}
+
+
+def test_request_names_without_interval_data_are_shown_not_judged():
+    def doc(p99: float, per_name_snaps: bool) -> compare.Document:
+        names = {"GET /a": {"requests": 10, "errors": 0, "latency_ms": {"p50": 1.0, "p99": p99}}}
+        names["GET /b"] = {"requests": 10, "errors": 0, "latency_ms": {"p50": 1.0, "p99": 2.0}}
+        snaps = [_snap(float(i), 10) for i in range(1, 9)]
+        if per_name_snaps:
+            for s in snaps:
+                s["per_name"] = {
+                    n: {"requests": 5, "errors": 0, "p99_ms": p99 if n == "GET /a" else 2.0}
+                    for n in names
+                }
+        data = {"requests": 80, "duration_s": 8.0, "timeseries": snaps, "per_name": names}
+        return compare.read(data, "r.json")
+
+    rows = compare.compare(doc(2.0, False), doc(4.0, False)).rows
+    a99 = next(r for r in rows if r.group == "GET /a" and r.figure is Figure.P99)
+    assert (a99.base, a99.new, a99.verdict, a99.window_s) == (2.0, 4.0, Verdict.UNKNOWN, None)
+    assert {r.group for r in rows} == {"all", "GET /a", "GET /b"}
+    assert "no interval data" in compare.render_text(
+        [compare.compare(doc(2, False), doc(4, False))]
+    )
+    # Snapshots that carry per-name figures are judged like the run-wide ones.
+    rows = compare.compare(doc(2.0, True), doc(4.0, True)).rows
+    a99 = next(r for r in rows if r.group == "GET /a" and r.figure is Figure.P99)
+    assert a99.verdict is Verdict.WORSE
+
+
+def test_find_answers_are_read_from_their_steps():
+    ts = [_snap(0.5 * i, 100 * i) for i in range(1, 13)]  # requests tell intervals apart
+    steps = [
+        {"index": 0, "phase": "sweep", "load": 1, "start_s": 0.0, "end_s": 2.0},
+        {"index": 1, "phase": "sweep", "load": 2, "start_s": 2.5, "end_s": 6.0},
+        {"index": 2, "phase": "confirm", "load": 2, "start_s": 7.0, "end_s": 9.0},
+    ]
+    confirm = [_snap(0.5, 7, warmup=True), _snap(1.0, 8), _snap(1.5, 9)]
+    answers = {
+        "steady_state_load": 2,
+        "optimal": {"users": 1, "step": 0, "throughput_rps": 1},
+        "limit": {"load": 2, "step": 1, "reason": "knee", "throughput_rps": 1},
+    }
+    d = compare.read(
+        {
+            "model": "closed",
+            "answers": answers,
+            "steps": steps,
+            "timeseries": ts,
+            "confirmation": {"timeseries": confirm},
+        },
+        "f.json",
+    )
+    got = {k: [s["requests"] for s in v.snapshots] for k, v in d.stretches.items()}
+    # Step 1 began at 2.5 s: the interval ending then (2.0-2.5 s) is not in it.
+    assert got == {
+        "steady state": [8, 9],
+        "optimal": [100, 200, 300, 400],
+        "limit": [600, 700, 800, 900, 1000, 1100, 1200],
+    }
+    assert d.facts["limit reason"] == "knee" and d.facts["optimal load"] == "1 users"
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+def test_bad_inputs_exit_2_in_one_line(tmp_path):
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"requests": 1, "duration_s": 1.0, "timeseries": []}))
+    find = tmp_path / "find.json"
+    find.write_text(json.dumps({"answers": {}, "steps": [], "timeseries": []}))
+    (tmp_path / "junk.json").write_text("{not json")
+    (tmp_path / "other.json").write_text(json.dumps({"hello": 1}))
+    cases = [
+        ([str(run), str(find)], "cannot compare a run result"),
+        ([str(run), str(tmp_path / "junk.json")], "is not JSON"),
+        ([str(run), str(tmp_path / "other.json")], "is not a redline run or find result"),
+        ([str(run), str(tmp_path / "missing.json")], "cannot read"),
+        ([str(run), str(run), "--fail-on", "p95:+1%"], "unknown figure 'p95'"),
+        ([str(run), str(run), "--fail-on", "p99:+10"], "is not like"),
+    ]
+    for args, message in cases:
+        p = run_cli("compare", *args)
+        assert p.returncode == 2, (args, p.stderr)
+        assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_library_refuses_mixed_kinds():
+    run = compare.read({"requests": 1, "duration_s": 1.0, "timeseries": []}, "r.json")
+    find = compare.read({"answers": {}, "steps": [], "timeseries": []}, "f.json")
+    with pytest.raises(RedlineError, match="cannot compare a run result"):
+        compare.compare(run, find)
+
+
+# -- end to end against the target -----------------------------------------------------------
+
+
+def _run(t: redline.Target, query: str, path: Path) -> dict[str, Any]:
+    """_run: 4 s at 16 connections, half-second intervals: 8 windows a side, each with some
+    400 answers, so that a window's p99 rests on a few answers rather than on one."""
+    p = run_cli(
+        "run",
+        f"{t.url}/?{query}",
+        "-c",
+        "16",
+        "-d",
+        "4s",
+        "--interval",
+        "0.5s",
+        "--json",
+        str(path),
+    )
+    assert p.returncode == 0, p.stderr
+    return dict(json.loads(path.read_text()))
+
+
+def test_a_slower_server_is_worse_and_fails_the_gate(target, tmp_path):
+    """The server 20 % slower (20 ms -> 24 ms a request): worse, and the gate trips."""
+    before = target.stats()["requests"]
+    base = _run(target, "latency=20ms", tmp_path / "base.json")
+    slow = _run(target, "latency=24ms", tmp_path / "slow.json")
+    assert target.stats()["requests"] - before >= base["requests"] + slow["requests"]
+    md, html = tmp_path / "c.md", tmp_path / "c.html"
+    p = run_cli(
+        "compare",
+        str(tmp_path / "base.json"),
+        str(tmp_path / "slow.json"),
+        "--fail-on",
+        "p50:+10%",
+        "--fail-on",
+        "rps:-5%",
+        "--markdown",
+        str(md),
+        "--report",
+        str(html),
+    )
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "FAIL: p50 got worse by +" in p.stdout and "FAIL: goodput got worse by -" in p.stdout
+    lines = {ln.split()[0]: ln for ln in p.stdout.splitlines() if ln.startswith("    ")}
+    assert "worse" in lines["p50"] and "worse" in lines["goodput"]
+    assert "| all | p50 |" in md.read_text() and "**worse**" in md.read_text()
+    page = html.read_text()
+    assert '"label":"base.json"' in page and '"label":"slow.json"' in page
+
+
+def test_the_same_server_twice_is_no_change(target, tmp_path):
+    _run(target, "latency=20ms", tmp_path / "a.json")
+    _run(target, "latency=20ms", tmp_path / "b.json")
+    p = run_cli(
+        "compare",
+        str(tmp_path / "a.json"),
+        str(tmp_path / "b.json"),
+        "--fail-on",
+        "p99:+10%",
+        "--fail-on",
+        "rps:-5%",
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [ln for ln in p.stdout.splitlines() if ln.startswith("    ") and "(p=" in ln]
+    assert len(rows) == 6 and all(" ~ " in ln for ln in rows), p.stdout
+
+
+def test_the_page_draws_both_runs_in_a_browser():
+    """The page opens offline in headless Chromium with no console error and every chart
+    drawn (skipped where there is no Chromium; the screenshot is kept as an artefact)."""
+    from test_report import CHROMIUM, _artifacts
+
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium; or REDLINE_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+    def doc(name: str, p99: float) -> compare.Document:
+        snaps = [
+            _snap(0.5 * i, 100, p50_ms=p99 / 4, p90_ms=p99 / 2, p99_9_ms=2 * p99)
+            for i in range(1, 21)
+        ]
+        return compare.read({"requests": 2000, "duration_s": 10.0, "timeseries": snaps}, name)
+
+    page_path = _artifacts() / "compare.html"
+    page_path.write_text(compare.render_html([compare.compare(doc("a.json", 5), doc("b.json", 9))]))
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(page_path.as_uri(), wait_until="load")
+            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+            draws = page.evaluate("() => window.redlineCharts.map(s => [s.id, s.draws])")
+            page.screenshot(path=str(_artifacts() / "compare.png"), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert {i for i, _ in draws} == {"goodput-time", "p99-time"} and all(n >= 1 for _, n in draws)
