@@ -202,8 +202,9 @@ def test_a_rate_limit_is_found_and_named_in_the_open_model():
     out, s, _ = search(Bucket(500.0), "open", Limits(slos=[Slo.parse("p99<500ms")]))
     assert out.reason == "errors"
     assert abs(capacity_of(out, "open") - 500.0) <= 15.0
-    a = ans.build_answers(out.steps, model="open", limit=out.broke, reason=out.reason,
-                          statuses={"200": 10, "503": 5})
+    a = ans.build_answers(
+        out.steps, model="open", limit=out.broke, reason=out.reason, statuses={"200": 10, "503": 5}
+    )
     assert a["limit"]["kind"] == "rate-limit"
     assert "rate-limited" in a["text"]["limit"] and "HTTP 503" in a["text"]["limit"]
     assert "broke" not in a["text"]["limit"]
@@ -226,8 +227,10 @@ def test_contention_peak_optimum_and_fall_are_found():
     svc = Crosstalk()
     out, _, _ = search(svc, "closed")
     assert out.reason == "retrograde", (out.reason, out.detail)
-    peak = max((x for x in out.steps if not set(x.fired) - {"retrograde", "plateau"}),
-               key=lambda x: x.throughput_rps)
+    peak = max(
+        (x for x in out.steps if not set(x.fired) - {"retrograde", "plateau"}),
+        key=lambda x: x.throughput_rps,
+    )
     assert abs(peak.load - 10) <= 1.5, peak.load
     assert abs(peak.throughput_rps - 526.3) <= 0.05 * 526.3
     assert out.optimal is not None and abs(out.optimal.load - 6) <= 0.9, out.optimal.load
@@ -247,7 +250,8 @@ def test_every_answer_a_503_is_a_100_percent_error_rate():
     assert error_rate(40, 40, {"status": 40}) == 1.0
     o = outcomes(40_062, 38_511, {"status": 38_511})
     assert o.good == 1_551 and o.error_rate == pytest.approx(38_511 / 40_062)
-    assert Meter().count({"requests": 10, "errors": 3, "errors_by_class": {"timeout": 3}}).total == 13
+    timeouts = {"requests": 10, "errors": 3, "errors_by_class": {"timeout": 3}}
+    assert Meter().count(timeouts).total == 13
 
 
 def test_errors_stop_the_search_and_are_named():

@@ -10,8 +10,7 @@ find.schema.json), so a change of those fields is adapted in this one module:
   read when present.
 - a find: each answer is the step it was measured in (``answers`` names the optimal and the
   limit step; the steady state is the confirmation step), and the step's stretch is its
-  intervals in ``timeseries``, or the confirmation run's own ``timeseries`` for the
-  confirmation step, which ran separately.
+  intervals in ``timeseries``.
 """
 
 from __future__ import annotations
@@ -156,8 +155,9 @@ def _find_stretches(data: dict[str, Any]) -> dict[str, Stretch]:
 
 def _step_stretch(data: dict[str, Any], step: dict[str, Any]) -> Stretch:
     """_step_stretch: a step's intervals, those ending within (start_s, end_s] that began
-    at or after start_s. The confirmation ran as a run of its own and its intervals are
-    in ``confirmation.timeseries``."""
+    at or after start_s (the confirmation is a step of the live run like the others; an
+    older result whose confirmation ran on its own keeps its intervals in
+    ``confirmation.timeseries``)."""
     if step.get("phase") == "confirm":
         own = (data.get("confirmation") or {}).get("timeseries")
         if isinstance(own, list) and own:

@@ -1,6 +1,7 @@
 """outcomes: what a stretch of run delivered, counted the one way every comparison uses.
 
-Two figures are easy to get subtly wrong, so they live here and nowhere else in ``compare``:
+Two figures are easy to get subtly wrong, so ``compare`` reads them here, counted by
+:mod:`redline.analysis.outcome` (the one definition the search, the steps and the answers use):
 
 - **goodput** is the answers that passed per second. The engine's ``requests`` counts every
   answered request, including those that failed their status (4xx/5xx) or a scenario check,
@@ -17,9 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-#: ANSWERED_FAILURES are the error classes whose requests were answered (and so are also
-#: counted in ``requests``): a bad status and a failed scenario check.
-ANSWERED_FAILURES = ("status", "check")
+from redline.analysis.outcome import ANSWERED_FAILURES, Meter
+
+__all__ = ["ANSWERED_FAILURES", "Outcomes", "outcomes"]
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,8 @@ class Outcomes:
 def outcomes(snapshots: Iterable[dict[str, Any]], seconds: float) -> Outcomes:
     """outcomes adds up interval snapshots (``requests``, ``errors``, ``errors_by_class``)
     that together cover ``seconds`` of run."""
-    requests = errors = rejected = 0
-    for s in snapshots:
-        requests += int(s.get("requests") or 0)
-        errors += int(s.get("errors") or 0)
-        by_class = s.get("errors_by_class") or {}
-        rejected += sum(int(by_class.get(k) or 0) for k in ANSWERED_FAILURES)
-    return Outcomes(requests, errors, rejected, seconds)
+    # One definition of an outcome for every figure redline gives (redline.analysis.outcome).
+    snaps = list(snapshots)
+    ends = Meter().total(snaps)
+    requests = sum(int(s.get("requests") or 0) for s in snaps)
+    return Outcomes(requests, ends.failed, ends.refused + ends.failed_checks, seconds)
