@@ -249,7 +249,7 @@ def test_sentences_said_when_the_search_wrote_none(find_result):
     result = json.loads(json.dumps(find_result))
     result["answers"].pop("text")
     md = render_markdown(result)
-    assert "It runs best at" in md and "It broke at 24 users" in md
+    assert "It runs best at" in md and "It broke its SLO at 24 users" in md
 
 
 # -- HTML structure --------------------------------------------------------------------------

@@ -101,7 +101,9 @@ CASES = [
             snap([5.0] * 6, errors=2, errors_by_class={"status": 1, "timeout": 1, "reset": 0}),
             snap([5.0] * 2, errors=2, errors_by_class={"status": 2}),
         ],
-        {"errors": 4, "errors_by_class": {"status": 3, "timeout": 1}, "error_rate": 4 / 12},
+        # 8 answers (3 of them refused) and 1 timeout: 9 outcomes, 4 failed; a refused
+        # answer is one outcome, not an answer and an error (4/12 counted it twice).
+        {"errors": 4, "errors_by_class": {"status": 3, "timeout": 1}, "error_rate": 4 / 9},
     ),
     (
         "in flight is the mean of the interval-end counts",

@@ -138,11 +138,15 @@ def headline(result: dict[str, Any]) -> dict[str, str]:
     lat = a.get("latency_ms") or {}
     unit = "users" if result.get("model", "closed") == "closed" else "req/s offered"
     opt, lim = a.get("optimal") or {}, a.get("limit") or {}
+    rate = a.get("unit") or "req/s"
+    cap = lim.get("capacity_rps", lim.get("throughput_rps"))
+    ci = _num(lim.get("capacity_ci"))
+    pm = f" ± {fmt(ci)}" if ci else ""
     return {
-        "throughput": f"{fmt(a.get('steady_state_throughput_rps'))} req/s",
+        "throughput": f"{fmt(a.get('steady_state_throughput_rps'))} {rate}",
         "latency": f"p99 {fmt(lat.get('p99'))} ms",
         "optimal": f"{fmt(_load_of(opt))} {unit}" if opt else DASH,
-        "limit": f"{fmt(lim.get('throughput_rps'))} req/s at {fmt(lim.get('load'))} {unit}"
+        "limit": f"{fmt(cap)}{pm} {rate} ({lim.get('kind') or lim.get('reason')})"
         if lim.get("load") is not None
         else "not reached",
     }
@@ -182,9 +186,18 @@ def notes(result: dict[str, Any]) -> list[str]:
                 f"({fmt(trend.get('slope_per_s'))}/s, {sig})."
             )
     usl = result.get("usl") or {}
-    if usl.get("ok") and _num(usl.get("r2")) is not None and float(usl["r2"]) < 0.9:
+    if (
+        usl.get("ok")
+        and usl.get("agrees") is not False
+        and _num(usl.get("r2")) is not None
+        and float(usl["r2"]) < 0.9
+    ):
         out.append(f"The USL fits these steps poorly (R² {fmt(usl['r2'])}): read its peak loosely.")
-    unsteady = [s.get("index") for s in result.get("steps") or [] if s.get("steady") is False]
+    unsteady = [
+        s.get("index")
+        for s in result.get("steps") or []
+        if s.get("steady") is False and not s.get("fired")
+    ]
     if unsteady:
         out.append(
             "Steps "
@@ -277,6 +290,11 @@ def _models_html(result: dict[str, Any]) -> str:
             if usl.get("peak_n") is not None
             else "no predicted peak (κ = 0: throughput levels off)"
         )
+        if usl.get("agrees") is False:
+            peak = (
+                "the measured steps contradict its prediction (a model, not the answer:"
+                " the answers above come from the steps)"
+            )
         items.append(
             f"Universal Scalability Law: λ = {fmt(usl.get('lam'))} req/s per user, "
             f"σ = {fmt(usl.get('sigma'))} (contention), κ = {fmt(usl.get('kappa'))} "
@@ -286,12 +304,13 @@ def _models_html(result: dict[str, Any]) -> str:
         items.append(f"Universal Scalability Law: no fit ({usl.get('note', '')}).")
     if knee.get("load") is not None:
         items.append(
-            f"Knee of throughput against load: {fmt(knee['load'])} "
+            f"Knee (the optimal point: the most throughput per unit of latency): "
+            f"{fmt(knee['load'])} "
             f"{'users' if result.get('model', 'closed') == 'closed' else 'req/s offered'} "
             f"({fmt(knee.get('throughput_rps'))} req/s)."
         )
     elif knee:
-        items.append("Knee: none found (throughput still grew with load).")
+        items.append("Knee: none (no step met every limit).")
     stop = result.get("stop") or {}
     if stop:
         items.append(
