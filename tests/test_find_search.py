@@ -319,3 +319,12 @@ def test_steadiness_allows_for_poisson_noise_of_small_counts():
     assert steady_counts(small)
     assert not steady_counts([100, 120, 140, 160, 180, 200, 220, 240])
     assert rate_se([100] * 10, 5.0) < rate_se([50, 150] * 5, 5.0)
+
+
+def test_stop_at_knee_stops_past_the_optimum_without_pushing_to_the_limit():
+    q = Slots(8, 10.0)
+    out, _, engine = search(q, "closed", stop_at_knee=True)
+    assert out.reason == "knee", (out.reason, out.detail)
+    # It stopped at the first step past the optimum, never at twice the capacity's users.
+    assert max(engine.targets) <= 2 * 8
+    assert out.optimal is not None and abs(out.optimal.load - 8) <= 1.2

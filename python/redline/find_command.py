@@ -27,9 +27,12 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "find",
         help="search for the load where a service runs best and where it breaks",
         description=(
-            "Step the load (VUs, or req/s with --model open) in one live run until a stop"
-            " condition fires (errors, an SLO, the knee, a backlog, service CPU, or redline's"
-            " own CPU), refine to within 5 %%, confirm, and print the four answers."
+            "Step the load (VUs, or req/s with --model open) in one live run: find where the"
+            " service runs best (the most throughput per unit of latency) and keep pushing to"
+            " where it fails (errors, an SLO, throughput that stops growing or falls, a"
+            " backlog, a collapse, service CPU, or redline's own CPU), refine within the"
+            " noise, confirm, and print the four answers. Throughput is goodput: answers"
+            " that passed."
         ),
         epilog=FIND_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -46,7 +49,19 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--model", choices=("closed", "open"), default="closed")
     f.add_argument("--slo", action="append", default=[], help="e.g. 'p99<100ms' (repeatable)")
     f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
-    f.add_argument("--max-time", default="3m", help="bound on the whole search (default 3m)")
+    f.add_argument("--max-time", default="2m", help="bound on the whole search (default 2m)")
+    f.add_argument(
+        "--throughput",
+        default="requests",
+        metavar="requests|iterations|NAME",
+        help="what throughput counts: requests (default), a scenario's iterations, or the"
+        " requests of one name (e.g. submit)",
+    )
+    f.add_argument(
+        "--stop-at-knee",
+        action="store_true",
+        help="stop at the optimal point instead of pushing on to the limit (production)",
+    )
     f.add_argument("--start", type=float, help="first load (default 1 VU or 50 req/s)")
     f.add_argument("--max-load", type=float, help="ceiling (default 1000 VUs or 1e6 req/s)")
     f.add_argument("--min-step", default="3s", help="shortest step (default 3s)")
@@ -196,7 +211,7 @@ class FindView:
 
     def step(self, st: Step) -> None:
         """step hears each judged step."""
-        verdict = "ok" if st.ok else "STOP " + ",".join(st.fired) + f" ({st.why})"
+        verdict = "ok" if st.ok else ",".join(st.fired) + f" ({st.why})"
         cpu = st.service.get("cpu_percent")
         line = (
             f"step {st.index + 1:>2} {st.phase:<7} load {st.load:>8g}  {st.throughput_rps:>8.0f}"
@@ -263,6 +278,8 @@ def cmd_find(args: argparse.Namespace) -> int:
             soak=parse_duration(args.soak, "--soak"),
             service_cpu=args.service_cpu,
             monitor=monitor,
+            throughput=args.throughput,
+            stop_at_knee=args.stop_at_knee,
             on_snapshot=view.snapshot if view else None,
             on_step=view.step if view else None,
         )

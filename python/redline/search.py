@@ -84,6 +84,10 @@ LINEAR = 0.9
 #: step's has collapsed rather than saturated.
 COLLAPSED = 0.8
 
+#: KNEE_DROP: with --stop-at-knee, the search stops once a step's power is this much under
+#: the best lighter step's (past the optimal point).
+KNEE_DROP = 0.05
+
 #: SATURATED_SE: an overloaded step's goodput stands for the capacity only when its standard
 #: error is within this share of it.
 SATURATED_SE = 0.02
@@ -718,6 +722,15 @@ class Search:
             )
         if self.plan.model == "closed" and phase_compares(step.phase):
             self._judge_growth(step, fire, why, unit)
+        if self.plan.stop_at_knee and not step.fired and phase_compares(step.phase):
+            lighter = [s for s in self._good() if s.load < step.load and s.latency_ms > 0]
+            top = max(lighter, key=_power, default=None)
+            if top is not None and _power(step) < (1 - KNEE_DROP) * _power(top):
+                fire(
+                    "knee",
+                    f"throughput per unit of latency fell from {_power(top):.3g} at"
+                    f" {top.load:g} to {_power(step):.3g}: past the optimal point",
+                )
         if step.fired:
             step.steady = step.steady and "backlog" not in step.fired
         step.why = "; ".join(why)
