@@ -39,7 +39,7 @@ test-rust-checked: ## the engine's tests with integer-overflow checks and debug 
 
 test-python:
 	$(PY) -m pytest -q tests
-	cd services/taskqueue && $(abspath $(PY)) -m pytest -q tests
+	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -p leftovers tests
 
 lint: install ## rustfmt, clippy, ruff, mypy
 	cargo fmt --all --check
