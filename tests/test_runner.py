@@ -106,12 +106,6 @@ def test_errors_are_classified(target, path, cls):
         assert sum(s["errors_by_class"][name] for s in result.timeseries) == total, name
 
 
-def test_refused_port_counts_connect_errors(free_port):
-    result = redline.run(f"http://127.0.0.1:{free_port}/", rate=50, duration="1s", preflight=False)
-    assert result.errors["connect"] >= 40
-    assert result.requests == 0
-
-
 def test_unreachable_target_is_an_error_before_the_run(free_port):
     with pytest.raises(redline.UnreachableError):
         redline.run(f"http://127.0.0.1:{free_port}/", duration="1s")
