@@ -5,9 +5,11 @@ PY    := $(VENV)/bin/python
 PIP   := $(VENV)/bin/pip
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(PATH)
+# Every pip install (maturin develop's too) takes the tested versions from constraints.txt.
+export PIP_CONSTRAINT := $(abspath constraints.txt)
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-rust test-python lint bench bench-taskqueue bench-syscalls clean
+.PHONY: help install demo test ci-test test-rust test-rust-checked test-python lint bench bench-taskqueue bench-syscalls clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-16s %s\n", $$1, $$2}'
@@ -25,14 +27,19 @@ install: $(VENV)/bin/python ## create .venv; install build tools, redline (relea
 demo: install ## find taskqueue's capacity (redline demo): four answers, demo-report.html/.md
 	$(PY) examples/demo.py
 
-test: install test-rust test-python ## cargo test + pytest (what CI runs)
+test: install test-rust test-python ## cargo test + pytest (CI: `.ci/run` runs lint and ci-test)
+
+ci-test: install test-rust test-rust-checked test-python ## what CI runs after lint: make test + the engine's tests with overflow checks
 
 test-rust:
 	cargo test --release -p redline-engine -p redline-target
 
+test-rust-checked: ## the engine's tests with integer-overflow checks and debug assertions (profile `checked`)
+	cargo test --profile checked -p redline-engine
+
 test-python:
 	$(PY) -m pytest -q tests
-	cd services/taskqueue && $(abspath $(PY)) -m pytest -q tests
+	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -p leftovers tests
 
 lint: install ## rustfmt, clippy, ruff, mypy
 	cargo fmt --all --check

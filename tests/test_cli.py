@@ -7,12 +7,12 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
 import pytest
 import redline
+from accounting import assert_books
 from conftest import run_cli
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text())
@@ -240,11 +240,89 @@ def test_ctrl_c_prints_the_summary_and_writes_json(target, tmp_path):
         # default disposition, as a terminal would.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    time.sleep(2.0)
+    # Interrupt once the run is under way: at its first progress line (an event, not a
+    # sleep long enough on a quiet machine). The rest of stderr is drained by communicate.
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # bounded: the suite's per-test timeout
+    assert first.startswith("t="), first
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=20)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 130, first + stderr
     assert "Requests/sec:" in stdout and "Interrupted" in stdout
     doc = json.loads(out.read_text())
     assert doc["interrupted"] is True and doc["requests"] > 0
     assert doc["duration_s"] < 10
+
+
+# -- thresholds on URL runs: a CI gate must fail when its threshold does -----------------------
+
+
+@pytest.mark.parametrize(
+    "label, path, thresholds, code, said",
+    [
+        ("p99 fails", "/", ["p99<0.001ms"], 1, ["threshold p99<0.001ms failed: p99 was"]),
+        ("errors fail", "/?status=500", ["errors<1%"], 1, ["threshold errors<1% failed"]),
+        ("rps fails", "/", ["rps>100000000"], 1, ["threshold rps>100000000 failed: rps was"]),
+        ("all hold", "/", ["p99<60s", "errors<1%", "rps>1", "max<=60s"], 0, []),
+        (
+            "one of two fails",
+            "/",
+            ["p99<60s", "mean<0.001ms"],
+            1,
+            ["threshold mean<0.001ms failed: mean was"],
+        ),
+    ],
+)
+def test_url_run_thresholds_decide_the_exit_code(target, label, path, thresholds, code, said):
+    before = target.stats()["requests"]
+    args = [a for t in thresholds for a in ("--threshold", t)]
+    p = run_cli("run", target.url + path, "-c", "2", "-n", "200", "-t", "1", "-q", *args)
+    assert p.returncode == code, (label, p.stdout, p.stderr)
+    assert "Requests/sec:" in p.stdout, "the summary is printed either way"
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("redline: threshold")]
+    assert len(lines) == len(said), p.stderr
+    for line, words in zip(lines, said, strict=True):
+        assert words in line, line
+    assert target.stats()["requests"] - before == 200, "the run went to the server"
+
+
+def test_url_run_abort_stops_the_run_after_its_window(target, tmp_path):
+    # Every answer takes 50 ms: p50<1ms fails in the first window, so the 30 s run stops
+    # after about 0.5 s of run, with exit 1 and the abort line, and its books still balance.
+    out = tmp_path / "aborted.json"
+    before = target.stats()["requests"]
+    p = run_cli(
+        "run",
+        target.url + "/?latency=50ms",
+        "-c", "4", "-t", "1", "-d", "30s", "--interval", "100ms", "-q",
+        "--threshold", "p50<1ms;abort=500ms",
+        "--json", str(out),
+    )  # fmt: skip
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    first = p.stderr.strip().splitlines()[0]
+    assert first.startswith("redline: threshold p50<1ms failed over the last 0.5 s"), p.stderr
+    assert "the run was stopped" in first
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["duration_s"] < 10, doc["duration_s"]
+    received = target.stats()["requests"] - before
+    parts = assert_books(doc)
+    assert received == parts["answered"] + parts["unfinished"], (received, parts)
+
+
+@pytest.mark.parametrize(
+    "label, spec, words",
+    [
+        ("malformed", "p99<<1ms", "bad threshold"),
+        ("a name on a URL run", "login:p99<1s", "a URL run has no request names"),
+        ("unknown option", "p99<1s;stop=1s", "the only option is ;abort=WINDOW"),
+        ("zero window", "p99<1s;abort=0s", "the abort window must be > 0"),
+    ],
+)
+def test_bad_url_run_threshold_is_one_line_exit_2_before_any_load(target, label, spec, words):
+    before = target.stats()["requests"]
+    p = run_cli("run", target.url + "/", "-n", "50", "-q", "--threshold", spec)
+    assert p.returncode == 2, (label, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], p.stderr
+    assert target.stats()["requests"] == before, "no load before the options are judged"

@@ -8,6 +8,7 @@ import time
 
 import pytest
 import redline
+from accounting import assert_books
 from redline import _engine
 from redline.errors import ConfigError
 
@@ -91,12 +92,16 @@ def test_a_run_that_is_not_live_refuses_targets_and_bad_values_are_refused():
             handle.set_target(5.0)
         handle.stop()
         handle.report()
+        before = target.stats()["requests"]
         live = _engine.start_run(live_config(target.url + "/", connections=1))
         with pytest.raises(ConfigError, match="> 0"):
             live.set_target(0.0)
         with pytest.raises(ConfigError, match="ramp"):
             live.set_target(2.0, -1.0)
         live.stop()
-        assert json.loads(live.report())["requests"] >= 0
+        # What the refused calls left behind: a run whose report is what the server saw.
+        doc = json.loads(live.report())
+        parts = assert_books(doc)
+        assert target.stats()["requests"] - before == parts["answered"] + parts["unfinished"]
         # report() is repeatable.
         assert live.report() == live.report()

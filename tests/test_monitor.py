@@ -441,15 +441,26 @@ def test_prometheus_monitor_reads_taskqueue_metrics():
             metrics=['taskqueue_tasks{status="queued"}'],
             timeout_s=10,
         )
+        wall = time.monotonic()
         mon.prime()
-        sum(i * i for i in range(200_000))  # some CPU for the counter to show
+        # Burn 0.3 s of this thread's CPU between the two scrapes: the counter (10 ms ticks)
+        # grows by at least 0.28 s over at most the wall time measured around both.
+        burn_until = time.thread_time() + 0.3
+        while time.thread_time() < burn_until:
+            pass
         s = mon.sample_now()
+        wall = time.monotonic() - wall
+        # 64 MiB written (so resident) between two readings must show in the RSS.
+        blob = b"\x01" * (64 * 2**20)
+        grown = mon.sample_now()
+        del blob
     finally:
         srv.shutdown()
         srv.server_close()
-    assert s is not None and mon.failures == 0
-    assert s.cpu_percent is not None and s.cpu_percent >= 0
-    assert s.rss_bytes == pytest.approx(psutil.Process().memory_info().rss, rel=0.5)
+    assert s is not None and grown is not None and mon.failures == 0
+    assert s.cpu_percent is not None and s.cpu_percent >= 100 * 0.28 / wall, (s, wall)
+    assert s.rss_bytes is not None and grown.rss_bytes is not None
+    assert grown.rss_bytes - s.rss_bytes >= 60 * 2**20, (s.rss_bytes, grown.rss_bytes)
     assert s.fds is not None and s.fds > 3
     assert s.extra == {'taskqueue_tasks{status="queued"}': 5.0}
     assert s.threads is None  # the process collector has no thread count

@@ -423,8 +423,15 @@ def _open_in_chromium(page_html: str, name: str) -> dict[str, Any]:
     """_open_in_chromium loads the page offline in headless Chromium and returns console
     errors, what each chart's canvas holds, and the answers' text; it keeps a screenshot."""
     if CHROMIUM is None:
-        pytest.skip("no Chromium on this machine (apt-get install chromium; or REDLINE_CHROMIUM)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+        # Under CI a green run must mean the report was seen in a browser: fail, never skip.
+        missing = "no Chromium on this machine (apt-get install chromium; or REDLINE_CHROMIUM)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{missing}; CI=true needs it")
+        pytest.skip(missing)
+    if os.environ.get("CI") == "true":
+        import playwright.sync_api as sync_api  # CI: missing playwright is a failure
+    else:
+        sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     path = _artifacts() / f"{name}.html"
     path.write_text(page_html)
     errors: list[str] = []

@@ -19,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import redline
+from accounting import assert_books
 from conftest import run_cli
 
 FULL = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text())
@@ -351,8 +352,8 @@ def test_abort_judges_the_window_as_a_whole(tmp_path):
     assert float(m[1]) > 50 and 2.0 <= float(m[2]) < 5
     assert 2.0 <= doc["duration_s"] < 5
     # Every request the server saw is in the report: answered, failed or cut off by the stop.
-    transport = doc["errors_total"] - doc["errors"]["status"] - doc["errors"]["check"]
-    assert doc["requests"] + transport + doc["unfinished"] == served
+    parts = assert_books(doc)
+    assert parts["answered"] + parts["transport"] + parts["unfinished"] == served
 
 
 def test_request_count_and_url_only_flags(tmp_path):

@@ -18,7 +18,14 @@ from redline.options import IgnoredOption, ignored_options, parse_duration, pars
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser, write_run_report
 from redline.runner import defaults, run
-from redline.scenario.command import add_inspect_parser, cmd_run_scenario, is_scenario
+from redline.scenario.command import (
+    add_inspect_parser,
+    cmd_run_scenario,
+    is_scenario,
+    judge,
+    parse_thresholds,
+    run_watched,
+)
 from redline.summary import render
 
 EXIT_USAGE = 2
@@ -88,12 +95,14 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     scen.add_argument(
         "--var", action="append", default=[], metavar="NAME=VALUE", help="a run variable"
     )
-    scen.add_argument(
+    gate = r.add_argument_group("pass/fail (URL runs and scenarios)")
+    gate.add_argument(
         "--threshold",
         action="append",
         default=[],
         metavar="SPEC",
-        help="fail (exit 1) unless it holds: p99<500ms, errors<1%%, rps>100, NAME:p95<300ms",
+        help="fail (exit 1) unless it holds: p99<500ms, errors<1%%, rps>100, NAME:p95<300ms "
+        "(scenarios); add ;abort=10s to stop the run once the last 10 s fail it (repeatable)",
     )
     load = r.add_argument_group("load model")
     load.add_argument(
@@ -223,6 +232,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise RedlineError(f"{flag}: directory {str(parent)!r} does not exist")
     if is_scenario(args.url):
         return cmd_run_scenario(args)
+    thresholds, watches = parse_thresholds(args.threshold)
+    for t in thresholds:
+        if t.name is not None:
+            raise RedlineError(
+                f"threshold {t.text!r}: a URL run has no request names (NAME: is for scenarios)"
+            )
     for note in ignored_options(
         args.url,
         connections=args.connections,
@@ -239,27 +254,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # Said above in the CLI's own spelling.
         warnings.simplefilter("ignore", IgnoredOption)
+        opts = dict(
+            connections=args.connections,
+            rate=args.rate,
+            duration=args.duration,
+            requests=args.requests,
+            stages=args.stages,
+            open_model=args.open,
+            threads=args.threads,
+            method=args.method,
+            headers=args.header,
+            body=args.body,
+            timeout=args.timeout,
+            warmup=args.warmup,
+            interval=args.interval,
+            max_connections=args.max_connections,
+            insecure=args.insecure,
+            cacert=args.cacert,
+        )
+        aborted = None
         try:
-            result = run(
-                args.url,
-                connections=args.connections,
-                rate=args.rate,
-                duration=args.duration,
-                requests=args.requests,
-                stages=args.stages,
-                open_model=args.open,
-                threads=args.threads,
-                method=args.method,
-                headers=args.header,
-                body=args.body,
-                timeout=args.timeout,
-                warmup=args.warmup,
-                interval=args.interval,
-                max_connections=args.max_connections,
-                insecure=args.insecure,
-                cacert=args.cacert,
-                progress=view,
-            )
+            if watches:
+                result, aborted = run_watched(args.url, None, opts, watches, view)
+            else:
+                result = run(args.url, progress=view, **opts)  # type: ignore[arg-type]
         finally:
             if view is not None:
                 view.close()
@@ -267,7 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         result.write_json(args.json)
     write_run_report(args.report, result.data)
-    return 130 if result.interrupted else 0
+    return judge(thresholds, result, aborted)
 
 
 def run_goal(args: argparse.Namespace) -> Goal:

@@ -211,8 +211,9 @@ pub struct Report {
     /// requests: responses received after warmup (HTTP error statuses included).
     pub requests: u64,
     /// intended: requests the run meant to make after warm-up: every request started, and in
-    /// the open model every hit due before the end. The books balance:
-    /// `requests + (errors_total - errors.status) + unfinished + unsent == intended`.
+    /// the open model every hit due before the end. The books balance (a failed check is an
+    /// answered request, like an error status):
+    /// `requests + (errors_total - errors.status - errors.check) + unfinished + unsent == intended`.
     pub intended: u64,
     /// unfinished: requests still out when the run cut them off (after the grace period, or
     /// on a stop); in the latency figures at their age then, a lower bound.

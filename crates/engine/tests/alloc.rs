@@ -30,6 +30,11 @@ fn allocations_for(url: &str, requests: u64, open: bool) -> u64 {
     allocations() - before
 }
 
+/// MAX_PER_REQUEST: the bound on allocations per extra request. The truth is 0.000; the
+/// regression this guards against (one allocation every other request) measured exactly 0.5,
+/// which a bound of 0.5 let through. One allocation in 50 requests is still caught.
+const MAX_PER_REQUEST: f64 = 0.02;
+
 #[test]
 fn requests_do_not_allocate() {
     let server = common::start(common::Mode::Ok {
@@ -46,7 +51,7 @@ fn requests_do_not_allocate() {
             "open={open}: {small} vs {large} allocations, {per_request:.3} per extra request"
         );
         assert!(
-            per_request < 0.5,
+            per_request < MAX_PER_REQUEST,
             "open={open}: {per_request:.3} allocations per request"
         );
     }

@@ -7,8 +7,8 @@ mod common;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::Client;
-use redline_target::{Capacity, Target, TargetConfig, TargetError};
+use common::{wait_until, Client};
+use redline_target::{Capacity, Target, TargetConfig, TargetError, TargetStats};
 
 fn start_queue(threads: usize, slots: usize, service: Duration) -> Target {
     Target::start(TargetConfig {
@@ -149,24 +149,31 @@ fn without_capacity_nothing_queues() {
     );
 }
 
-/// Waiting is first come, first served: with one slot, requests sent 5 ms apart complete in
-/// the order sent, each one service time after the previous.
+/// Waiting is first come, first served: with one slot, requests complete in the order they
+/// arrived, each one service time after the previous. Client `i` sends only once the server
+/// has taken in request `i - 1` (its queue says so), so the arrival order is an event, not a
+/// race between threads started a few milliseconds apart.
 #[test]
 fn one_slot_serves_in_arrival_order() {
     let service = Duration::from_millis(30);
     let target = start_queue(2, 1, service);
     let addr = target.local_addr();
     let start = Instant::now();
-    let handles: Vec<_> = (0..4u32)
-        .map(|i| {
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(5) * i);
-                let mut client = Client::connect(addr);
-                assert_eq!(client.get("/").status, 200);
-                (i, start.elapsed())
-            })
-        })
-        .collect();
+    let mut handles = Vec::new();
+    for i in 0..4u32 {
+        let arrived = |s: TargetStats| s.queue_busy + s.queue_waiting + s.queue_served;
+        assert!(
+            wait_until(Duration::from_secs(10), || arrived(target.stats())
+                == u64::from(i)),
+            "request {i} not taken in: {:?}",
+            target.stats()
+        );
+        handles.push(std::thread::spawn(move || {
+            let mut client = Client::connect(addr);
+            assert_eq!(client.get("/").status, 200);
+            (i, start.elapsed())
+        }));
+    }
     let mut finished: Vec<(u32, Duration)> = handles
         .into_iter()
         .map(|h| h.join().expect("client"))

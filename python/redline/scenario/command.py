@@ -3,7 +3,8 @@
 The run command compiles the file (every mistake is one ``FILE:LINE: message`` and exit
 status 2, before any load), merges the command line's profile over the file's, runs the
 plan in the engine, prints the engine's summary and the scenario's tables, writes
-``--json``, and exits 1 with one line per failed threshold.
+``--json``, and exits 1 with one line per failed threshold. ``parse_thresholds``, ``judge``
+and ``run_watched`` serve URL runs too (``redline run URL --threshold ...``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from redline.errors import ConfigError
 from redline.report_command import write_run_report
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.profile import merge, run_options
-from redline.scenario.thresholds import check
+from redline.scenario.thresholds import Threshold, check
 from redline.scenario.watch import Watch, split
 
 #: EXIT_THRESHOLD: the exit status when a threshold failed.
@@ -91,9 +92,7 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
     from redline.summary import render
 
     compiled = compile_file(args.url, args.var)
-    pairs = [split(t) for t in [*args.threshold, *compiled.thresholds]]
-    thresholds = [t for t, _ in pairs]
-    watches = [w for _, w in pairs if w is not None]
+    thresholds, watches = parse_thresholds([*args.threshold, *compiled.thresholds])
     given = {
         "users": args.users if args.users is not None else args.connections,
         "rate": args.rate,
@@ -134,6 +133,21 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
     if args.json:
         result.write_json(args.json)
     write_run_report(getattr(args, "report", None), result.data)
+    return judge(thresholds, result, aborted)
+
+
+def parse_thresholds(specs: list[str]) -> tuple[list[Threshold], list[Watch]]:
+    """parse_thresholds reads ``--threshold`` specs (``SPEC`` or ``SPEC;abort=WINDOW``) into
+    the thresholds judged at the end and the watches judged live; bad ones raise ConfigError
+    before any load."""
+    pairs = [split(t) for t in specs]
+    return [t for t, _ in pairs], [w for _, w in pairs if w is not None]
+
+
+def judge(thresholds: list[Threshold], result: Any, aborted: str | None) -> int:
+    """judge prints one ``redline: threshold ... failed`` line per failed threshold (the
+    abort line first) and returns the exit status: 1 when any failed or the run was aborted,
+    130 when the user interrupted it, else 0."""
     failed = check(thresholds, result.data)
     if aborted:
         failed.insert(0, aborted)
@@ -172,16 +186,22 @@ def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
 
 
 def run_watched(
-    url: str, plan: dict[str, Any], opts: dict[str, Any], watches: list[Watch], progress: Any = None
+    url: str,
+    plan: dict[str, Any] | None,
+    opts: dict[str, Any],
+    watches: list[Watch],
+    progress: Any = None,
 ) -> tuple[Any, str | None]:
-    """run_watched runs the plan with a live handle, feeding each interval snapshot to the
-    watches and stopping the run when one fires; returns the result and the abort line."""
+    """run_watched runs ``url`` (with the scenario ``plan``, or none for a URL run) with a
+    live handle, feeding each interval snapshot to the watches and stopping the run when one
+    fires; returns the result and the abort line."""
     from redline import _engine
     from redline.result import Result
     from redline.runner import build_config
 
     config = build_config(url, **opts)
-    config["plan"] = plan
+    if plan is not None:
+        config["plan"] = plan
     interval_s = float(config.get("interval_s", 1.0))
     handle = _engine.start_run(json.dumps(config))
     aborted = None

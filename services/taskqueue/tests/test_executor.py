@@ -28,3 +28,14 @@ def test_killed_worker_is_replaced_and_tasks_succeed(server_factory) -> None:
         assert c.get(f"/tasks/{ids[0]}").text == str(math.factorial(20000))
     after = _workers(srv.pid)
     assert len(after) == 1 and after[0].pid != before[0].pid
+
+
+def test_workers_die_with_a_killed_server(server_factory) -> None:
+    # kill -9 leaves no chance to stop the pool: the kernel must take the workers with it
+    # (each one holds both ends of the pool's pipes, so none would ever see EOF and exit).
+    srv = server_factory("--workers", "2")
+    workers = _workers(srv.pid)
+    assert len(workers) == 2, [p.cmdline() for p in workers]
+    srv.kill()
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive, [p.cmdline() for p in alive]

@@ -12,6 +12,7 @@ import asyncio
 import enum
 import logging
 import multiprocessing
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -23,6 +24,7 @@ from taskqueue.metrics import Metrics
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.queue import TaskQueue
 from taskqueue.storage import Result, Storage
+from taskqueue.worker import die_with_parent
 
 log = logging.getLogger("taskqueue")
 
@@ -108,8 +110,13 @@ class Executor:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         # spawn: forking a process that runs threads (the SQLite writer) and uvloop is unsafe.
+        # The workers are spawned from the event loop's thread (submit), which lives as long
+        # as the service, so the parent-death signal fires when the service does.
         return ProcessPoolExecutor(
-            self._config.workers, mp_context=multiprocessing.get_context("spawn")
+            self._config.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
         )
 
     async def stop(self) -> None:
@@ -125,7 +132,7 @@ class Executor:
         if self._fetcher is not None:
             await self._fetcher.close()
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            _end(self._pool)
 
     def kick(self) -> None:
         """kick starts as many queued tasks as there are free slots; call it after any change."""
@@ -250,7 +257,7 @@ class Executor:
                 if self._pool is pool:  # the first task to notice replaces the pool, once
                     log.error("taskqueue: a factorial worker process died; restarting the pool")
                     self._pool = self._new_pool()
-                    pool.shutdown(wait=False, cancel_futures=True)
+                    _end(pool)
                 raise
             return Result("text/plain", digits.encode())
         assert self._fetcher is not None
@@ -305,3 +312,13 @@ class Executor:
             await self._retry_or_fail(run, "abandoned", time.perf_counter())
         else:
             await self._finish(run, TaskStatus.FAILED, "cancelled", None, time.perf_counter())
+
+
+def _end(pool: ProcessPoolExecutor) -> None:
+    """_end shuts a pool down without waiting and kills its workers: one deep in a long
+    factorial would otherwise keep the service from exiting, or outlive it."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        if proc.is_alive():
+            proc.kill()
