@@ -100,7 +100,13 @@ impl Shared {
         // TLS reads go through rustls, which has no way to hand back the kernel's stamps.
         let naps = metronome.is_some() && cfg.tls.is_none();
         crate::metronome::set_naps(naps);
-        let mut rec = Recorder::new(job.start + cfg.warmup, highest_us, plan.names.len(), open);
+        let mut rec = Recorder::new(
+            job.start,
+            job.start + cfg.warmup,
+            highest_us,
+            plan.names.len(),
+            open,
+        );
         rec.send_end = cfg.duration.map(|d| job.start + d);
         // Without the timerfd, sends wake on the runtime's millisecond timer: say so.
         rec.totals.coarse_timer = open && metronome.is_none();
@@ -501,6 +507,7 @@ impl Lane {
                     service: end.saturating_duration_since(x.sent_at),
                     bytes_in: x.bytes_in,
                     expected: x.status >= 400 && expected.contains(&x.status),
+                    at: done,
                 };
                 rec.response(&resp);
                 Reply::Answered {
@@ -513,7 +520,7 @@ impl Lane {
                 if f.retries > 0 {
                     rec.retried(intended, f.retries);
                 }
-                rec.error(intended, stat, f.class);
+                rec.error(&sent, f.class, done);
                 Reply::Failed(f.class)
             }
         }

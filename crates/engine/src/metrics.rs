@@ -191,9 +191,14 @@ pub struct IntervalData {
     pub max_send_lag_us: u64,
     /// active_connections: open connections when the interval closed.
     pub active_connections: u64,
-    /// in_flight: requests sent and not yet answered (or failed) when the interval closed;
-    /// with the interval's rate and mean latency it checks Little's law (L = λW).
+    /// in_flight: requests sent and not yet answered (or failed) when the interval closed.
     pub in_flight: u64,
+    /// in_flight_mean: the time-weighted mean of requests in flight over the interval (the
+    /// count integrated over time, divided by the interval's length); with the interval's
+    /// completion rate and mean latency it checks Little's law (L = λW), which the end
+    /// sample `in_flight` cannot: a point sample is not a mean. Merged over threads, the
+    /// means add (each thread's mean is over its own, nearly equal, interval).
+    pub in_flight_mean: f64,
     /// latency: corrected latency of the responses in this interval, µs.
     pub latency: Histogram<u64>,
 }
@@ -210,6 +215,7 @@ impl IntervalData {
             max_send_lag_us: 0,
             active_connections: 0,
             in_flight: 0,
+            in_flight_mean: 0.0,
             latency: new_histogram(highest_us),
         }
     }
@@ -223,6 +229,7 @@ impl IntervalData {
         self.max_send_lag_us = self.max_send_lag_us.max(o.max_send_lag_us);
         self.active_connections += o.active_connections;
         self.in_flight += o.in_flight;
+        self.in_flight_mean += o.in_flight_mean;
         self.errors_by_class.merge(&o.errors_by_class);
         // Same bounds on both sides, so adding cannot fail; ignore rather than panic.
         let _ = self.latency.add(&o.latency);
@@ -237,6 +244,7 @@ impl IntervalData {
         self.max_send_lag_us = 0;
         self.active_connections = 0;
         self.in_flight = 0;
+        self.in_flight_mean = 0.0;
         self.latency.reset();
     }
 }
@@ -399,6 +407,69 @@ pub struct Response {
     pub bytes_in: u64,
     /// expected: a 4xx/5xx the scenario asked for (`status=404`), not an error.
     pub expected: bool,
+    /// at: when the thread saw it end (its request stops counting as in flight then).
+    pub at: Instant,
+}
+
+/// FlightClock counts the requests in flight on one thread and integrates that count over
+/// time, for the interval's time-weighted mean ([`IntervalData::in_flight_mean`]).
+///
+/// Each send and each end moves the count and adds `count x time since the last change` to
+/// the area: one subtraction and one multiply per event, with the timestamp the request
+/// path reads anyway (no clock read of its own). Events may come slightly out of order (a
+/// lane reuses its last completion time as "now"); an event earlier than the last one adds
+/// no area and does not move the clock back.
+#[derive(Debug, Clone, Copy)]
+struct FlightClock {
+    count: u64,
+    last: Instant,
+    /// since: when the current interval's integration began.
+    since: Instant,
+    /// area_ns: requests x nanoseconds in flight since `since`.
+    area_ns: u128,
+}
+
+impl FlightClock {
+    fn new(start: Instant) -> Self {
+        FlightClock {
+            count: 0,
+            last: start,
+            since: start,
+            area_ns: 0,
+        }
+    }
+
+    fn advance(&mut self, at: Instant) {
+        if at > self.last {
+            self.area_ns += u128::from(self.count) * (at - self.last).as_nanos();
+            self.last = at;
+        }
+    }
+
+    fn up(&mut self, at: Instant) {
+        self.advance(at);
+        self.count += 1;
+    }
+
+    fn down(&mut self, at: Instant) {
+        self.advance(at);
+        self.count = self.count.saturating_sub(1);
+    }
+
+    /// mean closes the integration at `at`: the mean count since the last close (the count
+    /// itself over an empty span), and starts the next one.
+    fn mean(&mut self, at: Instant) -> f64 {
+        self.advance(at);
+        let span = self.last.saturating_duration_since(self.since).as_nanos();
+        let mean = if span == 0 {
+            self.count as f64
+        } else {
+            self.area_ns as f64 / span as f64
+        };
+        self.since = self.last;
+        self.area_ns = 0;
+        mean
+    }
 }
 
 /// Recorder is a worker thread's measurement state: the current interval and the totals.
@@ -413,22 +484,28 @@ pub struct Recorder {
     /// totals: post-warmup summary.
     pub totals: Totals,
     open_connections: u64,
-    /// in_flight: requests sent and not yet ended; a counter (one add per send, one
-    /// subtract per end), so the interval reads it without walking the lanes.
-    in_flight: u64,
+    /// flight: requests sent and not yet ended, and their time integral; a counter (one add
+    /// per send, one subtract per end), so the interval reads it without walking the lanes.
+    flight: FlightClock,
 }
 
 impl Recorder {
-    /// new makes a recorder; requests meant to start before `warmup_end` stay out of the
-    /// totals (the interval data sees everything).
-    pub fn new(warmup_end: Instant, highest_us: u64, names: usize, open: bool) -> Self {
+    /// new makes a recorder for a run whose clock started at `start`; requests meant to start
+    /// before `warmup_end` stay out of the totals (the interval data sees everything).
+    pub fn new(
+        start: Instant,
+        warmup_end: Instant,
+        highest_us: u64,
+        names: usize,
+        open: bool,
+    ) -> Self {
         Recorder {
             warmup_end,
             send_end: None,
             interval: IntervalData::new(highest_us),
             totals: Totals::new(highest_us, names, open),
             open_connections: 0,
-            in_flight: 0,
+            flight: FlightClock::new(start),
         }
     }
 
@@ -440,7 +517,7 @@ impl Recorder {
     pub fn response(&mut self, r: &Response) {
         let lat = micros(r.latency);
         let failed = r.status >= 400 && !r.expected;
-        self.in_flight = self.in_flight.saturating_sub(1);
+        self.flight.down(r.at);
         let iv = &mut self.interval;
         iv.requests += 1;
         iv.bytes_in += r.bytes_in;
@@ -487,9 +564,10 @@ impl Recorder {
         }
     }
 
-    /// error records a request meant to start at `intended` that failed without a response.
-    pub fn error(&mut self, intended: Instant, stat: usize, class: ErrorClass) {
-        self.in_flight = self.in_flight.saturating_sub(1);
+    /// error records a request (`sent`) that failed without a response, seen at `at`.
+    pub fn error(&mut self, sent: &Sent, class: ErrorClass, at: Instant) {
+        let (intended, stat) = (sent.intended, sent.stat);
+        self.flight.down(at);
         self.interval.errors += 1;
         self.interval.errors_by_class.add(class);
         if !self.measured(intended) {
@@ -513,7 +591,7 @@ impl Recorder {
     ) {
         let lag = now.saturating_duration_since(intended);
         let lag_us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
-        self.in_flight += 1;
+        self.flight.up(now);
         self.interval.sends += 1;
         self.interval.max_send_lag_us = self.interval.max_send_lag_us.max(lag_us);
         if !self.measured(intended) {
@@ -540,7 +618,7 @@ impl Recorder {
     /// histograms, a lower bound of the true one.
     pub fn unfinished(&mut self, cutoff: Instant, f: &Sent) {
         // Cut off: no longer in flight, whatever its part of the run.
-        self.in_flight = self.in_flight.saturating_sub(1);
+        self.flight.down(cutoff);
         if !self.measured(f.intended) {
             return;
         }
@@ -587,10 +665,11 @@ impl Recorder {
         }
     }
 
-    /// take_interval returns the finished interval and starts the next one.
-    pub fn take_interval(&mut self) -> IntervalData {
+    /// take_interval returns the interval that ends at `at` and starts the next one.
+    pub fn take_interval(&mut self, at: Instant) -> IntervalData {
         self.interval.active_connections = self.open_connections;
-        self.interval.in_flight = self.in_flight;
+        self.interval.in_flight = self.flight.count;
+        self.interval.in_flight_mean = self.flight.mean(at);
         let out = self.interval.clone();
         self.interval.clear();
         out

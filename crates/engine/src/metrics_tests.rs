@@ -42,6 +42,17 @@ fn resp(intended: Instant, status: u16, ms: u64) -> Response {
         service: Duration::from_millis(ms / 2),
         bytes_in: 100,
         expected: false,
+        at: intended + Duration::from_millis(ms),
+    }
+}
+
+/// out is a request meant to start and sent at `t`, under name 0.
+fn out(t: Instant) -> Sent {
+    Sent {
+        intended: t,
+        from: t,
+        sent_at: t,
+        stat: 0,
     }
 }
 
@@ -49,12 +60,12 @@ fn resp(intended: Instant, status: u16, ms: u64) -> Response {
 fn recorder_counts_and_keeps_warmup_out_of_the_totals() {
     let t0 = start();
     let warm_end = t0 + Duration::from_secs(1);
-    let mut r = Recorder::new(warm_end, 0, 1, true);
+    let mut r = Recorder::new(t0, warm_end, 0, 1, true);
     r.response(&resp(t0, 200, 5)); // meant to start during warmup
     r.response(&resp(warm_end, 200, 10));
     r.response(&resp(warm_end, 500, 20));
-    r.error(warm_end, 0, ErrorClass::Timeout);
-    r.error(t0, 0, ErrorClass::Connect); // meant to start during warmup
+    r.error(&out(warm_end), ErrorClass::Timeout, warm_end);
+    r.error(&out(t0), ErrorClass::Connect, t0); // meant to start during warmup
     r.send(
         warm_end + Duration::from_millis(3),
         warm_end,
@@ -65,7 +76,7 @@ fn recorder_counts_and_keeps_warmup_out_of_the_totals() {
     r.send(warm_end, t0, 40, true, true); // due in the warmup, sent after: warmup
     r.connections(2, false, true);
 
-    let iv = r.take_interval();
+    let iv = r.take_interval(t0);
     assert_eq!(
         (iv.requests, iv.errors, iv.bytes_in, iv.sends),
         (3, 3, 300, 2),
@@ -106,17 +117,17 @@ fn recorder_counts_and_keeps_warmup_out_of_the_totals() {
 #[test]
 fn merging_threads_adds_counts_and_histograms() {
     let t0 = start();
-    let mut a = Recorder::new(t0, 0, 1, false);
-    let mut b = Recorder::new(t0, 0, 1, false);
+    let mut a = Recorder::new(t0, t0, 0, 1, false);
+    let mut b = Recorder::new(t0, t0, 0, 1, false);
     for ms in 1..=50 {
         a.response(&resp(t0, 200, ms));
     }
     for ms in 51..=100 {
         b.response(&resp(t0, 404, ms));
     }
-    b.error(t0, 0, ErrorClass::Reset);
-    let mut ia = a.take_interval();
-    ia.merge(&b.take_interval());
+    b.error(&out(t0), ErrorClass::Reset, t0);
+    let mut ia = a.take_interval(t0);
+    ia.merge(&b.take_interval(t0));
     assert_eq!((ia.requests, ia.errors), (100, 51));
     let mut ta = a.totals.clone();
     ta.merge(&b.totals);
@@ -164,7 +175,7 @@ fn empty_summary_is_zero() {
 /// A recorder for a run of `span` (histograms sized by the caller, as the worker does).
 fn sized(t0: Instant, span: Duration) -> Recorder {
     let highest = u64::try_from(span.as_micros()).expect("fits");
-    Recorder::new(t0, highest, 1, true)
+    Recorder::new(t0, t0, highest, 1, true)
 }
 
 #[test]
@@ -237,8 +248,8 @@ fn unfinished_and_unsent_requests_enter_the_histogram_at_their_age() {
 fn connection_gauge_peaks_at_the_sum_not_the_sum_of_peaks() {
     let t0 = start();
     let gauge = ConnectionGauge::default();
-    let mut a = Recorder::new(t0, 0, 1, true);
-    let mut b = Recorder::new(t0, 0, 1, true);
+    let mut a = Recorder::new(t0, t0, 0, 1, true);
+    let mut b = Recorder::new(t0, t0, 0, 1, true);
     // Thread a holds 3 connections, then closes them; thread b opens 3 afterwards.
     for (thread, open) in [(0, true), (0, false), (1, true)] {
         let rec = if thread == 0 { &mut a } else { &mut b };
@@ -278,7 +289,7 @@ fn in_flight_counts_requests_sent_and_not_yet_ended() {
     let send: Event = |r, t, _| r.send(t, t, 10, false, false);
     let answer: Event = |r, t, _| r.response(&resp(t, 200, 5));
     let refuse: Event = |r, t, _| r.response(&resp(t, 503, 5));
-    let fail: Event = |r, t, _| r.error(t, 0, ErrorClass::Timeout);
+    let fail: Event = |r, t, s| r.error(s, ErrorClass::Timeout, t);
     let cut: Event = |r, t, s| r.unfinished(t, s);
     let cases: [(&str, Vec<Event>, u64); 6] = [
         ("nothing sent", vec![], 0),
@@ -289,25 +300,110 @@ fn in_flight_counts_requests_sent_and_not_yet_ended() {
         ("cut off at the end", vec![send, send, cut], 1),
     ];
     for (label, events, want) in cases {
-        let mut r = Recorder::new(t0, 0, 1, false);
+        let mut r = Recorder::new(t0, t0, 0, 1, false);
         for e in &events {
             e(&mut r, t0, &sent);
         }
-        assert_eq!(r.take_interval().in_flight, want, "{label}");
+        assert_eq!(r.take_interval(t0).in_flight, want, "{label}");
         assert_eq!(
-            r.take_interval().in_flight,
+            r.take_interval(t0).in_flight,
             want,
             "{label}: still out in the next interval"
         );
     }
     // Merged over threads, the counts add.
-    let mut a = Recorder::new(t0, 0, 1, false);
-    let mut b = Recorder::new(t0, 0, 1, false);
+    let mut a = Recorder::new(t0, t0, 0, 1, false);
+    let mut b = Recorder::new(t0, t0, 0, 1, false);
     for _ in 0..4 {
         send(&mut a, t0, &sent);
     }
     send(&mut b, t0, &sent);
-    let mut ia = a.take_interval();
-    ia.merge(&b.take_interval());
+    let mut ia = a.take_interval(t0);
+    ia.merge(&b.take_interval(t0));
     assert_eq!(ia.in_flight, 5);
+}
+
+#[test]
+fn in_flight_mean_is_the_time_weighted_mean_over_the_interval() {
+    // Each case: events at offsets (ms) from the interval's start, the interval closed at
+    // `end` ms; the mean is the area under the in-flight count divided by the span.
+    #[derive(Clone, Copy)]
+    enum E {
+        Send(u64),
+        Answer(u64),
+        Fail(u64),
+    }
+    use E::*;
+    let cases: [(&str, Vec<E>, u64, f64, u64); 7] = [
+        ("nothing", vec![], 1000, 0.0, 0),
+        ("one out the whole second", vec![Send(0)], 1000, 1.0, 1),
+        ("one out for half", vec![Send(0), Answer(500)], 1000, 0.5, 0),
+        // 0-250: 1, 250-500: 2, 500-750: 1, 750-1000: 0 -> (250+500+250)/1000
+        (
+            "overlapping",
+            vec![Send(0), Send(250), Answer(500), Fail(750)],
+            1000,
+            1.0,
+            0,
+        ),
+        // The end sample says 0; the interval averaged 0.9 (the case issue 13 saw).
+        (
+            "out until just before the end",
+            vec![Send(0), Answer(900)],
+            1000,
+            0.9,
+            0,
+        ),
+        // Sent late in the interval: the end sample says 1, the mean is 0.1.
+        ("sent just before the end", vec![Send(900)], 1000, 0.1, 1),
+        // An event stamped before the last one adds no area and does not go back.
+        (
+            "out of order",
+            vec![Send(0), Send(400), Answer(300)],
+            1000,
+            (400.0 + 600.0) / 1000.0,
+            1,
+        ),
+    ];
+    let t0 = start();
+    let ms = Duration::from_millis;
+    for (label, events, end, want, end_sample) in cases {
+        let mut r = Recorder::new(t0, t0, 0, 1, false);
+        for e in &events {
+            match *e {
+                Send(t) => r.send(t0 + ms(t), t0 + ms(t), 10, false, false),
+                Answer(t) => r.response(&Response {
+                    at: t0 + ms(t),
+                    ..resp(t0, 200, t)
+                }),
+                Fail(t) => r.error(&out(t0), ErrorClass::Reset, t0 + ms(t)),
+            }
+        }
+        let iv = r.take_interval(t0 + ms(end));
+        assert!(
+            (iv.in_flight_mean - want).abs() < 1e-9,
+            "{label}: mean {}, want {want}",
+            iv.in_flight_mean
+        );
+        assert_eq!(iv.in_flight, end_sample, "{label}: end sample");
+        // The next interval starts where this one ended, with what is still out.
+        let next = r.take_interval(t0 + ms(end + 500));
+        assert!(
+            (next.in_flight_mean - end_sample as f64).abs() < 1e-9,
+            "{label}: next interval {}",
+            next.in_flight_mean
+        );
+    }
+    // Merged over threads, the means add.
+    let mut a = Recorder::new(t0, t0, 0, 1, false);
+    let mut b = Recorder::new(t0, t0, 0, 1, false);
+    a.send(t0, t0, 10, false, false);
+    b.send(t0 + ms(500), t0 + ms(500), 10, false, false);
+    let mut ia = a.take_interval(t0 + ms(1000));
+    ia.merge(&b.take_interval(t0 + ms(1000)));
+    assert!(
+        (ia.in_flight_mean - 1.5).abs() < 1e-9,
+        "{}",
+        ia.in_flight_mean
+    );
 }

@@ -52,8 +52,11 @@ pub struct IntervalSnapshot {
     /// active_connections: connections open at the end of the interval.
     pub active_connections: u64,
     /// in_flight: requests sent and not yet answered at the end of the interval, over all
-    /// threads: Little's law's L, to set against the completion rate times `mean_ms` (W).
+    /// threads (a point sample; for Little's law use `in_flight_mean`).
     pub in_flight: u64,
+    /// in_flight_mean: the time-weighted mean of requests in flight over the interval, over
+    /// all threads: Little's law's L, to set against the completion rate times `mean_ms` (W).
+    pub in_flight_mean: f64,
     /// intended_rate: open model: the schedule's rate over the interval.
     pub intended_rate: Option<f64>,
     /// achieved_rate: requests sent per second in the interval.
@@ -105,6 +108,7 @@ impl IntervalSnapshot {
             },
             active_connections: d.active_connections,
             in_flight: d.in_flight,
+            in_flight_mean: d.in_flight_mean,
             intended_rate,
             achieved_rate: d.sends as f64 / len,
             send_lag_ms: d.max_send_lag_us as f64 / 1000.0,

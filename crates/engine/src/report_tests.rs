@@ -343,7 +343,13 @@ fn interval_snapshot_carries_mean_tail_in_flight_and_its_histogram() {
         d.latency.value_at_quantile(0.999)
     );
     let v = serde_json::to_value(&s).expect("serialises");
-    for key in ["mean_ms", "p99_9_ms", "in_flight", "histogram"] {
+    for key in [
+        "mean_ms",
+        "p99_9_ms",
+        "in_flight",
+        "in_flight_mean",
+        "histogram",
+    ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
 

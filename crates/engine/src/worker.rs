@@ -245,7 +245,7 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     let elapsed = job.start.elapsed();
     let boundary = job.cfg.interval.mul_f64(next as f64);
     if elapsed > boundary + Duration::from_millis(1) || last.get().is_none() {
-        let data = shared.rec.borrow_mut().take_interval();
+        let data = shared.rec.borrow_mut().take_interval(Instant::now());
         let _ = tx.send(Msg::Interval {
             index: next,
             t_end_s: elapsed.as_secs_f64(),
@@ -285,7 +285,7 @@ async fn report_intervals(shared: Rc<Shared>, tx: Sender<Msg>, last: Rc<Cell<Opt
     for index in 0u64.. {
         let end = job.start + job.cfg.interval.mul_f64((index + 1) as f64);
         tokio::time::sleep_until(end.into()).await;
-        let data = shared.rec.borrow_mut().take_interval();
+        let data = shared.rec.borrow_mut().take_interval(Instant::now());
         let t_end_s = end.duration_since(job.start).as_secs_f64();
         if tx
             .send(Msg::Interval {

@@ -140,6 +140,42 @@ fn fixed_latency_shows_in_the_median() {
 }
 
 #[test]
+fn in_flight_mean_obeys_littles_law() {
+    // Ten VUs against a server that answers in 20 ms: each VU is out all the time but the
+    // microseconds between its answer and its next send, so L is just under 10, and L = λW
+    // with λ the interval's completions per second and W its mean latency. The VUs start
+    // together and the server's delay is exact, so completions come in bursts of ten every
+    // 20 ms: an interval holds a whole number of bursts, ±1 of 50 at 1 s (2 %), which is why
+    // the intervals are 1 s and not shorter.
+    let delay = Duration::from_millis(20);
+    let server = start(Mode::Ok { delay });
+    let interval = 1.0;
+    let (r, snaps) = go(RunConfig {
+        connections: 10,
+        duration_s: Some(4.0),
+        interval_s: interval,
+        ..cfg(server.url("/"))
+    });
+    assert_eq!(r.requests, server.requests(), "server saw what we counted");
+    // Whole intervals after the first (connects) and before the send window closes.
+    let steady: Vec<_> = snaps
+        .iter()
+        .filter(|s| s.t_s > interval + 1e-9 && s.t_s <= 4.0 + 1e-9)
+        .collect();
+    assert!(steady.len() >= 3, "{} steady intervals", steady.len());
+    for s in steady {
+        let lambda_w = s.requests as f64 / interval * s.mean_ms / 1000.0;
+        let l = s.in_flight_mean;
+        assert!((9.5..=10.0 + 1e-9).contains(&l), "t {}: L {l}", s.t_s);
+        assert!(
+            (l - lambda_w).abs() <= 0.05 * lambda_w,
+            "t {}: L {l} vs λW {lambda_w}",
+            s.t_s
+        );
+    }
+}
+
+#[test]
 fn open_model_with_a_stalled_server_corrects_for_coordinated_omission() {
     let server = start(Mode::Stall {
         from: Duration::from_millis(500),
