@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import redline
+from consistency import assert_consistent
 from redline import cli
 from redline import find as finder
 from redline.find import find
@@ -30,6 +31,7 @@ CAPACITY = SLOTS * 1000.0 / SERVICE_MS
 
 def valid(result: dict) -> dict:
     jsonschema.validate(result, SCHEMA)
+    assert_consistent(result)
     return result
 
 
@@ -178,7 +180,7 @@ def test_cli_find_prints_the_answers_and_writes_json(queue, tmp_path, capsys):
     assert 2.9 <= confirm["end_s"] - confirm["start_s"] <= 4.0, confirm
     assert r["checks"]["leaks"], "the soak's monitor samples went to the leak check"
     assert "<html" in (tmp_path / "find.html").read_text().lower()
-    assert "| " in (tmp_path / "find.md").read_text()
+    assert_consistent(r, (tmp_path / "find.md").read_text())
 
 
 def test_ctrl_c_keeps_the_steps_that_ran(queue):

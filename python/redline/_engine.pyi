@@ -23,6 +23,13 @@ class Target:
         tls_key: str | None = None,
         capacity: int | None = None,
         service_time: float | None = None,
+        queue_limit: int | None = None,
+        pause: str | None = None,
+        contention: float | None = None,
+        serial: float | None = None,
+        rate_limit: float | None = None,
+        burst: int | None = None,
+        refuse_status: int | None = None,
     ) -> None: ...
     @property
     def url(self) -> str: ...

@@ -182,7 +182,12 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
 
 def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """add_target_parser defines ``redline target``."""
-    t = sub.add_parser("target", help="serve redline's bundled test server until Ctrl-C")
+    t = sub.add_parser(
+        "target",
+        help="serve redline's bundled test server until Ctrl-C",
+        description=TARGET_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     t.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     t.add_argument(
         "--port", type=int, default=0, metavar="PORT", help="0 picks a free port (default)"
@@ -192,19 +197,88 @@ def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     t.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate")
     t.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
-    t.add_argument(
+    probes = t.add_argument_group("probes (server-wide behaviour of known truth)")
+    probes.add_argument(
         "--capacity",
         type=int,
         metavar="N",
         help="serve at most N requests at once, the rest queue (needs --service-time)",
     )
-    t.add_argument(
+    probes.add_argument(
         "--service-time",
         metavar="DURATION",
-        help="how long each --capacity slot is held, e.g. 10ms: capacity = N / DURATION req/s",
+        help="how long a request is served alone, e.g. 10ms (with --capacity: each slot is held "
+        "this long, capacity = N / DURATION req/s; or with --contention)",
+    )
+    probes.add_argument(
+        "--queue-limit",
+        type=int,
+        metavar="Q",
+        help="with --capacity: a request that would wait when Q already wait gets 503 "
+        "(Retry-After: 1) at once",
+    )
+    probes.add_argument(
+        "--pause",
+        metavar="D/P",
+        help="with --capacity: serve nothing for the first D of every P, e.g. 50ms/1s",
+    )
+    probes.add_argument(
+        "--contention",
+        type=float,
+        metavar="KAPPA",
+        help="requests in service slow each other (USL crosstalk KAPPA, e.g. 0.01; needs "
+        "--service-time; not with --capacity)",
+    )
+    probes.add_argument(
+        "--serial",
+        type=float,
+        metavar="SIGMA",
+        help="with --contention: the serialised share SIGMA (default 0)",
+    )
+    probes.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="R",
+        help="a token bucket in front: R requests a second pass, the rest are refused",
+    )
+    probes.add_argument(
+        "--burst", type=int, metavar="B", help="with --rate-limit: the bucket's size (default 1)"
+    )
+    probes.add_argument(
+        "--refuse-status",
+        type=int,
+        metavar="STATUS",
+        help="with --rate-limit: the status of refused requests (default 503; 429 is common)",
     )
     t.set_defaults(func=cmd_target)
     return t
+
+
+#: TARGET_HELP: ``redline target --help``'s description, each probe with its truth.
+TARGET_HELP = """Serve redline's bundled test server until Ctrl-C. Behaviour is per request by query
+(?latency=20ms, ?size=1024, ?status=500&p=0.1, ?stall=1s/5s, ...); /__stats counts what it saw.
+
+Probes: server-wide behaviour whose truth is known (N slots, S service time, load L req/s):
+  --capacity N --service-time S    at most N in service, each for exactly S, the rest wait
+                                   (FIFO): throughput N/S under overload, C/S with C < N clients
+  ... --queue-limit Q              load shedding: beyond Q waiting, 503 + Retry-After: 1 at once;
+                                   accepted stays N/S, refused share 1 - (N/S)/L
+  ... --pause D/P                  noise: no service starts or completes in the first D of every
+                                   P (in-progress ones resume after): capacity N/S x (1 - D/P)
+  --contention K [--serial s] --service-time S
+                                   USL: with n in service each takes S x f(n),
+                                   f(n) = 1 + s(n-1) + K n(n-1) (processor sharing, exact);
+                                   N users get N / (S f(N)), peak at N* = sqrt((1-s)/K), falling
+                                   beyond; best power X^2/N at the root of 3KN^2 + (s-K)N - (1-s).
+                                   S=10ms K=0.01: 526 req/s at 10 users, power best at ~6.
+                                   Open model past the peak: collapse (n grows, throughput falls),
+                                   and it stays collapsed when the load drops back (metastable)
+  --rate-limit R [--burst B] [--refuse-status 429]
+                                   token bucket in front of any of the above (or of the plain
+                                   immediate answer): accepted rate R (at most B + R x W in any
+                                   window W), the rest 503 (or STATUS) with Retry-After
+/__stats: queue_* (capacity), queue_refused, contention_busy/peak/served, rate_accepted/refused.
+"""
 
 
 #: The CLI's spelling of each run option named in a warning.
@@ -310,8 +384,7 @@ def cmd_target(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if (args.tls_cert is None) != (args.tls_key is None):
         raise RedlineError("--tls-cert and --tls-key go together")
-    if (args.capacity is None) != (args.service_time is None):
-        raise RedlineError("--capacity and --service-time go together")
+    _check_probe_flags(args)
     with Target(
         args.host,
         args.port,
@@ -320,6 +393,13 @@ def cmd_target(args: argparse.Namespace) -> int:
         args.tls_key,
         capacity=args.capacity,
         service_time=args.service_time,
+        queue_limit=args.queue_limit,
+        pause=args.pause,
+        contention=args.contention,
+        serial=args.serial,
+        rate_limit=args.rate_limit,
+        burst=args.burst,
+        refuse_status=args.refuse_status,
     ) as target:
         print(f"listening on {target.url}", flush=True)
         try:
@@ -330,6 +410,29 @@ def cmd_target(args: argparse.Namespace) -> int:
         stats = target.stats()
     print(f"served {stats['requests']} requests on {stats['connections']} connections", flush=True)
     return 0
+
+
+def _check_probe_flags(args: argparse.Namespace) -> None:
+    """_check_probe_flags refuses, in the flags' own spelling, a probe flag given without the
+    mode it belongs to (the server checks the values)."""
+    if args.service_time is not None and args.capacity is None and args.contention is None:
+        raise RedlineError("--service-time needs --capacity or --contention")
+    if args.capacity is not None and args.contention is not None:
+        raise RedlineError("--capacity and --contention are different probes: choose one")
+    needs = (
+        ("--capacity", args.capacity, "--service-time", args.service_time),
+        ("--contention", args.contention, "--service-time", args.service_time),
+        ("--queue-limit", args.queue_limit, "--capacity", args.capacity),
+        ("--pause", args.pause, "--capacity", args.capacity),
+        ("--serial", args.serial, "--contention", args.contention),
+        ("--burst", args.burst, "--rate-limit", args.rate_limit),
+        ("--refuse-status", args.refuse_status, "--rate-limit", args.rate_limit),
+    )
+    for flag, value, needed, present in needs:
+        if value is not None and present is None:
+            if (flag, needed) == ("--capacity", "--service-time"):
+                raise RedlineError("--capacity and --service-time go together")
+            raise RedlineError(f"{flag} needs {needed}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,9 @@
 """Target: redline's bundled HTTP test server (Rust, multi-threaded), for tests, benchmarks and
 demos. Behaviour is chosen per request by query parameters, e.g. ``/?latency=20ms``,
 ``/?size=1024``, ``/?status=500&p=0.1``, ``/?stall=1s/5s``; ``/__stats`` counts what it served.
-With ``capacity=N, service_time="10ms"`` the whole server is a queue that completes at most
-N / service_time requests a second (a known truth for capacity tests). ``/form`` and
-``/thanks`` are a small survey app (session cookie, form post, 302) for scenario tests.
+Server-wide modes make probes whose truth is known (capacity, load shedding, pauses, contention,
+a rate limit: see :class:`Target`). ``/form`` and ``/thanks`` are a small survey app (session
+cookie, form post, 302) for scenario tests.
 
     >>> with redline.Target() as t:
     ...     redline.run(t.url + "/?latency=5ms", duration="2s")
@@ -24,11 +24,38 @@ class Target:
     worker threads (default: one per core); use it as a context manager or call :meth:`stop`.
     With ``tls_cert`` and ``tls_key`` (PEM files) it serves https.
 
-    With ``capacity`` (N) and ``service_time`` (``"10ms"`` or seconds) it serves at most N
-    requests at once, each for exactly ``service_time``, the rest waiting first come, first
-    served: capacity is N / service_time requests a second, shared by all connections and
-    threads. A request's own ``latency=``/``stall=`` come first and hold no slot; ``/__stats``
-    never waits."""
+    Server-wide probes, each with a known truth (N slots, S service time, offered load λ):
+
+    - **Capacity**, ``capacity=N, service_time=S`` (``"10ms"`` or seconds): at most N requests
+      in service at once, each for exactly S, the rest waiting first come, first served:
+      throughput N / S req/s under overload, C / S with C < N clients. A request's own
+      ``latency=``/``stall=`` come first and hold no slot; ``/__stats`` never waits.
+    - **Load shedding**, ``queue_limit=Q`` (with capacity): a request that would wait when Q
+      already wait gets 503 with ``Retry-After: 1`` at once. Accepted throughput stays N / S
+      under overload (Q >= 1); the refused share is 1 - (N / S) / λ (counter
+      ``queue_refused``). Q = 0 is a loss system: no request waits.
+    - **Pauses**, ``pause="D/P"`` (with capacity, e.g. ``"50ms/1s"``): the slots stop for the
+      first D of every P since the start: no service starts or completes inside a pause (one
+      in progress resumes after it), arrivals still queue. Capacity (N / S)·(1 - D / P).
+    - **Contention** (USL), ``contention=κ, service_time=S`` and optionally ``serial=σ``
+      (default 0), not with capacity: every request in service slows the others; with n in
+      service each progresses at 1 / f(n), f(n) = 1 + σ(n - 1) + κn(n - 1) (exact processor
+      sharing, recomputed at every arrival and departure). N closed-loop users get
+      X(N) = N / (S·f(N)), peaking at N* = sqrt((1 - σ) / κ) and falling beyond; Kleinrock's
+      power X²/N peaks at the root of 3κN² + (σ - κ)N - (1 - σ) = 0. S = 10 ms, κ = 0.01:
+      526 req/s at N = 10, power best at N ≈ 6. In the open model past the peak the server
+      collapses (n grows, everything slows) and stays collapsed when the load drops back
+      below the peak (metastable); only a load below X(n) at the collapsed n drains it.
+      Counters ``contention_busy``, ``contention_peak``, ``contention_served``.
+    - **Rate limit**, ``rate_limit=R`` (req/s) and ``burst=B`` (default 1), with any mode or
+      the plain immediate answer: a token bucket (exact, computed from timestamps) in front of
+      everything; a request finding no token gets ``refuse_status`` (default 503; 429 the
+      other convention) with ``Retry-After`` (seconds to the next token, at least 1). Accepted
+      rate R over any window W long against B / R (at most B + R·W). Counters
+      ``rate_accepted``, ``rate_refused``.
+
+    The module docs of ``crates/testserver/src/`` (``capacity.rs``, ``pause.rs``,
+    ``contention.rs``, ``bucket.rs``) derive each truth."""
 
     def __init__(
         self,
@@ -39,11 +66,30 @@ class Target:
         tls_key: str | os.PathLike[str] | None = None,
         capacity: int | None = None,
         service_time: str | float | None = None,
+        *,
+        queue_limit: int | None = None,
+        pause: str | None = None,
+        contention: float | None = None,
+        serial: float | None = None,
+        rate_limit: float | None = None,
+        burst: int | None = None,
+        refuse_status: int | None = None,
     ):
-        if capacity is not None and (
-            isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1
+        _whole("capacity", capacity, 1)
+        _whole("queue_limit", queue_limit, 0)
+        _whole("burst", burst, 1)
+        _whole("refuse_status", refuse_status, 0)
+        for name, value in (
+            ("contention", contention),
+            ("serial", serial),
+            ("rate_limit", rate_limit),
         ):
-            raise ConfigError(f"capacity: expected a whole number of slots >= 1, got {capacity!r}")
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                raise ConfigError(f"{name}: expected a number, got {value!r}")
+        if pause is not None and not isinstance(pause, str):
+            raise ConfigError(f"pause: expected 'D/P' such as '50ms/1s', got {pause!r}")
         self._native = _engine.Target(
             host,
             port,
@@ -52,6 +98,13 @@ class Target:
             None if tls_key is None else os.fspath(tls_key),
             capacity,
             None if service_time is None else parse_duration(service_time, "service_time"),
+            queue_limit,
+            pause,
+            None if contention is None else float(contention),
+            None if serial is None else float(serial),
+            None if rate_limit is None else float(rate_limit),
+            burst,
+            refuse_status,
         )
 
     @property
@@ -67,8 +120,10 @@ class Target:
     def stats(self) -> dict[str, Any]:
         """stats returns what the server has seen, the same fields as ``/__stats``: ``requests``,
         ``connections``, and in capacity mode ``queue_waiting``/``queue_busy`` (now),
-        ``queue_peak`` (most ever waiting) and ``queue_served`` (completed services), and the
-        form app's ``form_pages``, ``sessions_issued``, ``forms_posted``, ``forms_invalid``,
+        ``queue_peak`` (most ever waiting), ``queue_served`` (completed services) and
+        ``queue_refused`` (shed by ``queue_limit``); in contention mode ``contention_busy``
+        (in service now), ``contention_peak`` (most at once) and ``contention_served``; with a
+        rate limit ``rate_accepted`` and ``rate_refused``; the form app's ``form_pages``, ``sessions_issued``, ``forms_posted``, ``forms_invalid``,
         ``missing_cookie`` and ``thanks_pages``, and the task app's ``tasks_submitted``,
         ``tasks_polled``, ``tasks_results`` and ``tasks_refused``."""
         return dict(self._native.stats())
@@ -82,3 +137,14 @@ class Target:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _whole(name: str, value: object, least: int) -> None:
+    """_whole refuses a ``value`` that is not a whole number >= ``least`` (None passes); the
+    upper bound only keeps it inside the native integer (the server judges the real range)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{name}: expected a whole number >= {least}, got {value!r}")
+    if value >= 2**32:
+        raise ConfigError(f"{name}: {value} is too large")

@@ -2,13 +2,19 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use redline_target::{Capacity, TargetConfig, TargetError, TlsFiles};
+use std::time::Duration;
+
+use redline_target::{Capacity, Contention, Pause, RateLimit, TargetConfig, TargetError, TlsFiles};
 
 use crate::errors::{ConfigError, RedlineError};
 
 /// Target(host="127.0.0.1", port=0, threads=None, tls_cert=None, tls_key=None, capacity=None,
-/// service_time=None): starts redline's target server in background threads (https with the
-/// PEM certificate and key; a queue of `capacity` slots of `service_time` seconds each);
+/// service_time=None, queue_limit=None, pause=None, contention=None, serial=None,
+/// rate_limit=None, burst=None, refuse_status=None): starts redline's target server in
+/// background threads (https with the PEM certificate and key; a queue of `capacity` slots of
+/// `service_time` seconds each, shedding beyond `queue_limit` waiting and stopping for
+/// `pause` ("D/P"); or USL `contention` (κ) and `serial` (σ) over `service_time`; a token
+/// bucket of `rate_limit` a second and `burst` in front, refusing with `refuse_status`);
 /// `stop()` (or dropping it) shuts it down.
 #[pyclass(module = "redline._engine")]
 pub struct Target {
@@ -20,7 +26,7 @@ pub struct Target {
 #[pymethods]
 impl Target {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None))]
+    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None, queue_limit=None, pause=None, contention=None, serial=None, rate_limit=None, burst=None, refuse_status=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -31,6 +37,13 @@ impl Target {
         tls_key: Option<std::path::PathBuf>,
         capacity: Option<usize>,
         service_time: Option<f64>,
+        queue_limit: Option<usize>,
+        pause: Option<String>,
+        contention: Option<f64>,
+        serial: Option<f64>,
+        rate_limit: Option<f64>,
+        burst: Option<u32>,
+        refuse_status: Option<u32>,
     ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
@@ -40,31 +53,83 @@ impl Target {
             (None, None) => None,
             _ => return Err(ConfigError::new_err("tls_cert and tls_key go together")),
         };
-        let capacity = match (capacity, service_time) {
-            (Some(slots), Some(seconds)) => {
-                let service = std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+        let service = service_time
+            .map(|seconds| {
+                Duration::try_from_secs_f64(seconds).map_err(|_| {
                     ConfigError::new_err(format!("service_time: bad duration {seconds}"))
-                })?;
-                Some(Capacity { slots, service })
-            }
-            (None, None) => None,
-            _ => {
+                })
+            })
+            .transpose()?;
+        let capacity = match (capacity, service, contention) {
+            (Some(slots), Some(service), _) => Some(Capacity { slots, service }),
+            (None, None, _) | (None, Some(_), Some(_)) => None,
+            (Some(_), None, _) => {
                 return Err(ConfigError::new_err(
                     "capacity and service_time go together",
                 ))
             }
+            (None, Some(_), None) => {
+                return Err(ConfigError::new_err(
+                    "service_time and capacity (or contention) go together",
+                ))
+            }
         };
+        let contention = match (contention, service) {
+            (Some(crosstalk), Some(service)) => Some(Contention {
+                service,
+                crosstalk,
+                serial: serial.unwrap_or(0.0),
+            }),
+            (Some(_), None) => return Err(ConfigError::new_err("contention needs service_time")),
+            (None, _) if serial.is_some() => {
+                return Err(ConfigError::new_err("serial needs contention"))
+            }
+            (None, _) => None,
+        };
+        if rate_limit.is_none() && (burst.is_some() || refuse_status.is_some()) {
+            return Err(ConfigError::new_err(
+                "burst and refuse_status need rate_limit",
+            ));
+        }
+        // A status past u16 is refused in the words `RateLimit::validate` uses for the rest.
+        let status = match refuse_status.map(u16::try_from) {
+            None => 503,
+            Some(Ok(status)) => status,
+            Some(Err(_)) => {
+                let got = refuse_status.unwrap_or_default();
+                return Err(ConfigError::new_err(format!(
+                    "rate limit: refuse status must be a 4xx or 5xx code, got {got}"
+                )));
+            }
+        };
+        let rate_limit = rate_limit.map(|rate| RateLimit {
+            rate,
+            burst: burst.unwrap_or(1),
+            status,
+        });
+        let pause = pause
+            .as_deref()
+            .map(Pause::parse)
+            .transpose()
+            .map_err(|e| ConfigError::new_err(e.to_string()))?;
         let cfg = TargetConfig {
             host,
             port,
             threads,
             tls,
             capacity,
+            queue_limit,
+            pause,
+            contention,
+            rate_limit,
         };
         let inner = py
             .allow_threads(|| redline_target::Target::start(cfg))
             .map_err(|e| match e {
-                TargetError::Capacity(_) => ConfigError::new_err(e.to_string()),
+                TargetError::Capacity(_)
+                | TargetError::Pause(_)
+                | TargetError::Contention(_)
+                | TargetError::RateLimit(_) => ConfigError::new_err(e.to_string()),
                 _ => RedlineError::new_err(e.to_string()),
             })?;
         let url = inner.url();

@@ -3,12 +3,19 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::bucket::RateLimit;
 use crate::capacity::Capacity;
+use crate::contention::Contention;
+use crate::pause::Pause;
 
 /// TargetConfig says where the target server listens and how many threads serve it; the
 /// defaults (loopback, ephemeral port, one thread per core) suit tests and benchmarks, which
 /// must never bind a fixed port or reach beyond 127.0.0.1.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The server-wide modes make probes of known truth (each module derives its own): `capacity`
+/// (with `queue_limit` and `pause`), or `contention`; and `rate_limit` in front of either or of
+/// the plain immediate answer.
+#[derive(Debug, Clone, PartialEq)]
 pub struct TargetConfig {
     /// host is the address or name to bind; "127.0.0.1" by default so nothing is exposed.
     pub host: String,
@@ -21,6 +28,16 @@ pub struct TargetConfig {
     /// capacity makes the whole server a queue of known throughput (see [`Capacity`]); `None`
     /// serves every request at once.
     pub capacity: Option<Capacity>,
+    /// queue_limit sheds load in capacity mode: a request that would wait when this many are
+    /// already waiting is answered 503 at once (see `capacity.rs`).
+    pub queue_limit: Option<usize>,
+    /// pause stops capacity mode's slots for D out of every P (see [`Pause`]).
+    pub pause: Option<Pause>,
+    /// contention makes requests slow each other down, USL-style (see [`Contention`]); not
+    /// with `capacity`.
+    pub contention: Option<Contention>,
+    /// rate_limit puts a token bucket in front of the server (see [`RateLimit`]).
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// TlsFiles names the PEM files of an https target.
@@ -40,9 +57,60 @@ impl Default for TargetConfig {
             threads: None,
             tls: None,
             capacity: None,
+            queue_limit: None,
+            pause: None,
+            contention: None,
+            rate_limit: None,
         }
     }
 }
+
+impl TargetConfig {
+    /// validate checks each mode's values and that the modes combine (queue limit and pause
+    /// need capacity mode; capacity and contention exclude each other).
+    pub fn validate(&self) -> Result<(), TargetError> {
+        if let Some(capacity) = &self.capacity {
+            capacity.validate()?;
+        }
+        if self.capacity.is_none() {
+            if self.queue_limit.is_some() {
+                return Err(TargetError::Capacity(
+                    "a queue limit needs capacity mode (slots and a service time)".to_string(),
+                ));
+            }
+            if self.pause.is_some() {
+                return Err(TargetError::Pause(
+                    "pauses need capacity mode (slots and a service time)".to_string(),
+                ));
+            }
+        }
+        if let Some(limit) = self.queue_limit {
+            if limit > MAX_QUEUE_LIMIT {
+                return Err(TargetError::Capacity(format!(
+                    "queue limit must be at most {MAX_QUEUE_LIMIT}, got {limit}"
+                )));
+            }
+        }
+        if let Some(pause) = &self.pause {
+            pause.validate()?;
+        }
+        if let Some(contention) = &self.contention {
+            if self.capacity.is_some() {
+                return Err(TargetError::Contention(
+                    "choose capacity mode or contention, not both".to_string(),
+                ));
+            }
+            contention.validate()?;
+        }
+        if let Some(limit) = &self.rate_limit {
+            limit.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// MAX_QUEUE_LIMIT bounds `TargetConfig::queue_limit`.
+pub const MAX_QUEUE_LIMIT: usize = 10_000_000;
 
 /// TargetError is why the target server could not start; each variant renders as one line
 /// fit for a CLI's stderr, e.g. "cannot bind 127.0.0.1:80: permission denied".
@@ -72,9 +140,19 @@ pub enum TargetError {
         /// source is the operating system's error.
         source: io::Error,
     },
-    /// Capacity: a slot count or service time out of range, or a service time not understood.
+    /// Capacity: a slot count, service time or queue limit out of range, or a service time not
+    /// understood.
     #[error("capacity: {0}")]
     Capacity(String),
+    /// Pause: a pause not understood, out of range, or without capacity mode.
+    #[error("pause: {0}")]
+    Pause(String),
+    /// Contention: a coefficient or service time out of range, or combined with capacity.
+    #[error("contention: {0}")]
+    Contention(String),
+    /// RateLimit: a rate, burst or refuse status out of range.
+    #[error("rate limit: {0}")]
+    RateLimit(String),
     /// Tls: the certificate or key could not be loaded or do not match.
     #[error("TLS: {0}")]
     Tls(String),

@@ -14,6 +14,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::capacity::Admission;
 use crate::form::{self, Outcome, Page, Verb, Visit};
 use crate::request::{self, Parsed, Request, RequestBody};
 use crate::response::{self, Framing, Head, FILLER, FILLER_LEN};
@@ -169,6 +170,14 @@ impl<S: Io> Conn<S> {
             return Ok((!request.keep_alive).then_some(End::Close));
         }
         self.counters_request();
+        if let Some(bucket) = &self.shared.bucket {
+            if let Err(wait) = bucket.take() {
+                let status = bucket.status;
+                let seconds = crate::bucket::retry_after(wait);
+                self.refuse(status, seconds, b"rate limited\n", &request);
+                return Ok((!request.keep_alive).then_some(End::Close));
+            }
+        }
         if behaviour.reset > 0.0 && self.rng.random::<f64>() < behaviour.reset {
             return Ok(Some(End::Reset));
         }
@@ -176,11 +185,19 @@ impl<S: Io> Conn<S> {
             return Ok(Some(End::Hang));
         }
         let work = self.wait(&behaviour, read_at).await?;
-        if self.shared.queue.is_some() {
+        if self.shared.queue.is_some() || self.shared.crowd.is_some() {
             // Earlier pipelined answers go out before this request joins the queue.
             self.flush().await?;
-            if let Some(queue) = &self.shared.queue {
-                queue.serve().await?;
+            let shared = Arc::clone(&self.shared);
+            if let Some(crowd) = &shared.crowd {
+                crowd.serve().await?;
+            }
+            if let Some(queue) = &shared.queue {
+                if queue.serve().await? == Admission::Shed {
+                    let status = StatusCode::SERVICE_UNAVAILABLE;
+                    self.refuse(status, 1, b"queue full\n", &request);
+                    return Ok((!request.keep_alive).then_some(End::Close));
+                }
             }
         }
         let injected = if behaviour.injections.is_empty() {
@@ -465,6 +482,22 @@ impl<S: Io> Conn<S> {
         }
         response::encode_end(&mut self.out, framing);
         Ok(())
+    }
+
+    /// refuse queues a refusal (rate limit, load shedding): `status` with `Retry-After`.
+    fn refuse(&mut self, status: StatusCode, retry_after: u64, body: &[u8], request: &Request) {
+        let head = Head {
+            status,
+            content_type: "text/plain",
+            body_len: body.len() as u64,
+            framing: Framing::Length,
+            close: !request.keep_alive,
+        };
+        let seconds = retry_after.to_string();
+        response::encode_head_with(&mut self.out, &head, &[("retry-after", &seconds)]);
+        if response::has_body(status) && !request.head_only {
+            self.out.extend_from_slice(body);
+        }
     }
 
     /// simple queues a plain-text response outside any behaviour (errors).

@@ -18,7 +18,18 @@
 //! Server-wide, [`TargetConfig::capacity`] (`--capacity N --service-time S`) makes the server a
 //! queue of known throughput: at most N requests in service at once, each for exactly S, the
 //! rest waiting in arrival order, so it completes at most N / S requests a second. A request's
-//! own `latency=`/`stall=` delays come first and hold no slot; `/__stats` never queues.
+//! own `latency=`/`stall=` delays come first and hold no slot; `/__stats` never queues. The
+//! other probes, each with its truth derived in its module:
+//!
+//! - [`TargetConfig::queue_limit`] (`--queue-limit Q`, load shedding): beyond Q waiting, 503
+//!   with `Retry-After: 1` at once; accepted throughput stays N / S.
+//! - [`TargetConfig::pause`] (`--pause D/P`, noise): the slots stop for D of every P, capacity
+//!   (N / S)·(1 − D / P).
+//! - [`TargetConfig::contention`] (`--contention KAPPA [--serial SIGMA] --service-time S`):
+//!   requests slow each other (USL), so N closed-loop users get N / (S·(1 + σ(N − 1) +
+//!   κN(N − 1))), peaking at N* = √((1 − σ)/κ); the open model collapses past the peak.
+//! - [`TargetConfig::rate_limit`] (`--rate-limit R --burst B`): a token bucket in front of
+//!   everything; beyond it 503 (or `--refuse-status`) with `Retry-After`; accepted rate R.
 //!
 //! ```no_run
 //! use redline_target::{Target, TargetConfig};
@@ -40,11 +51,14 @@ compile_error!(
      use timerfd; build and run redline on Linux, or in a Linux container or VM"
 );
 
+mod bucket;
 mod capacity;
 mod config;
 mod conn;
+mod contention;
 mod form;
 mod latency;
+mod pause;
 mod request;
 mod response;
 mod route;
@@ -54,7 +68,10 @@ mod stats;
 mod task;
 mod tls;
 
+pub use bucket::{RateLimit, MAX_BURST, MAX_RATE};
 pub use capacity::{Capacity, MAX_SLOTS};
-pub use config::{TargetConfig, TargetError, TlsFiles};
+pub use config::{TargetConfig, TargetError, TlsFiles, MAX_QUEUE_LIMIT};
+pub use contention::{Contention, MAX_COEFFICIENT};
+pub use pause::Pause;
 pub use server::Target;
 pub use stats::TargetStats;

@@ -4,7 +4,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
-use redline_target::{Capacity, Target, TargetConfig, TlsFiles};
+use redline_target::{
+    Capacity, Contention, Pause, RateLimit, Target, TargetConfig, TargetError, TlsFiles,
+};
 
 /// Args are the command line: where to listen and with how many threads.
 #[derive(Debug, Parser)]
@@ -33,9 +35,39 @@ struct Args {
     /// --service-time S the server completes at most N / S requests a second.
     #[arg(long, requires = "service_time", value_name = "N")]
     capacity: Option<usize>,
-    /// How long each request holds its --capacity slot, e.g. 10ms.
-    #[arg(long, requires = "capacity", value_name = "DURATION")]
+    /// How long each request is served alone, e.g. 10ms (with --capacity or --contention).
+    #[arg(long, value_name = "DURATION")]
     service_time: Option<String>,
+    /// With --capacity: a request that would wait when Q already wait gets 503 at once
+    /// (Retry-After: 1); accepted throughput stays N / S.
+    #[arg(long, requires = "capacity", value_name = "Q")]
+    queue_limit: Option<usize>,
+    /// With --capacity: stop serving for D out of every P, e.g. 50ms/1s; capacity becomes
+    /// N / S x (1 - D/P).
+    #[arg(long, requires = "capacity", value_name = "D/P")]
+    pause: Option<String>,
+    /// Requests in service slow each other (USL crosstalk KAPPA): with n in service each takes
+    /// S x (1 + SIGMA(n-1) + KAPPA n(n-1)); N users get N / (S f(N)), peaking at
+    /// sqrt((1-SIGMA)/KAPPA). Needs --service-time.
+    #[arg(
+        long,
+        requires = "service_time",
+        conflicts_with = "capacity",
+        value_name = "KAPPA"
+    )]
+    contention: Option<f64>,
+    /// With --contention: the serialised share SIGMA (default 0).
+    #[arg(long, requires = "contention", value_name = "SIGMA")]
+    serial: Option<f64>,
+    /// A token bucket in front: R requests a second pass, the rest get 503 with Retry-After.
+    #[arg(long, value_name = "R")]
+    rate_limit: Option<f64>,
+    /// With --rate-limit: the bucket's size B (default 1).
+    #[arg(long, requires = "rate_limit", value_name = "B")]
+    burst: Option<u32>,
+    /// With --rate-limit: the status of refused requests (default 503; 429 is common).
+    #[arg(long, requires = "rate_limit", value_name = "STATUS")]
+    refuse_status: Option<u16>,
 }
 
 fn main() -> ExitCode {
@@ -59,25 +91,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let capacity = match (args.capacity, args.service_time) {
-        (Some(slots), Some(service)) => match Capacity::parse_service(&service) {
-            Ok(service) => Some(Capacity { slots, service }),
-            Err(err) => {
-                eprintln!("redline-target: {err}");
-                return ExitCode::from(2);
-            }
-        },
-        _ => None,
-    };
-    let cfg = TargetConfig {
-        host: args.host,
-        port: args.port,
-        threads: args.threads,
-        tls: args
-            .tls_cert
-            .zip(args.tls_key)
-            .map(|(cert, key)| TlsFiles { cert, key }),
-        capacity,
+    let cfg = match config(args) {
+        Ok(cfg) => cfg,
+        Err(err) => {
+            eprintln!("redline-target: {err}");
+            return ExitCode::from(2);
+        }
     };
     let target = match Target::start(cfg) {
         Ok(target) => target,
@@ -95,6 +114,52 @@ fn main() -> ExitCode {
     }
     target.stop();
     ExitCode::SUCCESS
+}
+
+/// config turns the command line into the server's configuration (values are checked by
+/// `Target::start`).
+fn config(args: Args) -> Result<TargetConfig, TargetError> {
+    let service = args
+        .service_time
+        .as_deref()
+        .map(Capacity::parse_service)
+        .transpose()?;
+    let capacity = args
+        .capacity
+        .zip(service)
+        .map(|(slots, service)| Capacity { slots, service });
+    let contention = match (args.contention, service) {
+        (Some(crosstalk), Some(service)) => Some(Contention {
+            service,
+            crosstalk,
+            serial: args.serial.unwrap_or(0.0),
+        }),
+        _ => None,
+    };
+    if service.is_some() && capacity.is_none() && contention.is_none() {
+        return Err(TargetError::Capacity(
+            "--service-time needs --capacity or --contention".to_string(),
+        ));
+    }
+    let rate_limit = args.rate_limit.map(|rate| RateLimit {
+        rate,
+        burst: args.burst.unwrap_or(1),
+        status: args.refuse_status.unwrap_or(503),
+    });
+    Ok(TargetConfig {
+        host: args.host,
+        port: args.port,
+        threads: args.threads,
+        tls: args
+            .tls_cert
+            .zip(args.tls_key)
+            .map(|(cert, key)| TlsFiles { cert, key }),
+        capacity,
+        queue_limit: args.queue_limit,
+        pause: args.pause.as_deref().map(Pause::parse).transpose()?,
+        contention,
+        rate_limit,
+    })
 }
 
 /// wait_for_signal blocks until SIGINT or SIGTERM (Ctrl-C elsewhere).

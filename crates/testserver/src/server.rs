@@ -23,8 +23,10 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
+use crate::bucket::Bucket;
 use crate::capacity::Queue;
 use crate::config::{TargetConfig, TargetError};
+use crate::contention::Crowd;
 use crate::form::Sessions;
 use crate::stats::{Board, TargetStats};
 use crate::task::Ids;
@@ -36,13 +38,17 @@ const MAX_THREADS: usize = 1024;
 const BACKLOG: i32 = 4096;
 
 /// Shared is what every connection of every thread reads: the counters, the start time that
-/// stall windows are aligned to, and the capacity queue (the one thing threads contend on, and
-/// only in capacity mode).
+/// stall windows and pauses are aligned to, and the server-wide modes (the only things threads
+/// contend on, and only when their mode is on).
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) board: Board,
     pub(crate) started: Instant,
     pub(crate) queue: Option<Queue>,
+    /// crowd: the contention model.
+    pub(crate) crowd: Option<Crowd>,
+    /// bucket: the rate limit in front of everything.
+    pub(crate) bucket: Option<Bucket>,
     pub(crate) sessions: Sessions,
     /// tasks: the task app's ids (`task.rs`).
     pub(crate) tasks: Ids,
@@ -58,6 +64,16 @@ impl Shared {
             stats.queue_busy = q.busy;
             stats.queue_peak = q.peak;
             stats.queue_served = q.served;
+            stats.queue_refused = q.refused;
+        }
+        if let Some(crowd) = &self.crowd {
+            let c = crowd.stats();
+            stats.contention_busy = c.busy;
+            stats.contention_peak = c.peak;
+            stats.contention_served = c.served;
+        }
+        if let Some(bucket) = &self.bucket {
+            (stats.rate_accepted, stats.rate_refused) = bucket.counts();
         }
         stats
     }
@@ -88,9 +104,7 @@ impl Target {
                 max: MAX_THREADS,
             });
         }
-        if let Some(capacity) = &cfg.capacity {
-            capacity.validate()?;
-        }
+        cfg.validate()?;
         let tls = cfg.tls.as_ref().map(crate::tls::acceptor).transpose()?;
         let addr = resolve(&cfg.host, cfg.port)?;
         let listeners = bind_listeners(addr, count).map_err(|source| TargetError::Bind {
@@ -103,10 +117,15 @@ impl Target {
                 addr: addr.to_string(),
                 source,
             })?;
+        let started = Instant::now();
         let shared = Arc::new(Shared {
             board: Board::new(count),
-            started: Instant::now(),
-            queue: cfg.capacity.map(Queue::new),
+            started,
+            queue: cfg
+                .capacity
+                .map(|capacity| Queue::new(capacity, cfg.queue_limit, cfg.pause, started)),
+            crowd: cfg.contention.map(Crowd::new),
+            bucket: cfg.rate_limit.map(|limit| Bucket::new(limit, started)),
             sessions: Sessions::new(),
             tasks: Ids::new(),
         });

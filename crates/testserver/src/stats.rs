@@ -21,6 +21,18 @@ pub struct TargetStats {
     pub queue_peak: u64,
     /// queue_served: requests that completed their service time.
     pub queue_served: u64,
+    /// queue_refused: requests shed (503) by the queue limit.
+    pub queue_refused: u64,
+    /// contention_busy: requests in service now in contention mode.
+    pub contention_busy: u64,
+    /// contention_peak: the most requests ever in service at once in contention mode.
+    pub contention_peak: u64,
+    /// contention_served: requests that completed their service in contention mode.
+    pub contention_served: u64,
+    /// rate_accepted: requests the rate limit let through.
+    pub rate_accepted: u64,
+    /// rate_refused: requests the rate limit refused (503, or the refuse status).
+    pub rate_refused: u64,
     /// form_pages: `GET /form` answered 200.
     pub form_pages: u64,
     /// sessions_issued: session cookies set (first visits to `/form`).
@@ -47,7 +59,7 @@ pub struct TargetStats {
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 16] {
+    pub fn fields(&self) -> [(&'static str, u64); 22] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -55,6 +67,12 @@ impl TargetStats {
             ("queue_busy", self.queue_busy),
             ("queue_peak", self.queue_peak),
             ("queue_served", self.queue_served),
+            ("queue_refused", self.queue_refused),
+            ("contention_busy", self.contention_busy),
+            ("contention_peak", self.contention_peak),
+            ("contention_served", self.contention_served),
+            ("rate_accepted", self.rate_accepted),
+            ("rate_refused", self.rate_refused),
             ("form_pages", self.form_pages),
             ("sessions_issued", self.sessions_issued),
             ("forms_posted", self.forms_posted),

@@ -1,13 +1,13 @@
 //! Capacity mode against a real server: N slots of service time S make a server that completes
 //! N / S requests a second however many clients push, C / S with C < N clients, and whose
-//! queued requests wait as Little's law says (mean latency = clients / throughput).
+//! queued requests wait as Little's law says (mean latency = clients / throughput); with a
+//! queue limit Q it sheds the surplus at once (503) and still completes N / S.
 
 mod common;
 
-use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use common::{wait_until, Client};
+use common::{wait_until, within, Client, Load};
 use redline_target::{Capacity, Target, TargetConfig, TargetError, TargetStats};
 
 fn start_queue(threads: usize, slots: usize, service: Duration) -> Target {
@@ -19,59 +19,11 @@ fn start_queue(threads: usize, slots: usize, service: Duration) -> Target {
     .expect("target starts")
 }
 
-/// Load is what closed-loop clients measured: responses completed inside the window and their
-/// mean latency.
-struct Load {
-    done: u64,
-    per_second: f64,
-    mean: Duration,
-}
-
-/// drive runs `clients` keep-alive connections, each sending its next request as soon as the
-/// last answer arrives, for `run` after a `warm` period that is not counted (the queue fills).
+/// drive runs closed-loop clients against `/` and checks that nothing was refused.
 fn drive(target: &Target, clients: usize, warm: Duration, run: Duration) -> Load {
-    let addr = target.local_addr();
-    let barrier = Arc::new(Barrier::new(clients));
-    let handles: Vec<_> = (0..clients)
-        .map(|_| {
-            let barrier = Arc::clone(&barrier);
-            std::thread::spawn(move || {
-                let mut client = Client::connect(addr);
-                barrier.wait();
-                let start = Instant::now();
-                let (from, to) = (start + warm, start + warm + run);
-                let (mut done, mut waited) = (0u64, Duration::ZERO);
-                loop {
-                    let sent = Instant::now();
-                    if sent >= to {
-                        break;
-                    }
-                    let resp = client.get("/");
-                    let got = Instant::now();
-                    assert_eq!(resp.status, 200);
-                    // Throughput counts completions inside the window, whenever sent.
-                    if got >= from && got < to {
-                        done += 1;
-                        waited += got - sent;
-                    }
-                }
-                (done, waited)
-            })
-        })
-        .collect();
-    let (done, waited) = handles
-        .into_iter()
-        .map(|h| h.join().expect("client thread"))
-        .fold((0, Duration::ZERO), |(d, w), (d2, w2)| (d + d2, w + w2));
-    Load {
-        done,
-        per_second: done as f64 / run.as_secs_f64(),
-        mean: waited / u32::try_from(done.max(1)).expect("count fits"),
-    }
-}
-
-fn within(got: f64, want: f64, tolerance: f64) -> bool {
-    (got - want).abs() <= want * tolerance
+    let load = common::closed_loop(target, clients, warm, run, "/");
+    assert_eq!(load.total_refused, 0, "refused: {:?}", load.refusal);
+    load
 }
 
 /// Throughput is N / S with more clients than slots, C / S with fewer; latency is S when nobody
@@ -95,27 +47,27 @@ fn throughput_and_latency_follow_the_queue() {
         );
         eprintln!(
             "{label}: {clients} clients, {:.0} req/s (want {want:.0}), mean {:?}, server {:?}",
-            load.per_second,
-            load.mean,
+            load.per_second(),
+            load.mean(),
             target.stats()
         );
         assert!(
-            within(load.per_second, *want, 0.10),
+            within(load.per_second(), *want, 0.10),
             "{label}: {:.0} req/s, want {want:.0} ± 10%",
-            load.per_second
+            load.per_second()
         );
         // Little's law: clients in the system = throughput × time in the system.
         let little = Duration::from_secs_f64(*clients as f64 / want);
-        let mean = load.mean.as_secs_f64();
+        let mean = load.mean().as_secs_f64();
         assert!(
             within(mean, little.as_secs_f64(), 0.15),
             "{label}: mean latency {:?}, want {little:?} ± 15%",
-            load.mean
+            load.mean()
         );
-        assert!(load.mean >= service, "{label}: served faster than S");
+        assert!(load.mean() >= service, "{label}: served faster than S");
         let stats = target.stats();
         assert!(
-            stats.queue_served >= load.done,
+            stats.queue_served >= load.ok,
             "{label}: the server served every counted request"
         );
         assert!(stats.queue_busy <= slots as u64, "{label}: never over N");
@@ -141,7 +93,7 @@ fn throughput_and_latency_follow_the_queue() {
 fn without_capacity_nothing_queues() {
     let target = common::start(2);
     let load = drive(&target, 32, Duration::ZERO, Duration::from_millis(500));
-    assert!(load.per_second > 2000.0, "{:.0} req/s", load.per_second);
+    assert!(load.per_second() > 2000.0, "{:.0} req/s", load.per_second());
     let stats = target.stats();
     assert_eq!(
         (stats.queue_served, stats.queue_peak, stats.queue_waiting),
@@ -213,6 +165,15 @@ fn stats_route_reports_and_skips_the_queue() {
 
 #[test]
 fn bad_capacities_are_one_line_errors() {
+    let no_capacity = Target::start(TargetConfig {
+        queue_limit: Some(4),
+        ..TargetConfig::default()
+    })
+    .expect_err("refused");
+    assert_eq!(
+        no_capacity.to_string(),
+        "capacity: a queue limit needs capacity mode (slots and a service time)"
+    );
     let cases: &[(usize, Duration, &str)] = &[
         (0, Duration::from_millis(10), "slots must be between 1"),
         (4, Duration::ZERO, "service time must be more than 0"),
@@ -233,4 +194,81 @@ fn bad_capacities_are_one_line_errors() {
             "{text}"
         );
     }
+}
+
+/// Load shedding: 16 clients against 4 slots of 20 ms (200 req/s) with Q = 4. The accepted
+/// throughput stays N / S; every refusal is an immediate 503 with `Retry-After: 1`; the
+/// accepted requests wait as Little's law says for a queue held full (N in service, Q
+/// waiting: S·(1 + Q/N) = 40 ms); and the server counted every answer the clients saw.
+#[test]
+fn queue_limit_sheds_and_keeps_n_over_s() {
+    let (slots, service, limit) = (4, Duration::from_millis(20), 4);
+    let target = Target::start(TargetConfig {
+        threads: Some(2),
+        capacity: Some(Capacity { slots, service }),
+        queue_limit: Some(limit),
+        ..TargetConfig::default()
+    })
+    .expect("target starts");
+    let load = common::closed_loop(
+        &target,
+        16,
+        Duration::from_millis(300),
+        Duration::from_secs(2),
+        "/",
+    );
+    let stats = target.stats();
+    let capacity = slots as f64 / service.as_secs_f64();
+    eprintln!(
+        "shedding: {:.1} req/s accepted (want {capacity}), {} refused, mean {:?}, {stats:?}",
+        load.per_second(),
+        load.refused,
+        load.mean()
+    );
+    // Throughput is counted over 2 s: ±1 service per slot at either edge is 2 %; 5 % allows
+    // for the clients' own turnaround on a loaded machine.
+    assert!(
+        within(load.per_second(), capacity, 0.05),
+        "{:.1} req/s accepted, want {capacity} ± 5%",
+        load.per_second()
+    );
+    let little = service.as_secs_f64() * (1.0 + limit as f64 / slots as f64);
+    assert!(
+        within(load.mean().as_secs_f64(), little, 0.15),
+        "accepted mean {:?}, want {little} s ± 15%",
+        load.mean()
+    );
+    let refusal = load.refusal.as_ref().expect("some requests were shed");
+    assert_eq!(refusal.status, 503);
+    assert_eq!(refusal.header("retry-after"), Some("1"));
+    // Refusals are immediate: far less than one service time on average.
+    let refused_mean = load.refused_latency / u32::try_from(load.refused.max(1)).expect("fits");
+    assert!(refused_mean < service / 2, "refused mean {refused_mean:?}");
+    // The server's counts are the clients' counts, and nothing is left in the queue.
+    assert_eq!(stats.queue_served, load.total_ok);
+    assert_eq!(stats.queue_refused, load.total_refused);
+    assert_eq!(stats.requests, load.total_ok + load.total_refused);
+    assert_eq!((stats.queue_waiting, stats.queue_busy), (0, 0));
+}
+
+/// A queue limit below the clients' surplus never refuses when the queue has room: with as
+/// many clients as slots plus Q, nobody is shed.
+#[test]
+fn queue_limit_refuses_nothing_within_q() {
+    let (slots, service, limit) = (2, Duration::from_millis(10), 2);
+    let target = Target::start(TargetConfig {
+        threads: Some(2),
+        capacity: Some(Capacity { slots, service }),
+        queue_limit: Some(limit),
+        ..TargetConfig::default()
+    })
+    .expect("target starts");
+    let load = drive(
+        &target,
+        slots + limit,
+        Duration::ZERO,
+        Duration::from_millis(500),
+    );
+    assert!(load.ok > 0);
+    assert_eq!(target.stats().queue_refused, 0);
 }

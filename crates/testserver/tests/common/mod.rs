@@ -176,3 +176,114 @@ impl Client {
         self.buf.is_empty() && matches!(self.stream.read(&mut byte), Ok(0))
     }
 }
+
+/// Load is what closed-loop clients measured inside the counted window: answers 200 (`ok`)
+/// and their mean latency, other answers (`refused`), and over the whole run (warm-up
+/// included) every answer by kind, to compare with the server's counters.
+#[derive(Debug, Default)]
+pub struct Load {
+    pub ok: u64,
+    pub refused: u64,
+    pub ok_latency: Duration,
+    pub refused_latency: Duration,
+    pub max_latency: Duration,
+    pub window: Duration,
+    pub total_ok: u64,
+    pub total_refused: u64,
+    /// refusal is the first non-200 answer seen (its status and headers).
+    pub refusal: Option<Response>,
+}
+
+impl Load {
+    /// per_second is the rate of 200s inside the window.
+    pub fn per_second(&self) -> f64 {
+        self.ok as f64 / self.window.as_secs_f64()
+    }
+
+    /// mean is the mean latency of the 200s inside the window.
+    pub fn mean(&self) -> Duration {
+        self.ok_latency / u32::try_from(self.ok.max(1)).expect("count fits")
+    }
+
+    fn add(mut self, other: Load) -> Load {
+        self.ok += other.ok;
+        self.refused += other.refused;
+        self.ok_latency += other.ok_latency;
+        self.refused_latency += other.refused_latency;
+        self.max_latency = self.max_latency.max(other.max_latency);
+        self.total_ok += other.total_ok;
+        self.total_refused += other.total_refused;
+        self.refusal = self.refusal.or(other.refusal);
+        self
+    }
+}
+
+/// closed_loop runs `clients` keep-alive connections, each sending its next `GET path` as soon
+/// as the last answer arrives, for `run` after a `warm` period that is not counted (queues
+/// fill, buckets empty). Answers count in the window when they arrive inside it, whenever
+/// sent. Bounded: every client stops sending at the window's end.
+pub fn closed_loop(
+    target: &Target,
+    clients: usize,
+    warm: Duration,
+    run: Duration,
+    path: &'static str,
+) -> Load {
+    let addr = target.local_addr();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(clients));
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            let barrier = std::sync::Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut client = Client::connect(addr);
+                barrier.wait();
+                let start = std::time::Instant::now();
+                let (from, to) = (start + warm, start + warm + run);
+                let mut load = Load::default();
+                loop {
+                    let sent = std::time::Instant::now();
+                    if sent >= to {
+                        break;
+                    }
+                    let resp = client.get(path);
+                    let got = std::time::Instant::now();
+                    let took = got - sent;
+                    let counted = got >= from && got < to;
+                    if resp.status == 200 {
+                        load.total_ok += 1;
+                        if counted {
+                            load.ok += 1;
+                            load.ok_latency += took;
+                        }
+                    } else {
+                        load.total_refused += 1;
+                        if counted {
+                            load.refused += 1;
+                            load.refused_latency += took;
+                        }
+                        if load.refusal.is_none() {
+                            load.refusal = Some(resp);
+                        }
+                    }
+                    if counted {
+                        load.max_latency = load.max_latency.max(took);
+                    }
+                }
+                load
+            })
+        })
+        .collect();
+    let load = handles
+        .into_iter()
+        .map(|h| h.join().expect("client thread"))
+        .fold(Load::default(), Load::add);
+    Load {
+        window: run,
+        ..load
+    }
+}
+
+/// within: `got` is within `tolerance` (a share) of `want`.
+pub fn within(got: f64, want: f64, tolerance: f64) -> bool {
+    (got - want).abs() <= want.abs() * tolerance
+}

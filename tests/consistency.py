@@ -1,0 +1,60 @@
+"""consistency: one check that a find result never contradicts itself, used by every test of
+a probe's search and by the demo's test. A contradiction on one page is a bug (issues 13, 21):
+a step both steady and growing a queue, an answer whose step breaks the run's own SLO, a
+sentence that says "broke" where no limit fired, a knee the analysis and the answers place
+differently, a model's prediction stated as fact against the steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redline.search import CONDITIONS, PERCENTILES
+
+#: BROKEN: the kinds of limit where the service broke (errors, an SLO, a collapse).
+BROKEN = {"errors", "slo", "collapse", "no-recovery", "shedding", "rate-limit"}
+
+
+def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> None:
+    """assert_consistent fails with the contradiction it finds in ``result`` (and in its
+    Markdown report, when given)."""
+    answers = result["answers"]
+    text = answers["text"]
+    lim = answers["limit"]
+    steps = result["steps"]
+    assert result["stop"]["condition"] in CONDITIONS, result["stop"]
+    for key in ("throughput", "latency", "optimal", "limit"):
+        assert isinstance(text.get(key), str) and len(text[key]) > 20, (key, text.get(key))
+    for s in steps:
+        assert not (s.get("steady") and "backlog" in s["fired"]), f"step {s['index']}: {s}"
+        assert s["ok"] == (not s["fired"]), s
+    kind = lim.get("kind")
+    if "broke" in text["limit"]:
+        assert kind in BROKEN, f"'broke' said for a limit of kind {kind}: {text['limit']}"
+    if kind == "none":
+        assert "No limit was found" in text["limit"], text["limit"]
+    # The steady-state answer and the optimal point met every limit, the run's SLOs first.
+    slos = result["config"].get("slos") or []
+    steady = [s for s in steps if s["phase"] == "confirm" and s["ok"]]
+    held = steady[-1] if steady else None
+    opt = answers.get("optimal")
+    for slo in slos:
+        name, bound = slo.split("<")
+        field = PERCENTILES[name]
+        bound_ms = float(bound.removesuffix("ms"))
+        if held is not None and held.get(field) is not None:
+            assert held[field] <= bound_ms, f"steady state breaks {slo}: {held[field]}"
+        if answers["latency_ms"].get(name) is not None:
+            assert answers["latency_ms"][name] <= bound_ms, (slo, answers["latency_ms"])
+    if opt is not None:
+        step = next(s for s in steps if s["index"] == opt["step"])
+        assert step["ok"], f"the optimal step broke a limit: {step}"
+        assert result["knee"]["load"] == opt.get("users", opt.get("rate")), "two knees"
+    x = answers.get("steady_state_throughput_rps")
+    cap = lim.get("capacity_rps")
+    if x is not None and cap is not None:
+        assert x <= 1.05 * cap + (lim.get("capacity_ci") or 0), (x, cap)
+    if markdown is not None:
+        for key in ("throughput", "latency", "optimal", "limit"):
+            assert text[key] in markdown, key
+        if result.get("usl", {}).get("agrees") is False:
+            assert "predicted peak" not in markdown, "a contradicted USL peak stated as fact"
