@@ -49,6 +49,9 @@ def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> No
         step = next(s for s in steps if s["index"] == opt["step"])
         assert step["ok"], f"the optimal step broke a limit: {step}"
         assert result["knee"]["load"] == opt.get("users", opt.get("rate")), "two knees"
+    # Little's law holds on a correct run: a warning here would teach users to ignore it.
+    wrong = [c for c in (result.get("checks") or {}).get("little") or [] if c["ok"] is False]
+    assert not wrong, f"Little's law flagged on a correct run: {wrong}"
     x = answers.get("steady_state_throughput_rps")
     cap = lim.get("capacity_rps")
     if x is not None and cap is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -361,3 +362,44 @@ def test_step_roundtrip_ignores_unknown_keys():
     assert d["ok"] is False and d["duration_s"] == 10
     d["from_the_future"] = 1
     assert StepResult.from_dict(d) == s
+
+
+def test_littles_law_is_silent_on_a_real_run_and_fires_when_completions_are_lost():
+    """A closed run of 10 users against a 20 ms server: the engine's time-averaged in-flight
+    count equals throughput x mean latency (L = λW), so the check holds. Lose half the
+    completions from the books (as a generator that drops responses would) and it fires."""
+    import redline
+    from redline.analysis import analyse
+    from redline.find import LiveRun
+    from redline.runner import build_config
+    from redline.search import Limits, Plan, Search
+
+    with redline.Target(threads=1) as t:
+        config = build_config(
+            t.url + "/?latency=20ms",
+            connections=10,
+            rate=None,
+            duration=4.0,
+            requests=None,
+            stages=None,
+            threads=1,
+            method="GET",
+            headers=(),
+            body=None,
+            timeout="5s",
+            warmup=0.0,
+            max_connections=None,
+            interval=0.5,
+            open_model=False,
+        )
+        config["live"] = True
+        live = LiveRun(config)
+        search = Search(live, Plan(model="closed", min_step_s=2.0), Limits(), interval_s=0.5)
+        step = search.hold(10, 2.5, "confirm")
+        live.finish()
+    assert step.inflight_mean == pytest.approx(10, abs=0.5)
+    ok = analyse([step], model="closed")["checks"]["little"]
+    assert ok and ok[0]["ok"], ok
+    lossy = dataclasses.replace(step, answered_rps=step.answered_rps / 2)
+    bad = analyse([lossy], model="closed")["checks"]["little"]
+    assert bad and bad[0]["ok"] is False, bad
