@@ -1,11 +1,16 @@
 """The Target wrapper against real clients: capacity mode (driven by redline itself, the server
 completes N / service_time requests a second whatever the load, and its /__stats say what
-queued) and the survey form app (session cookie, form post, 302)."""
+queued), the other probes (load shedding, pauses, contention, rate limit: each measured by
+redline against its truth and the server's own counts), their keyword arguments and
+``redline target`` flags, and the survey form app (session cookie, form post, 302)."""
 
 from __future__ import annotations
 
 import http.cookiejar
 import json
+import signal
+import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -72,6 +77,154 @@ def test_cli_refuses_half_a_capacity() -> None:
     assert out.returncode == 2
     assert "--capacity and --service-time go together" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("label", "kwargs", "status", "accepted_rps"),
+    [
+        # 4 slots of 20 ms = 200 req/s, shedding beyond 4 waiting.
+        ("shedding", {"capacity": 4, "service_time": "20ms", "queue_limit": 4}, 503, 200.0),
+        # A token bucket of 200 req/s: accepted R over the run plus the burst of 20.
+        ("rate limit", {"rate_limit": 200, "burst": 20, "refuse_status": 429}, 429, 200.0),
+    ],
+)
+def test_refusing_probes_in_the_open_model(
+    label: str, kwargs: dict[str, object], status: int, accepted_rps: float
+) -> None:
+    """Offered 400 req/s (twice what either probe accepts), redline sees the accepted rate and
+    the refused share 1 - accepted / offered = 0.5, and each of its status counts is the
+    server's own. Tolerance: 2 s of 400 req/s is 800 requests; the edges of the run and the
+    burst move the accepted count by under 4 %."""
+    with redline.Target(threads=2, **kwargs) as t:  # type: ignore[arg-type]
+        result = redline.run(t.url + "/", rate=400, duration="2s", threads=1)
+        stats = t.stats()
+    codes = result.status_codes
+    accepted, refused = codes.get(200, 0), codes.get(status, 0)
+    assert accepted + refused == result.requests == stats["requests"], (label, codes, stats)
+    assert abs(accepted / result.duration_s - accepted_rps) <= 0.06 * accepted_rps, (label, codes)
+    assert abs(refused / result.requests - 0.5) <= 0.05, (label, codes)
+    if "queue_limit" in kwargs:
+        assert (stats["queue_served"], stats["queue_refused"]) == (accepted, refused)
+    else:
+        assert (stats["rate_accepted"], stats["rate_refused"]) == (accepted, refused)
+
+
+@pytest.mark.parametrize(
+    ("label", "kwargs", "connections", "want_rps"),
+    [
+        # USL, S = 10 ms, κ = 0.01: X(10) = 10 / (0.01 × 1.9) = 526 req/s, the peak.
+        ("contention at the peak", {"contention": 0.01, "service_time": "10ms"}, 10, 526.3),
+        # 4 × 10 ms = 400 req/s, paused 50 ms of every 200 ms: 400 × 0.75 = 300 req/s.
+        (
+            "pauses",
+            {"capacity": 4, "service_time": "10ms", "pause": "50ms/200ms"},
+            8,
+            300.0,
+        ),
+    ],
+)
+def test_throughput_probes_in_the_closed_model(
+    label: str, kwargs: dict[str, object], connections: int, want_rps: float
+) -> None:
+    """redline's closed model measures each probe's truth within 5 % over 2 s, and the server
+    served what redline counted. Tolerance: redline also counts the answers in flight at the
+    end (up to one per connection: 8 / 2 s = 1.3 % of 300 req/s) and the client's turnaround
+    costs under 1 %."""
+    with redline.Target(threads=2, **kwargs) as t:  # type: ignore[arg-type]
+        result = redline.run(t.url + "/", connections=connections, duration="2s", threads=1)
+        stats = t.stats()
+    assert result.errors_total == 0, result
+    assert abs(result.rps - want_rps) <= 0.05 * want_rps, (label, result.rps)
+    served = stats["contention_served"] if "contention" in kwargs else stats["queue_served"]
+    assert served == stats["requests"] >= result.requests
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "want"),
+    [
+        ({"queue_limit": 4}, "queue limit needs capacity mode"),
+        ({"capacity": 2, "service_time": "5ms", "queue_limit": -1}, "queue_limit: expected"),
+        ({"pause": "50ms/1s"}, "pauses need capacity mode"),
+        ({"capacity": 2, "service_time": "5ms", "pause": "1s/50ms"}, "HOLD < EVERY"),
+        ({"capacity": 2, "service_time": "5ms", "pause": "50ms"}, "expected HOLD/EVERY"),
+        ({"capacity": 2, "service_time": "5ms", "pause": 0.05}, "pause: expected 'D/P'"),
+        ({"contention": 0.01}, "contention needs service_time"),
+        ({"contention": 2.0, "service_time": "5ms"}, "crosstalk must be between 0 and 1"),
+        ({"contention": "lots", "service_time": "5ms"}, "contention: expected a number"),
+        ({"contention": 0.01, "serial": 1.5, "service_time": "5ms"}, "serial must be between"),
+        ({"serial": 0.1}, "serial needs contention"),
+        (
+            {"capacity": 2, "contention": 0.01, "service_time": "5ms"},
+            "choose capacity mode or contention",
+        ),
+        ({"rate_limit": 0}, "rate must be more than 0"),
+        ({"rate_limit": 10, "burst": 0}, "burst: expected a whole number >= 1"),
+        ({"rate_limit": 10, "refuse_status": 200}, "refuse status must be a 4xx or 5xx"),
+        ({"rate_limit": 10, "refuse_status": 70000}, "refuse status must be a 4xx or 5xx"),
+        ({"burst": 5}, "burst and refuse_status need rate_limit"),
+    ],
+)
+def test_bad_probe_is_a_config_error(kwargs: dict[str, object], want: str) -> None:
+    with pytest.raises(ConfigError, match=want):
+        redline.Target(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        (["--queue-limit", "3"], "--queue-limit needs --capacity"),
+        (["--pause", "50ms/1s"], "--pause needs --capacity"),
+        (["--contention", "0.01"], "--contention needs --service-time"),
+        (["--serial", "0.1"], "--serial needs --contention"),
+        (["--burst", "5"], "--burst needs --rate-limit"),
+        (["--refuse-status", "429"], "--refuse-status needs --rate-limit"),
+        (["--service-time", "5ms"], "--service-time needs --capacity or --contention"),
+        (
+            ["--capacity", "2", "--contention", "0.1", "--service-time", "5ms"],
+            "--capacity and --contention are different probes",
+        ),
+        (["--capacity", "2", "--service-time", "5ms", "--pause", "2s/1s"], "HOLD < EVERY"),
+        (["--contention", "-1", "--service-time", "5ms"], "crosstalk must be between 0 and 1"),
+        (["--rate-limit", "10", "--refuse-status", "302"], "4xx or 5xx"),
+        (["--rate-limit", "ten"], "invalid float value"),
+    ],
+)
+def test_cli_refuses_bad_probe_flags(args: list[str], want: str) -> None:
+    out = run_cli("target", *args)
+    assert out.returncode == 2, out.stderr
+    assert want in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_cli_probe_flags_reach_the_server() -> None:
+    """``redline target --rate-limit 1 --burst 1 --refuse-status 429``: the second request is
+    refused with 429 and Retry-After, and /__stats counts one of each."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "redline", "target", "--threads", "1", "--rate-limit", "1"]
+        + ["--burst", "1", "--refuse-status", "429"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("listening on "), (line, proc.stderr)
+        url = line.split()[-1]
+        with urllib.request.urlopen(url + "/", timeout=5) as r:
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url + "/", timeout=5)
+        assert refused.value.code == 429
+        assert refused.value.headers["Retry-After"] == "1"
+        with urllib.request.urlopen(url + "/__stats", timeout=5) as r:
+            stats = json.load(r)
+        assert (stats["rate_accepted"], stats["rate_refused"]) == (1, 1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    assert "served 2 requests" in out
 
 
 def test_form_app_counts_the_survey_flow() -> None:

@@ -123,9 +123,10 @@ class Target:
         ``queue_peak`` (most ever waiting), ``queue_served`` (completed services) and
         ``queue_refused`` (shed by ``queue_limit``); in contention mode ``contention_busy``
         (in service now), ``contention_peak`` (most at once) and ``contention_served``; with a
-        rate limit ``rate_accepted`` and ``rate_refused``; the form app's ``form_pages``, ``sessions_issued``, ``forms_posted``, ``forms_invalid``,
-        ``missing_cookie`` and ``thanks_pages``, and the task app's ``tasks_submitted``,
-        ``tasks_polled``, ``tasks_results`` and ``tasks_refused``."""
+        rate limit ``rate_accepted`` and ``rate_refused``; the form app's ``form_pages``,
+        ``sessions_issued``, ``forms_posted``, ``forms_invalid``, ``missing_cookie`` and
+        ``thanks_pages``; and the task app's ``tasks_submitted``, ``tasks_polled``,
+        ``tasks_results`` and ``tasks_refused``."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

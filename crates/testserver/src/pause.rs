@@ -129,7 +129,9 @@ mod tests {
 
     #[test]
     fn pauses_parse_and_refuse() {
-        let cases: &[(&str, Result<(u64, u64), &str>)] = &[
+        // (spec, Ok((hold ms, every ms)) or Err(words of the error))
+        type Case<'a> = (&'a str, Result<(u64, u64), &'a str>);
+        let cases: &[Case] = &[
             ("50ms/1s", Ok((50, 1000))),
             ("200ms / 2s", Ok((200, 2000))),
             ("1s/1s", Err("HOLD < EVERY")),

@@ -17,7 +17,9 @@ pub struct TargetStats {
     pub queue_waiting: u64,
     /// queue_busy: requests in service (holding a slot) now.
     pub queue_busy: u64,
-    /// queue_peak: the most requests ever waiting at once.
+    /// queue_peak: the most requests ever waiting at once, as the waiting tasks count
+    /// themselves (one whose start has passed counts until its thread wakes it, so under a
+    /// queue limit Q this can briefly exceed Q; the limit itself is judged on the schedule).
     pub queue_peak: u64,
     /// queue_served: requests that completed their service time.
     pub queue_served: u64,
