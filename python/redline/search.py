@@ -12,11 +12,12 @@ load. The search answers two questions, as the seed reports do:
   steps (closed model), or the service completes less than is offered (open model: a backlog).
 
 It moves in three phases: **sweep** (x2 while throughput scales with the load, x1.25 once it
-bends), **refine** (between the last good and the first bad load; in the open model an
-overloaded step's goodput is itself the capacity measured, so the next probe goes just under
-it) and, in the closed model, **optimum** (bisecting the gaps around the best power). After
-an overloaded step it lets the service **recover** (load dropped to a trickle until nothing
-is in flight, then the last good load re-measured) before it measures again; a service that
+bends or, in the open model, once latency rises with the rate), **refine** (between the last
+good and the first bad load; in the open model an overloaded step's goodput is itself the
+capacity measured, so the next probe goes just under it) and, in the closed model,
+**optimum** (bisecting the gaps around the best power). After an overloaded step it lets the
+service **recover** (load dropped to a trickle until nothing is in flight, then 90 % of the
+last good load measured) before it measures again; a service that
 does not recover is the headline, not a reason for nonsense answers.
 
 Every verdict weighs its evidence against noise (:mod:`redline.analysis.evidence`):
@@ -79,6 +80,10 @@ PERCENTILES = {
 
 #: LINEAR: an elasticity at or above this is still linear scaling (keep doubling the load).
 LINEAR = 0.9
+
+#: QUEUEING: an open-model step whose mean latency is over this multiple of the service's
+#: own (plus 0.5 ms) shows a queue forming; the sweep then grows by near_growth, not x2.
+QUEUEING = 1.15
 
 #: COLLAPSED: an overloaded step whose goodput fell under this share of the best lighter
 #: step's has collapsed rather than saturated.
@@ -400,6 +405,11 @@ class Search:
                 if e is not None and e < LINEAR:
                     growth = self.plan.near_growth
             if step.stalled:
+                growth = self.plan.near_growth
+            base = self._base_latency()
+            if self.plan.model == "open" and base and step.latency_ms > QUEUEING * base + 0.5:
+                # Latency rising with the rate is a queue forming: a service that collapses
+                # past its peak may never come back, so approach the limit in small steps.
                 growth = self.plan.near_growth
             prev = step
             nxt = self._round(min(load * growth, self.plan.ceiling))
