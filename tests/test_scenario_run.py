@@ -392,3 +392,34 @@ def test_open_model_summary_names_what_is_scheduled(tmp_path):
     assert doc["requests"] == 80
     assert "intended 40 iterations/s" in p.stdout, p.stdout
     assert "intended 40 req/s" in plain.stdout, plain.stdout
+
+
+def test_interval_snapshots_count_iterations_and_names(tmp_path):
+    """Each interval of a scenario run carries the iterations that ended in it and each
+    request name's counts (what `redline find --throughput NAME|iterations` measures); added
+    up they are the run's own per-name totals and what the server served."""
+    with redline.Target(threads=1) as t:
+        p, doc = run_json(
+            tmp_path,
+            "examples/survey.py",
+            "--host",
+            t.url,
+            "-u",
+            "4",
+            "-d",
+            "2s",
+            "--interval",
+            "0.5s",
+        )
+        seen = t.stats()
+    assert p.returncode == 0, p.stderr
+    series = doc["timeseries"]
+    assert series and all("names" in s and "iterations" in s for s in series)
+    for name, total in doc["per_name"].items():
+        counted = sum(s["names"][name]["requests"] for s in series)
+        assert counted >= total["requests"], name  # the intervals also see the cut-off
+        assert sum(s["names"][name]["errors"] for s in series) >= total["errors"], name
+    assert sum(s["names"]["form"]["requests"] for s in series) == seen["form_pages"]
+    ended = sum(s["iterations"]["completed"] + s["iterations"]["failed"] for s in series)
+    it = doc["scenario"]["iterations"]
+    assert ended == it["completed"] + it["failed"], (ended, it)

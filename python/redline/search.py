@@ -83,7 +83,7 @@ LINEAR = 0.9
 
 #: QUEUEING: an open-model step whose mean latency is over this multiple of the service's
 #: own (plus 0.5 ms) shows a queue forming; the sweep then grows by near_growth, not x2.
-QUEUEING = 1.15
+QUEUEING = 1.1
 
 #: COLLAPSED: an overloaded step whose goodput fell under this share of the best lighter
 #: step's has collapsed rather than saturated.

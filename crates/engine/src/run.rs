@@ -184,6 +184,8 @@ struct Pending {
 struct Coordinator<'a> {
     cfg: &'a Checked,
     names: Vec<String>,
+    /// scenario: the run is a scenario's (its snapshots carry iterations and names).
+    scenario: bool,
     start: Instant,
     pending: BTreeMap<u64, Pending>,
     /// Per thread: None while running, Some(last interval index) once done.
@@ -199,9 +201,11 @@ struct Coordinator<'a> {
 
 impl<'a> Coordinator<'a> {
     fn new(cfg: &'a Checked, start: Instant, load: Arc<LoadControl>) -> Self {
+        let plan = Plan::for_run(cfg);
         Coordinator {
             cfg,
-            names: Plan::for_run(cfg).names,
+            scenario: plan.scenario.is_some(),
+            names: plan.names,
             start,
             pending: BTreeMap::new(),
             done: vec![None; cfg.threads as usize],
@@ -329,7 +333,10 @@ impl<'a> Coordinator<'a> {
         let t1 = p.t_end_s.max(t0);
         let warmup = t0 < self.cfg.warmup.as_secs_f64();
         let intended = self.intended_hits(t0, t1).map(|h| h / (t1 - t0).max(1e-9));
-        let snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended);
+        let mut snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended);
+        if self.scenario {
+            snap = snap.with_flow(&p.data, &self.names);
+        }
         on_interval(&snap);
         self.timeseries.push(snap);
     }
