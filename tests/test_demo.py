@@ -75,7 +75,7 @@ def test_demo_quick_end_to_end(tmp_path):
     for n, key in enumerate(("throughput", "latency", "optimal", "limit"), start=1):
         assert f"{n}. {a['text'][key]}" in out, (key, out)
     # Seed 000 asks how many tasks a second the service completes: the answers say it.
-    assert a["unit"] == "submit/s", a["unit"]
+    assert a["unit"] == "tasks/s", a["unit"]
     assert "tasks a second" in out, out
     assert (tmp_path / "demo-report.html").stat().st_size > 1000
     assert len(seen) >= 2, out

@@ -300,20 +300,23 @@ def find(
 
 def _meter(throughput: str, plan: dict[str, Any] | None) -> Meter:
     """_meter checks what ``--throughput`` counts: requests, a scenario's iterations, or one
-    of its request names."""
-    if throughput == "requests":
-        return Meter()
+    of its request names, optionally labelled (``submit=tasks`` answers in tasks/s)."""
+    what, _, label = throughput.partition("=")
+    if label and not label.isidentifier():
+        raise ConfigError(f"--throughput {throughput}: the label after '=' must be a word")
+    if what == "requests":
+        return Meter(label=label or None)
     if plan is None:
         raise ConfigError(f"--throughput {throughput}: only a scenario has iterations or names")
-    if throughput == "iterations":
-        return Meter("iterations")
+    if what == "iterations":
+        return Meter("iterations", label or None)
     names = _plan_names(plan)
-    if throughput not in names:
+    if what not in names:
         listed = ", ".join(sorted(names)) or "none"
         raise ConfigError(
-            f"--throughput {throughput}: not a request name of the scenario (names: {listed})"
+            f"--throughput {what}: not a request name of the scenario (names: {listed})"
         )
-    return Meter(throughput)
+    return Meter(what, label or None)
 
 
 def _plan_names(plan: dict[str, Any]) -> set[str]:

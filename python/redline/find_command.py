@@ -53,9 +53,9 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument(
         "--throughput",
         default="requests",
-        metavar="requests|iterations|NAME",
+        metavar="requests|iterations|NAME[=LABEL]",
         help="what throughput counts: requests (default), a scenario's iterations, or the"
-        " requests of one name (e.g. submit)",
+        " requests of one name; '=LABEL' names the unit (e.g. submit=tasks: tasks/s)",
     )
     f.add_argument(
         "--stop-at-knee",

@@ -93,6 +93,10 @@ COLLAPSED = 0.8
 #: the best lighter step's (past the optimal point).
 KNEE_DROP = 0.05
 
+#: FLAT: a closed-model step is flat when even the upper bound of its gain is under this
+#: share of the load it added (proportional scaling would gain all of it).
+FLAT = 0.25
+
 #: SATURATED_SE: an overloaded step's goodput stands for the capacity only when its standard
 #: error is within this share of it.
 SATURATED_SE = 0.02
@@ -495,6 +499,8 @@ class Search:
         and its mean latency is back within 1.5x (+1 ms) of the good step's. A service that
         has not recovered within ``recover_s`` is recorded as a :class:`Collapse` and the
         search stops: no later step would measure anything but the collapse."""
+        if self.collapse is not None:
+            return False
         last = self.steps[-1] if self.steps else None
         if good is None or last is None or last.ok or not _overloaded(last, good):
             return True
@@ -784,8 +790,9 @@ class Search:
         self, step: Step, fire: Callable[[str, str], None], why: list[str], unit: str
     ) -> None:
         """_judge_growth (closed model): did the users added buy throughput? Compared with the
-        best lighter step, a gain must be significant and worth a tenth of the users added;
-        a gain within the noise is ``flat`` and a significant loss ``fell``. The second such
+        best lighter step, a gain whose upper confidence bound is under a quarter of the users
+        added is ``flat`` and a significant loss ``fell``; anything else grew, or was too
+        noisy to tell (not a stall). The second such
         step in a row (by load) fires ``plateau``, or ``retrograde`` if it fell below the
         first."""
         lighter = [s for s in self.steps if s.load < step.load and s.ok and phase_compares(s.phase)]
@@ -799,9 +806,19 @@ class Search:
             best.throughput_se or 0.0,
         )
         added = step.load / best.load - 1
-        if sig and rel > 0 and rel >= 0.1 * added:
+        # Absence of evidence of growth is not evidence of a plateau: the gain must be
+        # confidently small (its upper bound under a quarter of proportional scaling) to
+        # be flat, and confidently negative to be a fall. Noisy steps are inconclusive.
+        se_rel = math.hypot(step.throughput_se or 0.0, best.throughput_se or 0.0) / max(
+            best.throughput_rps, 1e-9
+        )
+        upper = rel + Z * se_rel
+        if sig and rel < 0:
+            step.stalled = "fell"
+        elif upper < FLAT * added:
+            step.stalled = "flat"
+        else:
             return
-        step.stalled = "fell" if sig and rel < 0 else "flat"
         text = (
             f"{step.load:g} users got {rel:+.1%} {unit} against {best.load:g} users"
             f" ({step.throughput_rps:.0f} vs {best.throughput_rps:.0f})"
@@ -890,11 +907,12 @@ def _overloaded(last: Step, good: Step) -> bool:
 
 def _no_recovery_detail(c: Collapse, model: str, meter: Meter) -> str:
     unit = "users" if model == "closed" else "req/s"
-    got = (
-        f" (it got {c.check_throughput_rps:.0f} {meter.unit}, p99 {c.check_p99_ms:.0f} ms)"
-        if c.check_throughput_rps is not None and c.check_p99_ms is not None
-        else ""
-    )
+    if not c.check_throughput_rps:
+        got = " (no answer passed)"
+    elif c.check_p99_ms is not None:
+        got = f" (it got {c.check_throughput_rps:.0f} {meter.unit}, p99 {c.check_p99_ms:.0f} ms)"
+    else:
+        got = ""
     return (
         f"collapsed at {c.load:g} {unit} and did not recover within {c.waited_s:.0f} s"
         f" at {c.check_load:g} {unit}{got}"

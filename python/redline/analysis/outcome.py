@@ -75,13 +75,18 @@ def error_rate(requests: int, errors: int, by_class: Mapping[str, Any] | None) -
 class Meter:
     """Meter is what one unit of throughput is: ``requests`` (every request), ``iterations``
     (a scenario's iterations: completed is good, failed is failed) or a request name (that
-    name's requests only, from the snapshot's per-name figures)."""
+    name's requests only, from the snapshot's per-name figures); ``label`` names the unit
+    (``tasks`` for a task queue's ``submit``)."""
 
     what: str = "requests"
+    label: str | None = None
 
     @property
     def unit(self) -> str:
-        """unit: how a rate of this meter is written (``req/s``, ``iterations/s``, ``submit/s``)."""
+        """unit: how a rate of this meter is written (``req/s``, ``iterations/s``, ``submit/s``,
+        or ``tasks/s`` for a name given a label)."""
+        if self.label:
+            return f"{self.label}/s"
         if self.what == "requests":
             return "req/s"
         return f"{self.what}/s"
