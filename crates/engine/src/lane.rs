@@ -643,7 +643,6 @@ impl Transport for LaneIo<'_> {
 
     fn iteration(&mut self, intended: Instant, took: Duration, ok: bool) {
         let mut rec = self.s.rec.borrow_mut();
-        rec.iteration_ended(ok);
         if rec.measured(intended) {
             let high = rec.totals.latency.high();
             let us = crate::metrics::micros(took);

@@ -201,47 +201,9 @@ pub struct IntervalData {
     pub in_flight_mean: f64,
     /// latency: corrected latency of the responses in this interval, µs.
     pub latency: Histogram<u64>,
-    /// iterations_completed: scenario iterations that ended in the interval with no failure.
-    pub iterations_completed: u64,
-    /// iterations_failed: scenario iterations ended in the interval by a failure.
-    pub iterations_failed: u64,
-    /// per_name: counts per request name in the interval, indexed like `Plan::names` (a
-    /// compiled plan fixes the names, so this is bounded; empty until a name is seen).
-    pub per_name: Vec<NameCounts>,
-}
-
-/// NameCounts is one request name's counts over an interval: what `--throughput NAME`
-/// measures (its good answers: requests − status − check).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct NameCounts {
-    /// requests: responses received (error statuses included).
-    pub requests: u64,
-    /// errors: failed requests (all classes).
-    pub errors: u64,
-    /// status: answers with a failing status.
-    pub status: u64,
-    /// check: answers that failed a check or an extraction.
-    pub check: u64,
-}
-
-impl NameCounts {
-    fn merge(&mut self, o: &NameCounts) {
-        self.requests += o.requests;
-        self.errors += o.errors;
-        self.status += o.status;
-        self.check += o.check;
-    }
 }
 
 impl IntervalData {
-    /// name returns the interval's counts of request name `stat`, growing the table to it.
-    fn name(&mut self, stat: usize) -> &mut NameCounts {
-        if self.per_name.len() <= stat {
-            self.per_name.resize(stat + 1, NameCounts::default());
-        }
-        &mut self.per_name[stat]
-    }
-
     /// new makes an empty interval whose histogram reaches `highest_us`.
     pub fn new(highest_us: u64) -> Self {
         IntervalData {
@@ -255,9 +217,6 @@ impl IntervalData {
             in_flight: 0,
             in_flight_mean: 0.0,
             latency: new_histogram(highest_us),
-            iterations_completed: 0,
-            iterations_failed: 0,
-            per_name: Vec::new(),
         }
     }
 
@@ -272,11 +231,6 @@ impl IntervalData {
         self.in_flight += o.in_flight;
         self.in_flight_mean += o.in_flight_mean;
         self.errors_by_class.merge(&o.errors_by_class);
-        self.iterations_completed += o.iterations_completed;
-        self.iterations_failed += o.iterations_failed;
-        for (i, n) in o.per_name.iter().enumerate() {
-            self.name(i).merge(n);
-        }
         // Same bounds on both sides, so adding cannot fail; ignore rather than panic.
         let _ = self.latency.add(&o.latency);
     }
@@ -292,10 +246,6 @@ impl IntervalData {
         self.in_flight = 0;
         self.in_flight_mean = 0.0;
         self.latency.reset();
-        self.iterations_completed = 0;
-        self.iterations_failed = 0;
-        // Zeroed in place: the table keeps its size, so no allocation per interval.
-        self.per_name.fill(NameCounts::default());
     }
 }
 
@@ -576,12 +526,6 @@ impl Recorder {
             iv.errors_by_class.add(ErrorClass::Status);
         }
         iv.latency.saturating_record(lat);
-        if r.stat < self.totals.per_name.len() {
-            let n = iv.name(r.stat);
-            n.requests += 1;
-            n.errors += u64::from(failed);
-            n.status += u64::from(failed);
-        }
         if !self.measured(r.intended) {
             return;
         }
@@ -611,11 +555,6 @@ impl Recorder {
     pub fn check_failed(&mut self, intended: Instant, stat: usize) {
         self.interval.errors += 1;
         self.interval.errors_by_class.add(ErrorClass::Check);
-        if stat < self.totals.per_name.len() {
-            let n = self.interval.name(stat);
-            n.errors += 1;
-            n.check += 1;
-        }
         if !self.measured(intended) {
             return;
         }
@@ -631,9 +570,6 @@ impl Recorder {
         self.flight.down(at);
         self.interval.errors += 1;
         self.interval.errors_by_class.add(class);
-        if stat < self.totals.per_name.len() {
-            self.interval.name(stat).errors += 1;
-        }
         if !self.measured(intended) {
             return;
         }
@@ -726,15 +662,6 @@ impl Recorder {
             self.totals.peak_connections = self.totals.peak_connections.max(self.open_connections);
         } else if was_open && !is_open {
             self.open_connections = self.open_connections.saturating_sub(1);
-        }
-    }
-
-    /// iteration_ended counts a scenario iteration that ended in the current interval.
-    pub fn iteration_ended(&mut self, ok: bool) {
-        if ok {
-            self.interval.iterations_completed += 1;
-        } else {
-            self.interval.iterations_failed += 1;
         }
     }
 

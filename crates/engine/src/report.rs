@@ -8,9 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::config::{Checked, Model};
-use crate::metrics::{
-    encode_histogram, ErrorCounts, IntervalData, LatencySummary, NameCounts, Totals,
-};
+use crate::metrics::{encode_histogram, ErrorCounts, IntervalData, LatencySummary, Totals};
 use crate::usage::CpuTimes;
 
 /// REPORT_VERSION is the version of the report document's shape.
@@ -71,43 +69,9 @@ pub struct IntervalSnapshot {
     /// span of intervals gets its percentiles from their merged histogram, not from
     /// percentiles of percentiles.
     pub histogram: String,
-    /// iterations: scenario runs: the iterations that ended in the interval (absent for a
-    /// plain URL run, where every hit is one request).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<IterationCounts>,
-    /// names: scenario runs: each request name's counts in the interval (the plan fixes the
-    /// names, so there are as many as the scenario has; absent for a plain URL run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub names: Option<BTreeMap<String, NameCounts>>,
-}
-
-/// IterationCounts are the scenario iterations that ended in one interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct IterationCounts {
-    /// completed: iterations that ran every step with no failure.
-    pub completed: u64,
-    /// failed: iterations ended by a failure.
-    pub failed: u64,
 }
 
 impl IntervalSnapshot {
-    /// with_flow adds a scenario run's per-interval iterations and per-name counts (`names`
-    /// are the plan's request names, indexed like the data's `per_name`).
-    pub fn with_flow(mut self, d: &IntervalData, names: &[String]) -> Self {
-        self.iterations = Some(IterationCounts {
-            completed: d.iterations_completed,
-            failed: d.iterations_failed,
-        });
-        self.names = Some(
-            names
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.clone(), d.per_name.get(i).copied().unwrap_or_default()))
-                .collect(),
-        );
-        self
-    }
-
     /// from_data builds a snapshot of interval `[t0, t1]` from merged thread data.
     pub fn from_data(
         d: &IntervalData,
@@ -150,8 +114,6 @@ impl IntervalSnapshot {
             send_lag_ms: d.max_send_lag_us as f64 / 1000.0,
             bytes_in: d.bytes_in,
             histogram: encode_histogram(h),
-            iterations: None,
-            names: None,
         }
     }
 }

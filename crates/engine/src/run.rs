@@ -184,8 +184,6 @@ struct Pending {
 struct Coordinator<'a> {
     cfg: &'a Checked,
     names: Vec<String>,
-    /// scenario: the run is a scenario's (its snapshots carry iterations and names).
-    scenario: bool,
     start: Instant,
     pending: BTreeMap<u64, Pending>,
     /// Per thread: None while running, Some(last interval index) once done.
@@ -201,11 +199,9 @@ struct Coordinator<'a> {
 
 impl<'a> Coordinator<'a> {
     fn new(cfg: &'a Checked, start: Instant, load: Arc<LoadControl>) -> Self {
-        let plan = Plan::for_run(cfg);
         Coordinator {
             cfg,
-            scenario: plan.scenario.is_some(),
-            names: plan.names,
+            names: Plan::for_run(cfg).names,
             start,
             pending: BTreeMap::new(),
             done: vec![None; cfg.threads as usize],
@@ -333,10 +329,7 @@ impl<'a> Coordinator<'a> {
         let t1 = p.t_end_s.max(t0);
         let warmup = t0 < self.cfg.warmup.as_secs_f64();
         let intended = self.intended_hits(t0, t1).map(|h| h / (t1 - t0).max(1e-9));
-        let mut snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended);
-        if self.scenario {
-            snap = snap.with_flow(&p.data, &self.names);
-        }
+        let snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended);
         on_interval(&snap);
         self.timeseries.push(snap);
     }

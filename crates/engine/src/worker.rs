@@ -71,9 +71,6 @@ pub struct Job {
 }
 
 /// Msg is what a worker thread sends the coordinator.
-// Interval carries the interval's data inline: one message an interval per thread, so the
-// size difference costs one copy an interval, less than boxing would (an allocation).
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Msg {
     /// Interval: this thread's data for interval `index`, which ended at `t_end_s`.
