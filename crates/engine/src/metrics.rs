@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::flight::Sent;
+use crate::outage::{ThreadWatch, Watch};
 use crate::scenario::stats::FlowTotals;
 
 /// SIGFIG is the HdrHistogram precision: 3 significant digits (0.1% value error).
@@ -201,6 +202,9 @@ pub struct IntervalData {
     pub in_flight_mean: f64,
     /// latency: corrected latency of the responses in this interval, µs.
     pub latency: Histogram<u64>,
+    /// watch: this thread's outage evidence over the interval (the coordinator keeps each
+    /// thread's apart; [`IntervalData::merge`] leaves it alone).
+    pub watch: ThreadWatch,
 }
 
 impl IntervalData {
@@ -217,6 +221,7 @@ impl IntervalData {
             in_flight: 0,
             in_flight_mean: 0.0,
             latency: new_histogram(highest_us),
+            watch: ThreadWatch::default(),
         }
     }
 
@@ -487,6 +492,8 @@ pub struct Recorder {
     /// flight: requests sent and not yet ended, and their time integral; a counter (one add
     /// per send, one subtract per end), so the interval reads it without walking the lanes.
     flight: FlightClock,
+    /// watch: answers and failures, for the run's outages (see [`crate::outage`]).
+    watch: Watch,
 }
 
 impl Recorder {
@@ -506,6 +513,7 @@ impl Recorder {
             totals: Totals::new(highest_us, names, open),
             open_connections: 0,
             flight: FlightClock::new(start),
+            watch: Watch::new(start),
         }
     }
 
@@ -518,6 +526,7 @@ impl Recorder {
         let lat = micros(r.latency);
         let failed = r.status >= 400 && !r.expected;
         self.flight.down(r.at);
+        self.watch.answered(r.at);
         let iv = &mut self.interval;
         iv.requests += 1;
         iv.bytes_in += r.bytes_in;
@@ -568,6 +577,7 @@ impl Recorder {
     pub fn error(&mut self, sent: &Sent, class: ErrorClass, at: Instant) {
         let (intended, stat) = (sent.intended, sent.stat);
         self.flight.down(at);
+        self.watch.failed(sent.sent_at, class);
         self.interval.errors += 1;
         self.interval.errors_by_class.add(class);
         if !self.measured(intended) {
@@ -670,6 +680,11 @@ impl Recorder {
         self.interval.active_connections = self.open_connections;
         self.interval.in_flight = self.flight.count;
         self.interval.in_flight_mean = self.flight.mean(at);
+        let iv = &self.interval;
+        self.interval.watch = ThreadWatch {
+            active: iv.sends + iv.requests + iv.errors > 0,
+            ..self.watch.take()
+        };
         let out = self.interval.clone();
         self.interval.clear();
         out

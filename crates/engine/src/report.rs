@@ -69,6 +69,11 @@ pub struct IntervalSnapshot {
     /// span of intervals gets its percentiles from their merged histogram, not from
     /// percentiles of percentiles.
     pub histogram: String,
+    /// down: the target was in an outage at the interval's end: it answered nothing and
+    /// every attempt failed since `down_since_s` (see [`crate::outage`]).
+    pub down: bool,
+    /// down_since_s: when the outage under way began, seconds since the start (None: up).
+    pub down_since_s: Option<f64>,
 }
 
 impl IntervalSnapshot {
@@ -114,6 +119,8 @@ impl IntervalSnapshot {
             send_lag_ms: d.max_send_lag_us as f64 / 1000.0,
             bytes_in: d.bytes_in,
             histogram: encode_histogram(h),
+            down: false,
+            down_since_s: None,
         }
     }
 }
@@ -258,6 +265,9 @@ pub struct Report {
     pub scenario: Option<crate::scenario::summary::ScenarioReport>,
     /// timeseries: one snapshot per interval, warmup included.
     pub timeseries: Vec<IntervalSnapshot>,
+    /// outages: spans during which the target answered nothing and every attempt failed
+    /// (connect refused, reset, timed out), in order; warm-up included.
+    pub outages: Vec<crate::outage::Outage>,
     /// generator: the self-check.
     pub generator: Generator,
     /// histograms: mergeable final histograms.
@@ -287,6 +297,8 @@ pub struct RunFacts<'a> {
     pub interrupted: bool,
     /// timeseries: the snapshots.
     pub timeseries: Vec<IntervalSnapshot>,
+    /// outages: when the target answered nothing.
+    pub outages: Vec<crate::outage::Outage>,
 }
 
 fn per_second(n: f64, secs: f64) -> f64 {
@@ -374,6 +386,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
             uncorrected: t.uncorrected.as_ref().map(encode_histogram),
         },
         timeseries: f.timeseries,
+        outages: f.outages,
     }
 }
 
@@ -417,8 +430,16 @@ fn generator(f: &RunFacts<'_>) -> Generator {
             } else {
                 String::new()
             };
+            let what = match f.outages.len() {
+                0 => "the figures describe the server".to_string(),
+                n => format!(
+                    "the figures describe the server, except that it stopped answering \
+                     ({n} outage{}): see outages",
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
             format!(
-                "generator kept up: workers {:.0}% busy{lag}; the figures describe the server",
+                "generator kept up: workers {:.0}% busy{lag}; {what}",
                 100.0 * busy
             )
         }
