@@ -108,6 +108,9 @@ impl Shared {
             open,
         );
         rec.send_end = cfg.duration.map(|d| job.start + d);
+        if plan.scenario.is_some() {
+            rec.track_names(plan.names.len());
+        }
         // Without the timerfd, sends wake on the runtime's millisecond timer: say so.
         rec.totals.coarse_timer = open && metronome.is_none();
         Shared {
@@ -632,6 +635,7 @@ impl Transport for LaneIo<'_> {
 
     fn started(&mut self, intended: Instant) {
         let mut rec = self.s.rec.borrow_mut();
+        rec.iteration_started();
         if rec.measured(intended) {
             rec.totals.flow.started();
         }
@@ -639,6 +643,7 @@ impl Transport for LaneIo<'_> {
 
     fn iteration(&mut self, intended: Instant, took: Duration, ok: bool) {
         let mut rec = self.s.rec.borrow_mut();
+        rec.iteration_ended(ok);
         if rec.measured(intended) {
             let high = rec.totals.latency.high();
             let us = crate::metrics::micros(took);

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::config::{Checked, Model};
-use crate::metrics::{encode_histogram, ErrorCounts, IntervalData, LatencySummary, Totals};
+use crate::metrics::{
+    encode_histogram, ErrorCounts, IntervalData, IterationCounts, LatencySummary, Totals,
+};
 use crate::usage::CpuTimes;
 
 /// REPORT_VERSION is the version of the report document's shape.
@@ -74,6 +76,28 @@ pub struct IntervalSnapshot {
     pub down: bool,
     /// down_since_s: when the outage under way began, seconds since the start (None: up).
     pub down_since_s: Option<f64>,
+    /// iterations: scenario runs: iterations begun, completed and failed in the interval
+    /// (absent on the single-request path, where an iteration is a request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<IterationCounts>,
+    /// names: scenario runs: per request name, its figures in the interval, so a throughput
+    /// can be measured in one named request. Absent on the single-request path (one name,
+    /// whose figures are the interval's own). Bounded: the names are the compiled plan's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<BTreeMap<String, NameSnapshot>>,
+}
+
+/// NameSnapshot is one request name's figures over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NameSnapshot {
+    /// requests: responses received.
+    pub requests: u64,
+    /// errors: failed requests (all classes, failed checks included).
+    pub errors: u64,
+    /// errors_by_class: the same failures by class.
+    pub errors_by_class: ErrorCounts,
+    /// histogram: latency of its responses (µs), encoded as the interval's `histogram`.
+    pub histogram: String,
 }
 
 impl IntervalSnapshot {
@@ -121,7 +145,33 @@ impl IntervalSnapshot {
             histogram: encode_histogram(h),
             down: false,
             down_since_s: None,
+            iterations: None,
+            names: None,
         }
+    }
+
+    /// with_scenario adds a scenario run's iterations and per-name figures, `names` being
+    /// the plan's request names (no-op on the single-request path).
+    pub fn with_scenario(mut self, d: &IntervalData, names: &[String]) -> Self {
+        if d.names.is_empty() {
+            return self;
+        }
+        self.iterations = Some(d.iterations);
+        let per_name = names
+            .iter()
+            .zip(d.names.iter())
+            .map(|(name, n)| {
+                let s = NameSnapshot {
+                    requests: n.requests,
+                    errors: n.errors,
+                    errors_by_class: n.errors_by_class,
+                    histogram: encode_histogram(&n.latency),
+                };
+                (name.clone(), s)
+            })
+            .collect();
+        self.names = Some(per_name);
+        self
     }
 }
 

@@ -338,7 +338,8 @@ impl<'a> Coordinator<'a> {
         let t1 = p.t_end_s.max(t0);
         let warmup = t0 < self.cfg.warmup.as_secs_f64();
         let intended = self.intended_hits(t0, t1).map(|h| h / (t1 - t0).max(1e-9));
-        let mut snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended);
+        let mut snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended)
+            .with_scenario(&p.data, &self.names);
         snap.down = self.outages.interval(&p.watches);
         snap.down_since_s = self.outages.down_since();
         on_interval(&snap);
