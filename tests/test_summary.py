@@ -131,3 +131,42 @@ def test_a_run_held_back_by_the_pool_is_a_warning_without_blaming_the_generator(
     text = render(doc(generator=g))
     assert "WARNING: Limited by the connection pool, not the generator" in text
     assert "Generator saturated" not in text
+
+
+def test_an_outage_is_said_with_its_times_and_errors():
+    # label, outages, what the summary says
+    cases = [
+        ("none", [], None),
+        (
+            "came back",
+            [
+                {
+                    "start_s": 2.012,
+                    "end_s": 4.031,
+                    "error_class": "connect",
+                    "errors": 320,
+                    "errors_by_class": {"connect": 312, "reset": 8},
+                }
+            ],
+            "Target stopped answering at 2.01 s (connect: 312 errors) and came back at 4.03 s",
+        ),
+        (
+            "still down",
+            [
+                {
+                    "start_s": 1.5,
+                    "end_s": None,
+                    "error_class": "timeout",
+                    "errors": 40,
+                    "errors_by_class": {"timeout": 40},
+                }
+            ],
+            "Target stopped answering at 1.50 s (timeout: 40 errors) and had not come back",
+        ),
+    ]
+    for label, outages, want in cases:
+        text = render(doc(outages=outages))
+        if want is None:
+            assert "stopped answering" not in text, label
+        else:
+            assert want in text, f"{label}: {text}"

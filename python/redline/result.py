@@ -123,6 +123,13 @@ class Result:
         return list(self.data.get("timeseries", []))
 
     @property
+    def outages(self) -> list[dict[str, Any]]:
+        """outages: spans when the target answered nothing and every attempt failed, each
+        ``{"start_s", "end_s" (None: still down at the end), "error_class", "errors",
+        "errors_by_class"}``, seconds since the start."""
+        return list(self.data.get("outages", []))
+
+    @property
     def per_name(self) -> dict[str, dict[str, Any]]:
         """per_name: requests, errors and latency for each request name."""
         return dict(self.data.get("per_name", {}))

@@ -77,6 +77,7 @@ def render(result: Result) -> str:
     if redirects:
         by_status = ", ".join(f"{c}: {n}" for c, n in redirects)
         lines.append(f"  3xx responses: {sum(n for _, n in redirects)} ({by_status})")
+    lines.extend(_outages(result))
     lines.extend(_books(result))
     lines.append(f"Requests/sec: {result.rps:>12.2f}")
     lines.append(f"Transfer/sec: {fmt_bytes(d.get('transfer_in_per_s', 0)):>12}")
@@ -90,6 +91,23 @@ def render(result: Result) -> str:
     if result.interrupted:
         lines.append("Interrupted: this summary covers what ran before the stop.")
     return "\n".join(lines)
+
+
+def _outages(result: Result) -> list[str]:
+    """_outages says when the target stopped answering, and whether it came back."""
+    out = []
+    for o in result.outages:
+        cls = o.get("error_class", "connect")
+        by_class = o.get("errors_by_class", {})
+        n = by_class.get(cls, o.get("errors", 0))
+        line = f"  Target stopped answering at {o['start_s']:.2f} s ({cls}: {n} errors)"
+        end = o.get("end_s")
+        if end is None:
+            line += " and had not come back when the run ended"
+        else:
+            line += f" and came back at {end:.2f} s ({end - o['start_s']:.2f} s down)"
+        out.append(line)
+    return out
 
 
 def _books(result: Result) -> list[str]:

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio::time::Sleep;
 
+use crate::backoff::{Backoff, Turn};
 use crate::config::Model;
 use crate::conn::{Conn, Deadline};
 use crate::flight::{Flight, Flights, Sent};
-use crate::metrics::{Recorder, Response};
+use crate::metrics::{ErrorClass, Recorder, Response};
 use crate::metronome::Metronome;
 use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
 use crate::plan::{Plan, RequestStep, Step};
@@ -62,6 +63,8 @@ pub(crate) struct Shared {
     /// naps: the thread naps until its next due hit and times responses by kernel receive
     /// timestamps (open model over plain http; see [`crate::metronome::nap`]).
     pub(crate) naps: bool,
+    /// backoff: closed model: the thread's lanes back off a target that refuses connects.
+    pub(crate) backoff: Backoff,
 }
 
 impl Shared {
@@ -69,6 +72,7 @@ impl Shared {
     /// open model's timerfd registers with its reactor).
     pub(crate) fn new(job: Job) -> Shared {
         let cfg = job.cfg.clone();
+        let job_index = job.index;
         let plan = Plan::for_run(&cfg);
         let open = cfg.model == Model::Open;
         let stride = Stride {
@@ -108,6 +112,9 @@ impl Shared {
             open,
         );
         rec.send_end = cfg.duration.map(|d| job.start + d);
+        if plan.scenario.is_some() {
+            rec.track_names(plan.names.len());
+        }
         // Without the timerfd, sends wake on the runtime's millisecond timer: say so.
         rec.totals.coarse_timer = open && metronome.is_none();
         Shared {
@@ -125,6 +132,7 @@ impl Shared {
             open,
             metronome,
             naps,
+            backoff: Backoff::new(u64::from(job_index) ^ 0x5eed),
         }
     }
 }
@@ -281,6 +289,8 @@ struct Lane {
     clock: Option<Instant>,
     /// vu: the scenario state of this lane's VU (None on the single-request path).
     vu: Option<Box<Vu>>,
+    /// probe: this lane holds its thread's connect probe (see [`crate::backoff`]).
+    probe: bool,
 }
 
 impl Lane {
@@ -303,18 +313,38 @@ impl Lane {
                 .scenario
                 .as_ref()
                 .map(|script| Box::new(Vu::new(script, u64::from(lane)))),
+            probe: false,
         }
     }
 
     async fn run(&mut self, s: &Rc<Shared>) {
         let start = s.job.start;
         loop {
+            if !s.open && !self.conn.is_open() && s.backoff.failing() {
+                // The target refuses connects: wait for this lane's turn (crate::backoff).
+                self.clock = None;
+                match s.backoff.turn(&mut self.pace).await {
+                    Turn::Go => {}
+                    Turn::Probe => self.probe = true,
+                    Turn::Wait => {
+                        let at = start.elapsed();
+                        if s.pacer.borrow().pace(at, s.hits.get(), self.lane) == Pace::Stop {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
             let now = self.clock.take().unwrap_or_else(Instant::now);
             let hit = s.hits.get();
             let pace = s
                 .pacer
                 .borrow()
                 .pace(now.saturating_duration_since(start), hit, self.lane);
+            if self.probe && matches!(pace, Pace::Stop | Pace::Idle(_)) {
+                self.probe = false;
+                s.backoff.release();
+            }
             let intended = match pace {
                 Pace::Stop => return,
                 Pace::Idle(at) => {
@@ -483,6 +513,16 @@ impl Lane {
         s.flights.land(self.slot);
         let done = Instant::now();
         self.clock = Some(done);
+        let probe = std::mem::take(&mut self.probe);
+        let connects = match &result {
+            Ok(x) => x.connects,
+            Err(f) => f.connects,
+        };
+        if connects > 0 {
+            s.backoff.connected();
+        } else if !s.open && matches!(&result, Err(f) if f.class == ErrorClass::Connect) {
+            s.backoff.failed(done, probe);
+        }
         let mut rec = s.rec.borrow_mut();
         match result {
             Ok(x) => {
@@ -636,6 +676,7 @@ impl Transport for LaneIo<'_> {
 
     fn started(&mut self, intended: Instant) {
         let mut rec = self.s.rec.borrow_mut();
+        rec.iteration_started();
         if rec.measured(intended) {
             rec.totals.flow.started();
         }
@@ -643,6 +684,7 @@ impl Transport for LaneIo<'_> {
 
     fn iteration(&mut self, intended: Instant, took: Duration, ok: bool) {
         let mut rec = self.s.rec.borrow_mut();
+        rec.iteration_ended(ok);
         if rec.measured(intended) {
             let high = rec.totals.latency.high();
             let us = crate::metrics::micros(took);

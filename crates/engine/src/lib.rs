@@ -15,6 +15,7 @@ compile_error!(
      (RUSAGE_THREAD); build and run redline on Linux, or in a Linux container or VM"
 );
 
+pub(crate) mod backoff;
 pub mod config;
 pub(crate) mod conn;
 pub mod control;
@@ -24,6 +25,7 @@ pub mod http;
 pub(crate) mod lane;
 pub mod metrics;
 pub(crate) mod metronome;
+pub mod outage;
 pub mod pacer;
 pub mod plan;
 pub mod report;

@@ -12,6 +12,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::flight::Sent;
+use crate::outage::{ThreadWatch, Watch};
 use crate::scenario::stats::FlowTotals;
 
 /// SIGFIG is the HdrHistogram precision: 3 significant digits (0.1% value error).
@@ -173,6 +174,47 @@ impl ErrorCounts {
     }
 }
 
+/// NameInterval is one request name's figures over one interval (scenario runs).
+#[derive(Debug, Clone)]
+pub struct NameInterval {
+    /// requests: responses received.
+    pub requests: u64,
+    /// errors: failed requests (all classes, failed checks included).
+    pub errors: u64,
+    /// errors_by_class: the same failures by class.
+    pub errors_by_class: ErrorCounts,
+    /// latency: corrected latency of its responses, µs.
+    pub latency: Histogram<u64>,
+}
+
+impl NameInterval {
+    fn new(highest_us: u64) -> Self {
+        NameInterval {
+            requests: 0,
+            errors: 0,
+            errors_by_class: ErrorCounts::default(),
+            latency: new_histogram(highest_us),
+        }
+    }
+
+    fn fail(&mut self, class: ErrorClass) {
+        self.errors += 1;
+        self.errors_by_class.add(class);
+    }
+}
+
+/// IterationCounts counts scenario iterations over one interval: begun, and ended
+/// completed (every step, no failure) or failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct IterationCounts {
+    /// started: iterations begun in the interval.
+    pub started: u64,
+    /// completed: iterations that ended in the interval with every step done and no failure.
+    pub completed: u64,
+    /// failed: iterations a failure ended in the interval.
+    pub failed: u64,
+}
+
 /// IntervalData is one thread's measurements over one reporting interval.
 #[derive(Debug, Clone)]
 pub struct IntervalData {
@@ -201,6 +243,15 @@ pub struct IntervalData {
     pub in_flight_mean: f64,
     /// latency: corrected latency of the responses in this interval, µs.
     pub latency: Histogram<u64>,
+    /// watch: this thread's outage evidence over the interval (the coordinator keeps each
+    /// thread's apart; [`IntervalData::merge`] leaves it alone).
+    pub watch: ThreadWatch,
+    /// iterations: scenario runs: iterations begun and ended in the interval.
+    pub iterations: IterationCounts,
+    /// names: scenario runs: per request name (indexed like `Plan::names`), its figures in
+    /// the interval; empty on the single-request path (its one name's figures are the
+    /// interval's own). Bounded: the names are fixed by the compiled plan.
+    pub names: Vec<NameInterval>,
 }
 
 impl IntervalData {
@@ -217,6 +268,9 @@ impl IntervalData {
             in_flight: 0,
             in_flight_mean: 0.0,
             latency: new_histogram(highest_us),
+            watch: ThreadWatch::default(),
+            iterations: IterationCounts::default(),
+            names: Vec::new(),
         }
     }
 
@@ -233,6 +287,19 @@ impl IntervalData {
         self.errors_by_class.merge(&o.errors_by_class);
         // Same bounds on both sides, so adding cannot fail; ignore rather than panic.
         let _ = self.latency.add(&o.latency);
+        self.iterations.started += o.iterations.started;
+        self.iterations.completed += o.iterations.completed;
+        self.iterations.failed += o.iterations.failed;
+        if self.names.is_empty() {
+            self.names.clone_from(&o.names);
+        } else {
+            for (a, b) in self.names.iter_mut().zip(o.names.iter()) {
+                a.requests += b.requests;
+                a.errors += b.errors;
+                a.errors_by_class.merge(&b.errors_by_class);
+                let _ = a.latency.add(&b.latency);
+            }
+        }
     }
 
     fn clear(&mut self) {
@@ -246,6 +313,13 @@ impl IntervalData {
         self.in_flight = 0;
         self.in_flight_mean = 0.0;
         self.latency.reset();
+        self.iterations = IterationCounts::default();
+        for n in &mut self.names {
+            n.requests = 0;
+            n.errors = 0;
+            n.errors_by_class = ErrorCounts::default();
+            n.latency.reset();
+        }
     }
 }
 
@@ -487,6 +561,8 @@ pub struct Recorder {
     /// flight: requests sent and not yet ended, and their time integral; a counter (one add
     /// per send, one subtract per end), so the interval reads it without walking the lanes.
     flight: FlightClock,
+    /// watch: answers and failures, for the run's outages (see [`crate::outage`]).
+    watch: Watch,
 }
 
 impl Recorder {
@@ -506,6 +582,30 @@ impl Recorder {
             totals: Totals::new(highest_us, names, open),
             open_connections: 0,
             flight: FlightClock::new(start),
+            watch: Watch::new(start),
+        }
+    }
+
+    /// track_names keeps per-name figures in each interval for `names` request names (a
+    /// scenario run; see [`IntervalData::names`]).
+    pub fn track_names(&mut self, names: usize) {
+        let high = self.interval.latency.high();
+        self.interval.names = (0..names).map(|_| NameInterval::new(high)).collect();
+    }
+
+    /// iteration_started counts a scenario iteration begun (in the interval, whatever its
+    /// part of the run).
+    pub fn iteration_started(&mut self) {
+        self.interval.iterations.started += 1;
+    }
+
+    /// iteration_ended counts a scenario iteration ended, completed (`ok`) or failed.
+    pub fn iteration_ended(&mut self, ok: bool) {
+        let it = &mut self.interval.iterations;
+        if ok {
+            it.completed += 1;
+        } else {
+            it.failed += 1;
         }
     }
 
@@ -518,6 +618,7 @@ impl Recorder {
         let lat = micros(r.latency);
         let failed = r.status >= 400 && !r.expected;
         self.flight.down(r.at);
+        self.watch.answered(r.at);
         let iv = &mut self.interval;
         iv.requests += 1;
         iv.bytes_in += r.bytes_in;
@@ -526,6 +627,13 @@ impl Recorder {
             iv.errors_by_class.add(ErrorClass::Status);
         }
         iv.latency.saturating_record(lat);
+        if let Some(n) = iv.names.get_mut(r.stat) {
+            n.requests += 1;
+            if failed {
+                n.fail(ErrorClass::Status);
+            }
+            n.latency.saturating_record(lat);
+        }
         if !self.measured(r.intended) {
             return;
         }
@@ -555,6 +663,9 @@ impl Recorder {
     pub fn check_failed(&mut self, intended: Instant, stat: usize) {
         self.interval.errors += 1;
         self.interval.errors_by_class.add(ErrorClass::Check);
+        if let Some(n) = self.interval.names.get_mut(stat) {
+            n.fail(ErrorClass::Check);
+        }
         if !self.measured(intended) {
             return;
         }
@@ -568,8 +679,12 @@ impl Recorder {
     pub fn error(&mut self, sent: &Sent, class: ErrorClass, at: Instant) {
         let (intended, stat) = (sent.intended, sent.stat);
         self.flight.down(at);
+        self.watch.failed(sent.sent_at, class);
         self.interval.errors += 1;
         self.interval.errors_by_class.add(class);
+        if let Some(n) = self.interval.names.get_mut(stat) {
+            n.fail(class);
+        }
         if !self.measured(intended) {
             return;
         }
@@ -670,6 +785,11 @@ impl Recorder {
         self.interval.active_connections = self.open_connections;
         self.interval.in_flight = self.flight.count;
         self.interval.in_flight_mean = self.flight.mean(at);
+        let iv = &self.interval;
+        self.interval.watch = ThreadWatch {
+            active: iv.sends + iv.requests + iv.errors > 0,
+            ..self.watch.take()
+        };
         let out = self.interval.clone();
         self.interval.clear();
         out

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::config::{Checked, Model};
-use crate::metrics::{encode_histogram, ErrorCounts, IntervalData, LatencySummary, Totals};
+use crate::metrics::{
+    encode_histogram, ErrorCounts, IntervalData, IterationCounts, LatencySummary, Totals,
+};
 use crate::usage::CpuTimes;
 
 /// REPORT_VERSION is the version of the report document's shape.
@@ -69,6 +71,33 @@ pub struct IntervalSnapshot {
     /// span of intervals gets its percentiles from their merged histogram, not from
     /// percentiles of percentiles.
     pub histogram: String,
+    /// down: the target was in an outage at the interval's end: it answered nothing and
+    /// every attempt failed since `down_since_s` (see [`crate::outage`]).
+    pub down: bool,
+    /// down_since_s: when the outage under way began, seconds since the start (None: up).
+    pub down_since_s: Option<f64>,
+    /// iterations: scenario runs: iterations begun, completed and failed in the interval
+    /// (absent on the single-request path, where an iteration is a request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<IterationCounts>,
+    /// names: scenario runs: per request name, its figures in the interval, so a throughput
+    /// can be measured in one named request. Absent on the single-request path (one name,
+    /// whose figures are the interval's own). Bounded: the names are the compiled plan's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub names: Option<BTreeMap<String, NameSnapshot>>,
+}
+
+/// NameSnapshot is one request name's figures over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NameSnapshot {
+    /// requests: responses received.
+    pub requests: u64,
+    /// errors: failed requests (all classes, failed checks included).
+    pub errors: u64,
+    /// errors_by_class: the same failures by class.
+    pub errors_by_class: ErrorCounts,
+    /// histogram: latency of its responses (µs), encoded as the interval's `histogram`.
+    pub histogram: String,
 }
 
 impl IntervalSnapshot {
@@ -114,7 +143,35 @@ impl IntervalSnapshot {
             send_lag_ms: d.max_send_lag_us as f64 / 1000.0,
             bytes_in: d.bytes_in,
             histogram: encode_histogram(h),
+            down: false,
+            down_since_s: None,
+            iterations: None,
+            names: None,
         }
+    }
+
+    /// with_scenario adds a scenario run's iterations and per-name figures, `names` being
+    /// the plan's request names (no-op on the single-request path).
+    pub fn with_scenario(mut self, d: &IntervalData, names: &[String]) -> Self {
+        if d.names.is_empty() {
+            return self;
+        }
+        self.iterations = Some(d.iterations);
+        let per_name = names
+            .iter()
+            .zip(d.names.iter())
+            .map(|(name, n)| {
+                let s = NameSnapshot {
+                    requests: n.requests,
+                    errors: n.errors,
+                    errors_by_class: n.errors_by_class,
+                    histogram: encode_histogram(&n.latency),
+                };
+                (name.clone(), s)
+            })
+            .collect();
+        self.names = Some(per_name);
+        self
     }
 }
 
@@ -259,6 +316,9 @@ pub struct Report {
     pub scenario: Option<crate::scenario::summary::ScenarioReport>,
     /// timeseries: one snapshot per interval, warmup included.
     pub timeseries: Vec<IntervalSnapshot>,
+    /// outages: spans during which the target answered nothing and every attempt failed
+    /// (connect refused, reset, timed out), in order; warm-up included.
+    pub outages: Vec<crate::outage::Outage>,
     /// generator: the self-check.
     pub generator: Generator,
     /// histograms: mergeable final histograms.
@@ -288,6 +348,8 @@ pub struct RunFacts<'a> {
     pub interrupted: bool,
     /// timeseries: the snapshots.
     pub timeseries: Vec<IntervalSnapshot>,
+    /// outages: when the target answered nothing.
+    pub outages: Vec<crate::outage::Outage>,
 }
 
 fn per_second(n: f64, secs: f64) -> f64 {
@@ -375,6 +437,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
             uncorrected: t.uncorrected.as_ref().map(encode_histogram),
         },
         timeseries: f.timeseries,
+        outages: f.outages,
     }
 }
 
@@ -418,8 +481,16 @@ fn generator(f: &RunFacts<'_>) -> Generator {
             } else {
                 String::new()
             };
+            let what = match f.outages.len() {
+                0 => "the figures describe the server".to_string(),
+                n => format!(
+                    "the figures describe the server, except that it stopped answering \
+                     ({n} outage{}): see outages",
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
             format!(
-                "generator kept up: workers {:.0}% busy{lag}; the figures describe the server",
+                "generator kept up: workers {:.0}% busy{lag}; {what}",
                 100.0 * busy
             )
         }

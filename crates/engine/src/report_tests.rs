@@ -38,6 +38,7 @@ fn facts<'a>(
         intended_hits: (cfg.model == Model::Open).then_some(10_000.0),
         interrupted: false,
         timeseries: Vec::new(),
+        outages: Vec::new(),
     }
 }
 

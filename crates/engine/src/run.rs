@@ -17,6 +17,7 @@ use crate::config::{Checked, Model, RunConfig};
 use crate::control::LoadControl;
 use crate::error::EngineError;
 use crate::metrics::{ConnectionGauge, IntervalData, Totals};
+use crate::outage::{ThreadWatch, Tracker};
 use crate::plan::Plan;
 use crate::report::{build_report, IntervalSnapshot, Report, RunFacts};
 use crate::usage::CpuTimes;
@@ -178,6 +179,8 @@ struct Pending {
     got: u32,
     t_end_s: f64,
     data: IntervalData,
+    /// watches: each thread's outage evidence (kept apart: see [`crate::outage`]).
+    watches: Vec<ThreadWatch>,
 }
 
 /// Coordinator merges worker messages into snapshots and totals.
@@ -195,6 +198,8 @@ struct Coordinator<'a> {
     timeseries: Vec<IntervalSnapshot>,
     /// load: the live profile, for the intended rate of a live open-model run.
     load: Arc<LoadControl>,
+    /// outages: spans when the target answered nothing.
+    outages: Tracker,
 }
 
 impl<'a> Coordinator<'a> {
@@ -211,6 +216,7 @@ impl<'a> Coordinator<'a> {
             interrupted: false,
             timeseries: Vec::new(),
             load,
+            outages: Tracker::default(),
         }
     }
 
@@ -264,14 +270,17 @@ impl<'a> Coordinator<'a> {
                     p.got += 1;
                     p.t_end_s = p.t_end_s.max(t_end_s);
                     p.data.merge(&data);
+                    p.watches.push(data.watch);
                 }
                 None => {
+                    let watches = vec![data.watch];
                     self.pending.insert(
                         index,
                         Pending {
                             got: 1,
                             t_end_s,
-                            data,
+                            data: *data,
+                            watches,
                         },
                     );
                 }
@@ -329,7 +338,10 @@ impl<'a> Coordinator<'a> {
         let t1 = p.t_end_s.max(t0);
         let warmup = t0 < self.cfg.warmup.as_secs_f64();
         let intended = self.intended_hits(t0, t1).map(|h| h / (t1 - t0).max(1e-9));
-        let snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended);
+        let mut snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended)
+            .with_scenario(&p.data, &self.names);
+        snap.down = self.outages.interval(&p.watches);
+        snap.down_since_s = self.outages.down_since();
         on_interval(&snap);
         self.timeseries.push(snap);
     }
@@ -378,6 +390,7 @@ impl<'a> Coordinator<'a> {
             intended_hits,
             interrupted: self.interrupted,
             timeseries: self.timeseries,
+            outages: self.outages.finish(),
         })
     }
 }

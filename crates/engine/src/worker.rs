@@ -79,8 +79,8 @@ pub enum Msg {
         index: u64,
         /// t_end_s: end of the interval, seconds since start.
         t_end_s: f64,
-        /// data: the measurements.
-        data: IntervalData,
+        /// data: the measurements (boxed: an interval is far larger than the other messages).
+        data: Box<IntervalData>,
     },
     /// Done: the thread finished; it sent intervals up to `last_index`.
     Done {
@@ -245,11 +245,12 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     let elapsed = job.start.elapsed();
     let boundary = job.cfg.interval.mul_f64(next as f64);
     if elapsed > boundary + Duration::from_millis(1) || last.get().is_none() {
-        let data = shared.rec.borrow_mut().take_interval(Instant::now());
+        let mut data = shared.rec.borrow_mut().take_interval(Instant::now());
+        data.watch.thread = job.index;
         let _ = tx.send(Msg::Interval {
             index: next,
             t_end_s: elapsed.as_secs_f64(),
-            data,
+            data: Box::new(data),
         });
         last.set(Some(next));
     }
@@ -285,13 +286,14 @@ async fn report_intervals(shared: Rc<Shared>, tx: Sender<Msg>, last: Rc<Cell<Opt
     for index in 0u64.. {
         let end = job.start + job.cfg.interval.mul_f64((index + 1) as f64);
         tokio::time::sleep_until(end.into()).await;
-        let data = shared.rec.borrow_mut().take_interval(Instant::now());
+        let mut data = shared.rec.borrow_mut().take_interval(Instant::now());
+        data.watch.thread = job.index;
         let t_end_s = end.duration_since(job.start).as_secs_f64();
         if tx
             .send(Msg::Interval {
                 index,
                 t_end_s,
-                data,
+                data: Box::new(data),
             })
             .is_err()
         {

@@ -54,6 +54,12 @@ fn closed_model_count_matches_what_the_server_saw() {
         r.timeseries, snaps,
         "the report carries the snapshots the callback saw"
     );
+    assert!(
+        snaps
+            .iter()
+            .all(|s| s.names.is_none() && s.iterations.is_none()),
+        "a plain run's one name is the interval itself: no per-name figures"
+    );
     assert!(r.latency_ms.min > 0.0 && r.latency_ms.max >= r.latency_ms.p50);
     assert!(
         r.uncorrected_latency_ms.is_none(),

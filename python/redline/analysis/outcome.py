@@ -107,7 +107,7 @@ class Meter:
         return outcomes(
             int(named.get("requests", 0)),
             int(named.get("errors", 0)),
-            {"status": named.get("status", 0), "check": named.get("check", 0)},
+            named.get("errors_by_class") or {},
         )
 
     def total(self, snaps: Iterable[Mapping[str, Any]]) -> Outcomes:

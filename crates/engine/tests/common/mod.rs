@@ -75,6 +75,91 @@ impl Server {
     }
 }
 
+/// Killable is a server that can be killed (every socket closed, the port free) and started
+/// again on the same port, counting into one `Seen` across its lives.
+pub struct Killable {
+    pub addr: SocketAddr,
+    pub seen: Arc<Seen>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Killable {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// kill closes the listener and every connection, and returns once they are closed.
+    pub fn kill(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Killable {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// start_killable runs a server in `mode` on `port` (0: any), counting into `seen`.
+pub fn start_killable(port: u16, mode: Mode, seen: Arc<Seen>) -> Killable {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let s2 = seen.clone();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            // The port may still be held by the last life's sockets for a moment: bounded retry.
+            let mut listener = None;
+            for _ in 0..50 {
+                match TcpListener::bind(("127.0.0.1", port)).await {
+                    Ok(l) => {
+                        listener = Some(l);
+                        break;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
+            let listener = listener.expect("bind");
+            tx.send(listener.local_addr().expect("addr"))
+                .expect("send addr");
+            let first: Arc<std::sync::OnceLock<Instant>> = Arc::new(std::sync::OnceLock::new());
+            let accept = async {
+                loop {
+                    let Ok((sock, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    s2.connections.fetch_add(1, Ordering::SeqCst);
+                    tokio::spawn(serve(sock, mode, s2.clone(), first.clone()));
+                }
+            };
+            tokio::select! {
+                _ = accept => {}
+                _ = stopped => {}
+            }
+        });
+        // Dropping the runtime drops every connection's task, closing its socket.
+        drop(rt);
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("server started");
+    Killable {
+        addr,
+        seen,
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
 /// start runs a server in `mode` on its own thread.
 pub fn start(mode: Mode) -> Server {
     let (tx, rx) = std::sync::mpsc::channel();
