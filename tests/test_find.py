@@ -259,3 +259,43 @@ def test_find_with_a_scenario_file(queue, tmp_path):
     assert r["scenario"] == str(path)
     x = r["answers"]["limit"]["capacity_rps"]
     assert abs(x - CAPACITY) <= 0.05 * CAPACITY, f"found {x:.0f}, truth {CAPACITY:.0f}"
+
+
+def test_a_rate_limiter_in_the_closed_model_gives_the_true_error_rate_and_the_accepted_rate():
+    # A token bucket of 500 req/s in front of the immediate answer: one user already offers
+    # far more, so most answers are 503s. The error rate is refusals ÷ requests, as the
+    # server counted them (each refused request counted once), and no throughput figure
+    # counts a refusal.
+    with redline.Target(threads=1, rate_limit=500.0, burst=50) as t:
+        r = valid(find(t.url + "/", max_time=30, **QUICK))
+        seen = t.stats()
+    run = r["run"]
+    refused, total = seen["rate_refused"], seen["rate_refused"] + seen["rate_accepted"]
+    assert seen["rate_refused"] > 5 * seen["rate_accepted"], seen
+    assert run["errors"]["status"] / run["requests"] == pytest.approx(refused / total, abs=0.002)
+    lim = r["answers"]["limit"]
+    assert lim["kind"] == "rate-limit", lim
+    assert lim["error_rate"] == pytest.approx(refused / total, abs=0.01)
+    assert 0.9 * 500 <= lim["capacity_rps"] <= 1.1 * 500, lim
+    assert "--model open" in r["answers"]["text"]["limit"]
+    for s in r["steps"]:
+        assert s["throughput_rps"] <= 1.2 * 500, s  # goodput: accepted answers only
+
+
+def test_every_answer_a_503_is_a_100_percent_error_rate():
+    with redline.Target(threads=1) as t:
+        r = valid(find(t.url + "/?status=503", max_time=30, **QUICK))
+    lim = r["answers"]["limit"]
+    assert lim["error_rate"] == 1.0 and lim["refused_share"] == 1.0, lim
+    assert "100.0%" in r["answers"]["text"]["limit"]
+
+
+def test_the_open_model_finds_a_rate_limit_and_names_it():
+    with redline.Target(threads=1, rate_limit=500.0, burst=50) as t:
+        r = valid(find(t.url + "/", model="open", slos=["p99<500ms"], max_time=90, **QUICK))
+        seen = t.stats()
+    lim = r["answers"]["limit"]
+    assert lim["kind"] == "rate-limit", (lim, r["stop"])
+    assert abs(lim["capacity_rps"] - 500) <= 0.03 * 500, lim
+    assert "HTTP 503" in r["answers"]["text"]["limit"]
+    assert seen["rate_refused"] > 0

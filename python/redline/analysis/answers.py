@@ -92,7 +92,16 @@ def limit_kind(limit: StepResult | None, reason: str, steps: Sequence[StepResult
     ``errors``, ``slo``, ``plateau``, ``retrograde``, ``generator``, or ``none``."""
     if limit is None or reason in ("max-load", "max-time", "interrupted"):
         return "none"
-    if reason in ("no-recovery", "collapse", "generator", "plateau", "retrograde", "slo", "knee"):
+    if reason in (
+        "no-recovery",
+        "collapse",
+        "generator",
+        "plateau",
+        "retrograde",
+        "slo",
+        "knee",
+        "service-cpu",
+    ):
         return reason
     refused = limit.errors_by_class.get("status", 0)
     if reason == "errors" and limit.errors and refused >= 0.9 * limit.errors:
@@ -321,6 +330,9 @@ def limit_sentence(
         )
     elif kind == "knee":
         head = f"Not searched past the optimal point (--stop-at-knee): stopped at {at}."
+    elif kind == "service-cpu":
+        head = f"It reached the CPU limit set for the service at {at} ({detail})."
+        head += f" The most it served within it is {cap}."
     elif kind == "slo":
         head = f"It broke its SLO at {at}: {detail}. Within the SLO it served at most {cap}."
     else:
