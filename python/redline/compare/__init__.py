@@ -16,15 +16,43 @@ tests the two sides' windows, :mod:`comparison` puts rows together, :mod:`gate` 
 gate, :mod:`tables` and :mod:`page` show the result.
 """
 
-from redline.compare.comparison import Comparison, Row, compare, compare_stretches
-from redline.compare.documents import Document, Kind, load, read
-from redline.compare.figures import Figure
-from redline.compare.gate import Rule, failures, parse_rule, parse_rules
-from redline.compare.outcomes import Outcomes, outcomes
-from redline.compare.page import render_html
-from redline.compare.significance import Verdict
-from redline.compare.tables import render_markdown, render_text
-from redline.compare.windows import Stretch
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: _HOME: where each public name lives. The package loads a part on first use, so that the
+#: CLI (which imports compare.command for its parser) starts without numpy and scipy.
+_HOME = {
+    "Comparison": "comparison",
+    "Row": "comparison",
+    "compare": "comparison",
+    "compare_stretches": "comparison",
+    "Document": "documents",
+    "Kind": "documents",
+    "load": "documents",
+    "read": "documents",
+    "Figure": "figures",
+    "Rule": "gate",
+    "failures": "gate",
+    "parse_rule": "gate",
+    "parse_rules": "gate",
+    "Outcomes": "outcomes",
+    "outcomes": "outcomes",
+    "render_html": "page",
+    "Verdict": "significance",
+    "render_markdown": "tables",
+    "render_text": "tables",
+    "Stretch": "windows",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'redline.compare' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"redline.compare.{home}"), name)
+
 
 __all__ = [
     "compare",
