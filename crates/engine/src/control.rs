@@ -22,7 +22,9 @@ use crate::pacer::Profile;
 pub const FOLLOW_TICK: Duration = Duration::from_millis(10);
 
 /// RECHECK_S is how often, in a live closed-model run, a VU above the current count wakes to
-/// see whether the count has risen (a lowered target leaves VUs idle, not gone).
+/// see whether the count has risen (a lowered target leaves VUs idle, not gone). A new
+/// target wakes them at once as well (`Shared::retargeted`), so a VU joining a ramp starts at
+/// its own instant on it, not at its next recheck.
 pub const RECHECK_S: f64 = 0.1;
 
 /// LoadControl is the live profile of a run, shared by the caller and the worker threads.
@@ -139,6 +141,8 @@ pub(crate) async fn follow(s: Rc<Shared>, control: std::sync::Arc<LoadControl>) 
         pacer.set_profile(profile);
         drop(pacer);
         seen = version;
+        // Idle lanes look at the new profile now (each then waits for its own instant).
+        s.retargeted.notify_waiters();
         if !s.open {
             let cfg = &s.job.cfg;
             let total = (peak.ceil() as u32).min(cfg.max_vus);
