@@ -22,7 +22,9 @@ use crate::pacer::Profile;
 pub const FOLLOW_TICK: Duration = Duration::from_millis(10);
 
 /// RECHECK_S is how often, in a live closed-model run, a VU above the current count wakes to
-/// see whether the count has risen (a lowered target leaves VUs idle, not gone).
+/// see whether the count has risen (a lowered target leaves VUs idle, not gone). A new
+/// target wakes them at once as well (`Shared::retarget`), so a VU joining a ramp starts at
+/// its own instant on it, not at its next recheck.
 pub const RECHECK_S: f64 = 0.1;
 
 /// LoadControl is the live profile of a run, shared by the caller and the worker threads.
@@ -139,7 +141,8 @@ pub(crate) async fn follow(s: Rc<Shared>, control: std::sync::Arc<LoadControl>) 
         pacer.set_profile(profile);
         drop(pacer);
         seen = version;
-        // Lanes asleep on a hit claimed under the old profile re-read its due time.
+        // Lanes waiting on the old profile look at the new one now: idle VUs (each then waits
+        // for its own instant) and hits claimed under the old rate (their due time moved).
         s.retarget.notify_waiters();
         if !s.open {
             let cfg = &s.job.cfg;

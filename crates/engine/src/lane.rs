@@ -23,6 +23,7 @@ use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
 use crate::plan::{Plan, RequestStep, Step};
 use crate::scenario::executor::{Reply, Transport, Vu};
 use crate::scenario::response::MAX_CAPTURE;
+use crate::scenario::rng::Rng;
 use crate::worker::{latency_ceiling, Job, LATE_SLACK};
 
 /// MAX_UNSENT_RECORDS bounds the histogram records of the hits never sent at the end of a
@@ -54,7 +55,8 @@ pub(crate) struct Shared {
     pub(crate) all_done: Notify,
     /// retarget: signalled when a live run installs a new profile, so that a lane waiting
     /// for a hit it claimed under the old one re-reads that hit's due time (a rate raised
-    /// after a trickle would otherwise find its lanes asleep until the trickle's times).
+    /// after a trickle would otherwise find its lanes asleep until the trickle's times), and
+    /// an idle lane looks at the new profile at once.
     pub(crate) retarget: Notify,
     /// open: open model (latency from the intended send).
     pub(crate) open: bool,
@@ -291,6 +293,10 @@ struct Lane {
     vu: Option<Box<Vu>>,
     /// probe: this lane holds its thread's connect probe (see [`crate::backoff`]).
     probe: bool,
+    /// joining: the lane was idle and may be joining a ramp (its first iteration is jittered).
+    joining: bool,
+    /// jitter: this lane's random numbers for that jitter.
+    jitter: Rng,
 }
 
 impl Lane {
@@ -314,6 +320,8 @@ impl Lane {
                 .as_ref()
                 .map(|script| Box::new(Vu::new(script, u64::from(lane)))),
             probe: false,
+            joining: false,
+            jitter: Rng::new(u64::from(lane) ^ 0x7a11),
         }
     }
 
@@ -350,8 +358,30 @@ impl Lane {
                 Pace::Idle(at) => {
                     self.close(s);
                     self.pace.as_mut().reset((start + at).into());
-                    self.pace.as_mut().await;
+                    tokio::select! {
+                        _ = self.pace.as_mut() => {}
+                        _ = s.retarget.notified() => {}
+                    }
+                    self.joining = true;
                     continue;
+                }
+                Pace::Now if self.joining => {
+                    // A VU joining on a ramp: its first iteration starts at a random point
+                    // of its slot on the ramp (the time between two VUs joining), so the
+                    // VUs of a ramp arrive spread, not on a lattice shared by the threads.
+                    self.joining = false;
+                    let t = now.saturating_duration_since(start);
+                    let gap = s.pacer.borrow().join_gap(t);
+                    if !gap.is_zero() {
+                        let wait = gap.mul_f64(self.jitter.unit());
+                        self.pace.as_mut().reset((now + wait).into());
+                        self.pace.as_mut().await;
+                        self.clock = None;
+                        continue;
+                    }
+                    s.hits.set(hit + 1);
+                    self.clock = Some(now);
+                    now
                 }
                 Pace::Now => {
                     s.hits.set(hit + 1);

@@ -180,6 +180,17 @@ impl Profile {
         });
     }
 
+    /// slope is the profile's rate of change at `t` (per second; 0 on a flat leg or after
+    /// the end).
+    pub fn slope(&self, t: f64) -> f64 {
+        match self.segment_at(t) {
+            Some(s) if t < s.end() && !s.dur.is_infinite() && s.dur > 0.0 => {
+                (s.to - s.from) / s.dur
+            }
+            _ => 0.0,
+        }
+    }
+
     /// value is the profile at `t` seconds (the last target after the end).
     pub fn value(&self, t: f64) -> f64 {
         match self.segment_at(t) {
@@ -358,6 +369,9 @@ impl Pacer for ClosedPacer {
     }
 }
 
+/// MAX_JOIN_GAP bounds the jitter of a VU joining a slow ramp (see [`AnyPacer::join_gap`]).
+pub const MAX_JOIN_GAP: Duration = Duration::from_millis(100);
+
 /// AnyPacer is the pacer a worker runs: one enum rather than a trait object, so the hot path
 /// stays a direct call.
 #[derive(Debug, Clone)]
@@ -376,6 +390,23 @@ impl AnyPacer {
         match self {
             AnyPacer::Closed(p) => p.vus = profile,
             AnyPacer::Open(p) => p.rate = profile,
+        }
+    }
+
+    /// join_gap is, in the closed model, the time between two VUs joining on the ramp at
+    /// `elapsed` (1 / the ramp's slope), at most [`MAX_JOIN_GAP`]; zero on a flat profile, a
+    /// step, or in the open model. A joining VU's first iteration is jittered within it.
+    pub fn join_gap(&self, elapsed: Duration) -> Duration {
+        match self {
+            AnyPacer::Closed(p) => {
+                let slope = p.vus.slope(elapsed.as_secs_f64());
+                if slope > 0.0 && slope.is_finite() {
+                    Duration::from_secs_f64((1.0 / slope).min(MAX_JOIN_GAP.as_secs_f64()))
+                } else {
+                    Duration::ZERO
+                }
+            }
+            AnyPacer::Open(_) => Duration::ZERO,
         }
     }
 

@@ -516,3 +516,68 @@ fn closed_pacer_in_a_live_run_idles_lanes_instead_of_stopping() {
     p.recheck = None;
     assert_eq!(p.pace(secs(10.5), 0, 2), Pace::Stop);
 }
+
+#[test]
+fn a_joining_vu_is_jittered_within_the_gap_between_two_joins() {
+    let ramp = Profile::from_stages(&[
+        Stage {
+            duration_s: 1.0,
+            target: 1000.0,
+        },
+        Stage {
+            duration_s: 1.0,
+            target: 1000.0,
+        },
+        Stage {
+            duration_s: 10.0,
+            target: 1010.0,
+        },
+    ]);
+    let closed = |vus: Profile| {
+        AnyPacer::Closed(ClosedPacer {
+            vus,
+            end: None,
+            limit: None,
+            stride: Stride {
+                stride: 1,
+                offset: 0,
+            },
+            recheck: None,
+        })
+    };
+    let ms = Duration::from_millis;
+    // label, pacer, time, gap
+    let cases = [
+        (
+            "1000 VUs over 1 s: 1 ms apart",
+            closed(ramp.clone()),
+            ms(500),
+            ms(1),
+        ),
+        (
+            "on the hold: no ramp, no jitter",
+            closed(ramp.clone()),
+            ms(1500),
+            ms(0),
+        ),
+        (
+            "1 VU a second: capped",
+            closed(ramp.clone()),
+            ms(5000),
+            MAX_JOIN_GAP,
+        ),
+        (
+            "a step: all at once",
+            closed(Profile::constant(5.0)),
+            ms(0),
+            ms(0),
+        ),
+    ];
+    for (label, pacer, t, want) in cases {
+        let got = pacer.join_gap(t);
+        assert!(
+            got.abs_diff(want) < Duration::from_micros(1),
+            "{label}: {got:?}, want {want:?}"
+        );
+    }
+}

@@ -166,3 +166,92 @@ fn a_run_that_is_not_live_refuses_a_target() {
     assert!(bad.load().set_target(f64::NAN, Duration::ZERO).is_err());
     assert!(bad.load().set_target(-1.0, Duration::ZERO).is_err());
 }
+
+/// busiest_window is the most stamps in any `window` after one of them.
+fn busiest_window(stamps: &[std::time::Instant], window: Duration) -> usize {
+    let mut s = stamps.to_vec();
+    s.sort();
+    let mut best = 0;
+    let mut j = 0;
+    for i in 0..s.len() {
+        while j < s.len() && s[j] < s[i] + window {
+            j += 1;
+        }
+        best = best.max(j - i);
+    }
+    best
+}
+
+#[test]
+fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
+    // 999 users join over 1 s, twice: fresh, then again after the target fell back to 1 (the
+    // lanes above it idle, as a capacity search's lanes do between its steps). Spread evenly,
+    // a 50 ms window holds 50 of them (5 %); a batch per 100 ms recheck would put ~100 in one
+    // instant. Allowing the 10 ms the threads take to see a change, and interleaving between
+    // them, 10 % is the bound. The server stamps each connection's first request.
+    let seen = Arc::new(common::Seen::tracking());
+    let server = common::start_killable(
+        0,
+        Mode::Ok {
+            delay: Duration::from_millis(200),
+        },
+        seen.clone(),
+    );
+    let live = go(RunConfig {
+        connections: 1,
+        max_vus: Some(1000),
+        ..live(server.url("/"))
+    });
+    live.next(2);
+    let load = live.control.load().clone();
+    let ramp = |label: &str| {
+        let from = seen.first_requests().len();
+        let set = std::time::Instant::now();
+        load.set_target(1000.0, Duration::from_secs(1))
+            .expect("live");
+        let snaps = live.next(6); // 1.5 s: the ramp and the first answers after it
+        let firsts = seen.first_requests();
+        let new = &firsts[from..];
+        let busiest = busiest_window(new, Duration::from_millis(50));
+        // VU k (of 2..=1000) is due when the ramp from 1 reaches k: (k - 1) / 999 s after the
+        // change. The k-th first request the server saw, against that instant:
+        let mut sorted = new.to_vec();
+        sorted.sort();
+        let late = sorted
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let due = set + Duration::from_secs_f64((i + 1) as f64 / 999.0);
+                t.saturating_duration_since(due)
+                    .max(due.saturating_duration_since(*t))
+            })
+            .max()
+            .unwrap_or_default();
+        eprintln!("{label}: furthest from its instant on the ramp: {late:?}");
+        // The 10 ms the threads take to see the change, the jitter (1 ms here) and the
+        // scheduling of a busy box; an idle VU waiting for its 100 ms recheck instead of
+        // being woken by the change measured 39 ms here.
+        assert!(
+            late < Duration::from_millis(30),
+            "{label}: a user {late:?} off the ramp"
+        );
+        let max_ms = snaps.iter().map(|s| s.max_ms).fold(0.0, f64::max);
+        eprintln!(
+            "{label}: {} new users, at most {busiest} in 50 ms, max latency {max_ms} ms",
+            new.len()
+        );
+        assert!(new.len() >= 950, "{label}: {} users started", new.len());
+        assert!(
+            busiest <= 100,
+            "{label}: {busiest} first requests in one 50 ms window"
+        );
+        // A lockstep start shows as a latency spike; a spread one stays near the 200 ms.
+        assert!(max_ms < 400.0, "{label}: max latency {max_ms} ms");
+    };
+    ramp("fresh");
+    load.set_target(1.0, Duration::ZERO).expect("live");
+    live.next(3);
+    ramp("after a fall");
+    let r = live.finish();
+    assert!(r.requests > 0);
+}

@@ -49,6 +49,25 @@ pub struct Seen {
     pub connections: AtomicU64,
     /// stale: requests that arrived on a connection the server had already closed (IdleClose).
     pub stale: AtomicU64,
+    /// firsts: when each connection's first request arrived, if asked for ([`Seen::tracking`]);
+    /// None otherwise, so the other tests' servers allocate nothing for it.
+    pub firsts: std::sync::Mutex<Option<Vec<Instant>>>,
+}
+
+impl Seen {
+    /// tracking is a Seen that stamps each connection's first request.
+    pub fn tracking() -> Self {
+        Seen {
+            firsts: std::sync::Mutex::new(Some(Vec::with_capacity(4096))),
+            ..Seen::default()
+        }
+    }
+
+    /// first_requests are the stamps so far (empty unless tracking).
+    pub fn first_requests(&self) -> Vec<Instant> {
+        let firsts = self.firsts.lock().unwrap_or_else(|e| e.into_inner());
+        firsts.clone().unwrap_or_default()
+    }
 }
 
 /// Server is a running test server; it stops when the test process ends.
@@ -235,6 +254,12 @@ async fn serve(
         };
         buf.drain(..end);
         let number = seen.requests.fetch_add(1, Ordering::SeqCst) + 1;
+        if served == 0 {
+            let mut firsts = seen.firsts.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(f) = firsts.as_mut() {
+                f.push(Instant::now());
+            }
+        }
         let t0 = *first.get_or_init(Instant::now);
         match mode {
             Mode::Ok { delay } => {
