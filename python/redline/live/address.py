@@ -45,16 +45,17 @@ def parse_address(text: str, flag: str) -> Address:
     flag."""
     bad = ConfigError(f"{flag}: expected [HOST:]PORT, e.g. 8089 or 127.0.0.1:0, got {text!r}")
     host, sep, port = text.strip().rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
     if not sep:
         host = DEFAULT_HOST
-    elif host.startswith("[") and host.endswith("]"):
+    elif bracketed:
         host = host[1:-1]
     elif ":" in host:
         raise bad  # an IPv6 host needs brackets: [::1]:8089
     host = host or DEFAULT_HOST
     if not port.isdigit() or not 0 <= int(port) <= 65535:
         raise bad
-    if ":" in host:
+    if bracketed:
         try:
             ipaddress.IPv6Address(host)
         except ValueError:

@@ -63,6 +63,16 @@ class Layout:
         sub_bucket = value >> (bucket + self.unit_magnitude)
         return ((bucket + 1) << self.sub_bucket_half_count_magnitude) + (sub_bucket - half)
 
+    def value_at(self, index: int) -> int:
+        """value_at is the lowest value recorded at counts index ``index``."""
+        half_magnitude = self.sub_bucket_half_count_magnitude
+        bucket = (index >> half_magnitude) - 1
+        sub_bucket = (index & ((1 << half_magnitude) - 1)) + (1 << half_magnitude)
+        if bucket < 0:
+            sub_bucket -= 1 << half_magnitude
+            bucket = 0
+        return sub_bucket << (bucket + self.unit_magnitude)
+
 
 @dataclass(frozen=True)
 class Decoded:
