@@ -6,6 +6,7 @@ report and the target's own count, --linger, and the page in headless Chromium."
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import math
 import os
@@ -234,11 +235,10 @@ def session() -> Iterator[LiveSession]:
         prometheus=parse_address("127.0.0.1:0", "--prometheus"),
         title="test run",
         name="GET /",
-        out=open(os.devnull, "w"),  # noqa: SIM115  (closed below)
+        out=io.StringIO(),
     )
     with live:
         yield live
-    live._out.close()
 
 
 def test_event_stream_one_event_per_interval_to_two_browsers(target, session):
@@ -603,3 +603,25 @@ def _render_run(data: dict[str, Any]) -> str:
     from redline.report import render_run_html
 
     return render_run_html(data)
+
+
+def test_web_token_guards_every_page_request():
+    """With --web-token, the page, the stream and the stop need ?token=TOKEN."""
+    with LiveSession(web=parse_address("0", "--web"), token="s3cret", out=io.StringIO()) as live:
+        base = live.web_url
+        for path in ("", "events", "report", "metrics"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(base + path, timeout=WAIT_S)
+            assert refused.value.code == 403, path
+        page = urllib.request.urlopen(base + "?token=s3cret", timeout=WAIT_S).read().decode()
+        assert 'data-stop="s3cret"' in page
+        client = SseClient(base, "?token=s3cret")
+        assert client.connected.wait(WAIT_S) and client.kinds("state")
+        assert _post_stop(base, "s3cret") == 403  # the stop header alone is not enough
+        req = urllib.request.Request(base + "stop?token=s3cret", method="POST", data=b"")
+        req.add_header("X-Redline-Stop", "s3cret")
+        assert urllib.request.urlopen(req, timeout=WAIT_S).status == 202
+        assert live.stop_requested
+        live.finish(None)
+        client.close()
+        assert client.kinds("done")[0]["status"] == "stopped"
