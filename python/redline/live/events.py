@@ -12,6 +12,7 @@ Event types (server-sent events, JSON data):
   the monitored service's latest ``service`` reading, and ``charts``: patches.
 - ``step``: a search step as judged (``index``, ``phase``, ``load``, ``throughput_rps``,
   ``p50_ms``, ``p99_ms``, ``error_rate``, ``ok``, ``fired``, ``why`` ...).
+- ``status``: ``{"status": "stopping"}`` once the stop button was pressed.
 - ``done``: the run ended: ``status`` (``done`` or ``stopped``), the final ``totals`` and
   ``report`` (the final report's URL, or None).
 
