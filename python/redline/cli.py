@@ -8,12 +8,15 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from redline import __version__
 from redline.compare.command import add_compare_parser
 from redline.errors import RedlineError
 from redline.find_command import add_demo_parser, add_find_parser
+from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser, write_run_report
@@ -176,6 +179,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
         f"at least {_secs(d['min_interval_s'])})",
     )
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress on stderr")
+    add_live_flags(r)
     r.set_defaults(func=cmd_run)
     return r
 
@@ -299,13 +303,35 @@ def _secs(seconds: float) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """cmd_run runs one load test, prints the summary and writes --json and --report."""
+    """cmd_run runs one load test, prints the summary and writes --json and --report; with
+    --web/--prometheus it is watched live (and the endpoints linger after it)."""
     for flag, path in (("--json", args.json), ("--report", args.report)):
         parent = Path(path).resolve().parent if path else None
         if parent is not None and not parent.is_dir():
             raise RedlineError(f"{flag}: directory {str(parent)!r} does not exist")
+    scenario = is_scenario(args.url)
+    model = "open" if args.rate is not None or args.open else "closed"
+    name = "all" if scenario else url_name(args.url, args.method)
+    live = open_session(args, "run", f"redline run {args.url}", model, name)
+    try:
+        code = _run(args, live)
+    except BaseException:
+        if live is not None:
+            live.close(linger=False)
+        raise
+    if live is not None:
+        if live.stop_requested:
+            print("redline: stopped from the web page", file=sys.stderr)
+        live.close()
+    return code
+
+
+def _run(args: argparse.Namespace, live: Any) -> int:
+    """_run is ``redline run`` proper (``live``: the session, or None)."""
     if is_scenario(args.url):
-        return cmd_run_scenario(args)
+        if live is None:
+            return cmd_run_scenario(args)
+        return cmd_run_scenario(args, live.progress(), on_result=_finisher(live))
     thresholds, watches = parse_thresholds(args.threshold)
     for t in thresholds:
         if t.name is not None:
@@ -325,6 +351,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     ):
         print(f"redline: warning: {note}", file=sys.stderr)
     view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
+    progress = view if live is None else live.progress(view)
     with warnings.catch_warnings():
         # Said above in the CLI's own spelling.
         warnings.simplefilter("ignore", IgnoredOption)
@@ -349,9 +376,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         aborted = None
         try:
             if watches:
-                result, aborted = run_watched(args.url, None, opts, watches, view)
+                result, aborted = run_watched(args.url, None, opts, watches, progress)
             else:
-                result = run(args.url, progress=view, **opts)  # type: ignore[arg-type]
+                result = run(args.url, progress=progress, **opts)  # type: ignore[arg-type]
         finally:
             if view is not None:
                 view.close()
@@ -359,7 +386,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         result.write_json(args.json)
     write_run_report(args.report, result.data)
+    if live is not None:
+        _finisher(live)(result)
     return judge(thresholds, result, aborted)
+
+
+def _finisher(live: Any) -> Callable[[Any], None]:
+    """_finisher tells the live session the run's result (its report linked from the page,
+    rendered when first asked for)."""
+
+    def render(data: dict[str, Any]) -> str:
+        from redline.report import render_run_html
+
+        return render_run_html(data)
+
+    return lambda result: live.finish(result.data, render)
 
 
 def run_goal(args: argparse.Namespace) -> Goal:

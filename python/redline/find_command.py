@@ -9,6 +9,7 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 from redline.errors import ConfigError, RedlineError
+from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import parse_duration
 
 if TYPE_CHECKING:  # the search pulls in numpy/scipy: `redline run` must not pay for them
@@ -81,6 +82,7 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--report", metavar="FILE.html", help="write the HTML report")
     f.add_argument("--markdown", metavar="FILE.md", help="write the Markdown report")
     f.add_argument("-q", "--quiet", action="store_true", help="no live view")
+    add_live_flags(f)
     f.set_defaults(func=cmd_find)
     return f
 
@@ -257,7 +259,15 @@ def cmd_find(args: argparse.Namespace) -> int:
             monitor.stop()
             raise
     view = None if args.quiet else FindView(max_time, max_step, monitor=monitor)
+    on_snapshot, on_step = (view.snapshot, view.step) if view else (None, None)
+    live = None
     try:
+        name = "all" if plan is not None else url_name(url, args.method)
+        title = f"redline find {args.url}"
+        live = open_session(args, "find", title, args.model, name, monitor)
+        if live is not None:
+            # The stop button ends the search as Ctrl-C does: the steps that ran are kept.
+            on_snapshot, on_step = live.find_callbacks(on_snapshot, on_step)
         result = finder.find(
             url,
             plan=plan,
@@ -280,15 +290,31 @@ def cmd_find(args: argparse.Namespace) -> int:
             monitor=monitor,
             throughput=args.throughput,
             stop_at_knee=args.stop_at_knee,
-            on_snapshot=view.snapshot if view else None,
-            on_step=view.step if view else None,
+            on_snapshot=on_snapshot,
+            on_step=on_step,
         )
+    except BaseException:
+        if live is not None:
+            live.close(linger=False)
+        raise
     finally:
         if view is not None:
             view.close()
     print(finder.answers_text(result), flush=True)
     write_outputs(result, args.json, args.report, args.markdown)
+    if live is not None:
+        live.finish(result, _render_find)
+        if live.stop_requested:
+            print("redline: stopped from the web page", file=sys.stderr)
+        live.close()
     return 130 if result.get("interrupted") else 0
+
+
+def _render_find(result: dict[str, Any]) -> str:
+    """_render_find is the find report the live page links to at the end."""
+    from redline.report import render_html
+
+    return render_html(result)
 
 
 def write_outputs(

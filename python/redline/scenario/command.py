@@ -85,8 +85,9 @@ def add_inspect_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     return p
 
 
-def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
-    """cmd_run_scenario runs ``redline run SCENARIO.py`` (``args`` from the run parser)."""
+def cmd_run_scenario(args: argparse.Namespace, progress: Any = None, on_result: Any = None) -> int:
+    """cmd_run_scenario runs ``redline run SCENARIO.py`` (``args`` from the run parser);
+    ``on_result`` hears the result once its outputs are written (the live view)."""
     from redline.runner import run
     from redline.scenario.table import render as render_tables
     from redline.summary import render
@@ -133,6 +134,8 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None) -> int:
     if args.json:
         result.write_json(args.json)
     write_run_report(getattr(args, "report", None), result.data)
+    if on_result is not None:
+        on_result(result)
     return judge(thresholds, result, aborted)
 
 

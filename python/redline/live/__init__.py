@@ -1,0 +1,39 @@
+"""live: a run or a search watched while it runs, in browsers (``--web``: a page updated each
+interval by server-sent events, with a stop button and the final report linked at the end)
+and by Prometheus (``--prometheus``: ``/metrics`` in the text format).
+
+- :mod:`~redline.live.session`: :class:`LiveSession`, fed by the run's own callbacks
+- :mod:`~redline.live.events`: what the page is sent (figures, steps, chart patches)
+- :mod:`~redline.live.metrics`: the Prometheus books (:class:`Ledger`)
+- :mod:`~redline.live.histogram`: cumulative bucket counts from the engine's HdrHistograms
+- :mod:`~redline.live.hub`, :mod:`~redline.live.server`: fan-out and the HTTP server
+- :mod:`~redline.live.page`, ``page.js``: the page
+- :mod:`~redline.live.command`: the CLI's flags
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from redline.live.address import Address, parse_address
+    from redline.live.session import Kind, LiveSession, StopRequested
+
+__all__ = ["Address", "Kind", "LiveSession", "StopRequested", "parse_address"]
+
+#: Where each name lives: imported on first use, so that the CLI, which imports
+#: ``redline.live.command`` at start-up, pays for the server only when it is asked for.
+_HOMES = {
+    "Address": "redline.live.address",
+    "parse_address": "redline.live.address",
+    "Kind": "redline.live.session",
+    "LiveSession": "redline.live.session",
+    "StopRequested": "redline.live.session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'redline.live' has no attribute {name!r}")

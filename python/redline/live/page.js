@@ -1,0 +1,154 @@
+// The live page: applies the server-sent events of redline.live.events to the figures, the
+// search's steps and the charts (drawn by assets/chart.js, as in the report). State for tests
+// and curious users: window.redlineLive.
+(function () {
+  "use strict";
+  var query = location.search.indexOf("token=") >= 0 ? location.search : "";
+  var live = (window.redlineLive = {
+    events: 0, intervals: 0, steps: 0, status: "connecting", last: null, charts: {},
+  });
+  var $ = function (id) { return document.getElementById(id); };
+
+  function num(v, digits) {
+    if (v === null || v === undefined || !isFinite(v)) return "–";
+    return Number(v).toLocaleString("en", { maximumFractionDigits: digits === undefined ? 0 : digits });
+  }
+  function ms(v) {
+    if (v === null || v === undefined) return "–";
+    return v >= 1000 ? num(v / 1000, 2) + " s" : num(v, v < 10 ? 2 : 1) + " ms";
+  }
+  function pct(v) { return v === null || v === undefined ? "–" : num(100 * v, 2) + "%"; }
+  function setText(id, text) { var el = $(id); if (el) el.textContent = text; }
+
+  function setStatus(status) {
+    live.status = status;
+    var pill = $("status");
+    pill.textContent = status;
+    pill.className = "pill " + status;
+    var stop = $("stop");
+    stop.disabled = status !== "running";
+    if (status === "done" || status === "stopped") stop.hidden = true;
+  }
+
+  function showFigures(s, totals) {
+    if (s && s.t_s !== undefined) {
+      live.last = s;
+      setText("clock", "t = " + num(s.t_s, 1) + " s" + (s.warmup ? " (warm-up)" : ""));
+      setText("f-rate", num(s.achieved_rate) + " req/s");
+      setText("f-offered", s.intended_rate ? "offered " + num(s.intended_rate) + " req/s" : "closed model: offered = achieved");
+      setText("f-latency", "p50 " + ms(s.p50_ms) + " · p95 " + ms(s.p95_ms) + " · p99 " + ms(s.p99_ms));
+      setText("f-latency-more", "p99.9 " + ms(s.p99_9_ms) + " · max " + ms(s.max_ms) + " (this interval)");
+      var users = s.load !== null && s.load !== undefined ? s.phase + " at load " + num(s.load, 2) + " · " : "";
+      setText("f-load", users + num(s.active_connections) + " connections");
+      setText("f-inflight", num(s.in_flight) + " requests in flight");
+      if (s.service) {
+        $("service").hidden = false;
+        setText("f-cpu", s.service.cpu_percent === null ? "–" : num(s.service.cpu_percent) + "% CPU");
+        var rss = s.service.rss_bytes === null ? "–" : num(s.service.rss_bytes / 1048576, 1) + " MiB RSS";
+        setText("f-mem", rss + " · " + (s.service.fds === null ? "–" : num(s.service.fds)) + " fds");
+      }
+    }
+    if (totals) {
+      var classes = Object.keys(totals.errors_by_class || {}).filter(function (k) { return totals.errors_by_class[k]; });
+      setText("f-errors", num(totals.errors) + " errors of " + num(totals.requests + totals.errors - (totals.errors_by_class.status || 0) - (totals.errors_by_class.check || 0)) + " outcomes");
+      setText("f-classes", classes.length ? classes.map(function (k) { return k + " " + num(totals.errors_by_class[k]); }).join(" · ") : "none by class");
+      setText("f-total", num(totals.requests) + " answered · " + num(totals.intended) + " intended");
+    }
+  }
+
+  function addStep(st) {
+    live.steps += 1;
+    $("search").hidden = false;
+    var tr = document.createElement("tr");
+    if (!st.ok) tr.className = "bad";
+    var verdict = st.ok ? "ok" : (st.fired || []).join(", ") + (st.why ? ": " + st.why : "");
+    [st.index + 1, st.phase, num(st.load, 2), num(st.throughput_rps, 1), ms(st.p50_ms), ms(st.p99_ms),
+     pct(st.error_rate), verdict].forEach(function (v, i) {
+      var td = document.createElement("td");
+      td.textContent = v;
+      if (i === 7) td.style.textAlign = "left";
+      tr.appendChild(td);
+    });
+    $("steps").appendChild(tr);
+  }
+
+  function figureFor(spec) {
+    var fig = document.querySelector('[data-chart="' + spec.id + '"]');
+    if (!fig) {
+      fig = document.createElement("figure");
+      fig.className = "chart";
+      fig.id = "chart-" + spec.id;
+      fig.dataset.chart = spec.id;
+      fig.innerHTML = '<figcaption></figcaption><div class="note"></div><div class="plot"></div>';
+      $("charts").appendChild(fig);
+    }
+    fig.querySelector("figcaption").textContent = spec.title;
+    fig.querySelector(".note").textContent = spec.note || "";
+    return fig;
+  }
+
+  function applyCharts(patches) {
+    (patches || []).forEach(function (p) {
+      var c = live.charts[p.id];
+      if (p.spec) {
+        if (c && c.plot) c.plot.destroy();
+        var fig = figureFor(p.spec);
+        var box = fig.querySelector(".plot");
+        box.innerHTML = "";
+        c = live.charts[p.id] = { spec: p.spec, data: p.cols, draws: c ? c.draws : 0, box: box, updates: 0 };
+        c.plot = window.redlineChart(p.spec, c.data, box, c);
+      } else if (c) {
+        c.data = c.data.map(function (col, i) { return col.slice(0, p.start).concat(p.cols[i]); });
+        c.plot.setData(c.data);
+      }
+      if (c) c.updates += 1;
+    });
+  }
+
+  var es = new EventSource("events" + query);
+  es.addEventListener("state", function (e) {
+    var s = JSON.parse(e.data);
+    live.events += 1;
+    $("steps").innerHTML = "";
+    live.steps = 0;
+    (s.steps || []).forEach(addStep);
+    setStatus(s.status);
+    showFigures(s.last, s.totals);
+    applyCharts(s.charts);
+  });
+  es.addEventListener("interval", function (e) {
+    var s = JSON.parse(e.data);
+    live.events += 1;
+    live.intervals += 1;
+    showFigures(s, s.totals);
+    applyCharts(s.charts);
+  });
+  es.addEventListener("step", function (e) { live.events += 1; addStep(JSON.parse(e.data)); });
+  es.addEventListener("status", function (e) { live.events += 1; setStatus(JSON.parse(e.data).status); });
+  es.addEventListener("done", function (e) {
+    var d = JSON.parse(e.data);
+    live.events += 1;
+    es.close();  // the server goes away after the run (and its linger): no reconnect
+    setStatus(d.status);
+    showFigures(null, d.totals);
+    if (d.report) {
+      var a = $("report");
+      a.href = d.report + query;
+      a.hidden = false;
+    }
+  });
+
+  $("stop").addEventListener("click", function () {
+    var stop = $("stop");
+    stop.disabled = true;
+    fetch("stop" + query, { method: "POST", headers: { "X-Redline-Stop": document.body.dataset.stop } })
+      .then(function (r) { if (r.ok) setStatus("stopping"); else stop.disabled = false; });
+  });
+
+  window.addEventListener("resize", function () {
+    Object.keys(live.charts).forEach(function (id) {
+      var c = live.charts[id];
+      c.plot.setSize({ width: Math.max(320, c.box.clientWidth), height: 260 });
+    });
+  });
+})();

@@ -1,0 +1,82 @@
+"""page: the live page's HTML. One self-contained document, as the report is: the vendored
+uPlot, the report's stylesheet and the shared chart code (``assets/chart.js``) are inlined, so
+it needs no CDN and works offline; ``page.js`` applies the event stream."""
+
+from __future__ import annotations
+
+import html
+from functools import cache
+from importlib import resources
+
+from redline.report import CSS, UPLOT_VERSION
+
+#: LIVE_CSS: what the live page adds to the report's stylesheet.
+LIVE_CSS = """
+.bar{display:flex;gap:12px;align-items:center;flex-wrap:wrap;margin:0 0 16px}
+.pill{border-radius:999px;padding:2px 10px;font-weight:600;background:#eaeef2}
+.pill.running{background:#dafbe1;color:#116329}.pill.stopping{background:#fff8c5}
+.pill.stopped{background:#ffebe9;color:#a40e26}.pill.done{background:#ddf4ff;color:#0969da}
+button#stop{font:inherit;padding:4px 14px;border-radius:6px;border:1px solid #cf222e;
+background:#fff;color:#cf222e;cursor:pointer}button#stop:disabled{opacity:.5;cursor:default}
+.answer .sub{color:#57606a;font-size:12.5px}
+"""
+
+_CARDS = (
+    ("Rate", "f-rate", "f-offered"),
+    ("Latency", "f-latency", "f-latency-more"),
+    ("Errors", "f-errors", "f-classes"),
+    ("Load", "f-load", "f-inflight"),
+    ("Requests", "f-total", None),
+)
+
+
+@cache
+def _file(folder: str, name: str) -> str:
+    """_file reads a file of the package (``folder``: ``assets`` or ``live``)."""
+    return resources.files("redline").joinpath(folder).joinpath(name).read_text(encoding="utf-8")
+
+
+def _card(title: str, main: str, sub: str | None, hidden: bool = False, card_id: str = "") -> str:
+    sub_html = f'<p class="sub" id="{sub}">–</p>' if sub else ""
+    attrs = (f' id="{card_id}"' if card_id else "") + (" hidden" if hidden else "")
+    return (
+        f'<div class="answer"{attrs}><h3>{html.escape(title)}</h3>'
+        f'<div class="figure" id="{main}">–</div>{sub_html}</div>'
+    )
+
+
+def render_page(title: str, kind: str, stop_token: str) -> str:
+    """render_page is the live page of a ``run`` or ``find`` (``kind``); ``stop_token`` is
+    what its stop button must send (a header no other site's form can set)."""
+    cards = "".join(_card(t, m, s) for t, m, s in _CARDS)
+    cards += _card("Service", "f-cpu", "f-mem", hidden=True, card_id="service")
+    heads = "".join(
+        f"<th>{h}</th>"
+        for h in ("step", "phase", "load", "req/s", "p50", "p99", "errors", "verdict")
+    )
+    search = (
+        '<section id="search" hidden><h2>Search steps</h2><div class="scroll">'
+        f'<table class="steps"><thead><tr>{heads}</tr></thead><tbody id="steps"></tbody>'
+        "</table></div></section>"
+    )
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        '<link rel="icon" href="data:,">'
+        f"<title>{html.escape(title)} (live)</title>"
+        f"<style>{_file('assets', 'uPlot.min.css')}</style>"
+        f"<style>{CSS}{LIVE_CSS}</style></head>"
+        f'<body data-kind="{html.escape(kind)}" data-stop="{html.escape(stop_token)}"><main>'
+        f"<h1>{html.escape(title)}</h1>"
+        '<div class="bar"><span id="status" class="pill">connecting</span>'
+        '<span id="clock"></span><button id="stop" disabled>Stop the run</button>'
+        '<a id="report" hidden>Final report</a></div>'
+        f'<div class="answers" id="answers">{cards}</div>{search}'
+        '<h2 id="charts-title">Charts</h2><div class="charts" id="charts"></div>'
+        f"<footer>redline live view. Charts by uPlot {UPLOT_VERSION} (MIT licence, embedded)."
+        "</footer></main>"
+        f"<script>{_file('assets', 'uPlot.iife.min.js')}</script>"
+        f"<script>{_file('assets', 'chart.js')}</script>"
+        f"<script>{_file('live', 'page.js')}</script></body></html>\n"
+    )

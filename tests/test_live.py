@@ -1,0 +1,627 @@
+"""Tests for redline.live: the bucket counts read from the engine's histograms, addresses,
+chart patches, the event stream (one event per interval, several browsers), the stop button
+(the server's own count is short of a full run's), the Prometheus endpoint against the final
+report and the target's own count, --linger, and the page in headless Chromium."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redline
+from conftest import CLI_TIMEOUT_S, run_cli
+from prometheus_client.parser import text_string_to_metric_families
+from redline import _engine
+from redline.charts import Chart, Series
+from redline.errors import ConfigError
+from redline.live import LiveSession, parse_address
+from redline.live.events import ChartBook, first_change
+from redline.live.histogram import HistogramError, cumulative, decode
+from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger
+
+#: Every wait in this module is bounded by this many seconds.
+WAIT_S = 15.0
+
+
+# -- pure parts ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "label,text,host,port",
+    [
+        ("a bare port: loopback", "8089", "127.0.0.1", 8089),
+        ("port 0: any free port", "0", "127.0.0.1", 0),
+        ("host and port", "0.0.0.0:9464", "0.0.0.0", 9464),
+        ("an empty host: loopback", ":80", "127.0.0.1", 80),
+        ("IPv6 in brackets", "[::1]:0", "::1", 0),
+        ("a name", "localhost:8080", "localhost", 8080),
+    ],
+)
+def test_parse_address(label, text, host, port):
+    a = parse_address(text, "--web")
+    assert (a.host, a.port) == (host, port), label
+
+
+@pytest.mark.parametrize(
+    "label,text",
+    [
+        ("not a port", "web"),
+        ("port too big", "70000"),
+        ("IPv6 without brackets", "::1:80"),
+        ("no port", "127.0.0.1:"),
+        ("a negative port", "-1"),
+        ("bad IPv6", "[zz]:80"),
+    ],
+)
+def test_parse_address_refuses(label, text):
+    with pytest.raises(ConfigError, match=r"--web: expected \[HOST:\]PORT"):
+        parse_address(text, "--web")
+
+
+@pytest.mark.parametrize(
+    "label,old,new,expect",
+    [
+        ("unchanged", [[1, 2], [3, 4]], [[1, 2], [3, 4]], None),
+        ("rows appended", [[1, 2], [3, 4]], [[1, 2, 3], [3, 4, 5]], 2),
+        ("an earlier row filled in", [[1, 2], [3, None]], [[1, 2, 3], [3, 4, 5]], 1),
+        ("from nothing", [[], []], [[1], [2]], 0),
+        ("rows removed", [[1, 2, 3], [3, 4, 5]], [[1, 2], [3, 4]], 2),
+        ("a column more", [[1, 2], [3, 4]], [[1, 2], [3, 4], [5, 6]], 0),
+    ],
+)
+def test_first_change(label, old, new, expect):
+    assert first_change(old, new) == expect, label
+
+
+def test_chart_book_sends_specs_once_then_rows():
+    def chart(rows: int, label: str = "a") -> Chart:
+        xs = [float(i) for i in range(rows)]
+        return Chart("c", "C", "t", "y", [Series(label, "#000")], [xs, [2 * x for x in xs]])
+
+    book = ChartBook()
+    (first,) = book.patch([chart(2)])
+    assert first["spec"]["id"] == "c" and first["start"] == 0 and first["cols"][0] == [0.0, 1.0]
+    assert "data" not in first["spec"]
+    (second,) = book.patch([chart(3)])
+    assert "spec" not in second and second["start"] == 2 and second["cols"] == [[2.0], [4.0]]
+    assert book.patch([chart(3)]) == []
+    (relabelled,) = book.patch([chart(3, "b")])
+    assert relabelled["spec"]["series"][0]["label"] == "b" and relabelled["start"] == 0
+    (whole,) = book.full()
+    assert whole["cols"] == [[0.0, 1.0, 2.0], [0.0, 2.0, 4.0]]
+
+
+@pytest.fixture(scope="module")
+def snapshots(target) -> list[dict[str, Any]]:
+    """Interval snapshots of a short run with a spread of latencies (1 to ~30 ms)."""
+    snaps: list[dict[str, Any]] = []
+    redline.run(
+        target.url + "?latency=lognormal:2ms:0.8",
+        connections=8,
+        duration="1s",
+        interval="0.25s",
+        progress=snaps.append,
+    )
+    return snaps
+
+
+def test_histogram_counts_agree_with_the_engine(snapshots):
+    """The decoder and the engine read the same histogram: for each quantile the engine
+    reports, the decoded count at or below it reaches that rank (⌈q·n⌉) and the count below
+    its bucket does not; the total is the interval's answered requests."""
+    quantiles = [0.001, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0]
+    for snap in snapshots:
+        d = decode(snap["histogram"])
+        n, values = _engine.histogram_quantiles(snap["histogram"], quantiles)
+        assert d.total == n == snap["requests"] > 0
+        for q, v in zip(quantiles, values, strict=True):
+            rank = max(math.ceil(q * n), 1)
+            lowest = d.layout.value_at(d.layout.index_of(v))
+            assert lowest <= v and d.layout.index_of(lowest - 1) < d.layout.index_of(v)
+            below, at = cumulative(d, [lowest - 1, v])
+            assert below < rank <= at, (q, v, below, at)
+
+
+def test_histogram_buckets_add_like_merged_histograms(snapshots):
+    """Adding each interval's buckets gives the buckets of the merged histogram."""
+    bounds = [round(b * 1e6) for b in BOUNDS_S]
+    summed = [0] * len(bounds)
+    for snap in snapshots:
+        for i, n in enumerate(cumulative(decode(snap["histogram"]), bounds)):
+            summed[i] += n
+    merged = _engine.merge_histograms([s["histogram"] for s in snapshots])
+    assert cumulative(decode(merged), bounds) == summed
+    assert summed == sorted(summed) and summed[-1] == sum(s["requests"] for s in snapshots)
+
+
+@pytest.mark.parametrize(
+    "label,encoded",
+    [
+        ("not base64", "HIST!!"),
+        ("another format", "AAAAAAAAAAAA"),
+        ("truncated", "HISTFAAAAeV4nC1QQUhUYRD"),
+    ],
+)
+def test_histogram_refuses_garbage(label, encoded):
+    with pytest.raises(HistogramError):
+        decode(encoded)
+
+
+def test_ledger_caps_names_and_skips_warmup(snapshots):
+    ledger = Ledger(name="GET /")
+    ledger.add({**snapshots[0], "warmup": True})
+    assert ledger.totals()["requests"] == 0
+    ledger.add(snapshots[1])
+    assert ledger.totals()["requests"] == snapshots[1]["requests"]
+    capped = Ledger(name_cap=2)
+    for name in ("a", "b", "c", "d"):
+        capped._book(name).count += 1
+    assert sorted(capped._names) == ["_other", "a", "b"]
+    assert capped._names["_other"].count == 2
+
+
+def test_session_refuses_a_public_page_without_a_token():
+    with pytest.raises(ConfigError, match="non-loopback address needs --web-token"):
+        LiveSession(web=parse_address("0.0.0.0:0", "--web"))
+
+
+# -- a live run ------------------------------------------------------------------------------
+
+
+class SseClient:
+    """SseClient reads one /events stream on its own thread until ``done`` or the deadline."""
+
+    def __init__(self, base: str, query: str = ""):
+        host, port = re.match(r"http://([^:/]+):(\d+)/", base).groups()  # type: ignore[union-attr]
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.connected = threading.Event()
+        self.finished = threading.Event()
+        self._conn = http.client.HTTPConnection(host, int(port), timeout=WAIT_S)
+        self._conn.request("GET", "/events" + query)
+        self._resp = self._conn.getresponse()
+        assert self._resp.status == 200
+        assert self._resp.getheader("Content-Type") == "text/event-stream"
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        kind = None
+        deadline = time.monotonic() + WAIT_S
+        try:
+            while time.monotonic() < deadline:
+                line = self._resp.readline().decode()
+                if not line:
+                    return
+                if line.startswith("event: "):
+                    kind = line[7:].strip()
+                elif line.startswith("data: ") and kind:
+                    self.events.append((kind, json.loads(line[6:])))
+                    if kind == "state":
+                        self.connected.set()
+                    if kind == "done":
+                        return
+        finally:
+            self.connected.set()
+            self.finished.set()
+
+    def kinds(self, kind: str) -> list[dict[str, Any]]:
+        return [d for k, d in self.events if k == kind]
+
+    def close(self) -> None:
+        self.finished.wait(WAIT_S)
+        self._conn.close()
+
+
+@pytest.fixture()
+def session() -> Iterator[LiveSession]:
+    live = LiveSession(
+        web=parse_address("0", "--web"),
+        prometheus=parse_address("127.0.0.1:0", "--prometheus"),
+        title="test run",
+        name="GET /",
+        out=io.StringIO(),
+    )
+    with live:
+        yield live
+
+
+def test_event_stream_one_event_per_interval_to_two_browsers(target, session):
+    clients = [SseClient(session.web_url), SseClient(session.web_url)]
+    for c in clients:
+        assert c.connected.wait(WAIT_S)
+    snaps: list[dict[str, Any]] = []
+    before = target.stats()["requests"]
+    result = redline.run(
+        target.url,
+        connections=2,
+        duration="1.2s",
+        interval="0.2s",
+        progress=session.progress(snaps.append),
+    )
+    session.finish(result.data, lambda data: "<html>report</html>")
+    for c in clients:
+        c.close()
+    a, b = (c.kinds("interval") for c in clients)
+    assert len(snaps) >= 5
+    assert len(a) == len(b) == len(snaps)
+    assert [e["t_s"] for e in a] == [s["t_s"] for s in snaps] == [e["t_s"] for e in b]
+    for event, snap in zip(a, snaps, strict=True):
+        for key in ("requests", "errors", "errors_by_class", "p50_ms", "p99_ms", "achieved_rate"):
+            assert event[key] == snap[key], key
+        assert "histogram" not in event
+        assert {"totals", "charts", "service", "phase", "load"} <= set(event)
+    last = a[-1]["totals"]
+    assert last["requests"] == result.data["requests"] == sum(s["requests"] for s in snaps)
+    assert target.stats()["requests"] - before == result.data["requests"]
+    # The charts: whole specs first, then only new rows.
+    first = {p["id"]: p for p in a[0]["charts"]}
+    assert {"throughput", "latency", "load", "errors"} <= set(first)
+    assert all("spec" in p for p in first.values())
+    later = {p["id"]: p for p in a[-1]["charts"]}
+    assert later["throughput"].get("spec") is None
+    assert later["throughput"]["start"] == len(snaps) - 1
+    (done,) = clients[0].kinds("done")
+    assert done["status"] == "done" and done["report"] == "report"
+    report = urllib.request.urlopen(session.web_url + "report", timeout=WAIT_S).read()
+    assert report == b"<html>report</html>"
+    # A browser that joins now is caught up: the state, then the end.
+    late = SseClient(session.web_url)
+    late.close()
+    assert [k for k, _ in late.events] == ["state", "done"]
+    state = late.kinds("state")[0]
+    assert state["last"]["t_s"] == snaps[-1]["t_s"]
+    assert {p["id"] for p in state["charts"]} >= {"throughput", "latency"}
+
+
+def _post_stop(base: str, token: str | None) -> int:
+    req = urllib.request.Request(base + "stop", method="POST", data=b"")
+    if token is not None:
+        req.add_header("X-Redline-Stop", token)
+    try:
+        return int(urllib.request.urlopen(req, timeout=WAIT_S).status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def _stop_token(base: str) -> str:
+    page = urllib.request.urlopen(base, timeout=WAIT_S).read().decode()
+    m = re.search(r'data-stop="([^"]+)"', page)
+    assert m
+    return m.group(1)
+
+
+def test_stop_button_ends_a_run_early(target, session):
+    """Open model, 200 req/s for 20 s: a full run is 4,000 requests; the stop button pressed
+    after the second interval ends it with the target's own count far short of that, and
+    the result of what ran comes back. A POST without the page's token stops nothing."""
+    full = 200 * 20
+    token = _stop_token(session.web_url)
+    assert _post_stop(session.web_url, None) == 403
+    assert _post_stop(session.web_url, "wrong") == 403
+    seen: list[dict[str, Any]] = []
+
+    def press(snap: dict[str, Any]) -> None:
+        seen.append(snap)
+        if len(seen) == 2:
+            assert _post_stop(session.web_url, token) == 202
+
+    before = target.stats()["requests"]
+    started = time.monotonic()
+    result = redline.run(
+        target.url,
+        rate=200,
+        duration="20s",
+        interval="0.25s",
+        progress=session.progress(press),
+    )
+    took = time.monotonic() - started
+    served = target.stats()["requests"] - before
+    assert session.stop_requested
+    assert result.interrupted
+    # Stopped at the press (the engine ends its last partial interval promptly; 2 s of
+    # slack for a busy machine) rather than after 20 s.
+    assert result.data["duration_s"] < seen[1]["t_s"] + 2.0, [s["t_s"] for s in seen]
+    assert took < 5.0
+    assert 0 < served < full / 4
+    assert result.data["requests"] <= served
+    assert result.data["intended"] < full / 4
+
+
+# -- the CLI: Prometheus, linger, find's stop ------------------------------------------------
+
+
+class Cli:
+    """Cli runs ``python -m redline ARGS`` and reads its stderr as lines arrive."""
+
+    def __init__(self, *args: str):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "redline", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
+        self.lines: list[str] = []
+
+    def wait_line(self, pattern: str) -> re.Match[str]:
+        """wait_line reads stderr until a line matches (bounded: the process's end)."""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            m = re.search(pattern, line)
+            if m:
+                return m
+        raise AssertionError(f"no line matched {pattern!r}: {self.lines}")
+
+    def finish(self) -> tuple[int, str, str]:
+        out, err = self.proc.communicate(timeout=CLI_TIMEOUT_S)
+        return self.proc.returncode, out, "".join(self.lines) + err
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate(timeout=CLI_TIMEOUT_S)
+
+
+def _scrape(url: str) -> dict[str, Any]:
+    text = urllib.request.urlopen(url, timeout=WAIT_S).read().decode()
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_prometheus_counters_equal_the_report_and_linger(target, tmp_path):
+    """A run with status errors: at the end the counters equal the JSON result's totals and
+    the target's own count, the histogram is cumulative with ``_count`` the answered
+    requests and buckets equal to the report's merged histogram; the endpoint serves during
+    --linger and is gone once the process exits."""
+    out = tmp_path / "run.json"
+    before = target.stats()["requests"]
+    cli = Cli(
+        "run", f"{target.url}/?status=500&p=0.2", "-c", "2", "-d", "1s", "--interval", "0.2s",
+        "--prometheus", "0", "--linger", "1.5s", "--json", str(out), "-q",
+    )  # fmt: skip
+    try:
+        url = cli.wait_line(r"Prometheus metrics at (\S+)").group(1)
+        cli.wait_line("serving the final figures")
+        lingering_at = time.monotonic()
+        families = _scrape(url)
+        code, _, err = cli.finish()
+        exited_at = time.monotonic()
+    finally:
+        cli.kill()
+    assert code == 0, err
+    result = json.loads(out.read_text())
+    served = target.stats()["requests"] - before
+    (name,) = result["per_name"]
+    requests = {
+        s.labels["outcome"]: s.value
+        for s in families["redline_requests"].samples
+        if s.name == "redline_requests_total"
+    }
+    assert {s.labels["name"] for s in families["redline_requests"].samples} == {name}
+    assert set(requests) == set(OUTCOMES)
+    answered = requests["ok"] + requests["status"] + requests["check"]
+    assert answered == result["requests"] == served
+    assert requests["status"] == result["errors"]["status"] > 0
+    assert sum(v for k, v in requests.items() if k != "ok") == result["errors_total"]
+    for cls, n in result["errors"].items():
+        assert requests[cls] == n, cls
+    assert families["redline_intended"].samples[0].value == result["intended"]
+    assert families["redline_run_done"].samples[0].value == 1
+    assert families["redline_vus"].samples[0].value >= 0
+    hist = {s.name: s for s in families["redline_request_duration_seconds"].samples}
+    buckets = [
+        (float(s.labels["le"]), s.value)
+        for s in families["redline_request_duration_seconds"].samples
+        if s.name.endswith("_bucket")
+    ]
+    counts = [v for _, v in buckets]
+    assert counts == sorted(counts)
+    assert buckets[-1] == (float("inf"), result["requests"])
+    assert hist["redline_request_duration_seconds_count"].value == result["requests"]
+    mean_s = result["latency_ms"]["mean"] / 1000
+    assert hist["redline_request_duration_seconds_sum"].value == pytest.approx(
+        mean_s * result["requests"], rel=1e-6
+    )
+    merged = decode(result["histograms"]["latency"])
+    assert counts[:-1] == cumulative(merged, [round(b * 1e6) for b, _ in buckets[:-1]])
+    # --linger 1.5s: served that long after the run, then gone.
+    assert exited_at - lingering_at >= 1.0
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url, timeout=WAIT_S)
+
+
+@pytest.mark.parametrize(
+    "label,args,message",
+    [
+        ("not an address", ["--web", "nope"], "--web: expected [HOST:]PORT"),
+        ("a public page, no token", ["--web", "0.0.0.0:0"], "needs --web-token"),
+        ("linger alone", ["--linger", "5s"], "--linger and --web-token go with --web or"),
+        ("a bad linger", ["--prometheus", "0", "--linger", "soon"], "--linger: expected a"),
+    ],
+)
+def test_cli_refuses_bad_live_flags(target, label, args, message):
+    r = run_cli("run", target.url, "-d", "0.2s", *args)
+    assert r.returncode == 2, (label, r.stderr)
+    assert message in r.stderr and "Traceback" not in r.stderr, (label, r.stderr)
+
+
+def test_find_stop_button_keeps_the_steps_that_ran(target, tmp_path):
+    """``redline find --web``: the stop button ends the search (as Ctrl-C: exit 130, the
+    result written and marked interrupted) long before its --max-time."""
+    out = tmp_path / "find.json"
+    cli = Cli(
+        "find", target.url, "--max-time", "60s", "--min-step", "1s", "--max-step", "2s",
+        "--confirm", "1s", "--web", "0", "--json", str(out), "-q",
+    )  # fmt: skip
+    started = time.monotonic()
+    try:
+        base = cli.wait_line(r"live view at (\S+)").group(1)
+        client = SseClient(base)
+        assert client.connected.wait(WAIT_S)
+        token = _stop_token(base)
+        deadline = time.monotonic() + WAIT_S
+        while not client.kinds("step") and time.monotonic() < deadline:
+            client.finished.wait(0.05)
+        assert client.kinds("step"), "no step was judged"
+        assert _post_stop(base, token) == 202
+        code, _, err = cli.finish()
+        client.close()
+    finally:
+        cli.kill()
+    assert code == 130, err
+    assert "stopped from the web page" in err
+    assert time.monotonic() - started < 30
+    result = json.loads(out.read_text())
+    assert result["interrupted"] is True
+    assert len(result["steps"]) >= 1
+    (done,) = client.kinds("done")
+    assert done["status"] == "stopped" and done["report"] == "report"
+    intervals = client.kinds("interval")
+    assert intervals and all(e["phase"] and e["load"] for e in intervals)
+
+
+# -- in a real browser -----------------------------------------------------------------------
+
+CHROMIUM = (
+    os.environ.get("REDLINE_CHROMIUM")
+    or shutil.which("chromium")
+    or shutil.which("chromium-browser")
+)
+
+
+def _sync_api() -> Any:
+    """_sync_api is playwright's sync API; under CI=true a missing Chromium or playwright
+    fails the test (a green CI must mean the page was seen in a browser), else skips it."""
+    if CHROMIUM is None:
+        missing = "no Chromium on this machine (apt-get install chromium; or REDLINE_CHROMIUM)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{missing}; CI=true needs it")
+        pytest.skip(missing)
+    if os.environ.get("CI") == "true":
+        import playwright.sync_api as sync_api  # CI: missing playwright is a failure
+
+        return sync_api
+    return pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+def _artifacts() -> Path:
+    d = Path(
+        os.environ.get("REDLINE_ARTIFACTS") or Path(tempfile.gettempdir()) / "redline-artifacts"
+    )
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+_CHART_STATE = """() => Array.from(document.querySelectorAll('figure.chart')).map(f => {
+    const c = f.querySelector('canvas');
+    let inked = 0;
+    if (c && c.width && c.height) {
+        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
+    }
+    const s = window.redlineLive.charts[f.dataset.chart];
+    return {id: f.dataset.chart, width: c ? c.width : 0, height: c ? c.height : 0, inked,
+            draws: s ? s.draws : 0, rows: s ? s.data[0].length : 0};
+})"""
+
+
+def test_live_page_in_chromium(target, session):
+    """The page during a run: its charts gain points each interval, the stop button stops
+    the run (the target's count is short of a full run's), the final figures equal the
+    result's, the report is linked, and nothing is fetched from outside or logged as an
+    error."""
+    sync_api = _sync_api()
+    errors: list[str] = []
+    box: dict[str, Any] = {}
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.route(
+                re.compile(r"^(?!http://127\.0\.0\.1:).*"),
+                lambda route: (errors.append(route.request.url), route.abort()),
+            )
+            page.goto(session.web_url, wait_until="load")
+            page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
+            before = target.stats()["requests"]
+
+            def go() -> None:
+                box["result"] = redline.run(
+                    target.url, rate=200, duration="20s", interval="0.25s",
+                    progress=session.progress(),
+                )  # fmt: skip
+                session.finish(box["result"].data, _render_run)
+
+            runner = threading.Thread(target=go)
+            runner.start()
+            page.wait_for_function("window.redlineLive.intervals >= 3", timeout=10_000)
+            early = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+            page.wait_for_function("window.redlineLive.intervals >= 5", timeout=10_000)
+            later = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+            page.click("#stop")
+            page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+            runner.join(WAIT_S)
+            served = target.stats()["requests"] - before
+            totals = page.inner_text("#f-total")
+            page.wait_for_selector("#report:not([hidden])", timeout=10_000)
+            page.screenshot(path=str(_artifacts() / "live-page.png"), full_page=True)
+            page.click("#report")
+            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+        finally:
+            browser.close()
+    result = box["result"]
+    assert errors == []
+    assert {"throughput", "latency", "load", "errors"} <= set(later)
+    for cid, c in later.items():
+        assert c["width"] > 100 and c["height"] > 100, c
+        assert c["inked"] > 0.01 * c["width"] * c["height"], c
+        assert c["rows"] > early[cid]["rows"] and c["draws"] > early[cid]["draws"], (c, early)
+    assert result.interrupted and 0 < served < 200 * 20 / 4
+    assert f"{result.data['requests']:,} answered" in totals
+    assert f"{result.data['intended']:,} intended" in totals
+
+
+def _render_run(data: dict[str, Any]) -> str:
+    from redline.report import render_run_html
+
+    return render_run_html(data)
+
+
+def test_web_token_guards_every_page_request():
+    """With --web-token, the page, the stream and the stop need ?token=TOKEN."""
+    with LiveSession(web=parse_address("0", "--web"), token="s3cret", out=io.StringIO()) as live:
+        base = live.web_url
+        for path in ("", "events", "report", "metrics"):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(base + path, timeout=WAIT_S)
+            assert refused.value.code == 403, path
+        page = urllib.request.urlopen(base + "?token=s3cret", timeout=WAIT_S).read().decode()
+        assert 'data-stop="s3cret"' in page
+        client = SseClient(base, "?token=s3cret")
+        assert client.connected.wait(WAIT_S) and client.kinds("state")
+        assert _post_stop(base, "s3cret") == 403  # the stop header alone is not enough
+        req = urllib.request.Request(base + "stop?token=s3cret", method="POST", data=b"")
+        req.add_header("X-Redline-Stop", "s3cret")
+        assert urllib.request.urlopen(req, timeout=WAIT_S).status == 202
+        assert live.stop_requested
+        live.finish(None)
+        client.close()
+        assert client.kinds("done")[0]["status"] == "stopped"
