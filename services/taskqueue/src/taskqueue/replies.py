@@ -64,7 +64,7 @@ def error(
 def unavailable(service: TaskService, exc: StorageUnavailable) -> Reply:
     """unavailable is the 503 of a request the store cannot serve now (database away)."""
     service.metrics.rejections.labels("storage_unavailable").inc()
-    return error(503, f"storage unavailable: {exc}", extra=((b"retry-after", b"1"),))
+    return error(503, str(exc), extra=((b"retry-after", b"1"),))
 
 
 def not_found(task_id: str) -> Reply:
