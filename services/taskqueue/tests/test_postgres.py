@@ -123,15 +123,13 @@ def test_two_servers_never_run_a_task_twice(cluster, origin) -> None:
             r = submit(clients[i % 2], {"type": "http-fetch", "url": origin.url(path)})
             assert r.status_code == 202
             paths[r.json()["id"]] = path
-        for task_id, path in paths.items():
+        for task_id in paths:
             doc = wait_final(clients[0], task_id)
             assert doc["status"] == "SUCCEEDED" and doc["attempts"] == 1, doc
         runs = [origin.hits(path) for path in paths.values()]
         assert runs == [1] * len(paths), "a task was fetched twice (or never)"
-        finished = [
-            _metric(c.get("/metrics").text, 'taskqueue_tasks_finished_total{status="SUCCEEDED",type="http-fetch"}')
-            for c in clients
-        ]
+        series = 'taskqueue_tasks_finished_total{status="SUCCEEDED",type="http-fetch"}'
+        finished = [_metric(c.get("/metrics").text, series) for c in clients]
         assert sum(finished) == len(paths) and all(f > 0 for f in finished), finished
     finally:
         for c in clients:
@@ -233,7 +231,8 @@ def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
         while True:
             text = cb.get("/metrics").text
             seen = sum(
-                _metric(text, f'taskqueue_shared_tasks{{status="{s}"}}') for s in ("QUEUED", "RUNNING")
+                _metric(text, f'taskqueue_shared_tasks{{status="{s}"}}')
+                for s in ("QUEUED", "RUNNING")
             )
             if seen == on_a:
                 break

@@ -371,7 +371,6 @@ class Executor:
         else:
             await self._finish(run, TaskStatus.FAILED, "cancelled", None, time.perf_counter())
 
-
     async def _settle(self, task: Task, new: Task, result: Result | None = None) -> bool:
         """_settle makes `new` (and its result) durable, then shows it: returns False when a
         shared store refused it, the task being another server's now (or cancelled)."""

@@ -92,7 +92,8 @@ class LocalPostgres:
         """init creates the cluster (once; fsync on, as a real deployment has it)."""
         if (self.datadir / "PG_VERSION").exists():
             return
-        self.root.chmod(0o755)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o755)  # under root, the cluster's user must reach its data dir
         self.datadir.mkdir(mode=0o700)
         if self._user is not None:
             entry = pwd.getpwnam(self._user)

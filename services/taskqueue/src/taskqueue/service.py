@@ -315,7 +315,10 @@ class TaskService:
                     return stored
                 raise NotCancellable(stored)
             done = stored.evolve(
-                status=TaskStatus.FAILED, error="cancelled", finished_at=time.time(), lease_until=None
+                status=TaskStatus.FAILED,
+                error="cancelled",
+                finished_at=time.time(),
+                lease_until=None,
             )
             if await asyncio.shield(self.storage.update(done, prior=stored)):
                 self.metrics.finished.labels(stored.type.value, TaskStatus.FAILED.value).inc()

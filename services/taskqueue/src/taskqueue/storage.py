@@ -113,5 +113,5 @@ class Storage(abc.ABC):
         """unfinished counts QUEUED and RUNNING tasks over all servers."""
         raise NotImplementedError
 
-    def on_new_tasks(self, wake: Callable[[], None]) -> None:
+    def on_new_tasks(self, wake: Callable[[], None]) -> None:  # noqa: B027 (optional hook)
         """on_new_tasks registers a callback run when any server has stored new tasks."""

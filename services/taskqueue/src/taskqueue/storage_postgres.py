@@ -439,11 +439,11 @@ class PostgresStorage(Storage):
         if self._updates is None:
             raise StorageUnavailable("storage is not open")
         # Snapshot now: the task object may change again before the batch is written.
-        return bool(
-            await self._updates.submit((task.evolve(), result, prior and prior.evolve()))
-        )
+        return bool(await self._updates.submit((task.evolve(), result, prior and prior.evolve())))
 
-    async def _flush_updates(self, ops: list[tuple[Task, Result | None, Task | None]]) -> list[bool]:
+    async def _flush_updates(
+        self, ops: list[tuple[Task, Result | None, Task | None]]
+    ) -> list[bool]:
         tasks = [t for t, _, _ in ops]
         priors = [p for _, _, p in ops]
         async with self._con() as con, con.transaction():
