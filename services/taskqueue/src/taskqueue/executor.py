@@ -186,6 +186,9 @@ class Executor:
                     tasks = await self._storage.claim(kind, want, self._lease_base_s(kind))
                 except StorageUnavailable:
                     return  # the service's refresh loop kicks again shortly
+                except Exception:  # a claim bug must not end claiming for good
+                    log.exception("taskqueue: claiming %s tasks failed", kind.value)
+                    return
                 for task in tasks:
                     self._queue.add(task)
                     self._start(task)

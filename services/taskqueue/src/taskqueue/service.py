@@ -23,7 +23,7 @@ from taskqueue.executor import Executor, StopReason
 from taskqueue.metrics import Metrics
 from taskqueue.models import Task, TaskStatus, TaskType, new_task_id
 from taskqueue.queue import TaskQueue
-from taskqueue.storage import DuplicateTask, Result, Storage
+from taskqueue.storage import DuplicateTask, Result, Storage, StorageUnavailable
 from taskqueue.storage_sqlite import SqliteStorage
 from taskqueue.submission import SubmissionError, body_fingerprint, parse_submission
 
@@ -356,6 +356,8 @@ class TaskService:
                 if now - last_cleanup >= self.config.cleanup_every_s:
                     last_cleanup = now
                     await self.cleanup(time.time() - self.config.result_ttl_s)
+            except StorageUnavailable as exc:  # the database is away: next round
+                log.warning("taskqueue: housekeeping skipped: %s", exc)
             except Exception:  # housekeeping must outlive a failed round
                 log.exception("taskqueue: housekeeping round failed")
 
