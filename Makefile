@@ -9,7 +9,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export PIP_CONSTRAINT := $(abspath constraints.txt)
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test ci-test test-rust test-rust-checked test-python lint bench bench-taskqueue bench-syscalls clean
+.PHONY: help install demo scale-demo test ci-test test-rust test-rust-checked test-python lint bench bench-taskqueue bench-syscalls clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  make %-16s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ install: $(VENV)/bin/python ## create .venv; install build tools, redline (relea
 
 demo: install ## find taskqueue's capacity (redline demo): four answers, demo-report.html/.md
 	$(PY) examples/demo.py
+
+scale-demo: install ## taskqueue on PostgreSQL: redline find on 1 instance, then 2 behind nginx (apt: postgresql nginx)
+	$(PY) bench/taskqueue_scale.py
 
 test: install test-rust test-python ## cargo test + pytest (CI: `.ci/run` runs lint and ci-test)
 

@@ -104,7 +104,7 @@ async def world(tmp_path_factory: pytest.TempPathFactory, origin) -> AsyncIterat
     await service.cancel(world.ids["cancelled"])
 
     def settled() -> bool:
-        status = {n: service.get(i).status.value for n, i in world.ids.items()}  # type: ignore[union-attr]
+        status = {n: service.queue.tasks[i].status.value for n, i in world.ids.items()}
         return status == {
             "factorial": "SUCCEEDED",
             "fetched": "SUCCEEDED",
@@ -199,7 +199,7 @@ async def test_new_submission_202_differs_only_in_id_and_time(world: World) -> N
     for (status, headers, _), doc in zip(answers, docs, strict=True):
         assert status == 202
         assert (b"location", f"/tasks/submissions/{doc['id']}".encode()) in headers
-        assert world.service.get(doc["id"]) is not None  # stored, as the server sees it
+        assert await world.service.get(doc["id"]) is not None  # stored, as the server sees it
     assert docs[0]["id"] != docs[1]["id"]
     for doc in docs:
         doc["id"] = doc["submitted_at"] = "-"

@@ -30,12 +30,12 @@ async def test_group_commit_batches_and_persists(tmp_path: Path) -> None:
     recovered = await again.open()
     assert recovered.last_seq == N and len(recovered.unfinished) == N - 1
     assert recovered.finished == {TaskStatus.SUCCEEDED: 1}
-    assert again.get("t1").status is TaskStatus.SUCCEEDED  # type: ignore[union-attr]
-    assert again.get_result("t1") == Result("text/plain", b"1")
-    page = again.list(TaskStatus.QUEUED, after_seq=10, limit=5)
+    assert (await again.get("t1")).status is TaskStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert await again.get_result("t1") == Result("text/plain", b"1")
+    page = await again.list(TaskStatus.QUEUED, after_seq=10, limit=5)
     assert [t.seq for t in page] == [11, 12, 13, 14, 15]
     gone = await again.delete_finished_before(cutoff=float("inf"), limit=100)
-    assert gone == [("t1", TaskStatus.SUCCEEDED)] and again.get_result("t1") is None
+    assert gone == [("t1", TaskStatus.SUCCEEDED)] and await again.get_result("t1") is None
     await again.close()
 
 
@@ -62,7 +62,7 @@ async def test_one_bad_write_does_not_sink_its_batch(tmp_path: Path) -> None:
     )
     assert isinstance(outcomes[25], sqlite3.IntegrityError)
     assert [o for i, o in enumerate(outcomes) if i != 25] == [None] * len(good)
-    assert len(storage.list(None, 0, 1000)) == len(good) and storage.healthy()
+    assert len(await storage.list(None, 0, 1000)) == len(good) and storage.healthy()
     await storage.close()
 
 

@@ -25,6 +25,7 @@ from taskqueue.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from taskqueue.models import Task, TaskStatus
 from taskqueue.replies import IDEMPOTENCY_KEY_MAX, JSON, Reply
 from taskqueue.service import NotCancellable, TaskService
+from taskqueue.storage import StorageUnavailable
 from taskqueue.submission import request_schema
 
 MAX_LIST_LIMIT = 1000
@@ -253,7 +254,7 @@ def _add_status_routes(app: FastAPI, service: TaskService) -> None:
         responses={200: _TASK_SCHEMA, 404: _error_schema("Unknown task")},
     )
     async def status(task_id: str) -> Response:
-        return ReplyResponse(replies.status(service, task_id))
+        return ReplyResponse(await replies.status(service, task_id))
 
     @app.delete(
         "/tasks/submissions/{task_id}",
@@ -272,6 +273,8 @@ def _add_status_routes(app: FastAPI, service: TaskService) -> None:
     async def cancel(task_id: str) -> Response:
         try:
             task = await service.cancel(task_id)
+        except StorageUnavailable as exc:
+            return ReplyResponse(replies.unavailable(service, exc))
         except NotCancellable as exc:
             return _error(409, f"task already {exc.task.status.value}", "task_id")
         if task is None:
@@ -301,7 +304,7 @@ def _add_result_route(app: FastAPI, service: TaskService) -> None:
     )
     async def result(task_id: str, request: Request) -> Response:
         accept = request.headers.get("accept", "")
-        return ReplyResponse(replies.result(service, task_id, accept))
+        return ReplyResponse(await replies.result(service, task_id, accept))
 
 
 def _add_list_route(app: FastAPI, service: TaskService) -> None:
@@ -342,7 +345,10 @@ def _add_list_route(app: FastAPI, service: TaskService) -> None:
             if not cursor.isascii() or not cursor.isdigit():
                 return _error(400, "cursor: not a cursor returned by this API", "cursor")
             after = int(cursor)
-        tasks = service.list(status, after, limit + 1)
+        try:
+            tasks = await service.list(status, after, limit + 1)
+        except StorageUnavailable as exc:
+            return ReplyResponse(replies.unavailable(service, exc))
         more = len(tasks) > limit
         tasks = tasks[:limit]
         next_cursor = str(tasks[-1].seq) if more else None

@@ -30,7 +30,14 @@ def _on_off(raw: str) -> bool:
 _OPTIONS: list[tuple[str, str, Callable[[str], Any], str]] = [
     ("--host", "host", str, "address to listen on"),
     ("--port", "port", int, "port to listen on (0: any free port; the start line shows it)"),
-    ("--data-dir", "data_dir", Path, "directory of the SQLite store"),
+    ("--data-dir", "data_dir", Path, "directory of the SQLite store (without --database)"),
+    (
+        "--database",
+        "database",
+        str,
+        "postgresql://USER@HOST[:PORT]/DB: keep tasks in PostgreSQL, shared by any number of"
+        " servers (default: SQLite in --data-dir)",
+    ),
     ("--workers", "workers", int, "factorial worker processes (default: the number of cores)"),
     ("--max-queue", "max_queue", int, "queued tasks at which submissions get 503 + Retry-After"),
     ("--max-factorial-n", "max_factorial_n", int, "largest n accepted for factorial tasks"),
@@ -56,6 +63,12 @@ _OPTIONS: list[tuple[str, str, Callable[[str], Any], str]] = [
     ),
     ("--factorial-timeout-s", "factorial_timeout_s", float, "time limit of one factorial attempt"),
     ("--lease-grace-s", "lease_grace_s", float, "how long a lease outlives its task's time limit"),
+    (
+        "--lease-check-s",
+        "lease_check_s",
+        float,
+        "how often expired leases are looked for (on a database: any server's)",
+    ),
     (
         "--result-ttl-s",
         "result_ttl_s",

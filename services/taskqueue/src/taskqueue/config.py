@@ -23,6 +23,8 @@ class Config:
     host: str = "127.0.0.1"
     port: int = 8000
     data_dir: Path = Path("./taskqueue-data")
+    # A postgresql:// URL: tasks live in that database, shared by every server using it.
+    database: str | None = None
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     max_queue: int = 10_000
     max_factorial_n: int = 20_000
@@ -78,6 +80,13 @@ class Config:
                 raise ConfigError(
                     f"allow-fetch-cidr {cidr!r} is not a CIDR (e.g. 127.0.0.0/8)"
                 ) from None
-        if self.data_dir.exists() and not self.data_dir.is_dir():
+        if self.database is not None and not self.database.startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ConfigError(
+                f"database {self.database!r} is not a postgresql:// URL"
+                " (leave it unset for SQLite in --data-dir)"
+            )
+        if self.database is None and self.data_dir.exists() and not self.data_dir.is_dir():
             raise ConfigError(f"data-dir {str(self.data_dir)!r} exists and is not a directory")
         return self

@@ -4,6 +4,11 @@ Factorials are CPU-bound and go to a process pool sized to the cores; fetches ar
 run on the event loop through the one shared Fetcher, at most `fetch_concurrency` at a
 time. A task's RUNNING state (with its lease and attempt count) is durable before its work
 starts, and its final state (with the result) is durable before anyone can read it.
+
+On a shared store the executor claims work from the database instead of the in-memory
+queue (a batch at a time, `FOR UPDATE SKIP LOCKED`), and every later state change is a
+compare-and-set: an outcome the store refuses (the lease was taken over, or the task was
+cancelled by another server) is dropped and counted in `taskqueue_stale_outcomes_total`.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from taskqueue.fetch import Fetcher, FetchError
 from taskqueue.metrics import Metrics
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.queue import TaskQueue
-from taskqueue.storage import Result, Storage
+from taskqueue.storage import Result, Storage, StorageUnavailable
 from taskqueue.worker import die_with_parent
 
 log = logging.getLogger("taskqueue")
@@ -41,6 +46,14 @@ keep the pool busy; the pool's own queue still runs only `workers` computations 
 
 FETCH_TIMEOUT_SLACK_S = 2.0
 """FETCH_TIMEOUT_SLACK_S: the outer guard over the fetcher's own deadline."""
+
+CLAIM_BATCH = 32
+"""CLAIM_BATCH: tasks claimed from a shared store in one statement. Bounded so that one server
+does not take a long queue's head for itself while the others sit idle."""
+
+STORE_RETRY_S = 0.5
+"""STORE_RETRY_S: how often an outcome is retried while a shared store is unreachable (until
+the task's lease runs out; after that another server will run the task again)."""
 
 
 class Phase(enum.Enum):
@@ -88,6 +101,8 @@ class Executor:
         self._pool: ProcessPoolExecutor | None = None
         self._fetcher: Fetcher | None = None
         self._stopping = False
+        self._claiming: dict[TaskType, asyncio.Task[None]] = {}
+        self._claim_again: set[TaskType] = set()
 
     async def start(self) -> None:
         """start creates the worker processes (warmed up) and the shared fetcher."""
@@ -122,6 +137,8 @@ class Executor:
     async def stop(self) -> None:
         """stop requeues running tasks (attempt refunded) and frees resources."""
         self._stopping = True
+        # Claims in flight hand their tasks over as runs already told to stop (requeued).
+        await asyncio.gather(*self._claiming.values(), return_exceptions=True)
         runs = list(self._runs.values())
         for run in runs:
             if run.phase is not Phase.FINISHING and run.aio is not None:
@@ -138,15 +155,62 @@ class Executor:
         """kick starts as many queued tasks as there are free slots; call it after any change."""
         if self._stopping:
             return
+        if self._storage.shared:
+            for kind in TaskType:
+                if self._busy[kind] < self._slots[kind]:
+                    self._claim_soon(kind)
+            return
         for kind in TaskType:
             while self._busy[kind] < self._slots[kind] and self._queue.has_pending(kind):
                 task = self._queue.pop(kind)
                 if task is None:
                     break
-                run = _Run(task)
-                self._runs[task.id] = run
-                self._busy[kind] += 1
-                run.aio = asyncio.get_running_loop().create_task(self._run(run))
+                self._start(task)
+
+    def _claim_soon(self, kind: TaskType) -> None:
+        if kind in self._claiming:
+            self._claim_again.add(kind)  # new work may have come after that claim's query
+            return
+        job = asyncio.get_running_loop().create_task(self._claim(kind))
+        self._claiming[kind] = job
+
+    async def _claim(self, kind: TaskType) -> None:
+        """_claim takes QUEUED tasks of a kind from the shared store while slots are free."""
+        try:
+            while not self._stopping:
+                self._claim_again.discard(kind)
+                want = min(CLAIM_BATCH, self._slots[kind] - self._busy[kind])
+                if want <= 0:
+                    return
+                try:
+                    tasks = await self._storage.claim(kind, want, self._lease_base_s(kind))
+                except StorageUnavailable:
+                    return  # the service's refresh loop kicks again shortly
+                except Exception:  # a claim bug must not end claiming for good
+                    log.exception("taskqueue: claiming %s tasks failed", kind.value)
+                    return
+                for task in tasks:
+                    self._queue.add(task)
+                    self._start(task)
+                if len(tasks) < want and kind not in self._claim_again:
+                    return
+        finally:
+            self._claiming.pop(kind, None)
+
+    def _lease_base_s(self, kind: TaskType) -> float:
+        """_lease_base_s: a lease outlives the task's time limit by --lease-grace-s (a fetch's
+        own timeout_ms is added by the store, from the task's parameters)."""
+        if kind is TaskType.FACTORIAL:
+            return self._config.factorial_timeout_s + self._config.lease_grace_s
+        return FETCH_TIMEOUT_SLACK_S + self._config.lease_grace_s
+
+    def _start(self, task: Task) -> None:
+        run = _Run(task)
+        if self._stopping:
+            run.stop = StopReason.SHUTDOWN
+        self._runs[task.id] = run
+        self._busy[task.type] += 1
+        run.aio = asyncio.get_running_loop().create_task(self._run(run))
 
     def running_ids(self) -> list[str]:
         """running_ids lists the tasks this executor is running."""
@@ -195,21 +259,21 @@ class Executor:
 
     async def _execute(self, run: _Run) -> None:
         task = run.task
-        now = time.time()
         timeout = self._timeout_s(task)
-        claimed = task.evolve(
-            status=TaskStatus.RUNNING,
-            attempts=task.attempts + 1,
-            started_at=now,
-            finished_at=None,
-            error=None,
-            lease_until=now + timeout + self._config.lease_grace_s,
-        )
         started = time.perf_counter()
         try:
-            await asyncio.shield(self._storage.update(claimed))
-            self._queue.transition(task, claimed)
-            started = time.perf_counter()  # durations measure the work, not the claim's commit
+            if task.status is TaskStatus.QUEUED:  # a local store: claim it now (shared: done)
+                now = time.time()
+                claimed = task.evolve(
+                    status=TaskStatus.RUNNING,
+                    attempts=task.attempts + 1,
+                    started_at=now,
+                    finished_at=None,
+                    error=None,
+                    lease_until=now + timeout + self._config.lease_grace_s,
+                )
+                await self._settle(task, claimed)
+                started = time.perf_counter()  # durations measure the work, not the claim
             if run.stop is not None:
                 await self._stopped(run)
                 return
@@ -280,16 +344,14 @@ class Executor:
         task = run.task
         self._metrics.duration.labels(task.type.value).observe(time.perf_counter() - started)
         done = task.evolve(status=status, error=error, finished_at=time.time(), lease_until=None)
-        await asyncio.shield(self._storage.update(done, result))
-        self._queue.transition(task, done)
-        self._metrics.finished.labels(task.type.value, status.value).inc()
+        if await self._settle(task, done, result):
+            self._metrics.finished.labels(task.type.value, status.value).inc()
 
     async def _retry_or_fail(self, run: _Run, why: str, started: float) -> None:
         task = run.task
         if task.attempts < self._config.max_attempts:
             again = task.evolve(status=TaskStatus.QUEUED, lease_until=None, error=None)
-            await asyncio.shield(self._storage.update(again))
-            self._queue.transition(task, again)
+            await self._settle(task, again)
         else:
             await self._finish(run, TaskStatus.FAILED, why, None, started)
 
@@ -305,13 +367,42 @@ class Executor:
                 lease_until=None,
                 started_at=None,
             )
-            await asyncio.shield(self._storage.update(again))
-            self._queue.transition(task, again)
+            await self._settle(task, again)
         elif reason is StopReason.LEASE_EXPIRED:
             self._metrics.lease_expiries.inc()
             await self._retry_or_fail(run, "abandoned", time.perf_counter())
         else:
             await self._finish(run, TaskStatus.FAILED, "cancelled", None, time.perf_counter())
+
+    async def _settle(self, task: Task, new: Task, result: Result | None = None) -> bool:
+        """_settle makes `new` (and its result) durable, then shows it: returns False when a
+        shared store refused it, the task being another server's now (or cancelled)."""
+        applied = await asyncio.shield(self._store(task, new, result))
+        if not applied:
+            self._metrics.stale_outcomes.inc()
+            log.warning(
+                "taskqueue: outcome of task %s (attempt %d) dropped: its lease was taken over",
+                task.id,
+                task.attempts,
+            )
+            self._queue.discard(task)
+        elif self._storage.shared and new.status is TaskStatus.QUEUED:
+            self._queue.discard(task)  # any server may claim it now: not ours to cache
+            task.adopt(new)
+        else:
+            self._queue.transition(task, new)
+        return applied
+
+    async def _store(self, task: Task, new: Task, result: Result | None) -> bool:
+        """_store writes a change, retrying while a shared store is unreachable for as long
+        as the task's lease lasts (past it, the task is another server's to run again)."""
+        while True:
+            try:
+                return await self._storage.update(new, result, prior=task)
+            except StorageUnavailable:
+                if not self._storage.shared or time.time() > (task.lease_until or 0):
+                    return False
+                await asyncio.sleep(STORE_RETRY_S)
 
 
 def _end(pool: ProcessPoolExecutor) -> None:

@@ -38,7 +38,7 @@ class FastPath:
         if scope["type"] == "http" and not scope.get("root_path"):
             method, path = scope["method"], scope["path"]
             if method == "GET" and path.startswith(_TASKS):
-                answer = self._get(scope, path)
+                answer = await self._get(scope, path)
                 if answer is not None:
                     await _send(send, answer)
                     return
@@ -47,16 +47,16 @@ class FastPath:
                 return
         await self.app(scope, receive, send)
 
-    def _get(self, scope: Scope, path: str) -> replies.Reply | None:
+    async def _get(self, scope: Scope, path: str) -> replies.Reply | None:
         # Starlette's `{task_id}` matches one non-empty segment; anything else falls through.
         if path.startswith(_STATUS):
             task_id = path[len(_STATUS) :]
             if task_id and "/" not in task_id:
-                return replies.status(self.service, task_id)
+                return await replies.status(self.service, task_id)
             return None
         task_id = path[len(_TASKS) :]
         if task_id and "/" not in task_id:
-            return replies.result(self.service, task_id, _header(scope, b"accept") or "")
+            return await replies.result(self.service, task_id, _header(scope, b"accept") or "")
         return None
 
     async def _submit(self, scope: Scope, receive: Any, send: Any) -> None:

@@ -24,27 +24,47 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class _DepthCollector(Collector):
-    def __init__(self, depth: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(
+        self,
+        depth: Callable[[], Mapping[str, int]],
+        shared: Callable[[], Mapping[str, int] | None],
+    ) -> None:
         self._depth = depth
+        self._shared = shared
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         g = GaugeMetricFamily(
             "taskqueue_tasks",
-            "Tasks known to the server by status (finished ones until their TTL).",
+            "Tasks known to this server by status (finished ones until their TTL). On a shared"
+            " database: running here, and finished here since start.",
             labels=["status"],
         )
         for status, n in self._depth().items():
             g.add_metric([status], n)
         yield g
+        shared = self._shared()
+        if shared is not None:
+            s = GaugeMetricFamily(
+                "taskqueue_shared_tasks",
+                "QUEUED and RUNNING tasks of all servers on the shared database (last count).",
+                labels=["status"],
+            )
+            for status, n in shared.items():
+                s.add_metric([status], n)
+            yield s
 
 
 class Metrics:
     """Metrics owns the registry and the counters the service updates."""
 
-    def __init__(self, depth: Callable[[], Mapping[str, int]]) -> None:
+    def __init__(
+        self,
+        depth: Callable[[], Mapping[str, int]],
+        shared: Callable[[], Mapping[str, int] | None] = lambda: None,
+    ) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(ProcessCollector(registry=None))
-        self.registry.register(_DepthCollector(depth))
+        self.registry.register(_DepthCollector(depth, shared))
         self.submissions = Counter(
             "taskqueue_submissions_total",
             "Accepted task submissions.",
@@ -94,6 +114,13 @@ class Metrics:
         self.lease_expiries = Counter(
             "taskqueue_lease_expiries_total",
             "Leases found expired (requeued or abandoned).",
+            registry=self.registry,
+        )
+
+        self.stale_outcomes = Counter(
+            "taskqueue_stale_outcomes_total",
+            "Outcomes dropped because, meanwhile, the task's lease was taken over by another"
+            " server (or another server cancelled it): the work ran again there.",
             registry=self.registry,
         )
 

@@ -83,6 +83,21 @@ class TaskQueue:
         if task is not None and task.idem_key:
             self.idem.pop(task.idem_key, None)
 
+    def uncache(self, task_id: str) -> None:
+        """uncache drops a task from memory, leaving the counts alone (shared store: the
+        task is counted where it finished, and is now another server's or gone)."""
+        task = self.tasks.pop(task_id, None)
+        self._finished.pop(task_id, None)
+        if task is not None and task.idem_key:
+            self.idem.pop(task.idem_key, None)
+
+    def discard(self, task: Task) -> None:
+        """discard drops a cached task that this server no longer holds (requeued for any
+        server to claim, or taken over), uncounting its status."""
+        if self.tasks.get(task.id) is task:
+            self.uncache(task.id)
+            self.counts[task.status] -= 1
+
     def running(self) -> Iterator[Task]:
         """running yields the cached RUNNING tasks."""
         return (t for t in list(self.tasks.values()) if t.status is TaskStatus.RUNNING)

@@ -15,6 +15,7 @@ import orjson
 
 from taskqueue.models import TaskStatus, TaskType
 from taskqueue.service import Overloaded, TaskService
+from taskqueue.storage import StorageUnavailable
 from taskqueue.submission import SubmissionError
 
 JSON = "application/json"
@@ -60,6 +61,12 @@ def error(
     return reply(status, orjson.dumps({"error": message, "field": field}), extra)
 
 
+def unavailable(service: TaskService, exc: StorageUnavailable) -> Reply:
+    """unavailable is the 503 of a request the store cannot serve now (database away)."""
+    service.metrics.rejections.labels("storage_unavailable").inc()
+    return error(503, str(exc), extra=((b"retry-after", b"1"),))
+
+
 def not_found(task_id: str) -> Reply:
     """not_found is the 404 of an unknown task id."""
     return error(404, f"no task {task_id}", "task_id")
@@ -96,23 +103,35 @@ async def submit(service: TaskService, body: bytes | None, key: str | None) -> R
         return reply(exc.status, exc.body())
     except Overloaded as exc:
         return error(503, str(exc), extra=((b"retry-after", str(exc.retry_after).encode()),))
+    except StorageUnavailable as exc:  # whether it was stored is unknown: Idempotency-Key
+        return unavailable(service, exc)
     location = (b"location", f"/tasks/submissions/{task.id}".encode())
     if created:
         return reply(202, task.json(), (location,))
     return reply(202, task.json(), (location, (b"idempotent-replayed", b"true")))
 
 
-def status(service: TaskService, task_id: str) -> Reply:
+async def status(service: TaskService, task_id: str) -> Reply:
     """status answers GET /tasks/submissions/{id}: the task's status document, or 404."""
-    task = service.get(task_id)
+    try:
+        task = await service.get(task_id)
+    except StorageUnavailable as exc:
+        return unavailable(service, exc)
     if task is None:
         return not_found(task_id)
     return reply(200, task.json())
 
 
-def result(service: TaskService, task_id: str, accept: str) -> Reply:
+async def result(service: TaskService, task_id: str, accept: str) -> Reply:
     """result answers GET /tasks/{id}: the result, FAILED's error, 409 when unfinished, or 404."""
-    task = service.get(task_id)
+    try:
+        return await _result(service, task_id, accept)
+    except StorageUnavailable as exc:
+        return unavailable(service, exc)
+
+
+async def _result(service: TaskService, task_id: str, accept: str) -> Reply:
+    task = await service.get(task_id)
     if task is None:
         return not_found(task_id)
     if task.status is TaskStatus.FAILED:
@@ -121,7 +140,7 @@ def result(service: TaskService, task_id: str, accept: str) -> Reply:
     if task.status is not TaskStatus.SUCCEEDED:
         doc = {"id": task.id, "status": task.status.value, "error": "task has not finished"}
         return reply(409, orjson.dumps(doc), ((b"retry-after", b"1"),))
-    stored = service.result(task_id)
+    stored = await service.result(task_id)
     if stored is None:  # removed by TTL cleanup between the two reads
         return not_found(task_id)
     if task.type is TaskType.FACTORIAL and prefers_json(accept):

@@ -10,6 +10,7 @@ import asyncio
 import gc
 import ipaddress
 import logging
+import re
 import signal
 import socket
 import sys
@@ -113,6 +114,13 @@ async def _announce(
         on_ready(url)
 
 
+def _store_of(config: Config) -> str:
+    """_store_of names the store for the start line (a database URL without its password)."""
+    if config.database is None:
+        return f"data-dir {config.data_dir}"
+    return "database " + re.sub(r"://([^:@/]*):[^@/]*@", r"://\1:***@", config.database)
+
+
 def serve(config: Config) -> None:
     """serve runs the service in this thread with uvloop, logging one line at start and at stop."""
     import uvloop
@@ -123,9 +131,9 @@ def serve(config: Config) -> None:
     def ready(url: str) -> None:
         state["url"] = url
         log.info(
-            "taskqueue: listening on %s (data-dir %s, workers %d, max-queue %d)",
+            "taskqueue: listening on %s (%s, workers %d, max-queue %d)",
             url,
-            config.data_dir,
+            _store_of(config),
             config.workers,
             config.max_queue,
         )

@@ -3,6 +3,11 @@
 `TaskService` ties the storage, the in-memory queue and the executor together: admission
 control and durable submission, idempotency, reads, cancellation, lease recovery at
 start-up, and the housekeeping loop (lease expiry, TTL cleanup, drain-rate estimate).
+
+On a shared store (PostgreSQL, several servers) memory holds only what cannot change
+under this server: tasks it is running and finished ones. Unfinished tasks are read from
+the database, work is claimed from it, expired leases are reaped there whoever held them,
+and admission control counts the queue of all servers (refreshed every SHARED_REFRESH_S).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from taskqueue.executor import Executor, StopReason
 from taskqueue.metrics import Metrics
 from taskqueue.models import Task, TaskStatus, TaskType, new_task_id
 from taskqueue.queue import TaskQueue
-from taskqueue.storage import Result, Storage
+from taskqueue.storage import DuplicateTask, Result, Storage, StorageUnavailable
 from taskqueue.storage_sqlite import SqliteStorage
 from taskqueue.submission import SubmissionError, body_fingerprint, parse_submission
 
@@ -26,6 +31,20 @@ log = logging.getLogger("taskqueue")
 
 CLEANUP_BATCH = 5000
 """CLEANUP_BATCH bounds one TTL deletion transaction so it never stalls submissions for long."""
+
+SHARED_REFRESH_S = 0.25
+"""SHARED_REFRESH_S: how often a server on a shared store re-counts the queue of all servers
+(for admission control and /metrics) and looks for work it was not told about. Between two
+counts the servers together may admit up to their submission rate times this past --max-queue."""
+
+
+def open_storage(config: Config) -> Storage:
+    """open_storage is the store the config names: PostgreSQL for --database, else SQLite."""
+    if config.database:
+        from taskqueue.storage_postgres import PostgresStorage
+
+        return PostgresStorage(config.database)
+    return SqliteStorage(config.data_dir)
 
 
 class Overloaded(Exception):
@@ -49,9 +68,9 @@ class TaskService:
 
     def __init__(self, config: Config, storage: Storage | None = None) -> None:
         self.config = config
-        self.storage = storage or SqliteStorage(config.data_dir)
+        self.storage = storage or open_storage(config)
         self.queue = TaskQueue(config.cache_finished)
-        self.metrics = Metrics(self.depth_by_status)
+        self.metrics = Metrics(self.depth_by_status, self.shared_depth)
         self.executor = Executor(config, self.storage, self.queue, self.metrics)
         self._seq = 0
         self._storing: dict[
@@ -59,6 +78,9 @@ class TaskService:
         ] = {}  # Idempotency-Key -> submission being stored
         self._housekeeper: asyncio.Task[None] | None = None
         self._drain_rate = 0.0  # finished tasks per second, smoothed
+        self._shared: dict[TaskStatus, int] | None = None  # all servers' queue, last count
+        self._admitted_since = 0  # submissions stored since that count
+        self._refresher: asyncio.Task[None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -70,7 +92,11 @@ class TaskService:
             self.queue.counts[status] += n
         await self._recover(recovered.unfinished)
         await self.executor.start()
-        self._housekeeper = asyncio.get_running_loop().create_task(self._housekeeping())
+        loop = asyncio.get_running_loop()
+        self._housekeeper = loop.create_task(self._housekeeping())
+        if self.storage.shared:
+            self.storage.on_new_tasks(self.executor.kick)
+            self._refresher = loop.create_task(self._refresh_shared())
         self.executor.kick()
 
     async def _recover(self, unfinished: list[Task]) -> None:
@@ -99,9 +125,10 @@ class TaskService:
 
     async def stop(self) -> None:
         """stop requeues running tasks and closes everything; accepted work survives."""
-        if self._housekeeper is not None:
-            self._housekeeper.cancel()
-            await asyncio.gather(self._housekeeper, return_exceptions=True)
+        for job in (self._housekeeper, self._refresher):
+            if job is not None:
+                job.cancel()
+                await asyncio.gather(job, return_exceptions=True)
         await self.executor.stop()
         await asyncio.gather(*self._storing.values(), return_exceptions=True)
         await self.storage.close()
@@ -127,11 +154,11 @@ class TaskService:
                         "Idempotency-Key was already used with a different body",
                     )
                 return original, False
-        if self.queue.depth() >= self.config.max_queue:
+        if self.queue_depth() >= self.config.max_queue:
             self.metrics.rejections.labels("queue_full").inc()
             raise Overloaded(self.retry_after())
         self.queue.reserved += 1  # now, not in _store: the next request must see it
-        self._seq += 1
+        self._seq += 1  # a shared store numbers the task itself
         params = spec.model_dump(exclude={"type"}, exclude_none=True)
         task = Task(
             id=new_task_id(),
@@ -145,7 +172,17 @@ class TaskService:
         storing = asyncio.get_running_loop().create_task(self._store(task))
         if idem_key is not None:
             self._storing[idem_key] = storing
-        return await asyncio.shield(storing), True
+        try:
+            return await asyncio.shield(storing), True
+        except DuplicateTask:
+            # Another server stored the same Idempotency-Key between our check and our insert.
+            assert idem_key is not None
+            original = await self.storage.find_idempotent(idem_key)
+            if original is None or original.idem_hash != fingerprint:
+                raise SubmissionError(
+                    422, "Idempotency-Key", "Idempotency-Key was already used with a different body"
+                ) from None
+            return original, False
 
     async def _store(self, task: Task) -> Task:
         try:
@@ -154,7 +191,10 @@ class TaskService:
             self.queue.reserved -= 1
             if task.idem_key is not None:
                 self._storing.pop(task.idem_key, None)
-        self.queue.add(task)
+        if self.storage.shared:
+            self._admitted_since += 1  # any server may claim it: not cached here
+        else:
+            self.queue.add(task)
         self.metrics.submissions.labels(task.type.value).inc()
         self.executor.kick()
         return task
@@ -164,7 +204,16 @@ class TaskService:
         if storing is not None:
             return await asyncio.shield(storing)
         cached = self.queue.idem.get(key)
-        return cached if cached is not None else self.storage.find_idempotent(key)
+        if cached is not None and (cached.status.finished or not self.storage.shared):
+            return cached
+        return await self.storage.find_idempotent(key)
+
+    def queue_depth(self) -> int:
+        """queue_depth is the admission-control figure: queued tasks (of all servers on a
+        shared store, as last counted plus those stored here since) and those being stored."""
+        if self._shared is None:
+            return self.queue.depth()
+        return self._shared[TaskStatus.QUEUED] + self._admitted_since + self.queue.reserved
 
     def retry_after(self) -> int:
         """retry_after estimates, in seconds, how long until a tenth of the queue has drained."""
@@ -174,18 +223,31 @@ class TaskService:
 
     # --- reads -------------------------------------------------------------------------------
 
-    def get(self, task_id: str) -> Task | None:
-        """get returns a task from the cache, else from storage, else None."""
+    async def get(self, task_id: str) -> Task | None:
+        """get returns a task from the cache, else from storage, else None.
+
+        On a shared store only finished tasks are answered from memory: another server may
+        claim, finish or cancel an unfinished one at any moment.
+        """
         task = self.queue.tasks.get(task_id)
-        return task if task is not None else self.storage.get(task_id)
+        if task is not None and not self.storage.shared:
+            return task
+        if task is not None and task.status.finished:
+            # Another server may have deleted it at its TTL: memory must not outlive that.
+            if (task.finished_at or 0) >= time.time() - self.config.result_ttl_s:
+                return task
+            self.queue.uncache(task_id)
+        return await self.storage.get(task_id)
 
-    def result(self, task_id: str) -> Result | None:
+    async def result(self, task_id: str) -> Result | None:
         """result returns the stored result of a SUCCEEDED task."""
-        return self.storage.get_result(task_id)
+        return await self.storage.get_result(task_id)
 
-    def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
+    async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
         """list pages through tasks in submission order, after the given seq (keyset)."""
-        tasks = self.storage.list(status, after_seq, limit)
+        tasks = await self.storage.list(status, after_seq, limit)
+        if self.storage.shared:
+            return tasks
         # The cache is fresher than storage for a task mid-transition; prefer it.
         return [self.queue.tasks.get(t.id, t) for t in tasks]
 
@@ -194,6 +256,12 @@ class TaskService:
         counts = {s.value: n for s, n in self.queue.counts.items()}
         counts[TaskStatus.QUEUED.value] += self.queue.reserved
         return counts
+
+    def shared_depth(self) -> dict[str, int] | None:
+        """shared_depth counts QUEUED and RUNNING tasks of all servers (None: not shared)."""
+        if self._shared is None:
+            return None
+        return {s.value: n for s, n in self._shared.items()}
 
     def healthy(self) -> bool:
         """healthy tells whether submissions can be made durable right now."""
@@ -207,8 +275,11 @@ class TaskService:
         Returns None for an unknown id; raises NotCancellable when it had already finished.
         """
         task = self.queue.tasks.get(task_id)
+        if self.storage.shared and task_id not in self.executor.running_ids():
+            if task is None or not task.status.finished:
+                return await self._cancel_shared(task_id)
         if task is None:
-            stored = self.storage.get(task_id)
+            stored = await self.storage.get(task_id)
             if stored is None:
                 return None
             raise NotCancellable(stored)
@@ -231,7 +302,41 @@ class TaskService:
             return task
         raise NotCancellable(task)
 
+    async def _cancel_shared(self, task_id: str) -> Task | None:
+        """_cancel_shared cancels a task that is not running here, in the database: a
+        compare-and-set, so it loses cleanly to a server that finishes it first. A server
+        still running it then finds its outcome refused and drops it."""
+        for _ in range(10):  # each retry means the task changed state meanwhile
+            stored = await self.storage.get(task_id)
+            if stored is None:
+                return None
+            if stored.status.finished:
+                if stored.status is TaskStatus.FAILED and stored.error == "cancelled":
+                    return stored
+                raise NotCancellable(stored)
+            done = stored.evolve(
+                status=TaskStatus.FAILED,
+                error="cancelled",
+                finished_at=time.time(),
+                lease_until=None,
+            )
+            if await asyncio.shield(self.storage.update(done, prior=stored)):
+                self.metrics.finished.labels(stored.type.value, TaskStatus.FAILED.value).inc()
+                return done
+        raise NotCancellable(stored)
+
     # --- housekeeping ------------------------------------------------------------------------
+
+    async def _refresh_shared(self) -> None:
+        """_refresh_shared re-counts the shared queue and claims work that no notice announced."""
+        while True:
+            try:
+                counts = await self.storage.unfinished()
+                self._shared, self._admitted_since = counts, 0
+            except Exception as exc:  # the database is away: keep the last count, try again
+                log.debug("taskqueue: queue count failed: %s", exc)
+            self.executor.kick()
+            await asyncio.sleep(SHARED_REFRESH_S)
 
     async def _housekeeping(self) -> None:
         last_lease = last_cleanup = time.monotonic()
@@ -246,11 +351,27 @@ class TaskService:
                 if now - last_lease >= self.config.lease_check_s:
                     last_lease = now
                     self.executor.expire_leases(time.time())
+                    if self.storage.shared:
+                        await self._reap_shared()
                 if now - last_cleanup >= self.config.cleanup_every_s:
                     last_cleanup = now
                     await self.cleanup(time.time() - self.config.result_ttl_s)
+            except StorageUnavailable as exc:  # the database is away: next round
+                log.warning("taskqueue: housekeeping skipped: %s", exc)
             except Exception:  # housekeeping must outlive a failed round
                 log.exception("taskqueue: housekeeping round failed")
+
+    async def _reap_shared(self) -> None:
+        """_reap_shared requeues (or FAILs 'abandoned') the tasks whose lease expired on any
+        server: a server that died, or hung, without finishing them."""
+        reaped = await self.storage.expire_leases(self.config.max_attempts)
+        for task in reaped:
+            self.metrics.lease_expiries.inc()
+            if task.status.finished:
+                self.metrics.finished.labels(task.type.value, task.status.value).inc()
+        if reaped:
+            log.info("taskqueue: took over %d task(s) whose lease had expired", len(reaped))
+            self.executor.kick()
 
     def _finished_total(self) -> int:
         return self.queue.counts[TaskStatus.SUCCEEDED] + self.queue.counts[TaskStatus.FAILED]
@@ -261,7 +382,10 @@ class TaskService:
         while True:
             gone = await self.storage.delete_finished_before(cutoff, CLEANUP_BATCH)
             for task_id, status in gone:
-                self.queue.forget(task_id, status)
+                if self.storage.shared:  # counted where it finished: only uncache it here
+                    self.queue.uncache(task_id)
+                else:
+                    self.queue.forget(task_id, status)
             total += len(gone)
             if len(gone) < CLEANUP_BATCH:
                 return total

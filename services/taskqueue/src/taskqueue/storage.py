@@ -1,17 +1,19 @@
 """Storage: the small persistence interface the service is written against.
 
-SQLite (storage_sqlite.py) is the default; a PostgreSQL backend would implement the same
-methods. Writes are coroutines that return only once the change is durable; reads are
-plain calls because the in-memory cache answers the hot ones and the rest are point or
-range lookups on an index.
+SQLite (storage_sqlite.py) is the default: one server owns its data directory.
+PostgreSQL (storage_postgres.py) is `shared`: any number of servers work on one database,
+so a task's state may change under a server's feet (claimed, finished or cancelled by
+another), and the service trusts its memory only for what cannot change any more.
+Writes and reads are coroutines; a write returns only once the change is durable.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import NamedTuple
 
-from taskqueue.models import Task, TaskStatus
+from taskqueue.models import Task, TaskStatus, TaskType
 
 
 class Result(NamedTuple):
@@ -29,8 +31,19 @@ class Recovered(NamedTuple):
     finished: dict[TaskStatus, int]
 
 
+class StorageUnavailable(RuntimeError):
+    """StorageUnavailable: the store cannot be reached now (the API answers 503 + Retry-After)."""
+
+
+class DuplicateTask(RuntimeError):
+    """DuplicateTask: a task with this id or Idempotency-Key is already stored."""
+
+
 class Storage(abc.ABC):
     """Storage persists tasks and results; every write is durable when its coroutine returns."""
+
+    shared = False
+    """shared: other servers work on the same store (claims, leases and reads go to it)."""
 
     @abc.abstractmethod
     async def open(self) -> Recovered:
@@ -42,11 +55,20 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     async def insert(self, task: Task) -> None:
-        """insert stores a new task durably (it must not exist yet)."""
+        """insert stores a new task durably (it must not exist yet); a shared store sets
+        task.seq from its own sequence, since servers cannot number tasks among themselves."""
 
     @abc.abstractmethod
-    async def update(self, task: Task, result: Result | None = None) -> None:
-        """update stores the task's current state, and its result when one is given."""
+    async def update(
+        self, task: Task, result: Result | None = None, prior: Task | None = None
+    ) -> bool:
+        """update stores the task's current state, and its result when one is given.
+
+        prior is the state this change replaces. A shared store applies the change only
+        while the stored row still has prior's status and attempts (compare-and-set, so an
+        attempt whose lease was taken over cannot overwrite its successor) and returns
+        whether it did; a store owned by one server always applies it.
+        """
 
     @abc.abstractmethod
     async def delete_finished_before(
@@ -55,21 +77,41 @@ class Storage(abc.ABC):
         """delete_finished_before removes up to `limit` tasks finished before cutoff."""
 
     @abc.abstractmethod
-    def get(self, task_id: str) -> Task | None:
-        """get reads one task from the store (for tasks no longer cached in memory)."""
+    async def get(self, task_id: str) -> Task | None:
+        """get reads one task from the store (for tasks not cached in memory)."""
 
     @abc.abstractmethod
-    def get_result(self, task_id: str) -> Result | None:
+    async def get_result(self, task_id: str) -> Result | None:
         """get_result reads the stored result of a SUCCEEDED task."""
 
     @abc.abstractmethod
-    def find_idempotent(self, key: str) -> Task | None:
+    async def find_idempotent(self, key: str) -> Task | None:
         """find_idempotent returns the task submitted with this Idempotency-Key, if any."""
 
     @abc.abstractmethod
-    def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
+    async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
         """list returns up to `limit` tasks with seq > after_seq, in order (keyset)."""
 
     @abc.abstractmethod
     def healthy(self) -> bool:
         """healthy tells whether writes can currently be made durable."""
+
+    # --- shared stores only ------------------------------------------------------------------
+
+    async def claim(self, kind: TaskType, limit: int, lease_s: float) -> list[Task]:
+        """claim makes up to `limit` of the oldest QUEUED tasks of a kind RUNNING for this
+        server and returns them, durable: attempts + 1, and a lease of lease_s seconds plus
+        the task's own `timeout_ms` when it has one (a lease outlives the task's time limit)."""
+        raise NotImplementedError
+
+    async def expire_leases(self, max_attempts: int) -> list[Task]:
+        """expire_leases requeues every RUNNING task whose lease has passed (or FAILs it
+        'abandoned' once out of attempts), whichever server held it; returns them."""
+        raise NotImplementedError
+
+    async def unfinished(self) -> dict[TaskStatus, int]:
+        """unfinished counts QUEUED and RUNNING tasks over all servers."""
+        raise NotImplementedError
+
+    def on_new_tasks(self, wake: Callable[[], None]) -> None:  # noqa: B027 (optional hook)
+        """on_new_tasks registers a callback run when any server has stored new tasks."""

@@ -374,7 +374,9 @@ class SqliteStorage(Storage):
         )
         await self._w().submit(_Insert(values))
 
-    async def update(self, task: Task, result: Result | None = None) -> None:
+    async def update(
+        self, task: Task, result: Result | None = None, prior: Task | None = None
+    ) -> bool:
         # Snapshot now: the task object may change again before the writer gets to it.
         values = (
             task.status.value,
@@ -385,17 +387,18 @@ class SqliteStorage(Storage):
             task.lease_until,
         )
         await self._w().submit(_Update((*values, task.seq), result))
+        return True  # the data dir's lock makes this server the only writer: no race to lose
 
     async def delete_finished_before(
         self, cutoff: float, limit: int
     ) -> list[tuple[str, TaskStatus]]:
         return list(await self._w().submit(_delete_op(cutoff, limit)))
 
-    def get(self, task_id: str) -> Task | None:
+    async def get(self, task_id: str) -> Task | None:
         row = self._r().execute(f"SELECT {_COLUMNS} FROM tasks WHERE id=?", (task_id,)).fetchone()
         return None if row is None else _row_to_task(row)
 
-    def get_result(self, task_id: str) -> Result | None:
+    async def get_result(self, task_id: str) -> Result | None:
         row = (
             self._r()
             .execute(
@@ -407,11 +410,11 @@ class SqliteStorage(Storage):
         )
         return None if row is None else Result(row[0], bytes(row[1]))
 
-    def find_idempotent(self, key: str) -> Task | None:
+    async def find_idempotent(self, key: str) -> Task | None:
         row = self._r().execute(f"SELECT {_COLUMNS} FROM tasks WHERE idem_key=?", (key,)).fetchone()
         return None if row is None else _row_to_task(row)
 
-    def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
+    async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
         if status is None:
             rows = (
                 self._r()

@@ -1,0 +1,271 @@
+"""taskqueue_scale: one taskqueue instance against two behind a load balancer, on PostgreSQL
+(`make scale-demo`): seed 002's side-by-side table, produced by a command.
+
+It starts, all on 127.0.0.1 at ports chosen at run time and in one temporary directory:
+PostgreSQL from the distribution's package (initdb/pg_ctl, no system service), redline's
+target server as the http-fetch origin, two taskqueue instances on one database, and nginx
+as a round-robin balancer in front of them (its configuration generated here). It runs
+`redline find` with the seed-000 scenario (examples/taskqueue.py, closed model) against one
+instance, then against the two through nginx, and prints both searches' answers, redline's
+comparison of the two and what each process spent in CPU (what limits the cluster: the
+service, the database, the balancer or the generator). Everything it started stops at the
+end, on an error and on Ctrl-C.
+
+It lives in bench/, not in the service: it measures with redline (which the service must
+not depend on) and writes its table to bench/results/taskqueue.md with --write-results.
+
+    .venv/bin/python bench/taskqueue_scale.py                  # ~2 minutes
+    .venv/bin/python bench/taskqueue_scale.py --max-time 60 --sqlite --write-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+# bench/taskqueue.py (the single-instance benchmark) would shadow the service's package:
+# look for modules beside this script only after everything else.
+_HERE = str(Path(__file__).resolve().parent)
+sys.path[:] = [p for p in sys.path if p not in (_HERE, "")] + [_HERE]
+
+import record  # noqa: E402  (bench/record.py)
+from redline import compare  # noqa: E402
+from redline import find as finder  # noqa: E402
+from redline.demo import service, stop_group  # noqa: E402
+from redline.errors import RedlineError  # noqa: E402
+from redline.scenario.compiler import load  # noqa: E402
+from taskqueue.localpg import LocalPgError, LocalPostgres, free_port, wait_port  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIO = ROOT / "examples" / "taskqueue.py"
+NGINX_CONF = """\
+worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/nginx-error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+    access_log off;
+    client_body_temp_path {tmp}/nginx-body;
+    proxy_temp_path {tmp}/nginx-proxy;
+    fastcgi_temp_path {tmp}/nginx-fastcgi;
+    uwsgi_temp_path {tmp}/nginx-uwsgi;
+    scgi_temp_path {tmp}/nginx-scgi;
+    upstream taskqueue {{
+{servers}
+        keepalive 128;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://taskqueue;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+}}
+"""
+"""NGINX_CONF: round robin (nginx's default) over the instances, keep-alive both ways."""
+
+
+def _bin(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise RedlineError(f"{name} is not installed beside {sys.executable}: run make install")
+    return str(path)
+
+
+@contextmanager
+def nginx(tmp: Path, upstreams: list[str]) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """nginx runs Debian's nginx in the foreground on a generated configuration."""
+    exe = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(exe).exists():
+        raise RedlineError("nginx not found: apt-get install nginx")
+    port = free_port()
+    servers = "\n".join(f"        server {u.removeprefix('http://')};" for u in upstreams)
+    conf = tmp / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(tmp=tmp, servers=servers, port=port))
+    log = (tmp / "nginx.log").open("wb")
+    argv = [exe, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "nginx-error.log")]
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        if not wait_port(port, 10.0):
+            errors = (tmp / "nginx-error.log").read_text(errors="replace")[-400:]
+            raise RedlineError(f"nginx did not start: {errors}")
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        stop_group(proc)
+        log.close()
+
+
+class CpuMeter:
+    """CpuMeter: CPU seconds spent by named process trees between start() and stop()."""
+
+    def __init__(self, roots: dict[str, list[int]]) -> None:
+        self.roots = roots
+        self._t0 = 0.0
+        self._before: dict[str, float] = {}
+
+    def _cpu(self, pids: list[int]) -> float:
+        total = 0.0
+        for pid in pids:
+            try:
+                root = psutil.Process(pid)
+                for p in [root, *root.children(recursive=True)]:
+                    t = p.cpu_times()
+                    total += t.user + t.system
+            except psutil.Error:
+                continue
+        return total
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._before = {name: self._cpu(pids) for name, pids in self.roots.items()}
+
+    def stop(self) -> dict[str, float]:
+        """stop returns each tree's CPU as % of one core over the interval."""
+        wall = max(1e-9, time.monotonic() - self._t0)
+        return {
+            name: 100.0 * (self._cpu(pids) - self._before[name]) / wall
+            for name, pids in self.roots.items()
+        }
+
+
+def _postmaster_pid(pg: LocalPostgres) -> int:
+    return int((pg.datadir / "postmaster.pid").read_text().split()[0])
+
+
+def search(
+    label: str, url: str, origin: str, max_time: float, meter: CpuMeter
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """search runs `redline find` with the seed-000 scenario against url."""
+    compiled = load(SCENARIO, {"ORIGIN": origin + "/"})
+    print(f"scale-demo: {label}: redline find {url} (closed model, {max_time:g} s)", flush=True)
+    meter.start()
+    result = finder.find(
+        url,
+        plan=compiled.plan,
+        scenario=str(SCENARIO),
+        model="closed",
+        start=64.0,
+        max_load=8192,
+        max_time=max_time,
+        slos=["p99<500ms"],
+        min_step=3.0,
+        max_step=8.0,
+        confirm=5.0,
+    )
+    cpu = meter.stop()
+    print(finder.answers_text(result), flush=True)
+    return result, cpu
+
+
+def cpu_table(rows: list[tuple[str, dict[str, float]]]) -> str:
+    """cpu_table: CPU per process tree for each run (– where that process was not running)."""
+    names = list(dict.fromkeys(n for _, cpu in rows for n in cpu))
+    head = "| run | " + " | ".join(f"{n} CPU %" for n in names) + " |"
+    rule = "|---|" + "---:|" * len(names)
+    body = [
+        f"| {label} | " + " | ".join(f"{cpu[n]:.0f}" if n in cpu else "–" for n in names) + " |"
+        for label, cpu in rows
+    ]
+    return "\n".join([head, rule, *body])
+
+
+def _taskqueue(dsn: str | None, tmp: Path, name: str) -> list[str]:
+    argv = [_bin("taskqueue"), "serve", "--port", "0", "--workers", "1"]
+    argv += ["--allow-fetch-cidr", "127.0.0.0/8", "--max-queue", "100000"]
+    if dsn is None:
+        return [*argv, "--data-dir", str(tmp / name)]
+    return [*argv, "--database", dsn]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--max-time", type=float, default=45.0, help="seconds per search")
+    ap.add_argument("--sqlite", action="store_true", help="search SQLite (1 instance) first")
+    ap.add_argument(
+        "--write-results", action="store_true", help="append to bench/results/taskqueue.md"
+    )
+    args = ap.parse_args(argv)
+    ctx = record.Context.now()
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
+    runs: list[tuple[str, dict[str, Any], dict[str, float]]] = []
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="taskqueue-scale-")))
+        try:
+            pg = stack.enter_context(LocalPostgres())  # its own temp dir, readable by its user
+        except LocalPgError as exc:
+            raise RedlineError(str(exc)) from None
+        dsn = pg.create_database("taskqueue")
+        origin, origin_proc = stack.enter_context(
+            service([_bin("redline"), "target", "--threads", "1", "--port", "0"], tmp / "o.log")
+        )
+        if args.sqlite:
+            url, proc = stack.enter_context(service(_taskqueue(None, tmp, "sqlite"), tmp / "s.log"))
+            meter = CpuMeter({"taskqueue": [proc.pid], "generator": [psutil.Process().pid]})
+            result, cpu = search("SQLite, 1 instance", url, origin, args.max_time, meter)
+            runs.append(("SQLite, 1 instance", result, cpu))
+            stop_group(proc)
+        a, a_proc = stack.enter_context(service(_taskqueue(dsn, tmp, "a"), tmp / "a.log"))
+        print(f"scale-demo: PostgreSQL {pg.dsn('taskqueue')}, taskqueue {a}")
+        roots = {
+            "taskqueue A": [a_proc.pid],
+            "postgres": [_postmaster_pid(pg)],
+            "generator": [psutil.Process().pid],
+        }
+        label = "PostgreSQL, 1 instance"
+        result, cpu = search(label, a, origin, args.max_time, CpuMeter(roots))
+        runs.append((label, result, cpu))
+        # B starts only now: on one database it would otherwise claim A's tasks.
+        b, b_proc = stack.enter_context(service(_taskqueue(dsn, tmp, "b"), tmp / "b.log"))
+        lb, lb_proc = stack.enter_context(nginx(tmp, [a, b]))
+        print(f"scale-demo: taskqueue {b} too, nginx {lb} in front of both")
+        roots = {**roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
+        label = "PostgreSQL, 2 instances + nginx"
+        result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
+        runs.append((label, result, cpu))
+    docs = [compare.read(result, label) for label, result, _ in runs]
+    comparisons = [compare.compare(docs[i], docs[i + 1]) for i in range(len(docs) - 1)]
+    text = compare.render_text(comparisons)
+    print(text)
+    cpus = cpu_table([(label, cpu) for label, _, cpu in runs])
+    print(cpus)
+    if args.write_results:
+        answers = "\n\n".join(
+            f"**{label}**\n\n```text\n{finder.answers_text(result).rstrip()}\n```"
+            for label, result, _ in runs
+        )
+        body = (
+            f"{answers}\n\n{compare.render_markdown(comparisons)}\n\n"
+            f"CPU per process tree during each search (100 = one core):\n\n{cpus}\n"
+        )
+        path = record.append("taskqueue", "taskqueue scale-out (make scale-demo)", ctx, body)
+        print(f"scale-demo: appended to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("scale-demo: interrupted; everything it started has been stopped", file=sys.stderr)
+        sys.exit(130)
+    except RedlineError as exc:
+        print(f"scale-demo: {exc}", file=sys.stderr)
+        sys.exit(2)

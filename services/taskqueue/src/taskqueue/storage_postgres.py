@@ -1,0 +1,554 @@
+"""PostgreSQL storage: any number of taskqueue servers on one database (asyncpg, its pool).
+
+Work is shared through row locks, not messages. A server claims the oldest QUEUED tasks
+with `FOR UPDATE SKIP LOCKED` (two servers never get the same row, and neither waits for
+the other) and marks them RUNNING with an attempt count and a lease. Every later change
+of a claimed task is a compare-and-set on (status, attempts): once a lease has expired and
+another server has taken the task over, the first one's outcome no longer applies, so a
+task completes at most once per attempt and each extra attempt is counted. Any server
+reaps expired leases, whichever server held them: that is how a dead one's tasks are
+taken over.
+
+Writes are group-committed as in SQLite: submissions (and state changes) queue up while a
+transaction is in flight and the next one takes all of them in one multi-row statement,
+so one round trip and one WAL flush cover a batch; a few batches run at once on the pool.
+Times (started_at, lease_until) come from the database's clock, the one clock all servers
+share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+import orjson
+
+from taskqueue.models import Task, TaskStatus, TaskType
+from taskqueue.storage import (
+    DuplicateTask,
+    Recovered,
+    Result,
+    Storage,
+    StorageUnavailable,
+)
+
+try:
+    import asyncpg
+except ImportError:  # pragma: no cover - checked with a clear message in open()
+    asyncpg = None
+
+log = logging.getLogger("taskqueue")
+
+TIMEOUT_S = 5.0
+"""TIMEOUT_S bounds every database call (connect, pool wait, statement): past it the request
+answers 503 instead of hanging while the database is unreachable."""
+
+POOL_SIZE = 16
+"""POOL_SIZE: connections per server (writer batches, claims, reads, housekeeping)."""
+
+PARALLEL_BATCHES = 4
+"""PARALLEL_BATCHES: group commits of one kind (inserts or updates) in flight at once."""
+
+MAX_BATCH = 1000
+"""MAX_BATCH bounds one group commit, so that a flood cannot make one transaction huge."""
+
+CHANNEL = "taskqueue_new"
+"""CHANNEL is the NOTIFY channel on which a server tells the others it stored new tasks."""
+
+MIGRATION_LOCK = 0x7461736B71
+"""MIGRATION_LOCK is the advisory lock key that serialises schema migrations ("taskq")."""
+
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE tasks (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text NOT NULL UNIQUE,
+        type text NOT NULL,
+        params text NOT NULL,
+        status text NOT NULL,
+        submitted_at double precision NOT NULL,
+        started_at double precision,
+        finished_at double precision,
+        attempts integer NOT NULL DEFAULT 0,
+        error text,
+        lease_until double precision,
+        idem_key text UNIQUE,
+        idem_hash text,
+        owner text
+    );
+    CREATE INDEX tasks_status_seq ON tasks (status, seq);
+    CREATE INDEX tasks_finished_at ON tasks (finished_at) WHERE finished_at IS NOT NULL;
+    CREATE TABLE results (
+        seq bigint PRIMARY KEY,
+        content_type text NOT NULL,
+        body bytea NOT NULL
+    );
+    """,
+)
+"""_MIGRATIONS: the schema, one entry per version; applied in order, never edited once shipped."""
+
+_COLUMNS = (
+    "seq, id, type, params, status, submitted_at, started_at, finished_at, attempts, error,"
+    " lease_until, idem_key, idem_hash"
+)
+_NOW = "extract(epoch from clock_timestamp())"
+
+_INSERT = """
+INSERT INTO tasks (id, type, params, status, submitted_at, attempts, idem_key, idem_hash)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[],
+                     $6::int[], $7::text[], $8::text[])
+RETURNING id, seq
+"""
+
+_UPDATE = """
+UPDATE tasks t SET status = v.status, started_at = v.started_at, finished_at = v.finished_at,
+    attempts = v.attempts, error = v.error, lease_until = v.lease_until,
+    owner = CASE WHEN v.status = 'RUNNING' THEN t.owner END
+FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::float8[], $5::int[], $6::text[],
+            $7::float8[], $8::text[], $9::int[])
+    AS v(seq, status, started_at, finished_at, attempts, error, lease_until, prior_status,
+         prior_attempts)
+WHERE t.seq = v.seq
+  AND (v.prior_status IS NULL OR (t.status = v.prior_status AND t.attempts = v.prior_attempts))
+RETURNING t.seq
+"""
+
+_RESULTS = """
+INSERT INTO results (seq, content_type, body)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[])
+ON CONFLICT (seq) DO UPDATE SET content_type = EXCLUDED.content_type, body = EXCLUDED.body
+"""
+
+_CLAIM = f"""
+WITH c AS (
+    SELECT seq FROM tasks WHERE status = 'QUEUED' AND type = $1
+    ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
+)
+UPDATE tasks t SET status = 'RUNNING', attempts = t.attempts + 1, started_at = {_NOW},
+    finished_at = NULL, error = NULL, owner = $4,
+    lease_until = {_NOW} + $3
+        + coalesce((t.params::jsonb ->> 'timeout_ms')::float8 / 1000, 0)
+FROM c WHERE t.seq = c.seq
+RETURNING {", ".join("t." + c.strip() for c in _COLUMNS.split(","))}
+"""
+
+_EXPIRE = f"""
+UPDATE tasks SET
+    status = CASE WHEN attempts < $1 THEN 'QUEUED' ELSE 'FAILED' END,
+    error = CASE WHEN attempts < $1 THEN NULL ELSE 'abandoned' END,
+    finished_at = CASE WHEN attempts < $1 THEN NULL ELSE {_NOW} END,
+    lease_until = NULL, owner = NULL
+WHERE seq IN (
+    SELECT seq FROM tasks WHERE status = 'RUNNING' AND lease_until < {_NOW}
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING {_COLUMNS}
+"""
+
+_DELETE = """
+WITH gone AS (
+    DELETE FROM tasks WHERE seq IN (
+        SELECT seq FROM tasks WHERE finished_at < $1 ORDER BY finished_at LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ) RETURNING seq, id, status
+), r AS (DELETE FROM results WHERE seq IN (SELECT seq FROM gone))
+SELECT id, status FROM gone
+"""
+
+
+def _row_to_task(row: Sequence[Any]) -> Task:
+    return Task(
+        seq=row[0],
+        id=row[1],
+        type=TaskType(row[2]),
+        params=orjson.loads(row[3]),
+        status=TaskStatus(row[4]),
+        submitted_at=row[5],
+        started_at=row[6],
+        finished_at=row[7],
+        attempts=row[8],
+        error=row[9],
+        lease_until=row[10],
+        idem_key=row[11],
+        idem_hash=row[12],
+    )
+
+
+def _unavailable_errors() -> tuple[type[BaseException], ...]:
+    """_unavailable_errors: the failures that mean "the database cannot be reached now"."""
+    errors: list[type[BaseException]] = [OSError, TimeoutError, asyncio.TimeoutError]
+    if asyncpg is not None:
+        errors += [
+            asyncpg.InterfaceError,  # the connection was closed under us
+            asyncpg.PostgresConnectionError,
+            asyncpg.exceptions.OperatorInterventionError,  # shutdown, admin termination
+            asyncpg.exceptions.InsufficientResourcesError,  # too many connections, disk full
+        ]
+    return tuple(errors)
+
+
+T = TypeVar("T")
+Op = TypeVar("Op")
+
+
+class _Batcher(Generic[Op]):
+    """_Batcher group-commits queued ops: up to `parallel` transactions of up to MAX_BATCH.
+
+    An op with the `key` of one already in the forming batch waits for the next batch, so
+    one transaction never changes the same row twice.
+    """
+
+    def __init__(
+        self,
+        flush: Callable[[list[Op]], Awaitable[list[Any]]],
+        key: Callable[[Op], Any],
+        parallel: int,
+    ) -> None:
+        self._flush = flush
+        self._key = key
+        self._items: deque[tuple[Op, asyncio.Future[Any]]] = deque()
+        self._slots = asyncio.Semaphore(parallel)
+        self._wake = asyncio.Event()
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._loop_task: asyncio.Task[None] | None = None
+        self.batches = 0
+
+    def start(self) -> None:
+        self._loop_task = asyncio.get_running_loop().create_task(self._run())
+
+    def submit(self, op: Op) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._items.append((op, fut))
+        self._wake.set()
+        return fut
+
+    async def stop(self) -> None:
+        """stop lets queued and in-flight batches finish, then ends the loop."""
+        while self._items or self._inflight:
+            self._wake.set()
+            await asyncio.sleep(0.01)
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._items:
+                await self._slots.acquire()
+                batch = self._take()
+                if not batch:
+                    self._slots.release()
+                    break
+                job = asyncio.get_running_loop().create_task(self._commit_in_slot(batch))
+                self._inflight.add(job)
+                job.add_done_callback(self._inflight.discard)
+
+    def _take(self) -> list[tuple[Op, asyncio.Future[Any]]]:
+        batch: list[tuple[Op, asyncio.Future[Any]]] = []
+        keys: set[Any] = set()
+        while self._items and len(batch) < MAX_BATCH:
+            key = self._key(self._items[0][0])
+            if key is not None and key in keys:
+                break
+            keys.add(key)
+            batch.append(self._items.popleft())
+        return batch
+
+    async def _commit_in_slot(self, batch: list[tuple[Op, asyncio.Future[Any]]]) -> None:
+        try:
+            await self._commit(batch)
+        finally:
+            self._slots.release()
+            if self._items:
+                self._wake.set()
+
+    async def _commit(self, batch: list[tuple[Op, asyncio.Future[Any]]]) -> None:
+        self.batches += 1
+        try:
+            values = await self._flush([op for op, _ in batch])
+            outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = [
+                (fut, v, None) for (_, fut), v in zip(batch, values, strict=True)
+            ]
+        except StorageUnavailable as exc:
+            outcomes = [(fut, None, exc) for _, fut in batch]
+        except Exception as exc:
+            if len(batch) > 1:  # find the bad op: one transaction each, so the rest still land
+                for item in batch:
+                    await self._commit([item])
+                return
+            outcomes = [(batch[0][1], None, exc)]
+        for fut, value, err in outcomes:
+            if fut.done():
+                continue
+            if err is None:
+                fut.set_result(value)
+            else:
+                fut.set_exception(err)
+
+
+class PostgresStorage(Storage):
+    """PostgresStorage keeps tasks in one PostgreSQL database shared by every server."""
+
+    shared = True
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._pool: Any = None
+        self._inserts: _Batcher[Task] | None = None
+        self._updates: _Batcher[tuple[Task, Result | None, Task | None]] | None = None
+        self._wake: Callable[[], None] | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._failing: str | None = None  # why the last call failed; None once one succeeds
+        self._errors = _unavailable_errors()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> Recovered:
+        if asyncpg is None:
+            raise StorageUnavailable(
+                "--database postgresql:// needs the asyncpg driver: "
+                "pip install 'taskqueue[postgres]'"
+            )
+        try:
+            self._pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=1,
+                max_size=POOL_SIZE,
+                timeout=TIMEOUT_S,
+                command_timeout=TIMEOUT_S,
+            )
+            async with self._pool.acquire(timeout=TIMEOUT_S) as con:
+                await migrate(con)
+        except self._errors as exc:
+            await self._close_pool()
+            raise StorageUnavailable(f"cannot reach the database: {exc}") from None
+        except asyncpg.PostgresError as exc:
+            await self._close_pool()
+            raise StorageUnavailable(f"database error: {exc}") from None
+        self._inserts = _Batcher(self._flush_inserts, lambda t: t.idem_key, PARALLEL_BATCHES)
+        self._updates = _Batcher(self._flush_updates, lambda op: op[0].seq, PARALLEL_BATCHES)
+        self._inserts.start()
+        self._updates.start()
+        self._listener = asyncio.get_running_loop().create_task(self._listen())
+        # Nothing to recover at start-up: other servers may hold live leases, and expired
+        # ones are reaped by expire_leases, which every server runs.
+        return Recovered([], 0, {})
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
+            self._listener = None
+        for batcher in (self._inserts, self._updates):
+            if batcher is not None:
+                await batcher.stop()
+        self._inserts = self._updates = None
+        await self._close_pool()
+
+    async def _close_pool(self) -> None:
+        if self._pool is None:
+            return
+        try:
+            await asyncio.wait_for(self._pool.close(), TIMEOUT_S)
+        except (TimeoutError, asyncio.TimeoutError):
+            self._pool.terminate()
+        self._pool = None
+
+    @contextlib.asynccontextmanager
+    async def _con(self) -> AsyncIterator[Any]:
+        """_con lends a pooled connection, turning "database unreachable" into
+        StorageUnavailable (so the API answers 503) and noting health either way."""
+        if self._pool is None:
+            raise StorageUnavailable("storage is not open")
+        try:
+            async with self._pool.acquire(timeout=TIMEOUT_S) as con:
+                yield con
+        except self._errors as exc:
+            self._failing = f"{type(exc).__name__}: {exc}"
+            raise StorageUnavailable(f"database unavailable: {exc}") from None
+        self._failing = None
+
+    def healthy(self) -> bool:
+        return self._pool is not None and self._failing is None
+
+    def on_new_tasks(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+
+    async def _listen(self) -> None:
+        """_listen keeps one connection LISTENing for other servers' new tasks (reconnecting
+        after a database restart); claims also poll, so a lost notice only delays a claim."""
+        while True:
+            try:
+                con = await asyncpg.connect(self.dsn, timeout=TIMEOUT_S)
+            except (*self._errors, asyncpg.PostgresError):
+                await asyncio.sleep(1.0)
+                continue
+            try:
+                await con.add_listener(CHANNEL, self._notified)
+                while not con.is_closed():
+                    await asyncio.sleep(1.0)
+            except (*self._errors, asyncpg.PostgresError):
+                pass
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(con.close(), TIMEOUT_S)
+
+    def _notified(self, *_: object) -> None:
+        if self._wake is not None:
+            self._wake()
+
+    # --- writes ------------------------------------------------------------------------------
+
+    async def insert(self, task: Task) -> None:
+        if self._inserts is None:
+            raise StorageUnavailable("storage is not open")
+        task.seq = await self._inserts.submit(task)
+
+    async def _flush_inserts(self, tasks: list[Task]) -> list[int]:
+        async with self._con() as con, con.transaction():
+            try:
+                rows = await con.fetch(
+                    _INSERT,
+                    [t.id for t in tasks],
+                    [t.type.value for t in tasks],
+                    [orjson.dumps(t.params).decode() for t in tasks],
+                    [t.status.value for t in tasks],
+                    [t.submitted_at for t in tasks],
+                    [t.attempts for t in tasks],
+                    [t.idem_key for t in tasks],
+                    [t.idem_hash for t in tasks],
+                )
+            except asyncpg.UniqueViolationError as exc:
+                raise DuplicateTask(str(exc)) from None
+            await con.execute("SELECT pg_notify($1, '')", CHANNEL)
+        seqs = {r[0]: r[1] for r in rows}
+        return [seqs[t.id] for t in tasks]
+
+    async def update(
+        self, task: Task, result: Result | None = None, prior: Task | None = None
+    ) -> bool:
+        if self._updates is None:
+            raise StorageUnavailable("storage is not open")
+        # Snapshot now: the task object may change again before the batch is written.
+        return bool(await self._updates.submit((task.evolve(), result, prior and prior.evolve())))
+
+    async def _flush_updates(
+        self, ops: list[tuple[Task, Result | None, Task | None]]
+    ) -> list[bool]:
+        tasks = [t for t, _, _ in ops]
+        priors = [p for _, _, p in ops]
+        async with self._con() as con, con.transaction():
+            rows = await con.fetch(
+                _UPDATE,
+                [t.seq for t in tasks],
+                [t.status.value for t in tasks],
+                [t.started_at for t in tasks],
+                [t.finished_at for t in tasks],
+                [t.attempts for t in tasks],
+                [t.error for t in tasks],
+                [t.lease_until for t in tasks],
+                [None if p is None else p.status.value for p in priors],
+                [None if p is None else p.attempts for p in priors],
+            )
+            applied = {r[0] for r in rows}
+            results = [(t.seq, r) for t, r, _ in ops if r is not None and t.seq in applied]
+            if results:
+                await con.execute(
+                    _RESULTS,
+                    [s for s, _ in results],
+                    [r.content_type for _, r in results],
+                    [r.body for _, r in results],
+                )
+        return [t.seq in applied for t in tasks]
+
+    async def claim(self, kind: TaskType, limit: int, lease_s: float) -> list[Task]:
+        async with self._con() as con:
+            rows = await con.fetch(_CLAIM, kind.value, limit, lease_s, self.owner)
+        return sorted((_row_to_task(r) for r in rows), key=lambda t: t.seq)
+
+    async def expire_leases(self, max_attempts: int) -> list[Task]:
+        async with self._con() as con:
+            rows = await con.fetch(_EXPIRE, max_attempts)
+        return [_row_to_task(r) for r in rows]
+
+    async def unfinished(self) -> dict[TaskStatus, int]:
+        async with self._con() as con:
+            rows = await con.fetch(
+                "SELECT status, count(*) FROM tasks WHERE status IN ('QUEUED', 'RUNNING')"
+                " GROUP BY status"
+            )
+        counts = {TaskStatus.QUEUED: 0, TaskStatus.RUNNING: 0}
+        counts.update({TaskStatus(r[0]): int(r[1]) for r in rows})
+        return counts
+
+    async def delete_finished_before(
+        self, cutoff: float, limit: int
+    ) -> list[tuple[str, TaskStatus]]:
+        async with self._con() as con, con.transaction():
+            rows = await con.fetch(_DELETE, cutoff, limit)
+        return [(r[0], TaskStatus(r[1])) for r in rows]
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def get(self, task_id: str) -> Task | None:
+        async with self._con() as con:
+            row = await con.fetchrow(f"SELECT {_COLUMNS} FROM tasks WHERE id = $1", task_id)
+        return None if row is None else _row_to_task(row)
+
+    async def get_result(self, task_id: str) -> Result | None:
+        async with self._con() as con:
+            row = await con.fetchrow(
+                "SELECT r.content_type, r.body FROM results r JOIN tasks t ON t.seq = r.seq"
+                " WHERE t.id = $1",
+                task_id,
+            )
+        return None if row is None else Result(row[0], bytes(row[1]))
+
+    async def find_idempotent(self, key: str) -> Task | None:
+        async with self._con() as con:
+            row = await con.fetchrow(f"SELECT {_COLUMNS} FROM tasks WHERE idem_key = $1", key)
+        return None if row is None else _row_to_task(row)
+
+    async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
+        async with self._con() as con:
+            if status is None:
+                rows = await con.fetch(
+                    f"SELECT {_COLUMNS} FROM tasks WHERE seq > $1 ORDER BY seq LIMIT $2",
+                    after_seq,
+                    limit,
+                )
+            else:
+                rows = await con.fetch(
+                    f"SELECT {_COLUMNS} FROM tasks WHERE status = $1 AND seq > $2"
+                    " ORDER BY seq LIMIT $3",
+                    status.value,
+                    after_seq,
+                    limit,
+                )
+        return [_row_to_task(r) for r in rows]
+
+
+async def migrate(con: Any) -> int:
+    """migrate brings the schema up to date and returns its version.
+
+    The whole migration is one transaction holding an advisory lock, so servers starting
+    together apply it once: the others wait for the lock, then find nothing left to do.
+    """
+    async with con.transaction():
+        await con.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await con.execute("CREATE TABLE IF NOT EXISTS taskqueue_schema (version integer NOT NULL)")
+        version = int(await con.fetchval("SELECT coalesce(max(version), 0) FROM taskqueue_schema"))
+        for number, sql in enumerate(_MIGRATIONS[version:], start=version + 1):
+            await con.execute(sql)
+            await con.execute("INSERT INTO taskqueue_schema (version) VALUES ($1)", number)
+            log.info("taskqueue: database schema migrated to version %d", number)
+        return len(_MIGRATIONS)
