@@ -294,7 +294,9 @@ class Search:
             if bad is not None and self.collapse is None:
                 self._refine(bad)
             if self.plan.model == "closed" and self.collapse is None:
-                if self._first_bad() is not None and "retrograde" in self._first_bad().fired:  # type: ignore[union-attr]
+                first = self._first_bad()
+                if first is not None and "retrograde" in first.fired:
+                    # Throughput peaked and fell: refine the peak itself (its users).
                     self._maximise(lambda s: s.throughput_rps, "peak", allow_flat=True)
                 self._maximise(_power, "optimum")
             self._recover(self._highest_good())
