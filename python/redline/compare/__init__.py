@@ -11,7 +11,7 @@ From Python::
         print(line)
 
 Inside: :mod:`documents` reads results into stretches, :mod:`windows` cuts them into windows
-and reads each window's figures (:mod:`outcomes` counts goodput and errors), :mod:`significance`
+and reads each window's figures (:mod:`counting` counts goodput and errors), :mod:`significance`
 tests the two sides' windows, :mod:`comparison` puts rows together, :mod:`gate` is the CI
 gate, :mod:`tables` and :mod:`page` show the result.
 """
@@ -37,8 +37,8 @@ _HOME = {
     "failures": "gate",
     "parse_rule": "gate",
     "parse_rules": "gate",
-    "Outcomes": "outcomes",
-    "outcomes": "outcomes",
+    "Outcomes": "counting",
+    "outcomes": "counting",
     "render_html": "page",
     "Verdict": "significance",
     "render_markdown": "tables",

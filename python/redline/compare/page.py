@@ -16,8 +16,8 @@ from typing import Any
 from redline import _engine
 from redline.charts import PALETTE, Chart, Series
 from redline.compare.comparison import Comparison
+from redline.compare.counting import outcomes
 from redline.compare.documents import Document, Kind
-from redline.compare.outcomes import outcomes
 from redline.compare.significance import Verdict
 from redline.compare.tables import evidence, shown, shown_change
 from redline.compare.windows import Stretch

@@ -17,8 +17,8 @@ from functools import cached_property
 from typing import Any
 
 from redline import _engine
+from redline.compare.counting import outcomes
 from redline.compare.figures import LATENCIES, Figure
-from redline.compare.outcomes import outcomes
 
 #: WINDOW_S is the window length aimed at, in seconds.
 WINDOW_S = 5.0
