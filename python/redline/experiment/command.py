@@ -79,7 +79,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             url,
             args.monitor_cmd,
             args.vary,
-            repeat=args.repeat or 1,
+            repeat=1 if args.repeat is None else args.repeat,
             on_start=on_start,
             on_result=on_result,
             **options,

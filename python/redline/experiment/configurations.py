@@ -102,11 +102,7 @@ def check_templates(command: str, url: str, names: Iterable[str]) -> list[str]:
         raise ConfigError("--monitor-cmd: the command is empty")
     known = {*names, PORT, DIR}
     in_command = placeholders(command)
-    for name in names:
-        if name not in in_command:
-            raise ConfigError(
-                f"--vary {name}: the command has no {{{name}}} placeholder: {command!r}"
-            )
+    missing = [name for name in names if name not in in_command]
     for where, found in (("--monitor-cmd", in_command), ("the URL", placeholders(url))):
         unknown = sorted(found - known)
         if unknown:
@@ -115,6 +111,10 @@ def check_templates(command: str, url: str, names: Iterable[str]) -> list[str]:
                 + ", ".join(f"{{{k}}}" for k in sorted(known))
                 + ")"
             )
+    if missing:
+        raise ConfigError(
+            f"--vary {missing[0]}: the command has no {{{missing[0]}}} placeholder: {command!r}"
+        )
     if (PORT in in_command) != (PORT in placeholders(url)):
         has, lacks = (
             ("the command", "the URL") if PORT in in_command else ("the URL", "the command")
