@@ -48,6 +48,13 @@ def valid(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def page_charts(page: str) -> dict[str, dict[str, Any]]:
+    """page_charts: the charts an HTML report embeds for its renderer, by id."""
+    m = re.search(r'<script type="application/json" id="redline-charts">(.*?)</script>', page)
+    assert m, "the page embeds its charts"
+    return {c["id"]: c for c in json.loads(m.group(1))}
+
+
 def targets_alive() -> list[psutil.Process]:
     """targets_alive: this process's descendants that are target servers."""
     out = []
@@ -228,8 +235,12 @@ def test_two_configurations_four_times_the_capacity_is_best(tmp_path, capsys):
     assert (b["label"], b["runner_up"], b["verdict"]) == ("slots=8", "slots=2", "better")
     assert "slots=8: " in text and "the throughput of slots=2" in text and "significant" in text
     assert "| `slots=2` | `slots=8` |" in (tmp_path / "exp.md").read_text()
-    page = (tmp_path / "exp.html").read_text()
-    assert page.count('"label": "slots=') >= 4, "each configuration's curves are drawn"
+    charts = page_charts((tmp_path / "exp.html").read_text())
+    for chart in ("tput-load", "p99-tput", "percentiles"):
+        series = [x["label"] for x in charts[chart]["series"]]
+        assert series == ["slots=2", "slots=8"], (chart, series)
+        drawn = [sum(v is not None for v in col) for col in charts[chart]["data"][1:]]
+        assert all(n >= 3 for n in drawn), (chart, drawn)
     # The ports were fresh and nothing listens on them any more.
     for c in doc["configurations"]:
         port = c["runs"][0]["port"]
@@ -245,7 +256,7 @@ def test_ctrl_c_in_a_search_stops_its_service_and_keeps_what_ran():
 
     def interrupt(snap, load, phase):
         seen.append(snap)
-        if len(seen) == 6:
+        if len(seen) == 12:
             raise KeyboardInterrupt
 
     doc = experiment(
