@@ -202,18 +202,28 @@ def test_repeats_are_laid_end_to_end_on_one_clock():
 # -- experiments against the target -------------------------------------------------------------
 
 
-def test_two_configurations_four_times_the_capacity_is_best(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def two_slots(tmp_path_factory) -> tuple[dict[str, Any], str, Path]:
+    """two_slots: an experiment over the target with 2 and 8 slots, run once for the module
+    from the command line: the document, what it printed, and where its files are."""
+    tmp = tmp_path_factory.mktemp("experiment")
     # The service writes what it served to a log of its own (the target says so on SIGTERM).
-    logs = tmp_path / "served-{slots}.log"
-    command = f"sh -c 'exec {TARGET} > {logs}'"
-    out = tmp_path / "exp.json"
-    argv = ["find", "http://127.0.0.1:{port}/", "--monitor-cmd", command, "--vary", "slots=2,8"]
-    argv += [*QUICK, "--json", str(out), "--markdown", str(tmp_path / "exp.md")]
-    argv += ["--report", str(tmp_path / "exp.html"), "-q"]
-    assert cli.main(argv) == 0
+    command = f"sh -c 'exec {TARGET} > {tmp}/served-{{slots}}.log'"
+    argv = ["-m", "redline", "find", "http://127.0.0.1:{port}/", "--monitor-cmd", command]
+    argv += ["--vary", "slots=2,8", *QUICK, "--json", str(tmp / "exp.json")]
+    argv += ["--markdown", str(tmp / "exp.md"), "--report", str(tmp / "exp.html"), "-q"]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    p = subprocess.run(
+        [sys.executable, *argv], capture_output=True, text=True, env=env, timeout=150
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads((tmp / "exp.json").read_text()), p.stdout, tmp
+
+
+def test_two_configurations_four_times_the_capacity_is_best(two_slots):
+    doc, text, tmp = two_slots
     assert not targets_alive(), "every service the experiment started is stopped"
-    doc = valid(json.loads(out.read_text()))
-    text = capsys.readouterr().out
+    valid(doc)
     by = {c["label"]: c for c in doc["configurations"]}
     assert list(by) == ["slots=2", "slots=8"]
     for label, truth in (("slots=2", 200.0), ("slots=8", 800.0)):
@@ -224,7 +234,7 @@ def test_two_configurations_four_times_the_capacity_is_best(tmp_path, capsys):
         # flight when the search stopped (at most its users).
         result = run["result"]
         counted = sum(s["requests"] + s["errors"] for s in result["timeseries"])
-        served = Path(str(logs).format(slots=label.split("=")[1])).read_text()
+        served = (tmp / f"served-{label.split('=')[1]}.log").read_text()
         n = int(re.search(r"served (\d+) requests", served).group(1))
         assert counted <= n <= counted + result["config"]["ceiling"], (label, counted, n)
         assert f"--capacity {label.split('=')[1]}" in run["command"] and "{" not in run["command"]
@@ -234,8 +244,8 @@ def test_two_configurations_four_times_the_capacity_is_best(tmp_path, capsys):
     b = doc["best"]
     assert (b["label"], b["runner_up"], b["verdict"]) == ("slots=8", "slots=2", "better")
     assert "slots=8: " in text and "the throughput of slots=2" in text and "significant" in text
-    assert "| `slots=2` | `slots=8` |" in (tmp_path / "exp.md").read_text()
-    charts = page_charts((tmp_path / "exp.html").read_text())
+    assert "| `slots=2` | `slots=8` |" in (tmp / "exp.md").read_text()
+    charts = page_charts((tmp / "exp.html").read_text())
     for chart in ("tput-load", "p99-tput", "percentiles"):
         series = [x["label"] for x in charts[chart]["series"]]
         assert series == ["slots=2", "slots=8"], (chart, series)
@@ -248,6 +258,17 @@ def test_two_configurations_four_times_the_capacity_is_best(tmp_path, capsys):
             x.laddr and x.laddr.port == port and x.status == psutil.CONN_LISTEN
             for x in psutil.net_connections("tcp")
         ), port
+
+
+def test_the_report_draws_both_configurations_in_a_browser(two_slots):
+    """The page opens offline in headless Chromium with no console error and its charts
+    drawn (skipped without Chromium; the screenshot is kept as an artefact)."""
+    from test_report import _assert_drawn, _open_in_chromium
+
+    doc, _, tmp = two_slots
+    seen = _open_in_chromium((tmp / "exp.html").read_text(), "experiment")
+    _assert_drawn(seen, {"percentiles", "goodput-time", "p99-time", "tput-load", "p99-tput"})
+    assert doc["best"]["text"] in seen["answers"]
 
 
 def test_ctrl_c_in_a_search_stops_its_service_and_keeps_what_ran():

@@ -167,8 +167,8 @@ def render_html(doc: dict[str, Any]) -> str:
     body = (
         _STYLE + '<h2 id="configurations">Configurations</h2>'
         f'<div class="scroll"><table class="steps"><tr>{head}</tr>{body_rows}</table></div>'
-        f'<h2 id="verdicts">Verdicts</h2><ul>{verdicts}</ul>'
-        f'<p id="best"><strong>{html.escape(lines[-1])}</strong></p>'
+        f'<section id="answers"><h2 id="verdicts">Verdicts</h2><ul>{verdicts}</ul>'
+        f'<p id="best"><strong>{html.escape(lines[-1])}</strong></p></section>'
         f"{tables}"
     )
     title = "redline experiment: " + ", ".join(header)
