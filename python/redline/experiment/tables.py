@@ -70,7 +70,8 @@ def grid(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         cells = []
         for c in configs:
             s = (c.get("spread") or {}).get("steady_state_throughput_rps")
-            cells.append("–" if s is None else f"{s['min']:,.0f}–{s['max']:,.0f}")
+            unit = (c.get("answers") or {}).get("unit") or "req/s"
+            cells.append("–" if s is None else f"{s['min']:,.0f}–{s['max']:,.0f} {unit}")
         rows.insert(1, [f"  over {doc['repeat']} repeats", *cells])
     return header, rows
 
