@@ -19,7 +19,9 @@ FIND_EXAMPLES = """\
 examples:
   redline find http://127.0.0.1:8080/
   redline find --model open --slo 'p99<100ms' --max-errors 1% http://127.0.0.1:8080/api
-  redline find --monitor-pid 1234 --json find.json http://127.0.0.1:8080/"""
+  redline find --monitor-pid 1234 --json find.json http://127.0.0.1:8080/
+  redline find 'http://127.0.0.1:{port}/' --vary workers=1,2 --repeat 3 \
+      --monitor-cmd 'taskqueue serve --port {port} --workers {workers}' --report workers.html"""
 
 
 def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -78,6 +80,18 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--monitor-cmd", help="start this command, watch it, stop it at the end")
     f.add_argument("--monitor-prometheus", metavar="URL", help="scrape this /metrics each second")
     f.add_argument("--metric", action="append", default=[], help="extra Prometheus series")
+    f.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help="an experiment: search the --monitor-cmd service once per value of its {NAME}"
+        " placeholder (repeatable: every combination), fresh each time ({port}: a free port,"
+        " in the command and the URL; {dir}: an empty directory), and compare the results",
+    )
+    f.add_argument(
+        "--repeat", type=int, metavar="N", help="with --vary: search each configuration N times"
+    )
     f.add_argument("--json", metavar="FILE", help="write the result document")
     f.add_argument("--report", metavar="FILE.html", help="write the HTML report")
     f.add_argument("--markdown", metavar="FILE.md", help="write the Markdown report")
@@ -236,6 +250,10 @@ class FindView:
 
 def cmd_find(args: argparse.Namespace) -> int:
     """cmd_find runs the search, prints the four answers and writes the outputs."""
+    if args.vary or args.repeat is not None:
+        from redline.experiment.command import cmd_experiment
+
+        return cmd_experiment(args)
     from redline import find as finder
 
     url, plan, scenario = args.url, None, None

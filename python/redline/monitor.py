@@ -347,9 +347,11 @@ class CommandMonitor(ProcessMonitor):
         self.log_path = log
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._ended = False
 
     def start(self, origin: float | None = None) -> Monitor:
         """start launches the command, then samples it (see :meth:`Monitor.start`)."""
+        self._ended = False
         self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop)
         try:
             self.proc = subprocess.Popen(
@@ -375,8 +377,14 @@ class CommandMonitor(ProcessMonitor):
 
     def stop(self) -> None:
         """stop ends sampling and the command's whole process tree (idempotent). A temporary
-        log is removed, unless the command had ended by itself (its log says why)."""
+        log is removed, unless the command had ended by itself (its log says why). Only
+        the first call signals: once the command is reaped its pid may belong to another
+        process, which a second stop_tree would kill (the search stops its monitor, and the
+        caller that started the command stops it again however the search ended)."""
         super().stop()
+        if self._ended:
+            return
+        self._ended = True
         died = self.proc is not None and self.proc.poll() is not None
         if self.proc is not None:
             stop_tree(self.proc, self.grace_s)

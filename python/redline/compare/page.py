@@ -38,7 +38,7 @@ def render_html(comparisons: Sequence[Comparison]) -> str:
     if not comparisons:
         raise ValueError("render_html needs at least one comparison")
     docs = [comparisons[0].base, *(c.new for c in comparisons)]
-    body = _STYLE + "".join(_table(c) for c in comparisons)
+    body = _STYLE + "".join(comparison_table(c) for c in comparisons)
     title = "redline compare: " + " vs ".join(d.label for d in docs)
     meta = f"base {docs[0].label}: {docs[0].description}"
     return _page(title, meta, body, charts(docs))
@@ -147,7 +147,9 @@ def _overlay(
     return Chart(chart_id, title, x_label, y_label, series, data)
 
 
-def _table(c: Comparison) -> str:
+def comparison_table(c: Comparison) -> str:
+    """comparison_table: one comparison's rows and search facts as an HTML table under a
+    heading (the experiment page shows its comparisons with it)."""
     rows = []
     for r in c.rows:
         cls = r.verdict.value if r.verdict in (Verdict.BETTER, Verdict.WORSE) else ""
