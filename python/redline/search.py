@@ -591,6 +591,9 @@ class Search:
             if not got and t1 - self.interval_s < settle - 0.001:
                 # An interval that began before the new load settled measures the ramp.
                 continue
+            if got and t1 - float(got[-1]["t_s"]) < 0.9 * self.interval_s:
+                # The run's last, partial interval (cut short by its end) is no rate sample.
+                continue
             got.append(snap)
             span = t1 - (float(got[0]["t_s"]) - self.interval_s)
             if fixed_s is not None:
