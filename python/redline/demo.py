@@ -144,6 +144,9 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
                 max_load=workload["max_load"],
                 slos=["p99<500ms"],
                 throughput=workload["throughput"],
+                # Users think 1-2 s and poll once a second: joining over one iteration's length
+                # keeps them from moving in waves that take many steps to damp.
+                ramp=workload["ramp"],
                 min_step=2.0 if quick else 3.0,
                 max_step=max_step,
                 confirm=5.0 if quick else 10.0,
@@ -187,6 +190,7 @@ def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
             "start": 1.0,
             "max_load": 256,
             "throughput": "requests",
+            "ramp": None,
             "what": f"taskqueue's status reads ({url}): examples/taskqueue.py is not available",
         }
     # Each user makes about two requests a second (think time, one poll a second): start
@@ -199,6 +203,7 @@ def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
         "max_load": 8192,
         # Seed 000 asks how many tasks a second the service completes: each 'submit' is one.
         "throughput": "submit=tasks",
+        "ramp": 2.0,
         "what": f"taskqueue with the seed-000 scenario {SCENARIO.name}",
     }
 

@@ -144,6 +144,7 @@ def find(
     generator_busy: float | None = 0.9,
     stop_at_knee: bool = False,
     throughput: str = "requests",
+    ramp: float | None = None,
     plan: dict[str, Any] | None = None,
     scenario: str | None = None,
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
@@ -158,10 +159,12 @@ def find(
     ``monitor``-ed service, or the generator's own CPU (``stop_at_knee`` stops at the optimum
     instead). It refines the limit to within its noise, then holds the steady-state load for
     ``confirm`` seconds in the same live run (warm connections) and, with ``soak``, the
-    optimum that long. ``max_time`` bounds the whole search. ``throughput`` says what counts:
-    ``requests``, ``iterations`` (a scenario's) or one request name. ``plan`` (a compiled
-    scenario, named ``scenario`` in the result) replaces the single request with the
-    scenario's flows; ``url`` is then its host.
+    optimum that long. ``max_time`` bounds the whole search. ``ramp`` is how long each step
+    change takes (default: a quarter of ``min_step`` or 1 s, whichever is shorter; users with
+    long think times settle sooner with a ramp as long as one iteration). ``throughput``
+    says what counts: ``requests``, ``iterations`` (a scenario's) or one request name.
+    ``plan`` (a compiled scenario, named ``scenario`` in the result) replaces the single
+    request with the scenario's flows; ``url`` is then its host.
     """
     limits = Limits(
         max_errors=max_errors,
@@ -184,6 +187,7 @@ def find(
         max_step_s=max_step,
         max_time_s=max_time - confirm - 2.0,
         stop_at_knee=stop_at_knee,
+        ramp_s=ramp,
     )
     config = build_config(
         url,

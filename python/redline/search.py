@@ -50,7 +50,7 @@ from redline.analysis.evidence import (
 from redline.analysis.outcome import Meter
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
-from redline.steps import aggregate_step
+from redline.steps import aggregate_step, inflight_series
 
 #: CONDITIONS names every stop condition and says what it means, for the output.
 CONDITIONS = {
@@ -209,6 +209,10 @@ class Ended(Exception):
     """Ended: the engine run ended before the search did (max time, or stopped)."""
 
 
+class OutOfTime(Exception):
+    """OutOfTime: the search's deadline passed before a step had enough intervals."""
+
+
 @dataclass
 class Collapse:
     """Collapse records a service that did not recover: the overloaded step, the load it was
@@ -300,6 +304,8 @@ class Search:
                     self._maximise(lambda s: s.throughput_rps, "peak", allow_flat=True)
                 self._maximise(_power, "optimum")
             self._recover(self._highest_good())
+        except OutOfTime:
+            pass  # the steps measured so far are the answer
         except Ended:
             return self._outcome("max-time", "the run ended before the search did")
         return self._outcome()
@@ -576,7 +582,11 @@ class Search:
         settle = at + self.plan.ramp
         got: list[dict[str, Any]] = []
         while True:
-            if fixed_s is None and self.clock() >= self.deadline and got:
+            if fixed_s is None and self.clock() >= self.deadline:
+                # Out of time: a step with too few intervals to judge is abandoned, not
+                # recorded (a one-interval step measures nothing but its noise).
+                if len(got) < self._min_windows():
+                    raise OutOfTime()
                 break
             snap = self.engine.next_snapshot(1.0)
             if snap is None:
@@ -694,7 +704,9 @@ class Search:
             refused_rps=refused / span,
             failed_rps=failed / span,
             offered_rps=offered_rps,
-            steady=len(used) >= self._min_windows() and steady_counts(counts),
+            steady=len(used) >= self._min_windows()
+            and steady_counts(counts)
+            and _level(inflight_series(used)),
             latency_rise_ms=rise.rise if rise.points >= 3 else None,
             latency_rise_t=rise.t if rise.points >= 4 else None,
             queue_growth_rps=growth,
@@ -883,6 +895,16 @@ def _ends(snap: dict[str, Any]) -> float:
     by = snap.get("errors_by_class") or {}
     answered_failures = int(by.get("status", 0) or 0) + int(by.get("check", 0) or 0)
     return float(int(snap.get("requests", 0)) + int(snap.get("errors", 0)) - answered_failures)
+
+
+def _level(series: Sequence[float]) -> bool:
+    """_level: the requests in flight held level through the step (no significant trend of
+    over 10 % of their mean): a queue growing or draining is no steady state, and Little's
+    law, which the analysis checks on steady steps, holds only for a stationary one."""
+    if len(series) < 4:
+        return True
+    tr = trend([float(i) for i in range(len(series))], list(series))
+    return not (tr.significant() and abs(tr.rise) > 0.1 * max(tr.mean, 1.0))
 
 
 def _saturated(bad: Step, good: Step) -> bool:

@@ -418,6 +418,8 @@ def analyse(
         # (already said so in the report) is not judged by it.
         if s.steady is False or s.inflight_mean is None or s.mean_ms is None:
             continue
+        if s.fired and set(s.fired) & {"backlog", "slo", "collapse", "plateau", "retrograde"}:
+            continue  # a queue growing through the step: not stationary
         rate = s.answered_rps if s.answered_rps is not None else s.throughput_rps
         c = little_check(s.inflight_mean, rate, s.mean_ms)
         little.append({"step": s.index, **c.to_dict()})
