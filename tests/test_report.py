@@ -564,3 +564,14 @@ def test_run_writes_its_html_report(tmp_path, target):
     assert 'id="answer-generator"' in html
     bad = run_cli("run", target.url + "/", "-d", "1s", "--report", str(tmp_path / "no/x.html"))
     assert bad.returncode == 2 and "--report: directory" in bad.stderr
+
+
+def test_an_outage_is_named_in_the_notes(find_result):
+    from redline.report import notes
+
+    result = json.loads(json.dumps(find_result))
+    result["outages"] = [{"start_s": 2.01, "end_s": 4.03, "error_class": "connect", "errors": 67}]
+    said = " ".join(notes(result))
+    assert "stopped answering at 2.01 s (connect: 67 errors) and came back at 4.03 s" in said
+    result["outages"] = []
+    assert "stopped answering" not in " ".join(notes(result))

@@ -164,6 +164,18 @@ def notes(result: dict[str, Any]) -> list[str]:
             "The limit found is redline's own: the load generator ran out of CPU before the "
             "service did. Give redline more cores (or run it on another machine) and search again."
         )
+    for o in result.get("outages") or []:
+        end = _num(o.get("end_s"))
+        back = (
+            f"came back at {fmt(end)} s"
+            if end is not None
+            else "had not come back when the run ended"
+        )
+        out.append(
+            f"The target stopped answering at {fmt(o.get('start_s'))} s"
+            f" ({o.get('error_class', 'errors')}: {o.get('errors', 0)} errors) and {back}:"
+            " the steps over that span measured the outage, not the service."
+        )
     checks = result.get("checks") or {}
     bad = [c for c in checks.get("little") or [] if c.get("ok") is False]
     if bad:
