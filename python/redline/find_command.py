@@ -290,26 +290,10 @@ def cmd_find(args: argparse.Namespace) -> int:
             url,
             plan=plan,
             scenario=scenario,
-            model=args.model,
-            slos=args.slo,
-            max_errors=parse_share(args.max_errors, "--max-errors"),
-            max_time=max_time,
-            start=args.start,
-            max_load=args.max_load,
-            threads=args.threads,
-            method=args.method,
-            headers=args.header,
-            body=args.body,
-            min_step=parse_duration(args.min_step, "--min-step"),
-            max_step=max_step,
-            confirm=parse_duration(args.confirm, "--confirm"),
-            soak=parse_duration(args.soak, "--soak"),
-            service_cpu=args.service_cpu,
             monitor=monitor,
-            throughput=args.throughput,
-            stop_at_knee=args.stop_at_knee,
             on_snapshot=on_snapshot,
             on_step=on_step,
+            **find_options(args),
         )
     except BaseException:
         if live is not None:
@@ -326,6 +310,30 @@ def cmd_find(args: argparse.Namespace) -> int:
             print("redline: stopped from the web page", file=sys.stderr)
         live.close()
     return 130 if result.get("interrupted") else 0
+
+
+def find_options(args: argparse.Namespace) -> dict[str, Any]:
+    """find_options maps the search's flags to :func:`redline.find.find`'s keywords (one place
+    for ``redline find`` and its experiments)."""
+    return {
+        "model": args.model,
+        "slos": args.slo,
+        "max_errors": parse_share(args.max_errors, "--max-errors"),
+        "max_time": parse_duration(args.max_time, "--max-time"),
+        "start": args.start,
+        "max_load": args.max_load,
+        "threads": args.threads,
+        "method": args.method,
+        "headers": args.header,
+        "body": args.body,
+        "min_step": parse_duration(args.min_step, "--min-step"),
+        "max_step": parse_duration(args.max_step, "--max-step"),
+        "confirm": parse_duration(args.confirm, "--confirm"),
+        "soak": parse_duration(args.soak, "--soak"),
+        "service_cpu": args.service_cpu,
+        "throughput": args.throughput,
+        "stop_at_knee": args.stop_at_knee,
+    }
 
 
 def _render_find(result: dict[str, Any]) -> str:

@@ -19,7 +19,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from redline.experiment.runner import experiment
     from redline.experiment.tables import render_text, write_outputs
     from redline.find import answers_text
-    from redline.find_command import FindView, parse_share
+    from redline.find_command import FindView, find_options
 
     if not args.vary:
         raise ConfigError("--repeat goes with --vary (the configurations to repeat)")
@@ -39,25 +39,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     url, options = _target(args)
     max_time = parse_duration(args.max_time, "--max-time")
     max_step = parse_duration(args.max_step, "--max-step")
-    options.update(
-        model=args.model,
-        slos=args.slo,
-        max_errors=parse_share(args.max_errors, "--max-errors"),
-        max_time=max_time,
-        start=args.start,
-        max_load=args.max_load,
-        threads=args.threads,
-        method=args.method,
-        headers=args.header,
-        body=args.body,
-        min_step=parse_duration(args.min_step, "--min-step"),
-        max_step=max_step,
-        confirm=parse_duration(args.confirm, "--confirm"),
-        soak=parse_duration(args.soak, "--soak"),
-        service_cpu=args.service_cpu,
-        throughput=args.throughput,
-        stop_at_knee=args.stop_at_knee,
-    )
+    options.update(find_options(args))
     views: list[Any] = []
 
     def on_start(c: Any, r: int, service: Any) -> None:
