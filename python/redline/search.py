@@ -365,9 +365,10 @@ class Search:
         return max(self._good(), key=lambda s: s.load, default=None)
 
     def _first_bad(self) -> Step | None:
-        return min(
-            (s for s in self.steps if not s.ok), key=lambda s: (s.load, s.index), default=None
-        )
+        """_first_bad is the lightest step that fired a condition, recovery checks,
+        confirmations and soaks aside (they are judged by the recovery and the answers)."""
+        bad = [s for s in self.steps if not s.ok and s.phase not in JUDGED_ELSEWHERE]
+        return min(bad, key=lambda s: (s.load, s.index), default=None)
 
     def _outcome(self, reason: str | None = None, detail: str | None = None) -> Outcome:
         broke = self._first_bad()
