@@ -8,17 +8,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import psutil
 import pytest
-from conftest import CLI_TIMEOUT_S
 from redline import cli
 from redline.compare import Stretch
 from redline.errors import ConfigError
@@ -299,30 +296,3 @@ def test_ctrl_c_in_a_search_stops_its_service_and_keeps_what_ran():
     assert first["runs"][0]["result"]["interrupted"] is True and first["steps"]
     assert second["runs"] == [] and doc["best"] is None
     valid(doc)
-
-
-def test_sigint_to_the_command_stops_the_service(tmp_path):
-    argv = [sys.executable, "-m", "redline", "find", "http://127.0.0.1:{port}/"]
-    argv += ["--monitor-cmd", TARGET, "--vary", "slots=2,8", *QUICK]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(
-        argv, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert proc.stderr is not None
-        deadline = time.monotonic() + CLI_TIMEOUT_S
-        # The plain live view prints a line per interval once the search runs.
-        for line in proc.stderr:
-            if line.startswith("sweep load=") or time.monotonic() > deadline:
-                break
-        service = [p for p in psutil.Process(proc.pid).children() if "target" in p.cmdline()]
-        assert len(service) == 1, "the service runs under the command"
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=CLI_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, out
-    assert not psutil.pid_exists(service[0].pid), "the service outlived the command"
-    assert "slots=2" in out and "interrupted" in out

@@ -75,6 +75,12 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
     if not pool:
         return None, None
     top = max(pool, key=lambda s: s.throughput_rps)
+    refusing = [s for s in pool if "errors" in s.fired and _refusals(s)]
+    if refusing:
+        # A service that refuses past its limit accepts its limit under sustained overload;
+        # a lightly overloaded step also spends the burst a limiter kept (a token bucket's
+        # B requests over the step), so the most overloaded refusing step measures it.
+        top = max(refusing, key=lambda s: (s.offered_rps or s.load, s.index))
     ci = 2 * (top.throughput_se or 0.0)
     if model == "open" and top.ok:
         above = [s for s in steps if not s.ok and s.load > top.load]
@@ -82,6 +88,11 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
         if bad is not None and bad.throughput_rps < 0.98 * top.throughput_rps:
             ci = max(ci, (bad.load - top.load) / 2)
     return top.throughput_rps, ci
+
+
+def _refusals(s: StepResult) -> bool:
+    """_refusals: the step's failures are (almost all) answers refused with an error status."""
+    return s.errors > 0 and s.errors_by_class.get("status", 0) >= 0.9 * s.errors
 
 
 def limit_kind(limit: StepResult | None, reason: str, steps: Sequence[StepResult]) -> str:
