@@ -299,3 +299,32 @@ def test_the_open_model_finds_a_rate_limit_and_names_it():
     assert abs(lim["capacity_rps"] - 500) <= 0.03 * 500, lim
     assert "HTTP 503" in r["answers"]["text"]["limit"]
     assert seen["rate_refused"] > 0
+
+
+def test_contention_peak_optimum_and_fall_on_the_real_probe():
+    # USL crosstalk, S = 10 ms, κ = 0.01 (crates/testserver/src/contention.rs): X(N) peaks at
+    # 10 users with 526 req/s and Kleinrock's power X²/N is greatest at about 6 users.
+    with redline.Target(threads=1, contention=0.01, service_time="10ms") as t:
+        r = valid(find(t.url + "/", max_time=90, **QUICK))
+        served = t.stats()["contention_served"]
+    a = r["answers"]
+    assert r["stop"]["condition"] in ("retrograde", "plateau"), r["stop"]
+    assert abs(a["limit"]["capacity_rps"] - 526.3) <= 0.05 * 526.3, a["limit"]
+    assert 5 <= a["optimal"]["users"] <= 7, a["optimal"]
+    # The server completed every answer redline counted, plus at most what was still in
+    # service when the run stopped (a few dozen users at most).
+    answered = sum(s["requests"] for s in r["timeseries"])
+    failed = sum(s["errors"] for s in r["timeseries"])
+    assert answered <= served <= answered + failed + 64, (answered, failed, served)
+
+
+def test_load_shedding_is_found_and_named_by_its_503s_in_the_open_model():
+    with redline.Target(
+        threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms", queue_limit=8
+    ) as t:
+        r = valid(find(t.url + "/", model="open", max_time=90, **QUICK))
+        seen = t.stats()
+    lim = r["answers"]["limit"]
+    assert abs(lim["capacity_rps"] - CAPACITY) <= 0.05 * CAPACITY, lim
+    assert lim["reason"] == "errors" and "HTTP 503" in r["answers"]["text"]["limit"], lim
+    assert seen["queue_refused"] > 0

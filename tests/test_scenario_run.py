@@ -136,8 +136,9 @@ def test_jmeter_style_threads_ramp_up_and_loops(tmp_path):
     # failure with its reason.
     assert served == 20 == work["requests"]
     assert doc["scenario"]["iterations"]["started"] == 20
-    assert sum(work["failure_reasons"].values()) == work["errors"]
-    assert set(work["failure_reasons"]) <= {"HTTP 500", "HTTP 429"}
+    # A run where none of the 20 failed (0.9**20: 12 % of runs) lists no reasons at all.
+    assert sum(work.get("failure_reasons", {}).values()) == work["errors"]
+    assert set(work.get("failure_reasons", {})) <= {"HTTP 500", "HTTP 429"}
 
 
 def test_cli_users_replace_the_files_load_shape(tmp_path):
