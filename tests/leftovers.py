@@ -33,11 +33,25 @@ def pytest_configure(config: pytest.Config) -> None:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+def own_tracker() -> int | None:
+    """own_tracker is the pid of this interpreter's multiprocessing resource tracker, if a
+    test in this process used multiprocessing: it belongs to the interpreter, not to a test,
+    and ends with it (it waits for its pipe to close), so it is no leftover."""
+    rt = sys.modules.get("multiprocessing.resource_tracker")
+    tracker = getattr(rt, "_resource_tracker", None) if rt is not None else None
+    pid = getattr(tracker, "_pid", None)
+    return pid if isinstance(pid, int) else None
+
+
 def alive_descendants() -> list[psutil.Process]:
-    """alive_descendants lists this process's descendants still running; orphans that exited
-    (zombies re-parented here) are reaped on the way."""
+    """alive_descendants lists this process's descendants still running, but for this
+    interpreter's own resource tracker; orphans that exited (zombies re-parented here) are
+    reaped on the way."""
     alive = []
+    mine = own_tracker()
     for p in psutil.Process().children(recursive=True):
+        if p.pid == mine:
+            continue
         try:
             if p.status() == psutil.STATUS_ZOMBIE:
                 if p.ppid() == os.getpid():
