@@ -30,7 +30,7 @@ demo: install ## find taskqueue's capacity (redline demo): four answers, demo-re
 scale-demo: install ## taskqueue on PostgreSQL: redline find on 1 instance, then 2 behind nginx (apt: postgresql nginx)
 	$(PY) bench/taskqueue_scale.py
 
-test: install test-rust test-python ## cargo test + pytest (CI: `.ci/run` runs lint and ci-test)
+test: install test-rust test-python ## cargo test + pytest (CI: `.ci/run` runs lint, test-rust-checked and test)
 
 ci-test: install test-rust test-rust-checked test-python ## what CI runs after lint: make test + the engine's tests with overflow checks
 
