@@ -110,7 +110,7 @@ def _terminate_on_sigterm() -> None:
 def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool = True) -> int:
     """demo runs the whole walk-through; returns the exit status."""
     from redline import find as finder
-    from redline.find_command import FindView, write_outputs
+    from redline.find_view import FindView, write_outputs
 
     _terminate_on_sigterm()
     budget = BUDGET["quick" if quick else "full"]

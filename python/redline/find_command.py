@@ -6,14 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import IO, TYPE_CHECKING, Any
+from typing import Any
 
 from redline.errors import ConfigError, RedlineError
+from redline.find_flags import find_options
+from redline.find_view import FindView, write_outputs
 from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import parse_duration
-
-if TYPE_CHECKING:  # the search pulls in numpy/scipy: `redline run` must not pay for them
-    from redline.search import Step
 
 FIND_EXAMPLES = """\
 examples:
@@ -121,16 +120,6 @@ def wait_listening(url: str, timeout_s: float) -> None:
             time.sleep(0.1)
 
 
-def parse_share(text: str, what: str) -> float:
-    """parse_share reads ``1%`` or ``0.01`` as a share."""
-    try:
-        if text.endswith("%"):
-            return float(text[:-1]) / 100
-        return float(text)
-    except ValueError:
-        raise ConfigError(f"{what}: expected e.g. 1% or 0.01, got {text!r}") from None
-
-
 def make_monitor(args: argparse.Namespace) -> Any:
     """make_monitor builds the service monitor the flags ask for (None without one)."""
     chosen = [
@@ -149,103 +138,6 @@ def make_monitor(args: argparse.Namespace) -> Any:
     if args.monitor_cmd is not None:
         return monitor.CommandMonitor(args.monitor_cmd)
     return monitor.PrometheusMonitor(args.monitor_prometheus, metrics=args.metric)
-
-
-class FindView:
-    """FindView shows the search as it goes: a rich panel on a terminal (the step, its
-    progress, offered and achieved rate, p50/p95/p99, errors, service CPU and fds, elapsed and
-    maximum time), one plain line per interval elsewhere."""
-
-    def __init__(
-        self,
-        max_time_s: float,
-        max_step_s: float,
-        stream: IO[str] | None = None,
-        monitor: Any = None,
-    ):
-        self.stream = stream or sys.stderr
-        self.monitor = monitor
-        self.max_time_s = max_time_s
-        self.max_step_s = max_step_s
-        self.started = time.monotonic()
-        self.step_started = self.started
-        self.last_load: float | None = None
-        self.steps: list[str] = []
-        self._live = None
-        if self.stream.isatty():
-            from rich.console import Console
-            from rich.live import Live
-
-            self._live = Live("searching...", console=Console(file=self.stream), transient=True)
-            self._live.start()
-
-    def snapshot(self, s: dict[str, Any], load: float, phase: str) -> None:
-        """snapshot hears each interval of the search."""
-        if load != self.last_load:
-            self.last_load, self.step_started = load, time.monotonic()
-        now = time.monotonic()
-        offered = s.get("intended_rate")
-        parts = [
-            f"{phase} load={load:g}",
-            f"offered={offered:.0f}/s" if offered else "",
-            f"achieved={s.get('achieved_rate', 0):.0f}/s",
-            f"p50={s.get('p50_ms', 0):.1f}ms p95={s.get('p95_ms', s.get('p90_ms', 0)):.1f}ms"
-            f" p99={s.get('p99_ms', 0):.1f}ms",
-            f"errors={s.get('errors', 0)}",
-            self._service(),
-            f"elapsed={now - self.started:.0f}s/{self.max_time_s:.0f}s",
-        ]
-        line = "  ".join(p for p in parts if p)
-        if self._live is None:
-            print(line, file=self.stream, flush=True)
-            return
-        from rich.console import Group
-        from rich.progress_bar import ProgressBar
-        from rich.text import Text
-
-        done = min((now - self.step_started) / self.max_step_s, 1.0)
-        total = min((now - self.started) / self.max_time_s, 1.0)
-        self._live.update(
-            Group(
-                *(Text(x) for x in self.steps[-8:]),
-                Text(line, style="bold"),
-                Text("step  ", end=""),
-                ProgressBar(total=1.0, completed=done, width=40),
-                Text("total ", end=""),
-                ProgressBar(total=1.0, completed=total, width=40),
-            )
-        )
-
-    def _service(self) -> str:
-        """_service is the monitored service's latest CPU and fds, when there is a monitor."""
-        latest = self.monitor.latest() if self.monitor is not None else None
-        if latest is None:
-            return ""
-        cpu = "?" if latest.cpu_percent is None else f"{latest.cpu_percent:.0f}%"
-        fds = "?" if latest.fds is None else f"{latest.fds:.0f}"
-        return f"service cpu={cpu} fds={fds}"
-
-    def step(self, st: Step) -> None:
-        """step hears each judged step."""
-        verdict = "ok" if st.ok else ",".join(st.fired) + f" ({st.why})"
-        cpu = st.service.get("cpu_percent")
-        line = (
-            f"step {st.index + 1:>2} {st.phase:<7} load {st.load:>8g}  {st.throughput_rps:>8.0f}"
-            f" req/s  p50 {st.p50_ms:7.1f} ms  p99 {st.p99_ms:7.1f} ms  errors"
-            f" {st.error_rate:6.2%}"
-            + (f"  cpu {cpu:.0f}%" if cpu is not None else "")
-            + f"  {verdict}"
-        )
-        self.steps.append(line)
-        if self._live is None:
-            print(line, file=self.stream, flush=True)
-
-    def close(self) -> None:
-        """close ends the live panel and leaves the step table on the screen."""
-        if self._live is not None:
-            self._live.stop()
-            for line in self.steps:
-                print(line, file=self.stream)
 
 
 def cmd_find(args: argparse.Namespace) -> int:
@@ -312,49 +204,11 @@ def cmd_find(args: argparse.Namespace) -> int:
     return 130 if result.get("interrupted") else 0
 
 
-def find_options(args: argparse.Namespace) -> dict[str, Any]:
-    """find_options maps the search's flags to :func:`redline.find.find`'s keywords (one place
-    for ``redline find`` and its experiments)."""
-    return {
-        "model": args.model,
-        "slos": args.slo,
-        "max_errors": parse_share(args.max_errors, "--max-errors"),
-        "max_time": parse_duration(args.max_time, "--max-time"),
-        "start": args.start,
-        "max_load": args.max_load,
-        "threads": args.threads,
-        "method": args.method,
-        "headers": args.header,
-        "body": args.body,
-        "min_step": parse_duration(args.min_step, "--min-step"),
-        "max_step": parse_duration(args.max_step, "--max-step"),
-        "confirm": parse_duration(args.confirm, "--confirm"),
-        "soak": parse_duration(args.soak, "--soak"),
-        "service_cpu": args.service_cpu,
-        "throughput": args.throughput,
-        "stop_at_knee": args.stop_at_knee,
-    }
-
-
 def _render_find(result: dict[str, Any]) -> str:
     """_render_find is the find report the live page links to at the end."""
     from redline.report import render_html
 
     return render_html(result)
-
-
-def write_outputs(
-    result: dict[str, Any], json_path: str | None, html: str | None, markdown: str | None
-) -> None:
-    """write_outputs writes the JSON document and the reports that were asked for."""
-    from redline import find as finder
-
-    if json_path:
-        finder.write_json(result, json_path)
-    if html or markdown:
-        from redline.report import write_reports
-
-        write_reports(result, html, markdown)
 
 
 def add_demo_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]

@@ -19,7 +19,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from redline.experiment.runner import experiment
     from redline.experiment.tables import render_text, write_outputs
     from redline.find import answers_text
-    from redline.find_command import FindView, find_options
+    from redline.find_flags import find_options
+    from redline.find_view import FindView
 
     if not args.vary:
         raise ConfigError("--repeat goes with --vary (the configurations to repeat)")
