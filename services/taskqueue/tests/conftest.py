@@ -1,8 +1,19 @@
-"""Shared fixtures: a real taskqueue server in a subprocess on 127.0.0.1 port 0, and helpers."""
+"""Shared fixtures: a real taskqueue server in a subprocess on 127.0.0.1 port 0, and helpers.
+
+The contract holds on every store, so the fixtures that start servers (`server`,
+`server_factory`, `store`) are parametrised over the backends: each test that uses them runs
+once on SQLite and once on PostgreSQL (one throwaway cluster per session, a fresh database
+per store). A test about something only SQLite has, or that no store touches, says so with
+`@pytest.mark.sqlite_only("why")` and runs once.
+
+Without the PostgreSQL binaries the PostgreSQL runs skip, except under CI=true, where they
+fail: CI installs Debian's package (.ci/run), so a green CI always ran them.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import re
 import signal
@@ -10,14 +21,20 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 from taskqueue.fetch import Fetcher
+from taskqueue.localpg import LocalPgError, LocalPostgres, find_bindir
 
 FINAL = ("SUCCEEDED", "FAILED")
+FAST_LEASES = ("--lease-grace-s", "1", "--lease-check-s", "0.3", "--factorial-timeout-s", "2")
+"""FAST_LEASES: short leases, so that takeovers happen within a test's time. A fetch's lease
+is its timeout_ms + 2 s of slack + the grace; a factorial's, --factorial-timeout-s + grace."""
 _URL = re.compile(r"listening on (http://\S+)")
 
 
@@ -107,18 +124,113 @@ def wait_final(client: httpx.Client, task_id: str, timeout: float = 30.0) -> dic
         time.sleep(0.02)
 
 
+def metric(text: str, name: str) -> float:
+    """metric is the value of one series (name and labels, as exposed) in /metrics text; 0 if
+    absent, as a Prometheus counter not yet incremented may be."""
+    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
+    return float(m.group(1)) if m else 0.0
+
+
 def submit(client: httpx.Client, body: dict, **headers: str) -> httpx.Response:
     """submit POSTs a task and returns the response."""
     return client.post("/tasks/submissions", json=body, headers=headers)
 
 
+class Backend(enum.Enum):
+    """Backend is the kind of store a test's servers keep their tasks in."""
+
+    SQLITE = "sqlite"
+    POSTGRESQL = "postgresql"
+
+    @property
+    def shared(self) -> bool:
+        """shared: several servers run on one store at once and take over each other's leases
+        when they expire (SQLite's data dir is locked to one server, which a restart recovers)."""
+        return self is Backend.POSTGRESQL
+
+
+@dataclass(frozen=True)
+class Store:
+    """Store is where a test's servers keep their tasks: a data dir, or a fresh database."""
+
+    backend: Backend
+    data_dir: Path
+    dsn: str | None = None
+
+    def args(self) -> tuple[str, ...]:
+        """args are the `serve` flags that put a server on this store."""
+        return () if self.dsn is None else ("--database", self.dsn)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """pytest_generate_tests runs each test that uses a store once per backend (SQLite only
+    when it is marked sqlite_only), grouped by backend so module-wide servers start once."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    only = metafunc.definition.get_closest_marker("sqlite_only")
+    backends = [Backend.SQLITE] if only is not None else list(Backend)
+    metafunc.parametrize(
+        "backend", backends, indirect=True, ids=[b.value for b in backends], scope="module"
+    )
+
+
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """backend is the store kind this run of the test uses (see pytest_generate_tests)."""
+    return Backend(request.param)
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[LocalPostgres]:
+    """pg is the session's one private PostgreSQL (initdb/pg_ctl in a temporary directory)."""
+    if find_bindir() is None:
+        reason = "PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + " (CI=true: these tests must run)")
+        pytest.skip(reason)
+    try:
+        server = LocalPostgres().start()
+    except LocalPgError as exc:
+        pytest.fail(str(exc))
+    yield server
+    server.close()
+
+
+def fresh_database(pg: LocalPostgres) -> str:
+    """fresh_database creates an empty database on the session's PostgreSQL; returns its URL."""
+    return pg.create_database("t" + uuid.uuid4().hex[:12])
+
+
 @pytest.fixture
-def server_factory(tmp_path: Path) -> Iterator:
-    """server_factory starts servers on demand and always stops them at the end of the test."""
+def dsn(pg: LocalPostgres) -> str:
+    """dsn is a fresh, empty database on the session's PostgreSQL."""
+    return fresh_database(pg)
+
+
+def _new_store(request: pytest.FixtureRequest, backend: Backend, root: Path) -> Store:
+    if backend is Backend.SQLITE:
+        return Store(backend, root / "data")
+    # Asked for only here, so that a SQLite-only run never starts PostgreSQL.
+    return Store(backend, root / "data", fresh_database(request.getfixturevalue("pg")))
+
+
+@pytest.fixture
+def store(request: pytest.FixtureRequest, backend: Backend, tmp_path: Path) -> Store:
+    """store is the test's own empty store, on this run's backend."""
+    return _new_store(request, backend, tmp_path)
+
+
+@pytest.fixture
+def server_factory(store: Store) -> Iterator:
+    """server_factory starts servers on the test's store and always stops them at the end.
+
+    Every server of one test shares the store: on SQLite one at a time (a restart finds what
+    the last one left), on PostgreSQL any number at once.
+    """
     started: list[Server] = []
 
-    def make(*args: str, data_dir: Path | None = None, env: dict[str, str] | None = None) -> Server:
-        srv = Server(data_dir or tmp_path / "data", *args, env=env).start()
+    def make(*args: str, env: dict[str, str] | None = None) -> Server:
+        srv = Server(store.data_dir, *store.args(), *args, env=env).start()
         started.append(srv)
         return srv
 
@@ -137,10 +249,14 @@ def origin() -> Iterator:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(
+    request: pytest.FixtureRequest, backend: Backend, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
     """server is one shared service for contract tests; fetches to 127.0.0.0/8 are allowed."""
+    store = _new_store(request, backend, tmp_path_factory.mktemp("tq"))
     srv = Server(
-        tmp_path_factory.mktemp("tq") / "data",
+        store.data_dir,
+        *store.args(),
         "--allow-fetch-cidr",
         "127.0.0.0/8",
         "--max-factorial-n",

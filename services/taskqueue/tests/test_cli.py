@@ -32,7 +32,12 @@ from taskqueue.config import ConfigError
             "allow_fetch_cidrs",
             ["127.0.0.0/8", "::1/128"],
         ),
-        ([], {"TASKQUEUE_DATA_DIR": "/tmp/x"}, "data_dir", Path("/tmp/x")),
+        (
+            [],
+            {"TASKQUEUE_DATA_DIR": "/nonexistent/taskqueue"},
+            "data_dir",
+            Path("/nonexistent/taskqueue"),
+        ),
         ([], {}, "fast_path", True),
         (["--fast-path", "off"], {}, "fast_path", False),
         ([], {"TASKQUEUE_FAST_PATH": "OFF"}, "fast_path", False),
@@ -83,7 +88,8 @@ def test_cli_bad_config_is_one_line_exit_2(args: list[str], tmp_path: Path) -> N
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
-def test_data_dir_in_use_is_one_line_exit_2(server_factory, tmp_path: Path) -> None:
+@pytest.mark.sqlite_only("the data-dir lock is SQLite's; a database takes any number of servers")
+def test_data_dir_in_use_is_one_line_exit_2(server_factory) -> None:
     srv = server_factory()
     proc = subprocess.run(
         [

@@ -6,6 +6,7 @@ import math
 import sys
 
 import psutil
+import pytest
 from conftest import submit, wait_final
 
 
@@ -14,6 +15,7 @@ def _workers(pid: int) -> list[psutil.Process]:
     return [p for p in kids if "resource_tracker" not in " ".join(p.cmdline())]
 
 
+@pytest.mark.sqlite_only("the worker pool does not touch the store")
 def test_killed_worker_is_replaced_and_tasks_succeed(server_factory) -> None:
     sys.set_int_max_str_digits(0)
     srv = server_factory("--workers", "1")
@@ -30,6 +32,7 @@ def test_killed_worker_is_replaced_and_tasks_succeed(server_factory) -> None:
     assert len(after) == 1 and after[0].pid != before[0].pid
 
 
+@pytest.mark.sqlite_only("the worker pool does not touch the store")
 def test_workers_die_with_a_killed_server(server_factory) -> None:
     # kill -9 leaves no chance to stop the pool: the kernel must take the workers with it
     # (each one holds both ends of the pool's pipes, so none would ever see EOF and exit).

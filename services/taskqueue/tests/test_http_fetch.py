@@ -93,6 +93,7 @@ def _hedges(metrics: str) -> float:
     raise AssertionError("no taskqueue_hedges_fired_total")
 
 
+@pytest.mark.sqlite_only("the fetch guard does not touch the store")
 @pytest.mark.parametrize(
     "host_form", ["127.0.0.1", "localhost", "0x7f000001", "2130706433", "[::1]"]
 )
@@ -110,6 +111,7 @@ def test_ssrf_guard_is_on_by_default(server_factory, origin, host_form: str) -> 
     assert origin.hits(path) == 0, "the origin must never see a blocked request"
 
 
+@pytest.mark.sqlite_only("the fetch guard does not touch the store")
 def test_redirect_to_private_address_is_blocked(server_factory, origin) -> None:
     """An allowed origin (127.0.0.1 only) redirecting to another loopback address (127.0.0.2)."""
     if "127.0.0.2" not in origin.ports:

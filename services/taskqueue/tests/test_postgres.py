@@ -1,16 +1,14 @@
 """PostgreSQL: several taskqueue servers on one database (`--database postgresql://...`).
 
-Each test gets a fresh database on one private PostgreSQL (initdb/pg_ctl in a temporary
-directory, a port chosen at run time; see taskqueue.localpg). Without the PostgreSQL
-binaries these tests skip, except under CI=true, where they fail: CI installs Debian's
-package (.ci/run), so a green CI always ran them.
+What only a shared database has: servers that start together, share work and the queue
+limit, take over a dead one's leases, and ride out a database outage. The contract and the
+kill -9 durability test run on PostgreSQL too, parametrised (conftest.py). Each test gets a
+fresh database on the session's private PostgreSQL (conftest's `pg`, `dsn`); without the
+binaries these tests skip, except under CI=true, where they fail.
 """
 
 from __future__ import annotations
 
-import os
-import random
-import re
 import threading
 import time
 import uuid
@@ -20,36 +18,12 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from conftest import Server, submit, wait_final
-from taskqueue.localpg import LocalPgError, LocalPostgres, find_bindir
+from conftest import FAST_LEASES, Server, metric, submit, wait_final
+from taskqueue.localpg import LocalPostgres
 
-# Short leases so that takeovers happen within the suite's time: a fetch's lease is its
-# timeout_ms + 2 s of slack + this grace; a factorial's, --factorial-timeout-s + grace.
-FAST_LEASES = ("--lease-grace-s", "1", "--lease-check-s", "0.3", "--factorial-timeout-s", "2")
 OUTAGE_503_WITHIN_S = 7.0
 """OUTAGE_503_WITHIN_S: a request during a database outage is answered (503) within the
 store's 5 s bound on any database call, plus scheduling slack."""
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[LocalPostgres]:
-    if find_bindir() is None:
-        reason = "PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + " (CI=true: these tests must run)")
-        pytest.skip(reason)
-    try:
-        server = LocalPostgres().start()
-    except LocalPgError as exc:
-        pytest.fail(str(exc))
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def dsn(pg: LocalPostgres) -> str:
-    """dsn is a fresh, empty database on the module's PostgreSQL."""
-    return pg.create_database("t" + uuid.uuid4().hex[:12])
 
 
 @pytest.fixture
@@ -89,11 +63,6 @@ def cluster(dsn: str, tmp_path: Path) -> Iterator:
         s.stop()
 
 
-def _metric(text: str, name: str) -> float:
-    m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
-    return float(m.group(1)) if m else 0.0
-
-
 def test_a_task_submitted_to_one_server_is_served_by_another(cluster) -> None:
     a, b, c = cluster(n=3)  # three starting at once: the schema is migrated exactly once
     assert sum("schema migrated" in line for s in (a, b, c) for line in s.lines) == 1
@@ -129,7 +98,7 @@ def test_two_servers_never_run_a_task_twice(cluster, origin) -> None:
         runs = [origin.hits(path) for path in paths.values()]
         assert runs == [1] * len(paths), "a task was fetched twice (or never)"
         series = 'taskqueue_tasks_finished_total{status="SUCCEEDED",type="http-fetch"}'
-        finished = [_metric(c.get("/metrics").text, series) for c in clients]
+        finished = [metric(c.get("/metrics").text, series) for c in clients]
         assert sum(finished) == len(paths) and all(f > 0 for f in finished), finished
     finally:
         for c in clients:
@@ -151,7 +120,7 @@ def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, 
     while holder is None:  # whichever server claimed it shows it RUNNING in its own gauge
         for s in servers:
             with s.client() as c:
-                if _metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
+                if metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
                     holder = s
         assert time.monotonic() < deadline, "no server started the task"
     other = servers[1] if holder is servers[0] else servers[0]
@@ -166,58 +135,9 @@ def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, 
         assert origin.hits("/slow") - before == 2  # one fetch per attempt, as the origin saw
         # The lease (2 s + 2 s slack + 1 s grace from the claim) bounds the takeover.
         assert took < 5 + 0.3 + 1.5 + 3, f"takeover took {took:.1f} s"
-        assert _metric(c.get("/metrics").text, "taskqueue_lease_expiries_total") == 1
+        assert metric(c.get("/metrics").text, "taskqueue_lease_expiries_total") == 1
     _, alive = psutil.wait_procs(workers, timeout=5)
     assert not alive, f"the killed server's workers outlived it: {[p.pid for p in alive]}"
-
-
-def test_202_means_committed_kill_9_under_load_loses_nothing(cluster, origin) -> None:
-    a, b = cluster(*FAST_LEASES, n=2)
-    accepted: dict[str, str | None] = {}
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def submitter(seed: int) -> None:
-        rng = random.Random(seed)
-        deadline = time.monotonic() + 15
-        with httpx.Client(base_url=a.url, timeout=5.0) as c:
-            while not stop.is_set() and time.monotonic() < deadline:
-                path = None
-                if rng.random() < 0.5:
-                    path = origin.set_blob(uuid.uuid4().hex, b"p", "text/plain")
-                    body = {"type": "http-fetch", "url": origin.url(path), "timeout_ms": 1500}
-                else:
-                    body = {"type": "factorial", "n": rng.choice([10, 1000, 20000])}
-                try:
-                    r = c.post("/tasks/submissions", json=body)
-                except httpx.HTTPError:
-                    return  # A died mid-request: outcome unknown, not counted
-                if r.status_code == 202:
-                    with lock:
-                        accepted[r.json()["id"]] = path
-
-    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + 15
-    while len(accepted) < 300 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    a.kill()  # SIGKILL while the submitters are still sending
-    stop.set()
-    for t in threads:
-        t.join(10)
-    assert len(accepted) >= 150, "too few submissions accepted to test anything"
-    attempts = []
-    with b.client() as cb:
-        for task_id, path in accepted.items():
-            doc = wait_final(cb, task_id, timeout=30)
-            assert doc["status"] == "SUCCEEDED", doc
-            attempts.append(doc["attempts"])
-            if path is not None:  # each attempt fetches once: more means a lease was lost
-                assert 1 <= origin.hits(path) <= doc["attempts"], (doc, origin.hits(path))
-        expiries = _metric(cb.get("/metrics").text, "taskqueue_lease_expiries_total")
-    # Every second attempt is a takeover of a task A held when it died, counted by B.
-    assert sum(n - 1 for n in attempts) <= expiries
 
 
 def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
@@ -231,7 +151,7 @@ def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
         while True:
             text = cb.get("/metrics").text
             seen = sum(
-                _metric(text, f'taskqueue_shared_tasks{{status="{s}"}}')
+                metric(text, f'taskqueue_shared_tasks{{status="{s}"}}')
                 for s in ("QUEUED", "RUNNING")
             )
             if seen == on_a:
@@ -244,7 +164,7 @@ def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
         full = answers[-1]
         assert full.status_code == 503 and int(full.headers["retry-after"]) >= 1, full.text
         time.sleep(0.3)  # one re-count
-        queued = _metric(cb.get("/metrics").text, 'taskqueue_shared_tasks{status="QUEUED"}')
+        queued = metric(cb.get("/metrics").text, 'taskqueue_shared_tasks{status="QUEUED"}')
         assert queued <= limit, queued
 
 

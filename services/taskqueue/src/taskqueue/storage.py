@@ -10,10 +10,39 @@ Writes and reads are coroutines; a write returns only once the change is durable
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import orjson
 
 from taskqueue.models import Task, TaskStatus, TaskType
+
+TASK_COLUMNS = (
+    "seq, id, type, params, status, submitted_at, started_at, finished_at, attempts, error,"
+    " lease_until, idem_key, idem_hash"
+)
+"""TASK_COLUMNS: the columns a task is read back from, in task_from_row's order. Both
+stores' schemas name them alike (params is JSON text in each)."""
+
+
+def task_from_row(row: Sequence[Any]) -> Task:
+    """task_from_row is the task record of a row selected as TASK_COLUMNS, from either store:
+    one mapping, so that a new field cannot be read back by one store and dropped by the other."""
+    return Task(
+        seq=row[0],
+        id=row[1],
+        type=TaskType(row[2]),
+        params=orjson.loads(row[3]),
+        status=TaskStatus(row[4]),
+        submitted_at=row[5],
+        started_at=row[6],
+        finished_at=row[7],
+        attempts=row[8],
+        error=row[9],
+        lease_until=row[10],
+        idem_key=row[11],
+        idem_hash=row[12],
+    )
 
 
 class Result(NamedTuple):

@@ -24,18 +24,20 @@ import logging
 import os
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
 import orjson
 
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.storage import (
+    TASK_COLUMNS,
     DuplicateTask,
     Recovered,
     Result,
     Storage,
     StorageUnavailable,
+    task_from_row,
 )
 
 try:
@@ -93,10 +95,6 @@ _MIGRATIONS: tuple[str, ...] = (
 )
 """_MIGRATIONS: the schema, one entry per version; applied in order, never edited once shipped."""
 
-_COLUMNS = (
-    "seq, id, type, params, status, submitted_at, started_at, finished_at, attempts, error,"
-    " lease_until, idem_key, idem_hash"
-)
 _NOW = "extract(epoch from clock_timestamp())"
 
 _INSERT = """
@@ -135,7 +133,7 @@ UPDATE tasks t SET status = 'RUNNING', attempts = t.attempts + 1, started_at = {
     lease_until = {_NOW} + $3
         + coalesce((t.params::jsonb ->> 'timeout_ms')::float8 / 1000, 0)
 FROM c WHERE t.seq = c.seq
-RETURNING {", ".join("t." + c.strip() for c in _COLUMNS.split(","))}
+RETURNING {", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))}
 """
 
 _EXPIRE = f"""
@@ -148,7 +146,7 @@ WHERE seq IN (
     SELECT seq FROM tasks WHERE status = 'RUNNING' AND lease_until < {_NOW}
     FOR UPDATE SKIP LOCKED
 )
-RETURNING {_COLUMNS}
+RETURNING {TASK_COLUMNS}
 """
 
 _DELETE = """
@@ -160,24 +158,6 @@ WITH gone AS (
 ), r AS (DELETE FROM results WHERE seq IN (SELECT seq FROM gone))
 SELECT id, status FROM gone
 """
-
-
-def _row_to_task(row: Sequence[Any]) -> Task:
-    return Task(
-        seq=row[0],
-        id=row[1],
-        type=TaskType(row[2]),
-        params=orjson.loads(row[3]),
-        status=TaskStatus(row[4]),
-        submitted_at=row[5],
-        started_at=row[6],
-        finished_at=row[7],
-        attempts=row[8],
-        error=row[9],
-        lease_until=row[10],
-        idem_key=row[11],
-        idem_hash=row[12],
-    )
 
 
 def _unavailable_errors() -> tuple[type[BaseException], ...]:
@@ -473,12 +453,12 @@ class PostgresStorage(Storage):
     async def claim(self, kind: TaskType, limit: int, lease_s: float) -> list[Task]:
         async with self._con() as con:
             rows = await con.fetch(_CLAIM, kind.value, limit, lease_s, self.owner)
-        return sorted((_row_to_task(r) for r in rows), key=lambda t: t.seq)
+        return sorted((task_from_row(r) for r in rows), key=lambda t: t.seq)
 
     async def expire_leases(self, max_attempts: int) -> list[Task]:
         async with self._con() as con:
             rows = await con.fetch(_EXPIRE, max_attempts)
-        return [_row_to_task(r) for r in rows]
+        return [task_from_row(r) for r in rows]
 
     async def unfinished(self) -> dict[TaskStatus, int]:
         async with self._con() as con:
@@ -501,8 +481,8 @@ class PostgresStorage(Storage):
 
     async def get(self, task_id: str) -> Task | None:
         async with self._con() as con:
-            row = await con.fetchrow(f"SELECT {_COLUMNS} FROM tasks WHERE id = $1", task_id)
-        return None if row is None else _row_to_task(row)
+            row = await con.fetchrow(f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1", task_id)
+        return None if row is None else task_from_row(row)
 
     async def get_result(self, task_id: str) -> Result | None:
         async with self._con() as con:
@@ -515,26 +495,26 @@ class PostgresStorage(Storage):
 
     async def find_idempotent(self, key: str) -> Task | None:
         async with self._con() as con:
-            row = await con.fetchrow(f"SELECT {_COLUMNS} FROM tasks WHERE idem_key = $1", key)
-        return None if row is None else _row_to_task(row)
+            row = await con.fetchrow(f"SELECT {TASK_COLUMNS} FROM tasks WHERE idem_key = $1", key)
+        return None if row is None else task_from_row(row)
 
     async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
         async with self._con() as con:
             if status is None:
                 rows = await con.fetch(
-                    f"SELECT {_COLUMNS} FROM tasks WHERE seq > $1 ORDER BY seq LIMIT $2",
+                    f"SELECT {TASK_COLUMNS} FROM tasks WHERE seq > $1 ORDER BY seq LIMIT $2",
                     after_seq,
                     limit,
                 )
             else:
                 rows = await con.fetch(
-                    f"SELECT {_COLUMNS} FROM tasks WHERE status = $1 AND seq > $2"
+                    f"SELECT {TASK_COLUMNS} FROM tasks WHERE status = $1 AND seq > $2"
                     " ORDER BY seq LIMIT $3",
                     status.value,
                     after_seq,
                     limit,
                 )
-        return [_row_to_task(r) for r in rows]
+        return [task_from_row(r) for r in rows]
 
 
 async def migrate(con: Any) -> int:

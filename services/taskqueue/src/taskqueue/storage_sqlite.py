@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from taskqueue.models import Task, TaskStatus, TaskType
-from taskqueue.storage import Recovered, Result, Storage
+from taskqueue.models import Task, TaskStatus
+from taskqueue.storage import TASK_COLUMNS, Recovered, Result, Storage, task_from_row
 
 log = logging.getLogger("taskqueue")
 
@@ -54,35 +54,12 @@ CREATE TABLE IF NOT EXISTS results (
 );
 """
 
-_COLUMNS = (
-    "seq, id, type, params, status, submitted_at, started_at, finished_at, attempts, error,"
-    " lease_until, idem_key, idem_hash"
-)
-
 MAX_VARIABLES = 32766
 """MAX_VARIABLES is SQLite's default limit on bound parameters in one statement (3.32+)."""
 
 
 class StorageLocked(RuntimeError):
     """StorageLocked means another live server holds the data directory."""
-
-
-def _row_to_task(row: tuple[Any, ...]) -> Task:
-    return Task(
-        seq=row[0],
-        id=row[1],
-        type=TaskType(row[2]),
-        params=orjson.loads(row[3]),
-        status=TaskStatus(row[4]),
-        submitted_at=row[5],
-        started_at=row[6],
-        finished_at=row[7],
-        attempts=row[8],
-        error=row[9],
-        lease_until=row[10],
-        idem_key=row[11],
-        idem_hash=row[12],
-    )
 
 
 class _Checkpointer(threading.Thread):
@@ -126,7 +103,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 class _Insert(NamedTuple):
-    row: tuple[Any, ...]  # in _COLUMNS order
+    row: tuple[Any, ...]  # in TASK_COLUMNS order
 
 
 class _Update(NamedTuple):
@@ -165,7 +142,7 @@ def _apply(conn: sqlite3.Connection, batch: list[_Item]) -> list[Any]:
         if isinstance(op, _Update) and op.result is not None
     }
     if inserts:
-        _multirow(conn, f"INSERT INTO tasks ({_COLUMNS}) VALUES", "", inserts)
+        _multirow(conn, f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES", "", inserts)
     if updates:
         _multirow(
             conn,
@@ -320,7 +297,7 @@ class SqliteStorage(Storage):
         self._writer = _Writer(wconn, asyncio.get_running_loop())
         self._writer.start()
         rows = self._reader.execute(
-            f"SELECT {_COLUMNS} FROM tasks WHERE status IN ('QUEUED','RUNNING') ORDER BY seq"
+            f"SELECT {TASK_COLUMNS} FROM tasks WHERE status IN ('QUEUED','RUNNING') ORDER BY seq"
         ).fetchall()
         last = self._reader.execute("SELECT coalesce(max(seq), 0) FROM tasks").fetchone()[0]
         finished = {
@@ -330,7 +307,7 @@ class SqliteStorage(Storage):
                 " WHERE status IN ('SUCCEEDED','FAILED') GROUP BY status"
             )
         }
-        return Recovered([_row_to_task(r) for r in rows], int(last), finished)
+        return Recovered([task_from_row(r) for r in rows], int(last), finished)
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -395,8 +372,10 @@ class SqliteStorage(Storage):
         return list(await self._w().submit(_delete_op(cutoff, limit)))
 
     async def get(self, task_id: str) -> Task | None:
-        row = self._r().execute(f"SELECT {_COLUMNS} FROM tasks WHERE id=?", (task_id,)).fetchone()
-        return None if row is None else _row_to_task(row)
+        row = (
+            self._r().execute(f"SELECT {TASK_COLUMNS} FROM tasks WHERE id=?", (task_id,)).fetchone()
+        )
+        return None if row is None else task_from_row(row)
 
     async def get_result(self, task_id: str) -> Result | None:
         row = (
@@ -411,15 +390,19 @@ class SqliteStorage(Storage):
         return None if row is None else Result(row[0], bytes(row[1]))
 
     async def find_idempotent(self, key: str) -> Task | None:
-        row = self._r().execute(f"SELECT {_COLUMNS} FROM tasks WHERE idem_key=?", (key,)).fetchone()
-        return None if row is None else _row_to_task(row)
+        row = (
+            self._r()
+            .execute(f"SELECT {TASK_COLUMNS} FROM tasks WHERE idem_key=?", (key,))
+            .fetchone()
+        )
+        return None if row is None else task_from_row(row)
 
     async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
         if status is None:
             rows = (
                 self._r()
                 .execute(
-                    f"SELECT {_COLUMNS} FROM tasks WHERE seq > ? ORDER BY seq LIMIT ?",
+                    f"SELECT {TASK_COLUMNS} FROM tasks WHERE seq > ? ORDER BY seq LIMIT ?",
                     (after_seq, limit),
                 )
                 .fetchall()
@@ -428,13 +411,13 @@ class SqliteStorage(Storage):
             rows = (
                 self._r()
                 .execute(
-                    f"SELECT {_COLUMNS} FROM tasks WHERE status = ? AND seq > ?"
+                    f"SELECT {TASK_COLUMNS} FROM tasks WHERE status = ? AND seq > ?"
                     " ORDER BY seq LIMIT ?",
                     (status.value, after_seq, limit),
                 )
                 .fetchall()
             )
-        return [_row_to_task(r) for r in rows]
+        return [task_from_row(r) for r in rows]
 
     def healthy(self) -> bool:
         return self._writer is not None and self._writer.is_alive() and self._writer.failed is None
