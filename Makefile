@@ -49,6 +49,7 @@ lint: install ## rustfmt, clippy, ruff, mypy
 	cargo clippy --release -p redline-engine -p redline-target -p redline-py --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests bench examples services/taskqueue
 	$(VENV)/bin/mypy python/redline
+	cd services/taskqueue && $(abspath $(VENV))/bin/mypy src/taskqueue
 
 bench: install ## redline vs wrk/hey/k6/locust side by side (needs ../shared/tools/install-peers.sh)
 	$(PY) bench/run.py

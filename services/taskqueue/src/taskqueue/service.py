@@ -323,6 +323,7 @@ class TaskService:
             if await asyncio.shield(self.storage.update(done, prior=stored)):
                 self.metrics.finished.labels(stored.type.value, TaskStatus.FAILED.value).inc()
                 return done
+        assert stored is not None  # the loop returns when the task is gone
         raise NotCancellable(stored)
 
     # --- housekeeping ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ Writes and reads are coroutines; a write returns only once the change is durable
 from __future__ import annotations
 
 import abc
+import builtins  # `Storage.list` shadows the builtin in the annotations below it
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -127,13 +128,13 @@ class Storage(abc.ABC):
 
     # --- shared stores only ------------------------------------------------------------------
 
-    async def claim(self, kind: TaskType, limit: int, lease_s: float) -> list[Task]:
+    async def claim(self, kind: TaskType, limit: int, lease_s: float) -> builtins.list[Task]:
         """claim makes up to `limit` of the oldest QUEUED tasks of a kind RUNNING for this
         server and returns them, durable: attempts + 1, and a lease of lease_s seconds plus
         the task's own `timeout_ms` when it has one (a lease outlives the task's time limit)."""
         raise NotImplementedError
 
-    async def expire_leases(self, max_attempts: int) -> list[Task]:
+    async def expire_leases(self, max_attempts: int) -> builtins.list[Task]:
         """expire_leases requeues every RUNNING task whose lease has passed (or FAILs it
         'abandoned' once out of attempts), whichever server held it; returns them."""
         raise NotImplementedError
