@@ -40,15 +40,6 @@ KNOWN: dict[frozenset[str], str] = {
         {"crates/engine/src/metrics.rs", "crates/engine/src/outage.rs"}
     ): "#18: error classes apart from the metrics that count them",
     frozenset(
-        {
-            "crates/testserver/src/bucket.rs",
-            "crates/testserver/src/capacity.rs",
-            "crates/testserver/src/config.rs",
-            "crates/testserver/src/contention.rs",
-            "crates/testserver/src/pause.rs",
-        }
-    ): "#18: the test server's probes below its config",
-    frozenset(
         {"crates/testserver/src/conn.rs", "crates/testserver/src/server.rs"}
     ): "#18: the test server's connection below its server",
 }

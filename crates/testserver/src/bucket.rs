@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use http::StatusCode;
 
-use crate::config::TargetError;
+use crate::error::TargetError;
 
 /// MAX_RATE bounds `RateLimit::rate` (requests a second; far beyond what one server answers).
 pub const MAX_RATE: f64 = 1e9;

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::config::TargetError;
+use crate::error::TargetError;
 use crate::latency::{parse_duration, MAX_DELAY};
 use crate::pause::Pause;
 

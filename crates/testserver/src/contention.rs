@@ -54,7 +54,7 @@ use std::io;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::config::TargetError;
+use crate::error::TargetError;
 use crate::latency::MAX_DELAY;
 
 /// MAX_COEFFICIENT bounds κ and σ (each is a share of work or a cost per pair: 1 is already

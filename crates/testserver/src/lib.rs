@@ -56,6 +56,7 @@ mod capacity;
 mod config;
 mod conn;
 mod contention;
+mod error;
 mod form;
 mod latency;
 mod pause;
@@ -70,8 +71,9 @@ mod tls;
 
 pub use bucket::{RateLimit, MAX_BURST, MAX_RATE};
 pub use capacity::{Capacity, MAX_SLOTS};
-pub use config::{TargetConfig, TargetError, TlsFiles, MAX_QUEUE_LIMIT};
+pub use config::{TargetConfig, TlsFiles, MAX_QUEUE_LIMIT};
 pub use contention::{Contention, MAX_COEFFICIENT};
+pub use error::TargetError;
 pub use pause::Pause;
 pub use server::Target;
 pub use stats::TargetStats;

@@ -31,7 +31,7 @@
 
 use std::time::Duration;
 
-use crate::config::TargetError;
+use crate::error::TargetError;
 use crate::latency::{parse_duration, MAX_DELAY};
 
 /// Pause stops a capacity server's slots for `hold` out of every `every`.

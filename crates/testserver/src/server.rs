@@ -25,8 +25,9 @@ use tokio::sync::watch;
 
 use crate::bucket::Bucket;
 use crate::capacity::Queue;
-use crate::config::{TargetConfig, TargetError};
+use crate::config::TargetConfig;
 use crate::contention::Crowd;
+use crate::error::TargetError;
 use crate::form::Sessions;
 use crate::stats::{Board, TargetStats};
 use crate::task::Ids;

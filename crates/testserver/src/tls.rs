@@ -9,7 +9,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::{TargetError, TlsFiles};
+use crate::config::TlsFiles;
+use crate::error::TargetError;
 
 /// acceptor loads the certificate chain and key and builds the TLS acceptor (ALPN http/1.1).
 pub(crate) fn acceptor(files: &TlsFiles) -> Result<TlsAcceptor, TargetError> {
