@@ -105,10 +105,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The handlers are in place before the line that says we listen: a SIGTERM sent as soon
+    // as a caller reads it must stop us cleanly, not kill us with the default action.
+    let signals = match Signals::install() {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("redline-target: cannot wait for signals: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
     let mut stdout = std::io::stdout();
     let _ = writeln!(stdout, "listening on {}", target.url());
     let _ = stdout.flush();
-    if let Err(err) = wait_for_signal() {
+    if let Err(err) = signals.wait() {
         eprintln!("redline-target: cannot wait for signals: {err}");
         return ExitCode::FAILURE;
     }
@@ -162,24 +171,60 @@ fn config(args: Args) -> Result<TargetConfig, TargetError> {
     })
 }
 
-/// wait_for_signal blocks until SIGINT or SIGTERM (Ctrl-C elsewhere).
-fn wait_for_signal() -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
+/// Signals is SIGINT and SIGTERM (Ctrl-C elsewhere), registered on a runtime of their own.
+struct Signals {
+    runtime: tokio::runtime::Runtime,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// install registers the handlers; from then on neither signal kills the process.
+    fn install() -> std::io::Result<Signals> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         #[cfg(unix)]
-        {
+        let (term, int) = {
             use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate())?;
-            tokio::select! {
-                r = tokio::signal::ctrl_c() => r,
-                _ = term.recv() => Ok(()),
+            let _guard = runtime.enter();
+            (
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            )
+        };
+        Ok(Signals {
+            runtime,
+            #[cfg(unix)]
+            term,
+            #[cfg(unix)]
+            int,
+        })
+    }
+
+    /// wait blocks until SIGINT or SIGTERM.
+    fn wait(self) -> std::io::Result<()> {
+        let Signals {
+            runtime,
+            #[cfg(unix)]
+            mut term,
+            #[cfg(unix)]
+            mut int,
+        } = self;
+        runtime.block_on(async {
+            #[cfg(unix)]
+            {
+                tokio::select! {
+                    _ = int.recv() => Ok(()),
+                    _ = term.recv() => Ok(()),
+                }
             }
-        }
-        #[cfg(not(unix))]
-        {
-            tokio::signal::ctrl_c().await
-        }
-    })
+            #[cfg(not(unix))]
+            {
+                tokio::signal::ctrl_c().await
+            }
+        })
+    }
 }
