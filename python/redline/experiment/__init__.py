@@ -21,8 +21,9 @@ experiment.schema.json).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from redline.exports import lazy_attribute
 
 #: _HOME: where each public name lives; a part is loaded on first use, so that the CLI's
 #: parser does not pull in the search (numpy, scipy) to start.
@@ -39,10 +40,7 @@ _HOME = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'redline.experiment' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"redline.experiment.{home}"), name)
+    return lazy_attribute(__name__, _HOME, name)
 
 
 __all__ = list(_HOME)
