@@ -3,7 +3,9 @@
 The rule is benchstat's: a change is reported only when a Mann–Whitney U test on the windows
 says the two samples differ (p < ALPHA after a Holm correction across the request names
 compared) *and* the change is at least a minimum effect; anything else is "~", no
-significant change. The minimum effect matters because the windows of one run share that
+significant change. How large the change may be is a bootstrap confidence interval
+(:mod:`redline.compare.bootstrap`), shown beside it: the test says whether, the interval says
+how much. The minimum effect matters because the windows of one run share that
 run's machine and its state: two runs of one configuration can differ by a percent or two
 for reasons no window sees, and with a hundred windows a side the test would call that real.
 """

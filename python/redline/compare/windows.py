@@ -73,9 +73,13 @@ def figures(snapshots: Sequence[dict[str, Any]], seconds: float) -> dict[Figure,
     return out
 
 
-def windows(stretch: Stretch, window_s: float) -> list[dict[Figure, float | None]]:
-    """windows cuts the stretch into consecutive whole windows of about ``window_s`` (a
-    whole number of intervals) and returns each one's figures; a short tail is left out."""
+#: Window is one window of a stretch: its snapshots and the seconds they cover.
+Window = tuple[list[dict[str, Any]], float]
+
+
+def cut(stretch: Stretch, window_s: float) -> list[Window]:
+    """cut cuts the stretch into consecutive whole windows of about ``window_s`` (a whole
+    number of intervals); a short tail is left out."""
     k = max(1, round(window_s / stretch.interval_s))
     snaps = stretch.snapshots
     out = []
@@ -85,8 +89,13 @@ def windows(stretch: Stretch, window_s: float) -> list[dict[Figure, float | None
         seconds = float(part[-1]["t_s"]) - start
         if seconds < 0.5 * k * stretch.interval_s:
             continue  # a run's last, cut-short interval
-        out.append(figures(part, seconds))
+        out.append((part, seconds))
     return out
+
+
+def windows(stretch: Stretch, window_s: float) -> list[dict[Figure, float | None]]:
+    """windows: the figures of each of the stretch's windows (:func:`cut`)."""
+    return [figures(part, seconds) for part, seconds in cut(stretch, window_s)]
 
 
 def whole(stretch: Stretch) -> dict[Figure, float | None]:
