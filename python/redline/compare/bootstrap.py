@@ -104,7 +104,7 @@ def _sides(base: Sequence[Window], new: Sequence[Window]) -> tuple[Side, Side, n
     columns: list[int] = []
     layout: Layout | None = None
     if all(d is not None for d in decoded):
-        layouts = {lay for d in decoded if d is not None for lay, _ in d}
+        layouts = {lay for d in decoded if d is not None for lay, _ in d if lay is not None}
         if len(layouts) == 1:
             layout = layouts.pop()
             columns = sorted({i for d in decoded if d is not None for _, c in d for i in c})
@@ -125,37 +125,29 @@ def _sides(base: Sequence[Window], new: Sequence[Window]) -> tuple[Side, Side, n
     return sides[0], sides[1], bounds
 
 
-def _decoded(windows: Sequence[Window]) -> list[tuple[Layout, dict[int, int]]] | None:
-    """_decoded: each window's latency counts by bucket index, its intervals' added up; None
-    when an answered snapshot has no histogram, or one cannot be read."""
-    out = []
-    for snaps, _ in windows:
-        counts: dict[int, int] = {}
-        layout = None
-        for s in snaps:
-            h = s.get("histogram")
-            if not int(s.get("requests") or 0):
-                continue
-            if not isinstance(h, str) or not h:
-                return None
-            try:
-                d = decode(h)
-            except HistogramError:
-                return None
-            if layout not in (None, d.layout):
-                return None
-            layout = d.layout
-            for i, n in d.counts:
-                counts[i] = counts.get(i, 0) + n
-        out.append((layout or Layout.of(1, 3), counts))
+def _decoded(windows: Sequence[Window]) -> list[tuple[Layout | None, dict[int, int]]] | None:
+    """_decoded: each window's latency counts by bucket index (its merged histogram); None
+    when a window's snapshots lack histograms or one cannot be read."""
+    out: list[tuple[Layout | None, dict[int, int]]] = []
+    for w in windows:
+        if not any(int(s.get("requests") or 0) for s in w.snapshots):
+            out.append((None, {}))  # nothing answered: no counts, and no layout to agree with
+            continue
+        if w.histogram is None:
+            return None
+        try:
+            d = decode(w.histogram)
+        except HistogramError:
+            return None
+        out.append((d.layout, dict(d.counts)))
     return out
 
 
 def _side(windows: Sequence[Window], counts: np.ndarray | None) -> Side:
-    o = [outcomes(snaps, seconds) for snaps, seconds in windows]
-    requests = [sum(int(s.get("requests") or 0) for s in snaps) for snaps, _ in windows]
+    o = [outcomes(w.snapshots, w.seconds) for w in windows]
+    requests = [sum(int(s.get("requests") or 0) for s in w.snapshots) for w in windows]
     own = {
-        f: np.array([_weighted(snaps, _SNAPSHOT_KEY[f]) for snaps, _ in windows]) for f in LATENCIES
+        f: np.array([_weighted(w.snapshots, _SNAPSHOT_KEY[f]) for w in windows]) for f in LATENCIES
     }
     return Side(
         seconds=np.array([x.seconds for x in o], dtype=float),

@@ -9,7 +9,7 @@ from redline.compare import bootstrap, significance
 from redline.compare.documents import LIMIT, OPTIMAL, STEADY, WHOLE_RUN, Document, Kind
 from redline.compare.figures import ALL, Figure
 from redline.compare.significance import Evidence, Verdict
-from redline.compare.windows import WINDOW_S, Stretch, cut, figures, whole, window_length
+from redline.compare.windows import WINDOW_S, Stretch, cut, whole, window_length
 
 #: FIND_FIGURES: what each of a find result's answers is compared on.
 FIND_FIGURES = {
@@ -103,8 +103,8 @@ def compare_stretches(
         w = window_length(a, b, window_s) if a.snapshots and b.snapshots else None
         ca = cut(a, w) if w else []
         cb = cut(b, w) if w else []
-        wa = [figures(*x) for x in ca]
-        wb = [figures(*x) for x in cb]
+        wa = [x.figures() for x in ca]
+        wb = [x.figures() for x in cb]
         cis = bootstrap.intervals(ca, cb)
         ha, hb = whole(a), whole(b)
         for f in wanted:
