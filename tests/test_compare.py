@@ -212,6 +212,25 @@ def test_the_interval_is_reproducible_and_holds_zero_for_noise():
     assert held >= 18
 
 
+@pytest.mark.parametrize(
+    "label, delta, p, shift, ci, expected",
+    [
+        ("all agree: worse", 0.2, 0.01, 1, (0.1, 0.3), Verdict.WORSE),
+        ("the interval holds 0", 0.2, 0.01, 1, (-0.1, 0.3), Verdict.SAME),
+        ("no interval (not drawn): the test decides", 0.2, 0.01, 1, None, Verdict.WORSE),
+        ("not significant", 0.2, 0.2, 1, (0.1, 0.3), Verdict.SAME),
+        ("below the minimum effect", 0.03, 0.001, 1, (0.02, 0.04), Verdict.SAME),
+        ("windows shifted the other way", 0.2, 0.01, -1, (0.1, 0.3), Verdict.SAME),
+        ("faster p99: better", -0.2, 0.01, -1, (-0.3, -0.1), Verdict.BETTER),
+    ],
+)
+def test_the_verdict_rules(label, delta, p, shift, ci, expected):
+    from redline.compare.significance import Evidence, verdict
+
+    got = verdict(Figure.P99, delta, Evidence(p, shift, (8, 8)), p, ci)
+    assert got is expected, label
+
+
 def test_too_few_windows_have_no_interval():
     got = cis(synthetic(1, n=3), synthetic(2, n=3))
     assert set(got.values()) == {None}

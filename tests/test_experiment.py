@@ -183,6 +183,21 @@ def test_the_best_has_the_most_throughput_then_the_lower_p99():
     assert best([Ranked("w=4", {"w": "4"}, [found(None, 1.0)])], 5.0) is None
 
 
+@pytest.mark.parametrize(
+    "label, a, b, winner",
+    [
+        ("more throughput wins", (100.0, 5.0), (300.0, 9.0), "b"),
+        ("a tie within 5 %: the lower p99", (300.0, 9.0), (290.0, 5.0), "b"),
+        ("beyond 5 %: the throughput", (300.0, 9.0), (280.0, 5.0), "a"),
+        ("an exact tie: the lower p99", (150.0, 19.0), (150.0, 14.0), "b"),
+    ],
+)
+def test_the_best_treats_throughputs_within_the_minimum_effect_as_a_tie(label, a, b, winner):
+    ranked = [Ranked("a", {"x": "a"}, [found(*a)]), Ranked("b", {"x": "b"}, [found(*b)])]
+    got = best(ranked, 5.0)
+    assert got is not None and got["label"] == winner, label
+
+
 def test_repeats_give_the_median_and_the_spread():
     x = Ranked("w=1", {"w": "1"}, [found(90.0, 5.0), found(110.0, 6.0), found(100.0, 4.0)])
     assert x.representative == 2 and x.throughput == 100.0

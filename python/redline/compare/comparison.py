@@ -123,7 +123,7 @@ def compare_stretches(
             r.p = p
         for r in rows:
             if r.figure is f:
-                r.verdict = significance.verdict(f, r.change, r.evidence, r.p)
+                r.verdict = significance.verdict(f, r.change, r.evidence, r.p, r.ci)
     return rows
 
 

@@ -117,8 +117,9 @@ def _notes(comparisons: Sequence[Comparison]) -> list[str]:
         notes.append("A figure with fewer than 4 windows a side is not judged: run longer.")
     notes.append(
         "~: no significant change (Mann–Whitney on per-window figures, p<0.05 after Holm"
-        " across request names, and a change of at least 5 %, 0.1 points for errors)."
-        " 95% CI: the change's bootstrap interval, resampling the windows (seeded)."
+        " across request names, a change of at least 5 %, 0.1 points for errors, and a 95%"
+        " CI without 0). 95% CI: the change's bootstrap interval, resampling the windows"
+        " (seeded)."
     )
     return notes
 
