@@ -20,7 +20,7 @@ from conftest import run_cli
 from redline import cli
 from redline.compare import Stretch
 from redline.errors import ConfigError
-from redline.experiment import experiment, parse_vary
+from redline.experiment import experiment, parse_vary, run_experiment
 from redline.experiment.configurations import check_templates, configurations, fill
 from redline.experiment.ranking import Ranked, best, end_to_end
 from referencing import Registry, Resource
@@ -376,3 +376,47 @@ def test_bad_run_vary_is_one_line_and_exit_2(argv, message):
     p = run_cli("run", "http://127.0.0.1:{port}/", "-d", "1s", *argv)
     assert p.returncode == 2, p.stderr
     assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_run_experiment_of_a_scenario_compares_its_request_names(tmp_path):
+    """From Python: a two-name scenario at 100 iterations/s against the target with 1 and
+    with 2 threads (no change that 100 iterations/s could see): each name is compared on its
+    own windows, Holm across the names, and the schedule's goodput and the median are no
+    change, for both names; the server saw every request."""
+    from redline.scenario.compiler import load
+    from test_compare import TWO_NAMES
+
+    path = tmp_path / "two.py"
+    path.write_text(TWO_NAMES)
+    plan = load(path, {"SLOW": "10ms"}).plan
+    target = f"{sys.executable} -m redline target --port {{port}} --threads {{t}}"
+    doc = valid(
+        run_experiment(
+            "http://127.0.0.1:{port}",
+            f"sh -c 'exec {target} > {tmp_path}/served-{{t}}.log'",
+            {"t": [1, 2]},
+            plan=plan,
+            rate=100,
+            duration="3s",
+            warmup="0.5s",
+            interval="0.5s",
+        )
+    )
+    assert not targets_alive()
+    assert doc["measure"] == "run" and doc["model"] == "open"
+    for c in doc["configurations"]:
+        result = c["runs"][0]["result"]
+        names = result["per_name"]
+        log = (tmp_path / f"served-{c['vary']['t']}.log").read_text()
+        seen = int(re.search(r"served (\d+) requests", log).group(1))  # type: ignore[union-attr]
+        assert set(names) == {"fast", "slow"}
+        # Warm-up requests are served but not in the summary: at least the counted ones.
+        assert seen >= sum(n["requests"] for n in names.values()) > 0
+    (cmp,) = doc["comparisons"]
+    rows = {(r["group"], r["figure"]): r for r in cmp["rows"]}
+    assert {g for g, _ in rows} == {"all", "fast", "slow"}
+    for name in ("fast", "slow"):
+        for figure in ("rps", "p50"):
+            row = rows[(name, figure)]
+            assert row["verdict"] == "~" and row["windows"][0] >= 4, (name, figure, row)
+            assert row["ci"] is not None and row["ci"][0] <= row["change"] <= row["ci"][1]

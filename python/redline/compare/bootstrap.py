@@ -9,7 +9,9 @@ latency counts of the windows drawn (snapshots without histograms: the request-w
 of their own percentiles, as :func:`redline.compare.windows.figures` falls back to). So the
 interval is of the very change the table prints, and holds it. The change of each pair of
 resamples (a ratio minus one, points for the error rate) gives the distribution; its central
-95 % is the interval. The generator is seeded: the same results give the same interval.
+95 % is the interval, moved onto the change of the whole stretches (which also count a
+run's last, cut-short interval). The generator is seeded: the same results give the same
+interval.
 
 The windows' latency counts are read from the engine's encoded HdrHistograms by
 :func:`redline.live.histogram.decode`, onto one set of bucket columns shared by both sides;
@@ -18,7 +20,7 @@ one matrix product per side then pools every resample's counts at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,32 +65,53 @@ def intervals(
     base: Sequence[Window],
     new: Sequence[Window],
     *,
+    centres: Mapping[Figure, float | None] | None = None,
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> dict[Figure, tuple[float, float] | None]:
     """intervals: each figure's CONFIDENCE interval of the change from ``base``'s windows to
     ``new``'s, in the change's units (a ratio minus one; points for the error rate). None for
     a figure with fewer than MIN_WINDOWS windows a side, or one that no resample could give
-    on both sides (a base of 0 for a ratio, no answers at all)."""
+    on both sides (a base of 0 for a ratio, no answers at all).
+
+    ``centres`` are the changes the table prints, of the whole stretches: they count the
+    intervals no whole window holds (a run's last, cut-short one), which can move a short
+    run's figure by a few percent. Each interval is moved onto its centre, keeping its
+    proportions about the windows' own change (a scaling for a ratio, a shift for points),
+    so the interval stands around the change beside it."""
     if min(len(base), len(new)) < MIN_WINDOWS:
         return {f: None for f in Figure}
     a, b, bounds = _sides(base, new)
     rng = np.random.default_rng(seed)
     fa = _resampled(a, _weights(rng, resamples, len(base)), bounds)
     fb = _resampled(b, _weights(rng, resamples, len(new)), bounds)
+    oa = _resampled(a, np.ones((1, len(base))), bounds)
+    ob = _resampled(b, np.ones((1, len(new))), bounds)
     out: dict[Figure, tuple[float, float] | None] = {}
     for f in Figure:
-        x, y = fa[f], fb[f]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            changes = y / x - 1.0 if f.relative else y - x
+        changes = _change(f, fa[f], fb[f])
         changes = changes[np.isfinite(changes)]
         if len(changes) < resamples // 2:
             out[f] = None
             continue
         tail = (1.0 - CONFIDENCE) / 2
-        lo, hi = np.quantile(changes, [tail, 1.0 - tail])
-        out[f] = (float(lo), float(hi))
+        lo, hi = (float(x) for x in np.quantile(changes, [tail, 1.0 - tail]))
+        own = float(_change(f, oa[f], ob[f])[0])
+        centre = (centres or {}).get(f)
+        if centre is not None and np.isfinite(own):
+            if f.relative and own > -1.0:
+                scale = (1.0 + centre) / (1.0 + own)
+                lo, hi = (1.0 + lo) * scale - 1.0, (1.0 + hi) * scale - 1.0
+            elif not f.relative:
+                lo, hi = lo + centre - own, hi + centre - own
+        out[f] = (lo, hi)
     return out
+
+
+def _change(f: Figure, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """_change: the change from x to y, as :func:`redline.compare.significance.change`."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(y / x - 1.0 if f.relative else y - x)
 
 
 def _weights(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:

@@ -105,14 +105,15 @@ def compare_stretches(
         cb = cut(b, w) if w else []
         wa = [x.figures() for x in ca]
         wb = [x.figures() for x in cb]
-        cis = bootstrap.intervals(ca, cb)
         ha, hb = whole(a), whole(b)
+        changes = {f: significance.change(f, ha.get(f), hb.get(f)) for f in wanted}
+        cis = bootstrap.intervals(ca, cb, centres=changes)
         for f in wanted:
             if f not in ha and f not in hb:
                 continue
             sa, sb = _sample(wa, f), _sample(wb, f)
             ev = significance.mann_whitney(sa, sb)
-            delta = significance.change(f, ha.get(f), hb.get(f))
+            delta = changes[f]
             rows.append(
                 Row(group, f, ha.get(f), hb.get(f), delta, ev, ev.p, Verdict.UNKNOWN, w, cis[f])
             )
