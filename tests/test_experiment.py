@@ -16,10 +16,11 @@ from typing import Any
 import jsonschema
 import psutil
 import pytest
+from conftest import run_cli
 from redline import cli
 from redline.compare import Stretch
 from redline.errors import ConfigError
-from redline.experiment import experiment, parse_vary
+from redline.experiment import experiment, parse_vary, run_experiment
 from redline.experiment.configurations import check_templates, configurations, fill
 from redline.experiment.ranking import Ranked, best, end_to_end
 from referencing import Registry, Resource
@@ -36,12 +37,13 @@ QUICK = ["--max-time", "30s", "--min-step", "1s", "--max-step", "3s", "--confirm
 
 def valid(doc: dict[str, Any]) -> dict[str, Any]:
     """valid checks an experiment document against its schema, which takes each run's
-    result from find.schema.json."""
+    result from find.schema.json (or result.schema.json, for runs)."""
     schemas = [
-        json.loads((SCHEMAS / f"{n}.schema.json").read_text()) for n in ("find", "experiment")
+        json.loads((SCHEMAS / f"{n}.schema.json").read_text())
+        for n in ("find", "result", "experiment")
     ]
     registry = Registry().with_resources([(s["$id"], Resource.from_contents(s)) for s in schemas])
-    jsonschema.Draft202012Validator(schemas[1], registry=registry).validate(doc)
+    jsonschema.Draft202012Validator(schemas[-1], registry=registry).validate(doc)
     return doc
 
 
@@ -181,6 +183,21 @@ def test_the_best_has_the_most_throughput_then_the_lower_p99():
     assert best([Ranked("w=4", {"w": "4"}, [found(None, 1.0)])], 5.0) is None
 
 
+@pytest.mark.parametrize(
+    "label, a, b, winner",
+    [
+        ("more throughput wins", (100.0, 5.0), (300.0, 9.0), "b"),
+        ("a tie within 5 %: the lower p99", (300.0, 9.0), (290.0, 5.0), "b"),
+        ("beyond 5 %: the throughput", (300.0, 9.0), (280.0, 5.0), "a"),
+        ("an exact tie: the lower p99", (150.0, 19.0), (150.0, 14.0), "b"),
+    ],
+)
+def test_the_best_treats_throughputs_within_the_minimum_effect_as_a_tie(label, a, b, winner):
+    ranked = [Ranked("a", {"x": "a"}, [found(*a)]), Ranked("b", {"x": "b"}, [found(*b)])]
+    got = best(ranked, 5.0)
+    assert got is not None and got["label"] == winner, label
+
+
 def test_repeats_give_the_median_and_the_spread():
     x = Ranked("w=1", {"w": "1"}, [found(90.0, 5.0), found(110.0, 6.0), found(100.0, 4.0)])
     assert x.representative == 2 and x.throughput == 100.0
@@ -296,3 +313,110 @@ def test_ctrl_c_in_a_search_stops_its_service_and_keeps_what_ran():
     assert first["runs"][0]["result"]["interrupted"] is True and first["steps"]
     assert second["runs"] == [] and doc["best"] is None
     valid(doc)
+
+
+# -- redline run --vary: configurations at a fixed load -----------------------------------------
+
+
+def test_run_vary_compares_the_configurations_at_a_fixed_load(tmp_path):
+    """``redline run --vary``: the target with 2 and with 8 slots of 10 ms (capacities 200 and
+    800 req/s) run at 16 users for 3 s each, from the command line: each configuration's
+    goodput is its capacity, the server served what redline counted, 8 slots are 4x better
+    with the interval holding the change, every service is gone, and the outputs are valid."""
+    command = f"sh -c 'exec {TARGET} > {tmp_path}/served-{{slots}}.log'"
+    p = run_cli(
+        "run", "http://127.0.0.1:{port}/", "--monitor-cmd", command, "--vary", "slots=2,8",
+        "-c", "16", "-d", "3s", "--interval", "0.5s", "-q",
+        "--json", str(tmp_path / "e.json"), "--markdown", str(tmp_path / "e.md"),
+        "--report", str(tmp_path / "e.html"),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert not targets_alive(), "every service the experiment started is stopped"
+    doc = valid(json.loads((tmp_path / "e.json").read_text()))
+    assert doc["measure"] == "run" and doc["model"] == "closed"
+    by = {c["label"]: c for c in doc["configurations"]}
+    for label, truth in (("slots=2", 200.0), ("slots=8", 800.0)):
+        x = by[label]["figures"]["throughput_rps"]
+        assert 0.85 * truth <= x <= 1.03 * truth, (label, x)
+        (run,) = by[label]["runs"]
+        result = run["result"]
+        served = (tmp_path / f"served-{label.split('=')[1]}.log").read_text()
+        n = int(re.search(r"served (\d+) requests", served).group(1))  # type: ignore[union-attr]
+        # The server saw every request redline counted, give or take those in flight when
+        # the run ended (at most its 16 users).
+        counted = result["requests"] + result["errors_total"]
+        assert counted <= n <= counted + 16, (label, counted, n)
+        assert f"--capacity {label.split('=')[1]}" in run["command"] and "{" not in run["command"]
+    (cmp,) = doc["comparisons"]
+    assert (cmp["base"], cmp["new"], cmp["verdict"]) == ("slots=2", "slots=8", "better")
+    assert 3.4 <= cmp["throughput_ratio"] <= 4.6, cmp
+    rps = next(r for r in cmp["rows"] if r["group"] == "all" and r["figure"] == "rps")
+    assert rps["ci"][0] <= rps["change"] <= rps["ci"][1] and rps["ci"][0] > 2.0, rps
+    assert doc["best"]["label"] == "slots=8" and doc["best"]["verdict"] == "better"
+    # What it printed: each run's summary as it ended, then the table and the verdicts.
+    assert p.stdout.count("Requests/sec:") == 2 and "a run (closed model) each" in p.stdout
+    assert "goodput" in p.stdout and "best: slots=8: 4" in p.stdout
+    assert "| goodput |" in (tmp_path / "e.md").read_text()
+    charts = page_charts((tmp_path / "e.html").read_text())
+    series = [x["label"] for x in charts["goodput-time"]["series"]]
+    assert series == ["slots=2", "slots=8"]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--vary", "slots=2"], "--vary needs --monitor-cmd"),
+        (["--monitor-cmd", "x {port}"], "go with --vary"),
+        (["--vary", "n=1", "--monitor-cmd", "svc --port {port}"], "has no {n} placeholder"),
+        (["--vary", "n=1", "--monitor-cmd", "s {n}", "--threshold", "p99<1s"], "--threshold"),
+        (["--markdown", "x.md"], "--markdown goes with --vary"),
+    ],
+)
+def test_bad_run_vary_is_one_line_and_exit_2(argv, message):
+    p = run_cli("run", "http://127.0.0.1:{port}/", "-d", "1s", *argv)
+    assert p.returncode == 2, p.stderr
+    assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_run_experiment_of_a_scenario_compares_its_request_names(tmp_path):
+    """From Python: a two-name scenario at 100 iterations/s against the target with 1 and
+    with 2 threads (no change that 100 iterations/s could see): each name is compared on its
+    own windows, Holm across the names, and the schedule's goodput and the median are no
+    change, for both names; the server saw every request."""
+    from redline.scenario.compiler import load
+    from test_compare import TWO_NAMES
+
+    path = tmp_path / "two.py"
+    path.write_text(TWO_NAMES)
+    plan = load(path, {"SLOW": "10ms"}).plan
+    target = f"{sys.executable} -m redline target --port {{port}} --threads {{t}}"
+    doc = valid(
+        run_experiment(
+            "http://127.0.0.1:{port}",
+            f"sh -c 'exec {target} > {tmp_path}/served-{{t}}.log'",
+            {"t": [1, 2]},
+            plan=plan,
+            rate=100,
+            duration="3s",
+            warmup="0.5s",
+            interval="0.5s",
+        )
+    )
+    assert not targets_alive()
+    assert doc["measure"] == "run" and doc["model"] == "open"
+    for c in doc["configurations"]:
+        result = c["runs"][0]["result"]
+        names = result["per_name"]
+        log = (tmp_path / f"served-{c['vary']['t']}.log").read_text()
+        seen = int(re.search(r"served (\d+) requests", log).group(1))  # type: ignore[union-attr]
+        assert set(names) == {"fast", "slow"}
+        # Warm-up requests are served but not in the summary: at least the counted ones.
+        assert seen >= sum(n["requests"] for n in names.values()) > 0
+    (cmp,) = doc["comparisons"]
+    rows = {(r["group"], r["figure"]): r for r in cmp["rows"]}
+    assert {g for g, _ in rows} == {"all", "fast", "slow"}
+    for name in ("fast", "slow"):
+        for figure in ("rps", "p50"):
+            row = rows[(name, figure)]
+            assert row["verdict"] == "~" and row["windows"][0] >= 4, (name, figure, row)
+            assert row["ci"] is not None and row["ci"][0] <= row["change"] <= row["ci"][1]

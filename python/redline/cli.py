@@ -15,11 +15,13 @@ from typing import Any
 from redline import __version__
 from redline.compare.command import add_compare_parser
 from redline.errors import RedlineError
+from redline.experiment.command import add_vary_flags
 from redline.find_command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser, write_run_report
+from redline.run_flags import url_run_options
 from redline.runner import defaults, run
 from redline.scenario.command import (
     add_inspect_parser,
@@ -180,6 +182,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     )
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress on stderr")
     add_live_flags(r)
+    add_vary_flags(r, "run")
     r.set_defaults(func=cmd_run)
     return r
 
@@ -304,7 +307,14 @@ def _secs(seconds: float) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """cmd_run runs one load test, prints the summary and writes --json and --report; with
-    --web/--prometheus it is watched live (and the endpoints linger after it)."""
+    --web/--prometheus it is watched live (and the endpoints linger after it). With --vary it
+    is an experiment (:mod:`redline.experiment.command`)."""
+    if args.vary or args.repeat is not None or args.monitor_cmd is not None:
+        from redline.experiment.command import cmd_run_experiment
+
+        return cmd_run_experiment(args)
+    if args.markdown:
+        raise RedlineError("--markdown goes with --vary (a run's report is --report or --json)")
     for flag, path in (("--json", args.json), ("--report", args.report)):
         parent = Path(path).resolve().parent if path else None
         if parent is not None and not parent.is_dir():
@@ -355,24 +365,7 @@ def _run(args: argparse.Namespace, live: Any) -> int:
     with warnings.catch_warnings():
         # Said above in the CLI's own spelling.
         warnings.simplefilter("ignore", IgnoredOption)
-        opts = dict(
-            connections=args.connections,
-            rate=args.rate,
-            duration=args.duration,
-            requests=args.requests,
-            stages=args.stages,
-            open_model=args.open,
-            threads=args.threads,
-            method=args.method,
-            headers=args.header,
-            body=args.body,
-            timeout=args.timeout,
-            warmup=args.warmup,
-            interval=args.interval,
-            max_connections=args.max_connections,
-            insecure=args.insecure,
-            cacert=args.cacert,
-        )
+        opts = url_run_options(args)
         aborted = None
         try:
             if watches:
@@ -449,7 +442,12 @@ def cmd_target(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             pass
         stats = target.stats()
-    print(f"served {stats['requests']} requests on {stats['connections']} connections", flush=True)
+        # Said before the server shuts down: a supervisor that gives up waiting for the
+        # shutdown (SIGKILL after its grace) must not lose the count.
+        print(
+            f"served {stats['requests']} requests on {stats['connections']} connections",
+            flush=True,
+        )
     return 0
 
 

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from redline.errors import ConfigError, RedlineError
+from redline.experiment.command import add_vary_flags
 from redline.find_flags import find_options
 from redline.find_view import FindView, write_outputs
 from redline.live.command import add_live_flags, open_session, url_name
@@ -76,24 +77,11 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--body", help="request body: a string, or @file")
     f.add_argument("--service-cpu", type=float, help="stop when the service's CPU %% exceeds this")
     f.add_argument("--monitor-pid", type=int, help="watch this process tree (psutil)")
-    f.add_argument("--monitor-cmd", help="start this command, watch it, stop it at the end")
     f.add_argument("--monitor-prometheus", metavar="URL", help="scrape this /metrics each second")
     f.add_argument("--metric", action="append", default=[], help="extra Prometheus series")
-    f.add_argument(
-        "--vary",
-        action="append",
-        default=[],
-        metavar="NAME=V1,V2",
-        help="an experiment: search the --monitor-cmd service once per value of its {NAME}"
-        " placeholder (repeatable: every combination), fresh each time ({port}: a free port,"
-        " in the command and the URL; {dir}: an empty directory), and compare the results",
-    )
-    f.add_argument(
-        "--repeat", type=int, metavar="N", help="with --vary: search each configuration N times"
-    )
+    add_vary_flags(f, "find")
     f.add_argument("--json", metavar="FILE", help="write the result document")
     f.add_argument("--report", metavar="FILE.html", help="write the HTML report")
-    f.add_argument("--markdown", metavar="FILE.md", help="write the Markdown report")
     f.add_argument("-q", "--quiet", action="store_true", help="no live view")
     add_live_flags(f)
     f.set_defaults(func=cmd_find)

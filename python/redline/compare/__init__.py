@@ -18,8 +18,9 @@ gate, :mod:`tables` and :mod:`page` show the result.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from redline.exports import lazy_attribute
 
 #: _HOME: where each public name lives. The package loads a part on first use, so that the
 #: CLI (which imports compare.command for its parser) starts without numpy and scipy.
@@ -48,10 +49,7 @@ _HOME = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'redline.compare' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"redline.compare.{home}"), name)
+    return lazy_attribute(__name__, _HOME, name)
 
 
 __all__ = [

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from redline.compare import significance
-from redline.compare.documents import LIMIT, OPTIMAL, STEADY, Document, Kind
+from redline.compare import bootstrap, significance
+from redline.compare.documents import LIMIT, OPTIMAL, STEADY, WHOLE_RUN, Document, Kind
 from redline.compare.figures import ALL, Figure
 from redline.compare.significance import Evidence, Verdict
-from redline.compare.windows import WINDOW_S, Stretch, whole, window_length, windows
+from redline.compare.windows import WINDOW_S, Stretch, cut, whole, window_length
 
 #: FIND_FIGURES: what each of a find result's answers is compared on.
 FIND_FIGURES = {
@@ -23,7 +23,9 @@ FIND_FIGURES = {
 class Row:
     """Row is one figure of one stretch (``group``: "all", a request name, or a find
     answer) in both results: the values, the change (a ratio minus one, percentage points
-    for the error rate), the windows' test and the verdict. ``p`` is Holm-adjusted."""
+    for the error rate), the windows' test and the verdict. ``p`` is Holm-adjusted; ``ci``
+    is the change's 95 % bootstrap interval on the windows, in the change's units (None
+    with too few windows)."""
 
     group: str
     figure: Figure
@@ -34,6 +36,7 @@ class Row:
     p: float | None
     verdict: Verdict
     window_s: float | None
+    ci: tuple[float, float] | None = None
 
 
 @dataclass
@@ -74,9 +77,10 @@ def compare(base: Document, new: Document, window_s: float = WINDOW_S) -> Compar
             f"{new.kind.value} result ({new.label})"
         )
     plan = FIND_FIGURES if base.kind is Kind.FIND else None
-    rows = compare_stretches(
-        base.stretches, new.stretches, window_s, plan=plan, correct=base.kind is Kind.RUN
-    )
+    # A run's request names are tested together (Holm across them); the run-wide stretch is
+    # one question of its own, and so is each of a find's answers.
+    family = [g for g in base.stretches if g != WHOLE_RUN] if base.kind is Kind.RUN else []
+    rows = compare_stretches(base.stretches, new.stretches, window_s, plan=plan, family=family)
     facts = [(k, v, new.facts.get(k, "–")) for k, v in base.facts.items()]
     return Comparison(base, new, rows, facts)
 
@@ -86,31 +90,41 @@ def compare_stretches(
     new: Mapping[str, Stretch],
     window_s: float = WINDOW_S,
     plan: Mapping[str, tuple[Figure, ...]] | None = None,
-    correct: bool = True,
+    family: Collection[str] | None = None,
 ) -> list[Row]:
     """compare_stretches compares the stretches the two results share, by name, on the
-    figures ``plan`` lists for each (default: all). With ``correct`` the p-values of one
-    figure are Holm-corrected across the stretches (request names tested together)."""
+    figures ``plan`` lists for each (default: all). The p-values of one figure are
+    Holm-corrected across the stretches in ``family`` (request names tested together;
+    default: every stretch, empty: none); the others keep their own."""
     rows: list[Row] = []
     for group in [g for g in base if g in new]:
         a, b = base[group], new[group]
         wanted = (plan or {}).get(group, ALL)
         w = window_length(a, b, window_s) if a.snapshots and b.snapshots else None
-        wa = windows(a, w) if w else []
-        wb = windows(b, w) if w else []
+        ca = cut(a, w) if w else []
+        cb = cut(b, w) if w else []
+        wa = [x.figures() for x in ca]
+        wb = [x.figures() for x in cb]
         ha, hb = whole(a), whole(b)
+        changes = {f: significance.change(f, ha.get(f), hb.get(f)) for f in wanted}
+        cis = bootstrap.intervals(ca, cb, centres=changes)
         for f in wanted:
             if f not in ha and f not in hb:
                 continue
-            ev = significance.mann_whitney(_sample(wa, f), _sample(wb, f))
-            delta = significance.change(f, ha.get(f), hb.get(f))
-            rows.append(Row(group, f, ha.get(f), hb.get(f), delta, ev, ev.p, Verdict.UNKNOWN, w))
+            sa, sb = _sample(wa, f), _sample(wb, f)
+            ev = significance.mann_whitney(sa, sb)
+            delta = changes[f]
+            rows.append(
+                Row(group, f, ha.get(f), hb.get(f), delta, ev, ev.p, Verdict.UNKNOWN, w, cis[f])
+            )
+    together = set(base if family is None else family)
     for f in ALL:
-        mine = [r for r in rows if r.figure is f]
-        adjusted = significance.holm([r.evidence.p for r in mine]) if correct else None
-        for i, r in enumerate(mine):
-            r.p = adjusted[i] if adjusted is not None else r.evidence.p
-            r.verdict = significance.verdict(f, r.change, r.evidence, r.p)
+        mine = [r for r in rows if r.figure is f and r.group in together]
+        for r, p in zip(mine, significance.holm([r.evidence.p for r in mine]), strict=True):
+            r.p = p
+        for r in rows:
+            if r.figure is f:
+                r.verdict = significance.verdict(f, r.change, r.evidence, r.p, r.ci)
     return rows
 
 

@@ -4,10 +4,10 @@ All knowledge of the result documents' fields is here (docs/schema/result.schema
 find.schema.json), so a change of those fields is adapted in this one module:
 
 - a run: the run-wide stretch is its interval snapshots after warm-up (``timeseries``); each
-  request name is a stretch of its own. The engine keeps per-name figures for the whole run
-  only (``per_name``), so a name's stretch has totals and no windows, unless a snapshot
-  carries ``per_name: {NAME: {requests, errors, errors_by_class, histogram}}``, which is
-  read when present.
+  request name of a scenario is a stretch of its own, its snapshots being each interval's
+  ``names: {NAME: {requests, errors, errors_by_class, histogram}}``. A result written before
+  the engine kept per-name intervals has the names' whole-run figures only (``per_name``):
+  those names get totals and no windows (shown, not judged).
 - a find: each answer is the step it was measured in (``answers`` names the optimal and the
   limit step; the steady state is the confirmation step), and the step's stretch is its
   intervals in ``timeseries``.
@@ -121,7 +121,7 @@ def _run_stretches(data: dict[str, Any]) -> dict[str, Stretch]:
 
 def _name_snapshot(snap: dict[str, Any], name: str) -> dict[str, Any] | None:
     """_name_snapshot: a snapshot's figures for one request name, when it carries them."""
-    own = (snap.get("per_name") or {}).get(name)
+    own = (snap.get("names") or {}).get(name)
     return {**own, "t_s": snap["t_s"]} if isinstance(own, dict) else None
 
 

@@ -112,12 +112,13 @@ def failures(rules: Iterable[Rule], comparison: Comparison) -> list[str]:
 
 
 def _line(rule: Rule, row: Row, comparison: Comparison) -> str:
-    from redline.compare.tables import shown, shown_change
+    from redline.compare.tables import shown, shown_change, shown_ci
 
     where = "" if row.group == comparison.headline_group else f"{row.group}: "
     p = f", p={row.p:.3g}" if row.p is not None else ""
+    ci = f" {shown_ci(row)}" if row.ci is not None else ""
     return (
-        f"{where}{row.figure.label} got worse by {shown_change(row)} "
+        f"{where}{row.figure.label} got worse by {shown_change(row)}{ci} "
         f"({shown(row.figure, row.base)} -> {shown(row.figure, row.new)}{p}) in "
         f"{comparison.new.label}, beyond --fail-on {rule.text}"
     )

@@ -19,7 +19,7 @@ from redline.compare.comparison import Comparison
 from redline.compare.counting import outcomes
 from redline.compare.documents import Document, Kind
 from redline.compare.significance import Verdict
-from redline.compare.tables import evidence, shown, shown_change
+from redline.compare.tables import evidence, shown, shown_change, shown_ci
 from redline.compare.windows import Stretch
 
 #: NINES are the quantiles of the percentile curve: 0 .. 0.9999, denser in the tail.
@@ -159,6 +159,7 @@ def comparison_table(c: Comparison) -> str:
             shown(r.figure, r.base),
             shown(r.figure, r.new),
             shown_change(r),
+            shown_ci(r),
         ]
         rows.append(
             "<tr>"
@@ -169,10 +170,11 @@ def comparison_table(c: Comparison) -> str:
     for name, a, b in c.facts:
         rows.append(
             f"<tr><td>search</td><td>{html.escape(name)}</td><td>{html.escape(a)}</td>"
-            f"<td>{html.escape(b)}</td><td></td><td></td><td></td></tr>"
+            f"<td>{html.escape(b)}</td><td></td><td></td><td></td><td></td></tr>"
         )
     head = "".join(
-        f"<th>{h}</th>" for h in ("", "figure", "base", "new", "change", "verdict", "evidence")
+        f"<th>{h}</th>"
+        for h in ("", "figure", "base", "new", "change", "95% CI", "verdict", "evidence")
     )
     return (
         f"<h2>{html.escape(c.new.label)} against {html.escape(c.base.label)}</h2>"

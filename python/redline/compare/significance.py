@@ -3,9 +3,12 @@
 The rule is benchstat's: a change is reported only when a Mann–Whitney U test on the windows
 says the two samples differ (p < ALPHA after a Holm correction across the request names
 compared) *and* the change is at least a minimum effect; anything else is "~", no
-significant change. The minimum effect matters because the windows of one run share that
-run's machine and its state: two runs of one configuration can differ by a percent or two
-for reasons no window sees, and with a hundred windows a side the test would call that real.
+significant change. How large the change may be is a bootstrap confidence interval
+(:mod:`redline.compare.bootstrap`), shown beside it: the test says whether, the interval says
+how much, and a change whose interval holds 0 is not called one. The minimum effect matters
+because the windows of one run share that run's machine and its state: two runs of one
+configuration can differ by a percent or two for reasons no window sees, and with a hundred
+windows a side the test would call that real.
 """
 
 from __future__ import annotations
@@ -87,10 +90,19 @@ def change(figure: Figure, base: float | None, new: float | None) -> float | Non
     return new / base - 1.0 if base > 0 else None
 
 
-def verdict(figure: Figure, delta: float | None, t: Evidence, p_adjusted: float | None) -> Verdict:
+def verdict(
+    figure: Figure,
+    delta: float | None,
+    t: Evidence,
+    p_adjusted: float | None,
+    ci: tuple[float, float] | None = None,
+) -> Verdict:
     """verdict: better or worse when the windows differ significantly, the change is at
-    least the minimum effect and both agree on its direction; "~" otherwise, and "?" when
-    the figure could not be tested."""
+    least the minimum effect, both agree on its direction, and the change's confidence
+    interval ``ci`` (when there is one) does not hold 0; "~" otherwise, and "?" when the
+    figure could not be tested. The last rule keeps a figure that hangs on one window (a
+    stretch's p99 set by a single slow window: the windows' ranks shift, the figure may
+    not) from being called a change next to an interval that says it may be none."""
     if p_adjusted is None or delta is None:
         return Verdict.UNKNOWN
     if p_adjusted >= ALPHA or abs(delta) < MIN_EFFECT[figure]:
@@ -98,6 +110,8 @@ def verdict(figure: Figure, delta: float | None, t: Evidence, p_adjusted: float 
     up = delta > 0
     if t.shift != (1 if up else -1):
         return Verdict.SAME  # the whole-run figure and the windows disagree on the direction
+    if ci is not None and ci[0] <= 0.0 <= ci[1]:
+        return Verdict.SAME
     return Verdict.BETTER if up == figure.higher_is_better else Verdict.WORSE
 
 

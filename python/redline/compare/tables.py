@@ -1,7 +1,8 @@
 """tables: a comparison as text for the terminal and as a GitHub-flavoured Markdown table.
 
-Columns as benchstat prints them: base, new, the change, and the verdict with its evidence
-(the Holm-adjusted p-value and the windows on each side); "~" is no significant change.
+Columns as benchstat prints them: base, new, the change with its 95 % confidence interval,
+and the verdict with its evidence (the Holm-adjusted p-value and the windows on each side);
+"~" is no significant change.
 """
 
 from __future__ import annotations
@@ -32,6 +33,17 @@ def shown_change(row: Row) -> str:
     if not row.figure.relative:
         return f"{100 * row.change:+.2f}pp"
     return f"{100 * row.change:+.1f}%"
+
+
+def shown_ci(row: Row) -> str:
+    """shown_ci writes the change's confidence interval in the change's units, e.g.
+    ``[+8.1, +16.2]`` (percent) or ``[-0.05, +0.30]`` (points); "" without one."""
+    if row.ci is None:
+        return ""
+    lo, hi = (100 * x for x in row.ci)
+    if not row.figure.relative:
+        return f"[{lo:+.2f}, {hi:+.2f}]"
+    return f"[{lo:+.1f}, {hi:+.1f}]"
 
 
 def evidence(row: Row) -> str:
@@ -68,7 +80,7 @@ def render_text(comparisons: Sequence[Comparison]) -> str:
 
 def _text_block(c: Comparison) -> list[str]:
     out: list[str] = []
-    widths = (12, 12, 12, 10)
+    widths = (12, 12, 10, 18)
     group = None
     for r in c.rows:
         if r.group != group:
@@ -77,13 +89,13 @@ def _text_block(c: Comparison) -> list[str]:
             out.append(f"  {group}{w}")
             out.append(
                 f"    {'':<11}{'base':>{widths[0]}}{'new':>{widths[1]}}"
-                f"{'change':>{widths[2]}}  verdict"
+                f"{'change':>{widths[2]}}{'95% CI':>{widths[3]}}  verdict"
             )
         mark = "" if r.verdict in (Verdict.SAME, Verdict.UNKNOWN) else "  <--"
         out.append(
             f"    {r.figure.label:<11}{shown(r.figure, r.base):>{widths[0]}}"
             f"{shown(r.figure, r.new):>{widths[1]}}{shown_change(r):>{widths[2]}}"
-            f"  {verdict_word(r):<7} ({evidence(r)}){mark}"
+            f"{shown_ci(r):>{widths[3]}}  {verdict_word(r):<7} ({evidence(r)}){mark}"
         )
     if c.facts:
         out.append("  search")
@@ -105,7 +117,9 @@ def _notes(comparisons: Sequence[Comparison]) -> list[str]:
         notes.append("A figure with fewer than 4 windows a side is not judged: run longer.")
     notes.append(
         "~: no significant change (Mann–Whitney on per-window figures, p<0.05 after Holm"
-        " across request names, and a change of at least 5 %, 0.1 points for errors)."
+        " across request names, a change of at least 5 %, 0.1 points for errors, and a 95%"
+        " CI without 0). 95% CI: the change's bootstrap interval, resampling the windows"
+        " (seeded)."
     )
     return notes
 
@@ -121,14 +135,15 @@ def render_markdown(comparisons: Sequence[Comparison]) -> str:
         worse = sum(r.verdict is Verdict.WORSE for r in c.rows)
         better = sum(r.verdict is Verdict.BETTER for r in c.rows)
         out += ["", f"### `{_md(c.new.label)}`: {worse} worse, {better} better", ""]
-        out.append("| | figure | base | new | change | verdict | evidence |")
-        out.append("| --- | --- | ---: | ---: | ---: | :---: | --- |")
+        out.append("| | figure | base | new | change | 95% CI | verdict | evidence |")
+        out.append("| --- | --- | ---: | ---: | ---: | ---: | :---: | --- |")
         for r in c.rows:
             v = verdict_word(r)
             v = f"**{v}**" if r.verdict in (Verdict.BETTER, Verdict.WORSE) else v
             out.append(
                 f"| {_md(r.group)} | {r.figure.label} | {shown(r.figure, r.base)} | "
-                f"{shown(r.figure, r.new)} | {shown_change(r)} | {v} | {evidence(r)} |"
+                f"{shown(r.figure, r.new)} | {shown_change(r)} | {shown_ci(r)} | {v} |"
+                f" {evidence(r)} |"
             )
         if c.facts:
             out += ["", "| search | base | new |", "| --- | ---: | ---: |"]

@@ -64,18 +64,44 @@ def window_length(a: Stretch, b: Stretch, target_s: float = WINDOW_S) -> float:
     return k * interval
 
 
+@dataclass
+class Window:
+    """Window is a run of consecutive snapshots and the ``seconds`` they cover: a window of a
+    stretch, or a whole stretch taken as one."""
+
+    snapshots: Sequence[dict[str, Any]]
+    seconds: float
+
+    @cached_property
+    def histogram(self) -> str | None:
+        """histogram: the answered snapshots' latency histograms merged into one (encoded as
+        the engine encodes them), None when one of them has none; merged once, since the
+        figures and the bootstrap both read it."""
+        hists = [s.get("histogram") for s in self.snapshots if int(s.get("requests") or 0) > 0]
+        if not hists or not all(isinstance(h, str) and h for h in hists):
+            return None
+        return (
+            str(hists[0]) if len(hists) == 1 else _engine.merge_histograms([str(h) for h in hists])
+        )
+
+    def figures(self) -> dict[Figure, float | None]:
+        """figures: goodput, error rate and latency percentiles (None when nothing was
+        answered)."""
+        o = outcomes(self.snapshots, self.seconds)
+        out: dict[Figure, float | None] = {Figure.RPS: o.goodput, Figure.ERRORS: o.error_rate}
+        out.update(_percentiles(self))
+        return out
+
+
 def figures(snapshots: Sequence[dict[str, Any]], seconds: float) -> dict[Figure, float | None]:
     """figures: goodput, error rate and latency percentiles of snapshots covering
     ``seconds`` (percentiles None when nothing was answered)."""
-    o = outcomes(snapshots, seconds)
-    out: dict[Figure, float | None] = {Figure.RPS: o.goodput, Figure.ERRORS: o.error_rate}
-    out.update(_percentiles(snapshots))
-    return out
+    return Window(snapshots, seconds).figures()
 
 
-def windows(stretch: Stretch, window_s: float) -> list[dict[Figure, float | None]]:
-    """windows cuts the stretch into consecutive whole windows of about ``window_s`` (a
-    whole number of intervals) and returns each one's figures; a short tail is left out."""
+def cut(stretch: Stretch, window_s: float) -> list[Window]:
+    """cut cuts the stretch into consecutive whole windows of about ``window_s`` (a whole
+    number of intervals); a short tail is left out."""
     k = max(1, round(window_s / stretch.interval_s))
     snaps = stretch.snapshots
     out = []
@@ -85,8 +111,13 @@ def windows(stretch: Stretch, window_s: float) -> list[dict[Figure, float | None
         seconds = float(part[-1]["t_s"]) - start
         if seconds < 0.5 * k * stretch.interval_s:
             continue  # a run's last, cut-short interval
-        out.append(figures(part, seconds))
+        out.append(Window(part, seconds))
     return out
+
+
+def windows(stretch: Stretch, window_s: float) -> list[dict[Figure, float | None]]:
+    """windows: the figures of each of the stretch's windows (:func:`cut`)."""
+    return [w.figures() for w in cut(stretch, window_s)]
 
 
 def whole(stretch: Stretch) -> dict[Figure, float | None]:
@@ -96,18 +127,17 @@ def whole(stretch: Stretch) -> dict[Figure, float | None]:
     return figures(stretch.snapshots, stretch.span_s)
 
 
-def _percentiles(snapshots: Sequence[dict[str, Any]]) -> dict[Figure, float | None]:
-    """_percentiles reads the latency percentiles from the snapshots' merged histogram;
+def _percentiles(window: Window) -> dict[Figure, float | None]:
+    """_percentiles reads the latency percentiles from the window's merged histogram;
     snapshots without histograms fall back to the request-weighted mean of their own
     percentiles (an approximation: a percentile of a whole is no average of its parts)."""
-    answered = [s for s in snapshots if int(s.get("requests") or 0) > 0]
+    answered = [s for s in window.snapshots if int(s.get("requests") or 0) > 0]
     if not answered:
         return {f: None for f in LATENCIES}
-    hists = [s.get("histogram") for s in answered]
-    if all(isinstance(h, str) and h for h in hists):
-        merged = hists[0] if len(hists) == 1 else _engine.merge_histograms([str(h) for h in hists])
+    merged = window.histogram
+    if merged is not None:
         qs = [float(f.quantile or 0.0) for f in LATENCIES]
-        count, values = _engine.histogram_quantiles(str(merged), qs)
+        count, values = _engine.histogram_quantiles(merged, qs)
         if count:
             return {f: v / 1000.0 for f, v in zip(LATENCIES, values, strict=True)}
         return {f: None for f in LATENCIES}

@@ -4,30 +4,37 @@
 {workers}' --vary workers=1,2,4 [--repeat 3]`` starts the service fresh for each configuration,
 waits until it listens, searches it (:func:`redline.find.find`), stops its whole process tree,
 and puts the configurations' four answers side by side with :mod:`redline.compare`'s verdicts
-between them and the best configuration.
+between them and the best configuration. ``redline run … --vary`` does the same at a fixed
+load (:func:`redline.run`), comparing the runs' figures (a scenario's per request name).
 
 From Python::
 
-    from redline.experiment import experiment, render_text
+    from redline.experiment import experiment, run_experiment, render_text
     doc = experiment("http://127.0.0.1:{port}/", "svc --port {port} --workers {workers}",
                      {"workers": [1, 2, 4]}, max_time=60)
+    doc = run_experiment("http://127.0.0.1:{port}/", "svc --port {port} --workers {workers}",
+                         {"workers": [1, 2, 4]}, connections=16, duration="30s")
     print(render_text(doc))
 
 Inside: :mod:`configurations` reads ``--vary`` and fills the placeholders, :mod:`service`
-starts and stops one configuration's service, :mod:`runner` runs the searches, :mod:`ranking`
+starts and stops one configuration's service, :mod:`runner` runs the searches or the runs
+(one loop), :mod:`measures` says what each kind reads from its results, :mod:`ranking`
 compares them and names the best, :mod:`tables` shows the document (docs/schema/
 experiment.schema.json).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from redline.exports import lazy_attribute
 
 #: _HOME: where each public name lives; a part is loaded on first use, so that the CLI's
 #: parser does not pull in the search (numpy, scipy) to start.
 _HOME = {
     "experiment": "runner",
+    "run_experiment": "runner",
+    "Measure": "measures",
     "Configuration": "configurations",
     "parse_vary": "configurations",
     "Service": "service",
@@ -39,10 +46,7 @@ _HOME = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'redline.experiment' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"redline.experiment.{home}"), name)
+    return lazy_attribute(__name__, _HOME, name)
 
 
 __all__ = list(_HOME)

@@ -1,6 +1,8 @@
-"""command: ``redline find … --vary NAME=V1,V2 [--repeat N]``, an experiment from the command
-line (``redline find`` hands over when ``--vary`` is given; the work is
-:func:`redline.experiment.experiment`)."""
+"""command: experiments from the command line: ``redline find … --vary NAME=V1,V2 [--repeat
+N]`` and ``redline run … --vary NAME=V1,V2 [--repeat N]`` (each command hands over when
+``--vary`` is given; the work is :func:`redline.experiment.experiment` and
+:func:`redline.experiment.run_experiment`). The experiment flags are defined here, once, for
+both commands (:func:`add_vary_flags`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,125 @@ from typing import Any
 
 from redline.errors import ConfigError
 from redline.options import parse_duration
+
+
+def add_vary_flags(parser: argparse.ArgumentParser, verb: str) -> None:
+    """add_vary_flags defines ``--monitor-cmd``, ``--vary``, ``--repeat`` and ``--markdown``
+    on ``redline find`` (``verb="find"``: each configuration searched) or ``redline run``
+    (``verb="run"``: each configuration run at the given load)."""
+    group = parser.add_argument_group("experiment: several service configurations (--vary)")
+    what = "search" if verb == "find" else "run"
+    group.add_argument(
+        "--monitor-cmd",
+        metavar="CMD",
+        help="start this command, watch it, stop it at the end; with --vary, once per"
+        " configuration, its {NAME}, {port} and {dir} filled"
+        if verb == "find"
+        else "with --vary: the service to start fresh for each configuration ({NAME},"
+        " {port}, {dir} filled) and stop after its run",
+    )
+    group.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="NAME=V1,V2",
+        help=f"an experiment: {what} the --monitor-cmd service once per value of its {{NAME}}"
+        " placeholder (repeatable: every combination), fresh each time ({port}: a free port,"
+        " in the command and the URL; {dir}: an empty directory), and compare the results",
+    )
+    group.add_argument(
+        "--repeat", type=int, metavar="N", help=f"with --vary: {what} each configuration N times"
+    )
+    group.add_argument(
+        "--markdown",
+        metavar="FILE.md",
+        help="write the Markdown report"
+        if verb == "find"
+        else "with --vary: write the Markdown report",
+    )
+
+
+def cmd_run_experiment(args: argparse.Namespace) -> int:
+    """cmd_run_experiment runs the experiment ``redline run … --vary`` describes: each
+    configuration's service run at the load the flags give (a URL, or a scenario file with
+    its --host a template), each run's summary printed as it ends, then the table; writes
+    the files asked for."""
+    from redline.experiment.runner import run_experiment
+    from redline.experiment.tables import render_text, write_outputs
+    from redline.summary import render
+
+    if not args.vary:
+        raise ConfigError(
+            "--monitor-cmd and --repeat go with --vary on redline run (the configurations)"
+        )
+    if args.monitor_cmd is None:
+        raise ConfigError("--vary needs --monitor-cmd: the service to start per configuration")
+    for flag, given in (
+        ("--threshold", args.threshold),
+        ("--web", args.web),
+        ("--prometheus", args.prometheus),
+    ):
+        if given:
+            raise ConfigError(
+                f"{flag} does not go with --vary (an experiment is judged by compare)"
+            )
+    _check_outputs(args)
+    url, options = _run_target(args)
+    start_line = _announcer(args.repeat)
+
+    def on_result(c: Any, r: int, result: dict[str, Any]) -> None:
+        from redline.result import Result
+
+        print(f"== {c.label}", flush=True)
+        print(render(Result(result)), flush=True)
+
+    doc = run_experiment(
+        url,
+        args.monitor_cmd,
+        args.vary,
+        repeat=1 if args.repeat is None else args.repeat,
+        on_start=start_line,
+        on_result=on_result,
+        **options,
+    )
+    print()
+    print(render_text(doc), end="", flush=True)
+    write_outputs(doc, args.json, args.report, args.markdown)
+    return 130 if doc["interrupted"] else 0
+
+
+def _run_target(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """_run_target: the URL template and :func:`redline.run`'s options, of a URL run or of a
+    scenario file (its host, a template too, from --host or the scenario)."""
+    from redline.run_flags import url_run_options
+    from redline.scenario.command import is_scenario, scenario_run
+
+    if is_scenario(args.url):
+        _, url, options = scenario_run(args)
+        return url, options
+    return args.url, url_run_options(args)
+
+
+def _announcer(repeat: int | None) -> Any:
+    """_announcer: the on_start callback that says on stderr which service starts."""
+
+    def on_start(c: Any, r: int, service: Any) -> None:
+        run = f" run {r + 1}/{repeat}" if (repeat or 1) > 1 else ""
+        print(f"== {c.label}{run}: {service.command}", file=sys.stderr, flush=True)
+
+    return on_start
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    for flag, path in (
+        ("--json", args.json),
+        ("--report", args.report),
+        ("--markdown", args.markdown),
+    ):
+        if path and not Path(path).resolve().parent.is_dir():
+            raise ConfigError(
+                f"{flag}: directory {str(Path(path).resolve().parent)!r} does not exist"
+            )
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -28,24 +149,17 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         raise ConfigError("--vary needs --monitor-cmd: the service to start per configuration")
     if args.monitor_pid is not None or args.monitor_prometheus is not None:
         raise ConfigError("--vary starts its service with --monitor-cmd: no other monitor")
-    for flag, path in (
-        ("--json", args.json),
-        ("--report", args.report),
-        ("--markdown", args.markdown),
-    ):
-        if path and not Path(path).resolve().parent.is_dir():
-            raise ConfigError(
-                f"{flag}: directory {str(Path(path).resolve().parent)!r} does not exist"
-            )
+    _check_outputs(args)
     url, options = _target(args)
     max_time = parse_duration(args.max_time, "--max-time")
     max_step = parse_duration(args.max_step, "--max-step")
     options.update(find_options(args))
     views: list[Any] = []
 
+    announce = _announcer(args.repeat)
+
     def on_start(c: Any, r: int, service: Any) -> None:
-        run = f" run {r + 1}/{args.repeat}" if (args.repeat or 1) > 1 else ""
-        print(f"== {c.label}{run}: {service.command}", file=sys.stderr, flush=True)
+        announce(c, r, service)
         if not args.quiet:
             views.append(FindView(max_time, max_step, monitor=service.monitor))
 

@@ -1,11 +1,13 @@
-"""ranking: the configurations' searches side by side, compared, and the best of them.
+"""ranking: the configurations' results side by side, compared, and the best of them.
 
 The verdicts are :mod:`redline.compare`'s: each configuration against the one before it (in
-the order ``--vary`` listed them), and the best against the runner-up, on the searches'
-interval data (the steady state's windows: goodput, errors and latency; the optimal and limit
-steps'). With ``--repeat`` a configuration's repeats are laid end to end into one stretch per
-answer, so the test sees every repeat's windows; its figures in the table are the median
-repeat's, and ``spread`` says how far the repeats fell apart.
+the order ``--vary`` listed them), and the best against the runner-up, on the results'
+interval data (a search's steady-state windows: goodput, errors and latency, and its optimal
+and limit steps'; a run's windows after warm-up, and a scenario's request names'). With
+``--repeat`` a configuration's repeats are laid end to end into one stretch per answer (or
+name), so the test sees every repeat's windows; its figures in the table are the median
+repeat's, and ``spread`` says how far the repeats fell apart. What a result's headline is
+(the steady state, or the whole run) is the :class:`~redline.experiment.measures.Measure`'s.
 """
 
 from __future__ import annotations
@@ -18,25 +20,21 @@ from typing import Any
 from redline.compare import Comparison, Document, Figure, Stretch, Verdict
 from redline.compare import compare as compare_documents
 from redline.compare import read as read_document
-from redline.compare.documents import LIMIT, OPTIMAL, STEADY
+from redline.compare.significance import MIN_EFFECT
 from redline.compare.tables import shown
-
-#: SPREAD: the figures whose spread over repeats the document keeps, and where each is read.
-SPREAD = {
-    "steady_state_throughput_rps": ("steady_state_throughput_rps",),
-    "p99_ms": ("latency_ms", "p99"),
-    "limit_throughput_rps": ("limit", "throughput_rps"),
-}
+from redline.experiment.measures import Measure
 
 
 @dataclasses.dataclass
 class Ranked:
-    """Ranked is one configuration's searches: its ``label`` and ``vary`` values, and the
-    find ``results`` of its repeats, in the order they ran."""
+    """Ranked is one configuration's results: its ``label`` and ``vary`` values, and the
+    ``results`` of its repeats (find or run results, as ``measure`` says), in the order they
+    ran."""
 
     label: str
     vary: dict[str, str]
     results: list[dict[str, Any]]
+    measure: Measure = Measure.FIND
 
     @property
     def usable(self) -> list[dict[str, Any]]:
@@ -45,13 +43,12 @@ class Ranked:
 
     @property
     def representative(self) -> int | None:
-        """representative: the index of the median repeat by steady-state throughput (the
+        """representative: the index of the median repeat by headline throughput (the
         lower median of an even count), None when no repeat has one."""
         scored = [
             (x, i)
             for i, r in enumerate(self.results)
-            if not r.get("interrupted")
-            and (x := _at(r["answers"], SPREAD["steady_state_throughput_rps"])) is not None
+            if not r.get("interrupted") and (x := self.measure.throughput(r)) is not None
         ]
         if not scored:
             return None
@@ -60,38 +57,37 @@ class Ranked:
 
     @property
     def throughput(self) -> float | None:
-        """throughput: the median repeat's steady-state throughput."""
+        """throughput: the median repeat's headline throughput."""
         i = self.representative
-        if i is None:
-            return None
-        return _at(self.results[i]["answers"], SPREAD["steady_state_throughput_rps"])
+        return None if i is None else self.measure.throughput(self.results[i])
 
     @property
     def p99(self) -> float | None:
-        """p99: the median repeat's steady-state p99 (ms)."""
+        """p99: the median repeat's headline p99 (ms)."""
         i = self.representative
-        return None if i is None else _at(self.results[i]["answers"], SPREAD["p99_ms"])
+        return None if i is None else self.measure.p99(self.results[i])
 
     def spread(self) -> dict[str, dict[str, float] | None]:
-        """spread: each SPREAD figure's min, median and max over the usable repeats."""
+        """spread: each of the measure's spread figures' min, median and max over the
+        usable repeats."""
         out: dict[str, dict[str, float] | None] = {}
-        for name, path in SPREAD.items():
-            xs = [x for r in self.usable if (x := _at(r["answers"], path)) is not None]
+        for name, read in self.measure.spread.items():
+            xs = [x for r in self.usable if (x := read(r)) is not None]
             out[name] = (
                 {"min": min(xs), "median": statistics.median(xs), "max": max(xs)} if xs else None
             )
         return out
 
     def document(self) -> Document | None:
-        """document: the configuration as compare reads a find result: the median repeat,
-        with each answer's stretch laid end to end over every usable repeat."""
+        """document: the configuration as compare reads a result: the median repeat, with
+        each stretch (answer, or request name) laid end to end over every usable repeat."""
         i = self.representative
         if i is None:
             return None
         doc = read_document(self.results[i], self.label.replace("/", "\u2215"))
         parts = [read_document(r, self.label).stretches for r in self.usable]
         pooled = {}
-        for group in (STEADY, OPTIMAL, LIMIT):
+        for group in self.measure.groups(doc):
             pieces = [p[group] for p in parts if group in p and p[group].snapshots]
             if pieces:
                 pooled[group] = end_to_end(pieces)
@@ -122,10 +118,10 @@ def compare(base: Ranked, new: Ranked, window_s: float) -> Comparison | None:
 
 def comparison_record(c: Comparison | None, base: Ranked, new: Ranked) -> dict[str, Any]:
     """comparison_record: a comparison as the JSON's ``comparisons`` keeps it: the headline
-    verdict (steady-state goodput), the throughput ratio, the p99 verdict, a sentence, and
-    every row."""
-    rps = c.row(Figure.RPS, STEADY) if c is not None else None
-    p99 = c.row(Figure.P99, STEADY) if c is not None else None
+    verdict (the headline stretch's goodput), the throughput ratio, the p99 verdict, a
+    sentence, and every row with its 95 % interval."""
+    rps = c.row(Figure.RPS, base.measure.headline) if c is not None else None
+    p99 = c.row(Figure.P99, base.measure.headline) if c is not None else None
     return {
         "base": base.label,
         "new": new.label,
@@ -142,6 +138,7 @@ def comparison_record(c: Comparison | None, base: Ranked, new: Ranked) -> dict[s
                 "change": r.change,
                 "p": r.p,
                 "verdict": r.verdict.value,
+                "ci": list(r.ci) if r.ci is not None else None,
                 "windows": list(r.evidence.n),
             }
             for r in (c.rows if c is not None else [])
@@ -151,10 +148,15 @@ def comparison_record(c: Comparison | None, base: Ranked, new: Ranked) -> dict[s
 
 def sentence(c: Comparison | None, base: Ranked, new: Ranked) -> str:
     """sentence: the comparison in words, e.g. "workers=2: 1.8x the throughput of
-    workers=1 (412/s against 229/s) at the same p99, significant (p=0.001)"."""
-    rps = c.row(Figure.RPS, STEADY) if c is not None else None
+    workers=1 (412/s against 229/s) at the same p99, significant (p=0.001)"; at the same
+    throughput (a run at a fixed rate), the p99's verdict."""
+    headline = base.measure.headline
+    rps = c.row(Figure.RPS, headline) if c is not None else None
     if rps is None or rps.base is None or rps.new is None:
-        return f"{new.label}: not compared with {base.label} (a search without a steady state)"
+        what = "a run without figures"
+        if base.measure is Measure.FIND:
+            what = "a search without a steady state"
+        return f"{new.label}: not compared with {base.label} ({what})"
     ratio = _ratio(rps.base, rps.new)
     times = f"{ratio:.2g}\u00d7" if ratio is not None else "?"
     figures = f"({shown(Figure.RPS, rps.new)} against {shown(Figure.RPS, rps.base)})"
@@ -163,17 +165,27 @@ def sentence(c: Comparison | None, base: Ranked, new: Ranked) -> str:
             f"{new.label}: {times} the throughput of {base.label} {figures}, not judged:"
             " too few windows (confirm longer)"
         )
+    p99 = c.row(Figure.P99, headline) if c is not None else None
+    if rps.verdict is Verdict.SAME and p99 is not None and p99.verdict in _CHANGED:
+        p = f"p={p99.p:.2g}" if p99.p is not None else ""
+        return (
+            f"{new.label}: the throughput of {base.label} {figures}{_p99_words(c, headline)},"
+            f" significant ({p})"
+        )
     if rps.verdict is Verdict.SAME:
         return f"{new.label}: no significant change over {base.label} {figures}"
     p = f"p={rps.p:.2g}" if rps.p is not None else ""
     return (
-        f"{new.label}: {times} the throughput of {base.label} {figures}{_p99_words(c)},"
-        f" significant ({p})"
+        f"{new.label}: {times} the throughput of {base.label} {figures}"
+        f"{_p99_words(c, headline)}, significant ({p})"
     )
 
 
-def _p99_words(c: Comparison | None) -> str:
-    row = c.row(Figure.P99, STEADY) if c is not None else None
+_CHANGED = (Verdict.BETTER, Verdict.WORSE)
+
+
+def _p99_words(c: Comparison | None, headline: str) -> str:
+    row = c.row(Figure.P99, headline) if c is not None else None
     if row is None or row.verdict is Verdict.UNKNOWN:
         return ""
     if row.verdict is Verdict.SAME:
@@ -185,15 +197,23 @@ def _p99_words(c: Comparison | None) -> str:
 
 
 def best(ranked: Sequence[Ranked], window_s: float) -> dict[str, Any] | None:
-    """best: the configuration with the most steady-state throughput (the search's answer
-    under the SLOs and the error limit; ties go to the lower p99), with the verdict of the
-    comparison against the runner-up. None when no configuration has a steady state."""
-    order = sorted(
-        (r for r in ranked if r.throughput is not None),
-        key=lambda r: (-(r.throughput or 0.0), r.p99 if r.p99 is not None else float("inf")),
-    )
-    if not order:
+    """best: the configuration with the most headline throughput (a search's answer under
+    the SLOs and the error limit; a run's goodput), throughputs within the minimum effect of
+    the most (5 %: no change, as compare judges) counting as a tie that the lower p99
+    breaks, with the verdict of the comparison against the runner-up. None when no
+    configuration has a headline throughput."""
+    scored = [r for r in ranked if r.throughput is not None]
+    if not scored:
         return None
+    most = max(r.throughput or 0.0 for r in scored)
+    level = (1.0 - MIN_EFFECT[Figure.RPS]) * most
+
+    def key(r: Ranked) -> tuple[bool, float, float]:
+        p99 = r.p99 if r.p99 is not None else float("inf")
+        tied = (r.throughput or 0.0) >= level
+        return (not tied, p99 if tied else 0.0, -(r.throughput or 0.0))
+
+    order = sorted(scored, key=key)
     top = order[0]
     out: dict[str, Any] = {
         "configuration": ranked.index(top),
@@ -203,8 +223,10 @@ def best(ranked: Sequence[Ranked], window_s: float) -> dict[str, Any] | None:
         "p99_ms": top.p99,
         "runner_up": None,
         "verdict": None,
+        "p99_verdict": None,
         "throughput_ratio": None,
-        "text": f"{top.label} runs best: {shown(Figure.RPS, top.throughput)} in a steady state",
+        "text": f"{top.label} runs best: {shown(Figure.RPS, top.throughput)}"
+        + (" in a steady state" if top.measure is Measure.FIND else ""),
     }
     if len(order) == 1:
         return out
@@ -213,9 +235,13 @@ def best(ranked: Sequence[Ranked], window_s: float) -> dict[str, Any] | None:
     out.update(
         runner_up=second.label,
         verdict=record["verdict"],
+        p99_verdict=record["p99_verdict"],
         throughput_ratio=record["throughput_ratio"],
     )
-    if record["verdict"] == Verdict.BETTER.value:
+    lower_p99 = record["p99_verdict"] == Verdict.BETTER.value
+    if record["verdict"] == Verdict.BETTER.value or (
+        record["verdict"] == Verdict.SAME.value and lower_p99
+    ):
         out["text"] = f"best: {record['text']}"
     elif record["verdict"] == Verdict.SAME.value:
         out["text"] = (
@@ -232,16 +258,3 @@ def _ratio(base: float | None, new: float | None) -> float | None:
     if base is None or new is None or base <= 0:
         return None
     return new / base
-
-
-def _at(d: Any, path: Sequence[str]) -> float | None:
-    for key in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(key)
-    if d is None or isinstance(d, bool):
-        return None
-    try:
-        return float(d)
-    except (TypeError, ValueError):
-        return None

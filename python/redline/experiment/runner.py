@@ -1,6 +1,6 @@
-"""runner: an experiment, one search per configuration of the service.
+"""runner: an experiment, one search (or one run) per configuration of the service.
 
-    >>> from redline.experiment import experiment
+    >>> from redline.experiment import experiment, run_experiment
     >>> doc = experiment(
     ...     "http://127.0.0.1:{port}/",
     ...     "taskqueue serve --port {port} --workers {workers} --data {dir}",
@@ -8,10 +8,13 @@
     ...     max_time=60,
     ... )
     >>> doc["best"]["text"]
+    >>> doc = run_experiment("http://127.0.0.1:{port}/", "svc --port {port} --threads {t}",
+    ...                      {"t": [1, 2]}, connections=16, duration="30s")
 
 Each configuration's service is started fresh (:class:`~redline.experiment.service.Service`),
-searched with :func:`redline.find.find` and stopped; repeats run round-robin (1, 2, 1, 2 …)
-so that a drift of the machine over the experiment falls on every configuration alike.
+measured (:func:`redline.find.find`, or :func:`redline.run` at a fixed load) and stopped, by
+one loop, :func:`conduct`, that the two share; repeats run round-robin (1, 2, 1, 2 …) so that a
+drift of the machine over the experiment falls on every configuration alike.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from redline.experiment.configurations import (
     configurations,
     parse_vary,
 )
+from redline.experiment.measures import Measure
 from redline.experiment.ranking import Ranked, best, compare, comparison_record
 from redline.experiment.service import LISTEN_TIMEOUT_S, Service
 
@@ -38,8 +42,11 @@ MAX_REPEAT = 20
 #: (0-based) and the service (its ``url``, ``command`` and ``monitor``).
 OnStart = Callable[[Configuration, int, Service], None]
 
-#: OnResult hears each search's result as it ends.
+#: OnResult hears each search's (or run's) result as it ends.
 OnResult = Callable[[Configuration, int, dict[str, Any]], None]
+
+#: Trial measures one started service and returns the result document (find's or run's).
+Trial = Callable[[Service], dict[str, Any]]
 
 
 def experiment(
@@ -65,11 +72,89 @@ def experiment(
     not ``monitor``: the monitored service is the command). Ctrl-C ends the search that runs
     (its steps are kept), stops its service and returns what ran, ``interrupted`` true.
     """
-    from redline.compare.windows import WINDOW_S
     from redline.find import find
 
     if "monitor" in find_options:
         raise ConfigError("an experiment monitors the service it starts: no other monitor")
+
+    def search(service: Service) -> dict[str, Any]:
+        return find(service.url, monitor=service.monitor, **find_options)
+
+    return conduct(
+        Measure.FIND,
+        search,
+        url,
+        command,
+        vary,
+        model=str(find_options.get("model", "closed")),
+        repeat=repeat,
+        window_s=window_s,
+        listen_timeout_s=listen_timeout_s,
+        on_start=on_start,
+        on_result=on_result,
+    )
+
+
+def run_experiment(
+    url: str,
+    command: str,
+    vary: Mapping[str, Sequence[Any]] | Sequence[str],
+    *,
+    repeat: int = 1,
+    window_s: float | None = None,
+    listen_timeout_s: float = LISTEN_TIMEOUT_S,
+    on_start: OnStart | None = None,
+    on_result: OnResult | None = None,
+    **run_options: Any,
+) -> dict[str, Any]:
+    """run_experiment is :func:`experiment` at a fixed load: each configuration's service is
+    put through :func:`redline.run` with ``run_options`` (``connections``, ``rate``,
+    ``duration``, ``warmup``, ``interval``, ``plan`` for a scenario …) instead of a search,
+    and the configurations are compared on the runs' windows (a scenario's request names
+    one by one). Ctrl-C ends the run that runs (what it measured is kept), stops its service
+    and returns what ran, ``interrupted`` true."""
+    from redline.runner import run
+
+    def measure(service: Service) -> dict[str, Any]:
+        return dict(run(service.url, **run_options).data)
+
+    open_model = run_options.get("rate") is not None or bool(run_options.get("open_model"))
+    return conduct(
+        Measure.RUN,
+        measure,
+        url,
+        command,
+        vary,
+        model="open" if open_model else "closed",
+        repeat=repeat,
+        window_s=window_s,
+        listen_timeout_s=listen_timeout_s,
+        on_start=on_start,
+        on_result=on_result,
+    )
+
+
+def conduct(
+    measure: Measure,
+    trial: Trial,
+    url: str,
+    command: str,
+    vary: Mapping[str, Sequence[Any]] | Sequence[str],
+    *,
+    model: str,
+    repeat: int = 1,
+    window_s: float | None = None,
+    listen_timeout_s: float = LISTEN_TIMEOUT_S,
+    on_start: OnStart | None = None,
+    on_result: OnResult | None = None,
+) -> dict[str, Any]:
+    """conduct is the experiment's one loop: every configuration of ``vary`` (``repeat``
+    times, round-robin) gets a fresh service, ``trial`` measures it, and the service is
+    stopped however the trial ended; then the results are ranked and compared as
+    ``measure`` says. A result marked ``interrupted`` (Ctrl-C inside the trial) or a Ctrl-C
+    between trials ends the loop with what ran."""
+    from redline.compare.windows import WINDOW_S
+
     if isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
         raise ConfigError(f"--repeat: a whole number from 1 to {MAX_REPEAT}, got {repeat}")
     names = (
@@ -79,7 +164,7 @@ def experiment(
     )
     configs = configurations(names)
     argv = check_templates(command, url, names)
-    ranked = [Ranked(c.label, c.vary, []) for c in configs]
+    ranked = [Ranked(c.label, c.vary, [], measure) for c in configs]
     runs: list[list[dict[str, Any]]] = [[] for _ in configs]
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
@@ -90,7 +175,7 @@ def experiment(
             with Service(argv, url, c, listen_timeout_s=listen_timeout_s) as service:
                 if on_start is not None:
                     on_start(c, r, service)
-                result = find(service.url, monitor=service.monitor, **find_options)
+                result = trial(service)
             ranked[i].results.append(result)
             runs[i].append(
                 {
@@ -104,7 +189,7 @@ def experiment(
             if on_result is not None:
                 on_result(c, r, result)
             if result.get("interrupted"):
-                interrupted = True  # Ctrl-C during the search: find kept its steps
+                interrupted = True  # Ctrl-C during the trial: what it measured is kept
                 break
     except KeyboardInterrupt:
         interrupted = True  # Ctrl-C while a service started or stopped: it is stopped
@@ -112,11 +197,12 @@ def experiment(
     return {
         "version": 1,
         "kind": "experiment",
+        "measure": measure.value,
         "url": url,
         "command": command,
         "vary": names,
         "repeat": repeat,
-        "model": find_options.get("model", "closed"),
+        "model": model,
         "started_at": started_at,
         "duration_s": round(time.monotonic() - started, 3),
         "interrupted": interrupted,
@@ -132,16 +218,15 @@ def experiment(
 
 
 def _configuration(x: Ranked, runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """_configuration: one configuration's entry: the median repeat's answers and steps
-    (``representative`` says which), the spread over repeats, and every repeat's run."""
+    """_configuration: one configuration's entry: the median repeat's answers and steps, or
+    figures (``representative`` says which repeat), the spread over repeats, and every
+    repeat's run."""
     i = x.representative
     chosen = x.results[i] if i is not None else (x.results[-1] if x.results else None)
     return {
         "label": x.label,
         "vary": x.vary,
-        "answers": chosen["answers"] if chosen is not None else None,
-        "steps": chosen["steps"] if chosen is not None else [],
-        "stop": chosen.get("stop") if chosen is not None else None,
+        **x.measure.entry(chosen),
         "representative": i,
         "spread": x.spread(),
         "runs": runs,

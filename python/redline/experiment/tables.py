@@ -1,6 +1,6 @@
-"""tables: an experiment document shown: the configurations' answers side by side, the
-verdicts and the best, as terminal text, GitHub-flavoured Markdown and an HTML page (the
-comparisons' tables and every configuration's search curves overlaid)."""
+"""tables: an experiment document shown: the configurations' answers (or a run's figures)
+side by side, the verdicts and the best, as terminal text, GitHub-flavoured Markdown and an
+HTML page (the comparisons' tables and every configuration's curves overlaid)."""
 
 from __future__ import annotations
 
@@ -52,25 +52,50 @@ ROWS: list[tuple[str, Reader]] = [
 ]
 
 
+#: RUN_ROWS: the side-by-side table of a run experiment, a row per figure of the runs'
+#: ``figures``: its label and its reader (the same reader shape as ROWS').
+RUN_ROWS: list[tuple[str, Reader]] = [
+    ("goodput", lambda a, u, lu: _rate(a.get("throughput_rps"), u)),
+    ("error rate", lambda a, u, lu: _percent(a.get("error_rate"))),
+    ("p50", lambda a, u, lu: _ms(a.get("p50_ms"))),
+    ("p90", lambda a, u, lu: _ms(a.get("p90_ms"))),
+    ("p99", lambda a, u, lu: _ms(a.get("p99_ms"))),
+    ("p99.9", lambda a, u, lu: _ms(a.get("p99_9_ms"))),
+]
+
+
+def _percent(x: Any) -> str | None:
+    return None if x is None else f"{100 * float(x):.2f}%"
+
+
+def is_run(doc: dict[str, Any]) -> bool:
+    """is_run: the experiment ran each configuration at a fixed load (``redline run
+    --vary``), not a search."""
+    return doc.get("measure") == "run"
+
+
 def grid(doc: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """grid: the side-by-side table's header (the configurations' labels) and rows (a label,
     then a cell per configuration; "–" where a figure is missing). With repeats a row gives
-    the steady state's spread over them."""
+    the headline throughput's spread over them."""
     configs = doc["configurations"]
     load_unit = "users" if doc.get("model") == "closed" else "req/s"
     header = [c["label"] for c in configs]
+    source, table, spread = ("answers", ROWS, "steady_state_throughput_rps")
+    if is_run(doc):
+        source, table, spread = ("figures", RUN_ROWS, "throughput_rps")
     rows = []
-    for label, read in ROWS:
+    for label, read in table:
         cells = []
         for c in configs:
-            a = c.get("answers") or {}
+            a = c.get(source) or {}
             cells.append(read(a, a.get("unit") or "req/s", load_unit) or "–")
         rows.append([label, *cells])
     if doc.get("repeat", 1) > 1:
         cells = []
         for c in configs:
-            s = (c.get("spread") or {}).get("steady_state_throughput_rps")
-            unit = (c.get("answers") or {}).get("unit") or "req/s"
+            s = (c.get("spread") or {}).get(spread)
+            unit = (c.get(source) or {}).get("unit") or "req/s"
             cells.append("–" if s is None else f"{s['min']:,.0f}–{s['max']:,.0f} {unit}")
         rows.insert(1, [f"  over {doc['repeat']} repeats", *cells])
     return header, rows
@@ -80,8 +105,9 @@ def headline(doc: dict[str, Any]) -> str:
     """headline: one line saying what the experiment was."""
     n = len(doc["configurations"])
     each = f", {doc['repeat']} runs each" if doc.get("repeat", 1) > 1 else ""
+    what = "run" if is_run(doc) else "find"
     return (
-        f"experiment: {n} configurations of `{doc['command']}`, a find ({doc.get('model')}"
+        f"experiment: {n} configurations of `{doc['command']}`, a {what} ({doc.get('model')}"
         f" model) each{each}"
         + (" (interrupted: the configurations that ran)" if doc.get("interrupted") else "")
     )
@@ -91,7 +117,8 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
     """verdict_lines: each comparison's sentence, then the best."""
     lines = [c["text"] for c in doc.get("comparisons") or []]
     b = doc.get("best")
-    lines.append(b["text"] if b else "best: none (no configuration reached a steady state)")
+    none = "no run measured anything" if is_run(doc) else "no configuration reached a steady state"
+    lines.append(b["text"] if b else f"best: none ({none})")
     return lines
 
 
@@ -127,13 +154,13 @@ def render_markdown(doc: dict[str, Any]) -> str:
     out += ["", f"**{_md(lines[-1])}**", ""]
     for c in doc.get("comparisons") or []:
         out += [f"### `{_md(c['new'])}` against `{_md(c['base'])}`", ""]
-        out += ["| | figure | base | new | change | verdict | windows |"]
-        out += ["| --- | --- | ---: | ---: | ---: | :---: | --- |"]
+        out += ["| | figure | base | new | change | 95% CI | verdict | windows |"]
+        out += ["| --- | --- | ---: | ---: | ---: | ---: | :---: | --- |"]
         for r in c["rows"]:
             out.append(
                 f"| {_md(r['group'])} | {r['figure']} | {_num(r['figure'], r['base'])} |"
-                f" {_num(r['figure'], r['new'])} |"
-                f" {_change(r)} | {r['verdict']} | {r['windows'][0]}+{r['windows'][1]} |"
+                f" {_num(r['figure'], r['new'])} | {_change(r)} | {_ci(r)} | {r['verdict']} |"
+                f" {r['windows'][0]}+{r['windows'][1]} |"
             )
         out.append("")
     return "\n".join(out)
@@ -144,6 +171,7 @@ def render_html(doc: dict[str, Any]) -> str:
     and every configuration's charts overlaid (throughput against load, p99 against
     throughput, the steady state's percentiles and goodput over time)."""
     from redline.compare import page
+    from redline.experiment.measures import Measure
     from redline.experiment.ranking import Ranked, compare
     from redline.report import _page
 
@@ -154,8 +182,9 @@ def render_html(doc: dict[str, Any]) -> str:
     )
     lines = verdict_lines(doc)
     verdicts = "".join(f"<li>{html.escape(x)}</li>" for x in lines[:-1])
+    measure = Measure(doc.get("measure", Measure.FIND.value))
     ranked = [
-        Ranked(c["label"], c["vary"], [r["result"] for r in c["runs"]])
+        Ranked(c["label"], c["vary"], [r["result"] for r in c["runs"]], measure)
         for c in doc["configurations"]
     ]
     docs = [d for x in ranked if x.results and (d := x.document()) is not None]
@@ -188,6 +217,14 @@ def _change(r: dict[str, Any]) -> str:
     if c is None:
         return "–"
     return f"{100 * c:+.2f}pp" if r["figure"] == "errors" else f"{100 * c:+.1f}%"
+
+
+def _ci(r: dict[str, Any]) -> str:
+    ci = r.get("ci")
+    if not ci:
+        return ""
+    lo, hi = (100 * float(x) for x in ci)
+    return f"[{lo:+.2f}, {hi:+.2f}]" if r["figure"] == "errors" else f"[{lo:+.1f}, {hi:+.1f}]"
 
 
 def _md(text: str) -> str:

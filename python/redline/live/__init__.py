@@ -13,8 +13,9 @@ and by Prometheus (``--prometheus``: ``/metrics`` in the text format).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from redline.exports import lazy_attribute
 
 if TYPE_CHECKING:
     from redline.live.address import Address, parse_address
@@ -25,15 +26,13 @@ __all__ = ["Address", "Kind", "LiveSession", "StopRequested", "parse_address"]
 #: Where each name lives: imported on first use, so that the CLI, which imports
 #: ``redline.live.command`` at start-up, pays for the server only when it is asked for.
 _HOMES = {
-    "Address": "redline.live.address",
-    "parse_address": "redline.live.address",
-    "Kind": "redline.live.session",
-    "LiveSession": "redline.live.session",
-    "StopRequested": "redline.live.session",
+    "Address": "address",
+    "parse_address": "address",
+    "Kind": "session",
+    "LiveSession": "session",
+    "StopRequested": "session",
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'redline.live' has no attribute {name!r}")
+    return lazy_attribute(__name__, _HOMES, name)

@@ -92,8 +92,31 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None, on_result: 
     from redline.scenario.table import render as render_tables
     from redline.summary import render
 
-    compiled = compile_file(args.url, args.var)
+    compiled, url, opts = scenario_run(args)
     thresholds, watches = parse_thresholds([*args.threshold, *compiled.thresholds])
+    aborted = None
+    if watches:
+        result, aborted = run_watched(url, opts.pop("plan"), opts, watches, progress)
+    else:
+        result = run(url, progress=progress, **opts)
+    summary = render(result).splitlines()
+    if summary:
+        summary[0] = f"Run @ {compiled.file} against {url}"
+    print("\n".join(summary), flush=True)
+    print(render_tables(result.data), flush=True)
+    if args.json:
+        result.write_json(args.json)
+    write_run_report(getattr(args, "report", None), result.data)
+    if on_result is not None:
+        on_result(result)
+    return judge(thresholds, result, aborted)
+
+
+def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any]]:
+    """scenario_run compiles ``redline run SCENARIO.py``'s file and returns it, the host
+    URL and the options of :func:`redline.run` (``plan`` among them), the file's load shape
+    with the command line's overrides; a flag that only a URL run takes is a ConfigError."""
+    compiled = compile_file(args.url, args.var)
     given = {
         "users": args.users if args.users is not None else args.connections,
         "rate": args.rate,
@@ -121,22 +144,7 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None, on_result: 
     opts = dict(
         warmup=args.warmup, interval=args.interval, insecure=args.insecure, cacert=args.cacert, **kw
     )
-    aborted = None
-    if watches:
-        result, aborted = run_watched(url, plan, opts, watches, progress)
-    else:
-        result = run(url, plan=plan, progress=progress, **opts)
-    summary = render(result).splitlines()
-    if summary:
-        summary[0] = f"Run @ {compiled.file} against {url}"
-    print("\n".join(summary), flush=True)
-    print(render_tables(result.data), flush=True)
-    if args.json:
-        result.write_json(args.json)
-    write_run_report(getattr(args, "report", None), result.data)
-    if on_result is not None:
-        on_result(result)
-    return judge(thresholds, result, aborted)
+    return compiled, url, {**opts, "plan": plan}
 
 
 def parse_thresholds(specs: list[str]) -> tuple[list[Threshold], list[Watch]]:
