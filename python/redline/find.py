@@ -39,7 +39,7 @@ class LiveRun:
     def __init__(self, config: dict[str, Any]):
         self.handle = _engine.start_run(json.dumps(config))
         self.timeseries: list[dict[str, Any]] = []
-        self._cpu: list[tuple[float, float, int]] = []
+        self._cpu: list[tuple[float, float, float, int]] = []
 
     def set_target(self, value: float, ramp_s: float = 0.0) -> float:
         return float(self.handle.set_target(value, ramp_s))
@@ -62,11 +62,25 @@ class LiveRun:
     def generator_busy(self, t0: float, t1: float) -> float | None:
         """generator_busy is the CPU the workers wanted over [t0, t1] (ran or waited for) as a
         share of their threads' wall time."""
+        shares = self._worker_shares(t0, t1)
+        return None if shares is None else shares[0] + shares[1]
+
+    def generator_wait(self, t0: float, t1: float) -> float | None:
+        """generator_wait is the time the workers sat runnable without a CPU over [t0, t1],
+        as a share of their threads' wall time: a generator starved by the machine (the
+        service and other work on the same cores) sends and reads late, whatever its own
+        load, and the figures then describe the machine."""
+        shares = self._worker_shares(t0, t1)
+        return None if shares is None else shares[1]
+
+    def _worker_shares(self, t0: float, t1: float) -> tuple[float, float] | None:
+        """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time."""
         inside = [x for x in self._cpu if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
-        if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][2] == 0:
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][3] == 0:
             return None
-        (ta, ca, _), (tb, cb, n) = inside[0], inside[-1]
-        return (cb - ca) / (n * (tb - ta))
+        (ta, ra, wa, _), (tb, rb, wb, n) = inside[0], inside[-1]
+        wall = n * (tb - ta)
+        return (rb - ra) / wall, (wb - wa) / wall
 
     def finish(self) -> dict[str, Any]:
         self.handle.stop()
@@ -95,13 +109,13 @@ class Aligned:
         self.monitor.stop()
 
 
-def worker_cpu_s() -> tuple[float, int] | None:
+def worker_cpu_s() -> tuple[float, float, int] | None:
     """worker_cpu_s is how much CPU this process's engine worker threads (named
-    ``redline-w*``) wanted so far, in seconds: the time they ran plus the time they sat
+    ``redline-w*``) wanted so far, in seconds: the time they ran and the time they sat
     runnable waiting for a CPU (``/proc/.../schedstat``), and how many there are. A generator
     held to too little CPU waits where a busy one runs; both mean the load is redline's limit.
     The target server or Python in the same process are not counted. None off Linux."""
-    total, threads = 0.0, 0
+    ran, waited, threads = 0.0, 0.0, 0
     try:
         for tid in os.listdir("/proc/self/task"):
             base = f"/proc/self/task/{tid}"
@@ -113,11 +127,12 @@ def worker_cpu_s() -> tuple[float, int] | None:
                     ran_ns, waited_ns = (int(x) for x in f.read().split()[:2])
             except (OSError, ValueError):
                 continue  # the thread ended meanwhile
-            total += (ran_ns + waited_ns) / 1e9
+            ran += ran_ns / 1e9
+            waited += waited_ns / 1e9
             threads += 1
     except OSError:
         return None
-    return total, threads
+    return ran, waited, threads
 
 
 def find(
@@ -229,6 +244,9 @@ def find(
         busy = live.generator_busy(t0, t1)
         if busy is not None:
             figures["generator_busy"] = busy
+        wait = live.generator_wait(t0, t1)
+        if wait is not None:
+            figures["generator_wait"] = wait
         if monitor is not None:
             figures.update(monitor.window(t0, t1))
         return figures
