@@ -327,4 +327,26 @@ def test_load_shedding_is_found_and_named_by_its_503s_in_the_open_model():
     lim = r["answers"]["limit"]
     assert abs(lim["capacity_rps"] - CAPACITY) <= 0.05 * CAPACITY, lim
     assert lim["reason"] == "errors" and "HTTP 503" in r["answers"]["text"]["limit"], lim
+    # Q = N: what it accepts waits at most one service time more (about 2x base); a rate
+    # limiter's accepted answers would stay at base. It sheds.
+    assert lim["kind"] == "shedding", lim
     assert seen["queue_refused"] > 0
+
+
+def test_load_shedding_in_the_closed_model_is_told_from_a_rate_limit():
+    # 8 x 10 ms with Q = 8: up to 16 users nothing is refused and users past 8 queue (16
+    # users wait 20 ms); past 16 the extra users get 503s. A rate limiter would refuse with
+    # its accepted answers as fast as one user's (the closed rate-limit test above).
+    with redline.Target(
+        threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms", queue_limit=8
+    ) as t:
+        r = valid(find(t.url + "/", max_time=60, **QUICK))
+        seen = t.stats()
+    lim = r["answers"]["limit"]
+    # 16 users gain nothing on 8 (one flat step); the next, 20, is refused before a second
+    # flat step could call it a plateau.
+    assert r["stop"]["condition"] == "errors", r["stop"]
+    assert lim["kind"] == "shedding", lim
+    assert abs(lim["capacity_rps"] - CAPACITY) <= 0.05 * CAPACITY, lim
+    # The refusals redline counted are the server's.
+    assert sum(s["errors"] for s in r["timeseries"]) == seen["queue_refused"], seen
