@@ -350,3 +350,27 @@ def test_load_shedding_in_the_closed_model_is_told_from_a_rate_limit():
     assert abs(lim["capacity_rps"] - CAPACITY) <= 0.05 * CAPACITY, lim
     # The refusals redline counted are the server's.
     assert sum(s["errors"] for s in r["timeseries"]) == seen["queue_refused"], seen
+
+
+@pytest.mark.parametrize(
+    ("label", "load1", "says"),
+    [
+        # Load average over the cores: the capacity is the CPU share the service was left.
+        ("oversubscribed", lambda cores: 4.5 * cores, True),
+        ("CPU to spare", lambda cores: 0.5 * cores, False),
+        ("no monitor", None, False),
+    ],
+)
+def test_the_host_note_says_when_the_capacity_is_a_cpu_share(label, load1, says):
+    cores = os.cpu_count() or 1
+    steps = []
+    for i, (users, x, cpu) in enumerate([(100, 50.0, 10.0), (200, 90.0, 30.0), (400, 95.0, 35.0)]):
+        service = {} if load1 is None else {"load1": load1(cores) + 0.5 * i, "cpu_percent": cpu}
+        steps.append(finder.Step(index=i, load=users, throughput_rps=x, p50_ms=5.0, p99_ms=50.0))
+        steps[-1].service = service
+    note = finder.host_note(steps, 95.0, "tasks/s")
+    assert (note is not None) is says, (label, note)
+    if says:
+        assert f"on {cores} cores" in note and "35 % of a core" in note, note
+        assert "271 tasks per CPU-second" in note, note  # 95 tasks/s at 0.35 of a core
+        assert f"{4.5 * cores:.1f}-{4.5 * cores + 1:.1f}" in note, note

@@ -413,7 +413,19 @@ def _result(
         statuses=report.get("status_codes") or {},
         collapse=collapse,
     )
-    analysed["answers"]["notes"] = notes
+    answers = analysed["answers"]
+    drift = answers.get("repeat_drift")
+    if drift is not None and steady is not None and steady.phase == "confirm":
+        notes.append(
+            f"The confirmation of {steady.load:g} users, held after the search, got"
+            f" {abs(drift):.1%} {'less' if drift < 0 else 'more'} than the"
+            " search's step at that load: the ± of the answers covers that as well as the"
+            " noise inside each step."
+        )
+    host = host_note(searched, answers["limit"].get("capacity_rps"), meter.unit)
+    if host:
+        notes.append(host)
+    answers["notes"] = notes
     broke = outcome.broke
     return {
         "version": 1,
@@ -445,6 +457,45 @@ def _result(
     }
 
 
+def host_note(steps: list[Step], capacity: float | None, unit: str) -> str | None:
+    """host_note says, when the monitor saw this machine's CPUs oversubscribed during the
+    search (load average over the cores), that the capacity found is bounded by the CPU share
+    the service was given, with that share at the capacity step and its range past it, and
+    the service's work per CPU-second there (the figure that carries to another machine).
+    None without a monitor or on a machine with CPU to spare."""
+    cores = os.cpu_count() or 1
+    loads = [float(s.service["load1"]) for s in steps if s.service.get("load1") is not None]
+    if not loads or max(loads) <= cores or capacity is None:
+        return None
+    top = min(
+        (s for s in steps if s.service.get("cpu_percent") is not None),
+        key=lambda s: abs(s.throughput_rps - capacity),
+        default=None,
+    )
+    if top is None:
+        return None
+    cpu = float(top.service["cpu_percent"])
+    past = [
+        round(float(s.service["cpu_percent"]))
+        for s in steps
+        if s.load >= top.load and s.service.get("cpu_percent") is not None
+    ]
+    moved = (
+        f", and between {min(past)} % and {max(past)} % from there on"
+        if min(past) != max(past)
+        else ""
+    )
+    what = unit.removesuffix("/s")
+    per_cpu = f" ({100.0 * top.throughput_rps / cpu:,.0f} {what} per CPU-second)" if cpu > 0 else ""
+    return (
+        f"This machine's CPUs were oversubscribed during the search (load average"
+        f" {min(loads):.1f}-{max(loads):.1f} on {cores} cores; redline, the service and other"
+        f" work share them): at its capacity the service got {cpu:.0f} % of a core{per_cpu}"
+        f"{moved}. Its capacity here is set by the CPU the rest of the machine leaves it: a"
+        " repeat moves with that load, by more than the ± of one run."
+    )
+
+
 def answers_text(result: dict[str, Any]) -> str:
     """answers_text says the four answers in sentences (the analysis wrote them)."""
     text = result["answers"].get("text") or {}
@@ -456,8 +507,9 @@ def answers_text(result: dict[str, Any]) -> str:
     lines += [f"   {note}" for note in result["answers"].get("notes") or []]
     if result.get("generator_limited"):
         lines.append(
-            "   This limit is redline's own (the generator ran out of CPU), not the service's:"
-            " give redline more cores or threads and search again."
+            "   This limit is redline's own or the machine's (the generator ran out of CPU, or"
+            " waited for one it shared with the service), not the service's: give redline cores"
+            " of its own (another machine) and search again."
         )
     return "\n".join(lines)
 

@@ -90,6 +90,34 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
     return top.throughput_rps, ci
 
 
+def repeat_drift(steady: StepResult | None, steps: Sequence[StepResult]) -> float | None:
+    """repeat_drift is how far the goodput moved between the search's step at the steady
+    load and the confirmation of that load later in the same run, as a signed share of the
+    step's (negative: the confirmation got less). Closed model only; None without a
+    confirmation or a step at its load. It is the part of the uncertainty that the interval
+    noise inside one step cannot show: on a machine whose CPUs the service shares (with
+    redline, with other work), what it sustains moves with the CPU it is given from one
+    minute to the next. In the open model a good step's goodput is the offered rate, so the
+    repeat says nothing there."""
+    if steady is None or steady.phase != "confirm" or steady.model != "closed":
+        return None
+    ref = _repeated(steady, steps)
+    if not ref:
+        return None
+    return (steady.throughput_rps - ref) / ref
+
+
+def _repeated(steady: StepResult, steps: Sequence[StepResult]) -> float:
+    """_repeated is the goodput of the latest good search step at the steady load (within
+    1 %), 0 if none."""
+    same = [
+        s
+        for s in _measured(steps)
+        if s.ok and s.throughput_rps > 0 and abs(s.load - steady.load) <= 0.01 * steady.load
+    ]
+    return max(same, key=lambda s: s.index).throughput_rps if same else 0.0
+
+
 def _refusals(s: StepResult) -> bool:
     """_refusals: the step's failures are (almost all) answers refused with an error status."""
     return s.errors > 0 and s.errors_by_class.get("status", 0) >= 0.9 * s.errors
@@ -211,6 +239,16 @@ def build_answers(
     if detail is None:
         detail = limit.why if limit is not None else ""
     cap, cap_ci = capacity(steps, model)
+    drift = repeat_drift(steady, steps)
+    steady_ci = 2 * (steady.throughput_se or 0.0) if steady else None
+    if drift is not None and steady is not None:
+        # Interval noise within a step cannot show what moves between steps; the repeat at
+        # the same load can, and the ± must cover it.
+        # The ± around the confirmation reaches the search's own reading of that load.
+        gap = abs(drift) * _repeated(steady, steps)
+        steady_ci = max(steady_ci or 0.0, gap)
+        if cap is not None:
+            cap_ci = max(cap_ci or 0.0, abs(drift) * cap)
     kind = limit_kind(limit, reason, steps)
     refused = {
         k: int(v)
@@ -221,7 +259,8 @@ def build_answers(
     answers: dict[str, Any] = {
         "unit": unit,
         "steady_state_throughput_rps": steady.throughput_rps if steady else None,
-        "steady_state_throughput_ci": 2 * (steady.throughput_se or 0.0) if steady else None,
+        "steady_state_throughput_ci": steady_ci,
+        "repeat_drift": drift,
         "steady_state_load": steady.load if steady else None,
         "latency_ms": latency,
         "optimal": None
@@ -381,7 +420,8 @@ def limit_sentence(
         )
     elif kind == "generator":
         head = (
-            f"No limit of the service was found: redline ran out of CPU at {at} ({detail});"
+            f"No limit of the service was found: redline ran out of CPU (or waited for one)"
+            f" at {at} ({detail});"
             f" the most it measured is {cap}."
         )
     elif kind == "knee":
