@@ -342,6 +342,8 @@ def test_a_busy_generator_is_named_as_the_limit():
         ("starved throughout", Slots(8, 10.0), 0.4, True),
         # A generator that waits a little (under STARVED) leaves the limit to the service.
         ("slightly busy", Slots(8, 10.0), 0.2, False),
+        # Refusals are the service's answer, starved generator or not.
+        ("a rate limit under starvation", Bucket(500.0), 0.5, False),
     ],
 )
 def test_a_generator_starved_of_cpu_on_a_failing_step_is_named(label, service, wait, named):
@@ -352,7 +354,25 @@ def test_a_generator_starved_of_cpu_on_a_failing_step_is_named(label, service, w
     if named:
         assert "waited for a CPU" in out.detail and "machine" in out.detail, out.detail
     else:
-        assert abs(capacity_of(out, "open") - service.capacity) <= 0.03 * service.capacity
+        truth = service.rate if isinstance(service, Bucket) else service.capacity
+        assert abs(capacity_of(out, "open") - truth) <= 0.03 * truth
+
+
+class SlowRefusals(Bucket):
+    """SlowRefusals: a token bucket of R whose refusals come after a 400 ms hold (a gateway
+    that waits for a token before it gives up): past R the step's p99 breaks a 500 ms SLO
+    beside the 503s."""
+
+    def open(self, rate: float, backlog: float) -> tuple[float, float, float, float]:
+        arrived, refused, _, _ = super().open(rate, backlog)
+        return arrived, refused, 400.0 if refused else self.service_ms, 0.0
+
+
+def test_refusals_are_the_services_limit_even_with_a_starved_generator():
+    slo = Limits(slos=[Slo.parse("p99<500ms")])
+    out, _, _ = search(SlowRefusals(500.0), "open", slo, wait=0.5)
+    assert out.reason == "errors", (out.reason, out.detail)
+    assert "slo" in out.broke.fired and "generator" not in out.broke.fired, out.broke.fired
 
 
 def test_max_time_bounds_the_search():

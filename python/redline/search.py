@@ -775,7 +775,9 @@ class Search:
             lim.generator_busy is not None
             and starved
             and set(step.fired) & LATENCY_FAILURES
-            and "generator" not in step.fired
+            # Errors are the service's own answer (refusals, failures): starvation explains
+            # a latency, never an error status.
+            and not set(step.fired) & {"generator", "errors"}
         ):
             fire(
                 "generator",
