@@ -358,6 +358,43 @@ def test_a_generator_starved_of_cpu_on_a_failing_step_is_named(label, service, w
         assert abs(capacity_of(out, "open") - truth) <= 0.03 * truth
 
 
+class Aftermath(Slots):
+    """Aftermath: 8 slots of 10 ms (800 req/s from 8 users); at 20 users or more answers
+    take ten times as long (an overload the search must recover from), and from then on
+    every answer under 20 users takes ``slower`` times as long, with ``kept`` of the goodput
+    it had (closed model). kept = 1 with slower = 2 is a service that
+    recovered, only slower (its users still get everything); kept = 0.3 one that stays
+    collapsed (a metastable failure)."""
+
+    def __init__(self, slower: float, kept: float):
+        super().__init__(8, 10.0)
+        self.slower, self.kept, self.hit = slower, kept, False
+
+    def closed(self, users: float) -> tuple[float, float, float]:
+        x, refused, lat = super().closed(users)
+        self.hit = self.hit or users >= 20
+        if users >= 20:
+            return x, refused, 10 * lat
+        if self.hit:
+            return x * self.kept, refused, lat * self.slower
+        return x, refused, lat
+
+
+@pytest.mark.parametrize(
+    ("label", "slower", "kept", "collapsed"),
+    [
+        ("goodput back, latency 2x", 2.0, 1.0, False),
+        ("goodput stays at 30 %", 3.0, 0.3, True),
+    ],
+)
+def test_a_recovery_is_judged_by_its_goodput_in_the_closed_model(label, slower, kept, collapsed):
+    out, s, _ = search(Aftermath(slower, kept), "closed", recover_s=10.0)
+    recovers = [x for x in out.steps if x.phase == "recover"]
+    assert recovers, (label, [(x.load, x.phase, x.fired) for x in out.steps])
+    assert (out.reason == "no-recovery") is collapsed, (label, out.reason, out.detail)
+    assert (s.collapse is not None) is collapsed, label
+
+
 class SlowRefusals(Bucket):
     """SlowRefusals: a token bucket of R whose refusals come after a 400 ms hold (a gateway
     that waits for a token before it gives up): past R the step's p99 breaks a 500 ms SLO
