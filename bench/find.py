@@ -103,7 +103,8 @@ def one(p: Probe, model: str, closed_max: float | None) -> dict[str, Any]:
     a = r["answers"]
     lim = a["limit"]
     found = lim.get("capacity_rps") or 0.0
-    truth = p.truth if p.truth is not None else closed_max
+    # The immediate answer's truth is the closed model's maximum, for the open model only.
+    truth = p.truth if p.truth is not None else (closed_max if model == "open" else None)
     opt = a["optimal"] or {}
     users = opt.get("users")
     if p.truth is None and model == "open":
@@ -173,7 +174,8 @@ def main() -> int:
             for _ in range(args.repeat):
                 row = one(p, model, closed_max)
                 if p.truth is None and model == "closed":
-                    closed_max = row["found"]
+                    # The most any closed search of this run found: the strictest truth.
+                    closed_max = max(closed_max or 0.0, row["found"])
                 rows.append(row)
                 print(table([row]).splitlines()[-1], flush=True)
     text = table(rows)

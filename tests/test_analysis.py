@@ -332,6 +332,44 @@ def test_answers_open_model_and_overrides():
     assert a["limit"]["reason"] == "backlog" and "req/s offered" in a["text"]["limit"]
 
 
+@pytest.mark.parametrize(
+    ("label", "model", "confirm_x", "drift"),
+    [
+        # The machine gave the service less CPU by the time of the confirmation: 10 % less.
+        ("confirmation 10 % lower", "closed", 0.9, -0.10),
+        ("confirmation 5 % higher", "closed", 1.05, 0.05),
+        ("confirmation the same", "closed", 1.0, 0.0),
+        ("no confirmation", "closed", None, None),
+        # An open model's good step gets what is offered: its repeat says nothing.
+        ("open model", "open", 0.9, None),
+    ],
+)
+def test_the_repeat_at_the_steady_load_widens_the_uncertainty(label, model, confirm_x, drift):
+    steps = [x for x in synthetic_steps(model) if x.ok or x.load == 32]
+    for x in steps:
+        x.throughput_se = 0.002 * x.throughput_rps  # ± 0.4 % from the intervals alone
+    best = max((x for x in steps if x.ok), key=lambda x: x.throughput_rps)
+    steady = best
+    if confirm_x is not None:
+        steady = dataclasses.replace(
+            best, index=99, phase="confirm", throughput_rps=confirm_x * best.throughput_rps
+        )
+    a = build_answers(steps, model=model, steady=steady)
+    if drift is None:
+        assert a["repeat_drift"] is None, label
+        assert a["steady_state_throughput_ci"] == pytest.approx(2 * steady.throughput_se)
+        return
+    assert a["repeat_drift"] == pytest.approx(drift), label
+    cap, ci = a["limit"]["capacity_rps"], a["limit"]["capacity_ci"]
+    x, xci = a["steady_state_throughput_rps"], a["steady_state_throughput_ci"]
+    # The ± covers both readings of the same load and never shrinks under the steps' noise.
+    gap = abs(drift)
+    assert xci >= max(gap * best.throughput_rps, 2 * steady.throughput_se) - 1e-9, label
+    assert ci >= max(gap * cap, 2 * 0.002 * cap) - 1e-9, label
+    assert x - xci <= min(x, best.throughput_rps) + 1e-9
+    assert x + xci >= max(x, best.throughput_rps) - 1e-9
+
+
 #: QUEUEING: the conditions of a step whose queue grew (not judged by Little's law).
 QUEUEING = {"backlog", "slo", "collapse", "plateau", "retrograde"}
 

@@ -327,4 +327,53 @@ def test_load_shedding_is_found_and_named_by_its_503s_in_the_open_model():
     lim = r["answers"]["limit"]
     assert abs(lim["capacity_rps"] - CAPACITY) <= 0.05 * CAPACITY, lim
     assert lim["reason"] == "errors" and "HTTP 503" in r["answers"]["text"]["limit"], lim
+    # Q = N: what it accepts waits at most one service time more (about 2x base); a rate
+    # limiter's accepted answers would stay at base. It sheds.
+    assert lim["kind"] == "shedding", lim
     assert seen["queue_refused"] > 0
+
+
+def test_load_shedding_in_the_closed_model_is_told_from_a_rate_limit():
+    # 8 x 10 ms with Q = 8: up to 16 users nothing is refused and users past 8 queue (16
+    # users wait 20 ms); past 16 the extra users get 503s. A rate limiter would refuse with
+    # its accepted answers as fast as one user's (the closed rate-limit test above).
+    with redline.Target(
+        threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms", queue_limit=8
+    ) as t:
+        r = valid(find(t.url + "/", max_time=60, **QUICK))
+        seen = t.stats()
+    lim = r["answers"]["limit"]
+    # Both stops are true: past 8 users more users only queue, so two flat steps between 8
+    # and 16 users (a sweep slowed by noise: 10, 12, 15) are a plateau; a sweep that doubles
+    # to 16 and then grows to 20 reaches the 503s first. Either way the capacity is N / S.
+    assert r["stop"]["condition"] in ("errors", "plateau"), r["stop"]
+    assert abs(lim["capacity_rps"] - CAPACITY) <= 0.05 * CAPACITY, lim
+    # The refusals redline counted are the server's.
+    assert sum(s["errors"] for s in r["timeseries"]) == seen["queue_refused"], seen
+    if r["stop"]["condition"] == "errors":
+        assert seen["queue_refused"] > 0, seen
+        assert lim["kind"] == "shedding", lim
+
+
+@pytest.mark.parametrize(
+    ("label", "load1", "says"),
+    [
+        # Load average over the cores: the capacity is the CPU share the service was left.
+        ("oversubscribed", lambda cores: 4.5 * cores, True),
+        ("CPU to spare", lambda cores: 0.5 * cores, False),
+        ("no monitor", None, False),
+    ],
+)
+def test_the_host_note_says_when_the_capacity_is_a_cpu_share(label, load1, says):
+    cores = os.cpu_count() or 1
+    steps = []
+    for i, (users, x, cpu) in enumerate([(100, 50.0, 10.0), (200, 90.0, 30.0), (400, 95.0, 35.0)]):
+        service = {} if load1 is None else {"load1": load1(cores) + 0.5 * i, "cpu_percent": cpu}
+        steps.append(finder.Step(index=i, load=users, throughput_rps=x, p50_ms=5.0, p99_ms=50.0))
+        steps[-1].service = service
+    note = finder.host_note(steps, 95.0, "tasks/s")
+    assert (note is not None) is says, (label, note)
+    if says:
+        assert f"on {cores} cores" in note and "35 % of a core" in note, note
+        assert "271 tasks per CPU-second" in note, note  # 95 tasks/s at 0.35 of a core
+        assert f"{4.5 * cores:.1f}-{4.5 * cores + 1:.1f}" in note, note

@@ -18,6 +18,9 @@ from redline.search import Limits, Plan, Search, Slo
 
 DT = 0.5
 
+#: REFUSE_MS: how long a refusal (503 at once) takes in the simulated services.
+REFUSE_MS = 0.2
+
 
 class Service:
     """Service answers one interval of load: ``closed(users)`` or ``open(rate)`` returns
@@ -62,22 +65,46 @@ class Slots(Service):
 
 
 class Bucket(Service):
-    """Bucket: a token bucket of R a second in front of a 1 ms service: the accepted rate is
-    min(offered, R); the rest are refused at once (503). Closed model, V users: each request
-    takes 1 ms, so V users offer 1000·V req/s and R are accepted."""
+    """Bucket: a token bucket of R a second in front of a service of S (default 1 ms) that is
+    never busy: the accepted rate is min(offered, R); the accepted answers take S, the
+    refusals (open model) ``REFUSE_MS``. Closed model (every answer S), V users offer
+    1000·V/S req/s and R are accepted: refusals start at V > R·S/1000 users, with the
+    accepted answers as fast as at one user."""
 
-    service_ms = 1.0
-
-    def __init__(self, rate: float):
-        self.rate = rate
+    def __init__(self, rate: float, service_ms: float = 1.0):
+        self.rate, self.service_ms = rate, service_ms
 
     def closed(self, users: float) -> tuple[float, float, float]:
-        offered = 1000.0 * users
-        return offered, max(offered - self.rate, 0.0), 1.0
+        offered = 1000.0 * users / self.service_ms
+        return offered, max(offered - self.rate, 0.0), self.service_ms
 
     def open(self, rate: float, backlog: float) -> tuple[float, float, float, float]:
         arrived = rate * DT
-        return arrived, max(arrived - self.rate * DT, 0.0), 1.0, 0.0
+        refused = max(arrived - self.rate * DT, 0.0)
+        mean = ((arrived - refused) * self.service_ms + refused * REFUSE_MS) / arrived
+        return arrived, refused, mean, 0.0
+
+
+class Shedding(Slots):
+    """Shedding: N slots of S with at most Q waiting; an arrival finding Q waiting gets 503
+    at once (``REFUSE_MS``). Open model: :class:`Slots` with the queue bounded (accepted
+    N/S, accepted latency up to S + Q·S/N). Closed model, V users: up to N + Q users
+    nothing is refused and latency is V·S/N past N; beyond, N + Q users hold the slots and
+    the queue (accepted N/S at (N + Q)·S/N each) and the other V − N − Q cycle on refusals,
+    1000/REFUSE_MS a second each."""
+
+    def __init__(self, slots: int, service_ms: float, queue_limit: int):
+        super().__init__(slots, service_ms, queue_limit)
+
+    def closed(self, users: float) -> tuple[float, float, float]:
+        q = float(self.queue_limit or 0)
+        if users <= self.slots + q:
+            return super().closed(users)
+        accepted = self.capacity
+        refused = (users - self.slots - q) * 1000.0 / REFUSE_MS
+        lat_ok = (self.slots + q) * self.service_ms / self.slots
+        mean = (accepted * lat_ok + refused * REFUSE_MS) / (accepted + refused)
+        return accepted + refused, refused, mean
 
 
 class Crosstalk(Service):
@@ -155,12 +182,16 @@ class FakeEngine:
 def search(service: Service, model: str, limits: Limits | None = None, **plan: Any) -> Any:
     engine = FakeEngine(service, model, seed=plan.pop("seed", 1), jitter_ms=plan.pop("jitter", 0))
     busy = plan.pop("busy", 0.1)
+    wait = plan.pop("wait", 0.02)
     p = Plan(model=model, start=1.0 if model == "closed" else 50.0, **plan)
     s = Search(
         engine,
         p,
         limits or Limits(),
-        sample=lambda t0, t1: {"generator_busy": busy(engine.load) if callable(busy) else busy},
+        sample=lambda t0, t1: {
+            "generator_busy": busy(engine.load) if callable(busy) else busy,
+            "generator_wait": wait(engine.load) if callable(wait) else wait,
+        },
         clock=engine.clock,
         interval_s=DT,
     )
@@ -223,6 +254,32 @@ def test_a_rate_limit_in_the_closed_model_gives_the_accepted_rate_and_the_true_e
     assert "--model open" in a["text"]["limit"]
 
 
+@pytest.mark.parametrize(
+    ("label", "service", "model", "kind"),
+    [
+        ("bucket 500 before 1 ms, open", Bucket(500.0), "open", "rate-limit"),
+        ("bucket 500 before 1 ms, closed", Bucket(500.0), "closed", "rate-limit"),
+        # Refusals only past 5 users, like a shedding server's: the accepted answers stay at
+        # 10 ms, so it is still a rate limit.
+        ("bucket 500 before 10 ms, closed", Bucket(500.0, 10.0), "closed", "rate-limit"),
+        ("bucket 500 before 10 ms, open", Bucket(500.0, 10.0), "open", "rate-limit"),
+        # Accepted latency at most 2x the service's (Q = N): the old "p50 under 2x" rule
+        # called this a rate limit.
+        ("8 x 10 ms, Q 8, open", Shedding(8, 10.0, 8), "open", "shedding"),
+        ("8 x 10 ms, Q 8, closed", Shedding(8, 10.0, 8), "closed", "shedding"),
+        ("50 x 10 ms, Q 20, open", Shedding(50, 10.0, 20), "open", "shedding"),
+        # (50 x 10 ms, Q 20, closed: the plateau past 50 users stops it before any refusal.)
+    ],
+)
+def test_a_rate_limit_and_load_shedding_are_told_apart(label, service, model, kind):
+    out, _, _ = search(service, model, Limits(slos=[Slo.parse("p99<500ms")]))
+    assert out.reason == "errors", (label, out.reason, out.detail)
+    a = ans.build_answers(out.steps, model=model, limit=out.broke, reason=out.reason)
+    assert a["limit"]["kind"] == kind, (label, a["limit"], [(x.load, x.p50_ms) for x in out.steps])
+    truth = service.rate if isinstance(service, Bucket) else service.capacity
+    assert abs(a["limit"]["capacity_rps"] - truth) <= 0.05 * truth, (label, a["limit"])
+
+
 def test_contention_peak_optimum_and_fall_are_found():
     svc = Crosstalk()
     out, _, _ = search(svc, "closed")
@@ -272,6 +329,87 @@ def test_a_busy_generator_is_named_as_the_limit():
     out, _, _ = search(Slots(8, 10.0), "closed", busy=0.97)
     assert out.reason == "generator"
     assert "redline" in out.detail
+
+
+@pytest.mark.parametrize(
+    ("label", "service", "wait", "named"),
+    [
+        # The immediate answer on 2 shared cores: past 20,000 req/s the workers wait for a
+        # CPU half the time and the queue that forms is the machine's.
+        ("starved past 20k", Slots(4, 0.1), lambda r: 0.5 if r > 20_000 else 0.1, True),
+        # Starved at every load, but the service's own queue fails first: the failing step is
+        # still named the generator's (its figures are the machine's), never the good ones.
+        ("starved throughout", Slots(8, 10.0), 0.4, True),
+        # A generator that waits a little (under STARVED) leaves the limit to the service.
+        ("slightly busy", Slots(8, 10.0), 0.2, False),
+        # Refusals are the service's answer, starved generator or not.
+        ("a rate limit under starvation", Bucket(500.0), 0.5, False),
+    ],
+)
+def test_a_generator_starved_of_cpu_on_a_failing_step_is_named(label, service, wait, named):
+    out, _, _ = search(service, "open", wait=wait)
+    assert (out.reason == "generator") == named, (label, out.reason, out.detail)
+    # A starved generator explains a failing step; it never fails a good one.
+    assert all(x.fired != ["generator"] for x in out.steps), label
+    if named:
+        assert "waited for a CPU" in out.detail and "machine" in out.detail, out.detail
+    else:
+        truth = service.rate if isinstance(service, Bucket) else service.capacity
+        assert abs(capacity_of(out, "open") - truth) <= 0.03 * truth
+
+
+class Aftermath(Slots):
+    """Aftermath: 8 slots of 10 ms (800 req/s from 8 users); at 20 users or more answers
+    take ten times as long (an overload the search must recover from), and from then on
+    every answer under 20 users takes ``slower`` times as long, with ``kept`` of the goodput
+    it had (closed model). kept = 1 with slower = 2 is a service that
+    recovered, only slower (its users still get everything); kept = 0.3 one that stays
+    collapsed (a metastable failure)."""
+
+    def __init__(self, slower: float, kept: float):
+        super().__init__(8, 10.0)
+        self.slower, self.kept, self.hit = slower, kept, False
+
+    def closed(self, users: float) -> tuple[float, float, float]:
+        x, refused, lat = super().closed(users)
+        self.hit = self.hit or users >= 20
+        if users >= 20:
+            return x, refused, 10 * lat
+        if self.hit:
+            return x * self.kept, refused, lat * self.slower
+        return x, refused, lat
+
+
+@pytest.mark.parametrize(
+    ("label", "slower", "kept", "collapsed"),
+    [
+        ("goodput back, latency 2x", 2.0, 1.0, False),
+        ("goodput stays at 30 %", 3.0, 0.3, True),
+    ],
+)
+def test_a_recovery_is_judged_by_its_goodput_in_the_closed_model(label, slower, kept, collapsed):
+    out, s, _ = search(Aftermath(slower, kept), "closed", recover_s=10.0)
+    recovers = [x for x in out.steps if x.phase == "recover"]
+    assert recovers, (label, [(x.load, x.phase, x.fired) for x in out.steps])
+    assert (out.reason == "no-recovery") is collapsed, (label, out.reason, out.detail)
+    assert (s.collapse is not None) is collapsed, label
+
+
+class SlowRefusals(Bucket):
+    """SlowRefusals: a token bucket of R whose refusals come after a 400 ms hold (a gateway
+    that waits for a token before it gives up): past R the step's p99 breaks a 500 ms SLO
+    beside the 503s."""
+
+    def open(self, rate: float, backlog: float) -> tuple[float, float, float, float]:
+        arrived, refused, _, _ = super().open(rate, backlog)
+        return arrived, refused, 400.0 if refused else self.service_ms, 0.0
+
+
+def test_refusals_are_the_services_limit_even_with_a_starved_generator():
+    slo = Limits(slos=[Slo.parse("p99<500ms")])
+    out, _, _ = search(SlowRefusals(500.0), "open", slo, wait=0.5)
+    assert out.reason == "errors", (out.reason, out.detail)
+    assert "slo" in out.broke.fired and "generator" not in out.broke.fired, out.broke.fired
 
 
 def test_max_time_bounds_the_search():

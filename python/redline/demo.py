@@ -217,10 +217,20 @@ def tasks_line(result: dict[str, Any], throughput: str) -> str:
     if x is None or not throughput.startswith("submit"):
         return "redline demo: throughput counts requests (the scenario was not available)."
     requests = f"{steady[-1]['answered_rps']:,.0f} req/s" if steady else "n/a"
+    ci = a.get("steady_state_throughput_ci") or 0.0
+    drift = a.get("repeat_drift")
+    spread = ""
+    if ci > 0 and x > 0:
+        spread = f" ± {ci:,.0f} ({ci / x:.0%}"
+        spread += (
+            f"; the confirmation moved {drift:+.1%} from the search's step at that load)"
+            if drift is not None
+            else ")"
+        )
     return (
-        f"redline demo: throughput counts tasks (each 'submit' is one task): {x:,.0f} tasks a"
-        f" second in a steady state; in requests (submits, status polls, result reads):"
-        f" {requests}."
+        f"redline demo: throughput counts tasks (each 'submit' is one task): {x:,.0f}{spread}"
+        f" tasks a second in a steady state; in requests (submits, status polls, result"
+        f" reads): {requests}."
     )
 
 

@@ -39,7 +39,7 @@ class LiveRun:
     def __init__(self, config: dict[str, Any]):
         self.handle = _engine.start_run(json.dumps(config))
         self.timeseries: list[dict[str, Any]] = []
-        self._cpu: list[tuple[float, float, int]] = []
+        self._cpu: list[tuple[float, float, float, int]] = []
 
     def set_target(self, value: float, ramp_s: float = 0.0) -> float:
         return float(self.handle.set_target(value, ramp_s))
@@ -62,11 +62,25 @@ class LiveRun:
     def generator_busy(self, t0: float, t1: float) -> float | None:
         """generator_busy is the CPU the workers wanted over [t0, t1] (ran or waited for) as a
         share of their threads' wall time."""
+        shares = self._worker_shares(t0, t1)
+        return None if shares is None else shares[0] + shares[1]
+
+    def generator_wait(self, t0: float, t1: float) -> float | None:
+        """generator_wait is the time the workers sat runnable without a CPU over [t0, t1],
+        as a share of their threads' wall time: a generator starved by the machine (the
+        service and other work on the same cores) sends and reads late, whatever its own
+        load, and the figures then describe the machine."""
+        shares = self._worker_shares(t0, t1)
+        return None if shares is None else shares[1]
+
+    def _worker_shares(self, t0: float, t1: float) -> tuple[float, float] | None:
+        """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time."""
         inside = [x for x in self._cpu if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
-        if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][2] == 0:
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][3] == 0:
             return None
-        (ta, ca, _), (tb, cb, n) = inside[0], inside[-1]
-        return (cb - ca) / (n * (tb - ta))
+        (ta, ra, wa, _), (tb, rb, wb, n) = inside[0], inside[-1]
+        wall = n * (tb - ta)
+        return (rb - ra) / wall, (wb - wa) / wall
 
     def finish(self) -> dict[str, Any]:
         self.handle.stop()
@@ -95,13 +109,13 @@ class Aligned:
         self.monitor.stop()
 
 
-def worker_cpu_s() -> tuple[float, int] | None:
+def worker_cpu_s() -> tuple[float, float, int] | None:
     """worker_cpu_s is how much CPU this process's engine worker threads (named
-    ``redline-w*``) wanted so far, in seconds: the time they ran plus the time they sat
+    ``redline-w*``) wanted so far, in seconds: the time they ran and the time they sat
     runnable waiting for a CPU (``/proc/.../schedstat``), and how many there are. A generator
     held to too little CPU waits where a busy one runs; both mean the load is redline's limit.
     The target server or Python in the same process are not counted. None off Linux."""
-    total, threads = 0.0, 0
+    ran, waited, threads = 0.0, 0.0, 0
     try:
         for tid in os.listdir("/proc/self/task"):
             base = f"/proc/self/task/{tid}"
@@ -113,11 +127,12 @@ def worker_cpu_s() -> tuple[float, int] | None:
                     ran_ns, waited_ns = (int(x) for x in f.read().split()[:2])
             except (OSError, ValueError):
                 continue  # the thread ended meanwhile
-            total += (ran_ns + waited_ns) / 1e9
+            ran += ran_ns / 1e9
+            waited += waited_ns / 1e9
             threads += 1
     except OSError:
         return None
-    return total, threads
+    return ran, waited, threads
 
 
 def find(
@@ -229,6 +244,9 @@ def find(
         busy = live.generator_busy(t0, t1)
         if busy is not None:
             figures["generator_busy"] = busy
+        wait = live.generator_wait(t0, t1)
+        if wait is not None:
+            figures["generator_wait"] = wait
         if monitor is not None:
             figures.update(monitor.window(t0, t1))
         return figures
@@ -395,7 +413,19 @@ def _result(
         statuses=report.get("status_codes") or {},
         collapse=collapse,
     )
-    analysed["answers"]["notes"] = notes
+    answers = analysed["answers"]
+    drift = answers.get("repeat_drift")
+    if drift is not None and steady is not None and steady.phase == "confirm":
+        notes.append(
+            f"The confirmation of {steady.load:g} users, held after the search, got"
+            f" {abs(drift):.1%} {'less' if drift < 0 else 'more'} than the"
+            " search's step at that load: the ± of the answers covers that as well as the"
+            " noise inside each step."
+        )
+    host = host_note(searched, answers["limit"].get("capacity_rps"), meter.unit)
+    if host:
+        notes.append(host)
+    answers["notes"] = notes
     broke = outcome.broke
     return {
         "version": 1,
@@ -427,6 +457,45 @@ def _result(
     }
 
 
+def host_note(steps: list[Step], capacity: float | None, unit: str) -> str | None:
+    """host_note says, when the monitor saw this machine's CPUs oversubscribed during the
+    search (load average over the cores), that the capacity found is bounded by the CPU share
+    the service was given, with that share at the capacity step and its range past it, and
+    the service's work per CPU-second there (the figure that carries to another machine).
+    None without a monitor or on a machine with CPU to spare."""
+    cores = os.cpu_count() or 1
+    loads = [float(s.service["load1"]) for s in steps if s.service.get("load1") is not None]
+    if not loads or max(loads) <= cores or capacity is None:
+        return None
+    top = min(
+        (s for s in steps if s.service.get("cpu_percent") is not None),
+        key=lambda s: abs(s.throughput_rps - capacity),
+        default=None,
+    )
+    if top is None:
+        return None
+    cpu = float(top.service["cpu_percent"])
+    past = [
+        round(float(s.service["cpu_percent"]))
+        for s in steps
+        if s.load >= top.load and s.service.get("cpu_percent") is not None
+    ]
+    moved = (
+        f", and between {min(past)} % and {max(past)} % from there on"
+        if min(past) != max(past)
+        else ""
+    )
+    what = unit.removesuffix("/s")
+    per_cpu = f" ({100.0 * top.throughput_rps / cpu:,.0f} {what} per CPU-second)" if cpu > 0 else ""
+    return (
+        f"This machine's CPUs were oversubscribed during the search (load average"
+        f" {min(loads):.1f}-{max(loads):.1f} on {cores} cores; redline, the service and other"
+        f" work share them): at its capacity the service got {cpu:.0f} % of a core{per_cpu}"
+        f"{moved}. Its capacity here is set by the CPU the rest of the machine leaves it: a"
+        " repeat moves with that load, by more than the ± of one run."
+    )
+
+
 def answers_text(result: dict[str, Any]) -> str:
     """answers_text says the four answers in sentences (the analysis wrote them)."""
     text = result["answers"].get("text") or {}
@@ -438,8 +507,9 @@ def answers_text(result: dict[str, Any]) -> str:
     lines += [f"   {note}" for note in result["answers"].get("notes") or []]
     if result.get("generator_limited"):
         lines.append(
-            "   This limit is redline's own (the generator ran out of CPU), not the service's:"
-            " give redline more cores or threads and search again."
+            "   This limit is redline's own or the machine's (the generator ran out of CPU, or"
+            " waited for one it shared with the service), not the service's: give redline cores"
+            " of its own (another machine) and search again."
         )
     return "\n".join(lines)
 

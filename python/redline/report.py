@@ -161,8 +161,9 @@ def notes(result: dict[str, Any]) -> list[str]:
         or (result.get("stop") or {}).get("condition") == "generator"
     ):
         out.append(
-            "The limit found is redline's own: the load generator ran out of CPU before the "
-            "service did. Give redline more cores (or run it on another machine) and search again."
+            "The limit found is redline's own, or the machine's: the load generator ran out of "
+            "CPU, or waited for one it shared with the service, before the service's own limit. "
+            "Give redline cores of its own (run it on another machine) and search again."
         )
     for o in result.get("outages") or []:
         end = _num(o.get("end_s"))

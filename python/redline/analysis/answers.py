@@ -90,15 +90,52 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
     return top.throughput_rps, ci
 
 
+def repeat_drift(steady: StepResult | None, steps: Sequence[StepResult]) -> float | None:
+    """repeat_drift is how far the goodput moved between the search's step at the steady
+    load and the confirmation of that load later in the same run, as a signed share of the
+    step's (negative: the confirmation got less). Closed model only; None without a
+    confirmation or a step at its load. It is the part of the uncertainty that the interval
+    noise inside one step cannot show: on a machine whose CPUs the service shares (with
+    redline, with other work), what it sustains moves with the CPU it is given from one
+    minute to the next. In the open model a good step's goodput is the offered rate, so the
+    repeat says nothing there."""
+    if steady is None or steady.phase != "confirm" or steady.model != "closed":
+        return None
+    ref = _repeated(steady, steps)
+    if not ref:
+        return None
+    return (steady.throughput_rps - ref) / ref
+
+
+def _repeated(steady: StepResult, steps: Sequence[StepResult]) -> float:
+    """_repeated is the goodput of the latest good search step at the steady load (within
+    1 %), 0 if none."""
+    same = [
+        s
+        for s in _measured(steps)
+        if s.ok and s.throughput_rps > 0 and abs(s.load - steady.load) <= 0.01 * steady.load
+    ]
+    return max(same, key=lambda s: s.index).throughput_rps if same else 0.0
+
+
 def _refusals(s: StepResult) -> bool:
     """_refusals: the step's failures are (almost all) answers refused with an error status."""
     return s.errors > 0 and s.errors_by_class.get("status", 0) >= 0.9 * s.errors
 
 
+#: QUEUE_SHARE: accepted answers that took this share of the service's own latency longer
+#: (and at least MIN_QUEUE_MS) near the limit waited in a queue: a shedding server's.
+QUEUE_SHARE = 0.25
+
+#: MIN_QUEUE_MS: a wait under this is never called a queue (sub-millisecond jitter).
+MIN_QUEUE_MS = 1.0
+
+
 def limit_kind(limit: StepResult | None, reason: str, steps: Sequence[StepResult]) -> str:
     """limit_kind says how the service fails at the limit step: ``rate-limit`` (it refuses a
-    share of requests with an error status while the answers it gives stay fast: the accepted
-    rate stays flat), ``shedding`` (refusals while latency rose: a bounded queue),
+    share of requests with an error status while the answers it accepts are as fast as at
+    light load: a limiter in front of an idle service), ``shedding`` (refusals once a queue
+    is full: the answers accepted near the limit waited, see :func:`accepted_queue_ms`),
     ``saturation`` (open model: a backlog at full goodput), ``collapse``, ``no-recovery``,
     ``errors``, ``slo``, ``plateau``, ``retrograde``, ``generator``, or ``none``."""
     if limit is None or reason in ("max-load", "max-time", "interrupted"):
@@ -116,13 +153,49 @@ def limit_kind(limit: StepResult | None, reason: str, steps: Sequence[StepResult
         return reason
     refused = limit.errors_by_class.get("status", 0)
     if reason == "errors" and limit.errors and refused >= 0.9 * limit.errors:
-        lighter = [s for s in steps if s.ok and s.load < limit.load]
-        base = max(lighter, key=lambda s: s.load, default=None)
-        fast = base is None or limit.p50_ms <= 2 * base.p50_ms + 1.0
-        return "rate-limit" if fast and "backlog" not in limit.fired else "shedding"
+        base = _base_ms(steps)
+        waited = accepted_queue_ms(limit, steps)
+        queued = base is not None and waited > max(QUEUE_SHARE * base, MIN_QUEUE_MS)
+        return "shedding" if queued or "backlog" in limit.fired else "rate-limit"
     if reason == "backlog":
         return "saturation"
     return reason
+
+
+def _base_ms(steps: Sequence[StepResult]) -> float | None:
+    """_base_ms is the service's own latency: the lowest median of the steps that met every
+    limit (the median: a scheduler stall moves the mean of a fast service, not its median)."""
+    vals = [s.p50_ms for s in _measured(steps) if s.ok and s.p50_ms > 0]
+    return min(vals, default=None)
+
+
+def _measured(steps: Sequence[StepResult]) -> list[StepResult]:
+    return [s for s in steps if s.phase not in ("recover", "confirm", "soak")]
+
+
+def accepted_queue_ms(limit: StepResult, steps: Sequence[StepResult]) -> float:
+    """accepted_queue_ms is how much longer than the service's own latency the answers it
+    accepted took near the limit: what separates the two ways of refusing at a flat accepted
+    rate. A rate limiter refuses at its rate whatever the concurrency, in front of a service
+    that is not busy: what it accepts is as fast as at light load. A shedding server refuses
+    when its queue is full: what it accepts waited behind that queue (about Q service times
+    over N slots), and in the closed model the users past its slots queue before any is
+    refused. Two readings, the larger counts: the median of the heaviest step that met every
+    limit below the limit (closed model: users past the slots queue there), and, in the open
+    model, the accepted answers' mean at the limit step by Little's law (requests in flight
+    ÷ goodput; refusals are answered at once, so they add next to nothing in flight; the
+    closed model's users wait on their refusals too, so it has no such reading)."""
+    base = _base_ms(steps)
+    if base is None:
+        return 0.0
+    waits = [0.0]
+    below = [s for s in _measured(steps) if s.ok and s.load < limit.load and s.p50_ms > 0]
+    near = max(below, key=lambda s: s.load, default=None)
+    if near is not None:
+        waits.append(near.p50_ms - base)
+    if limit.model == "open" and limit.inflight_mean and limit.throughput_rps > 0:
+        waits.append(1000.0 * limit.inflight_mean / limit.throughput_rps - base)
+    return max(waits)
 
 
 def build_answers(
@@ -166,6 +239,16 @@ def build_answers(
     if detail is None:
         detail = limit.why if limit is not None else ""
     cap, cap_ci = capacity(steps, model)
+    drift = repeat_drift(steady, steps)
+    steady_ci = 2 * (steady.throughput_se or 0.0) if steady else None
+    if drift is not None and steady is not None:
+        # Interval noise within a step cannot show what moves between steps; the repeat at
+        # the same load can, and the ± must cover it.
+        # The ± around the confirmation reaches the search's own reading of that load.
+        gap = abs(drift) * _repeated(steady, steps)
+        steady_ci = max(steady_ci or 0.0, gap)
+        if cap is not None:
+            cap_ci = max(cap_ci or 0.0, abs(drift) * cap)
     kind = limit_kind(limit, reason, steps)
     refused = {
         k: int(v)
@@ -176,7 +259,8 @@ def build_answers(
     answers: dict[str, Any] = {
         "unit": unit,
         "steady_state_throughput_rps": steady.throughput_rps if steady else None,
-        "steady_state_throughput_ci": 2 * (steady.throughput_se or 0.0) if steady else None,
+        "steady_state_throughput_ci": steady_ci,
+        "repeat_drift": drift,
         "steady_state_load": steady.load if steady else None,
         "latency_ms": latency,
         "optimal": None
@@ -336,7 +420,8 @@ def limit_sentence(
         )
     elif kind == "generator":
         head = (
-            f"No limit of the service was found: redline ran out of CPU at {at} ({detail});"
+            f"No limit of the service was found: redline ran out of CPU (or waited for one)"
+            f" at {at} ({detail});"
             f" the most it measured is {cap}."
         )
     elif kind == "knee":
