@@ -217,7 +217,7 @@ fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
         // change. The k-th first request the server saw, against that instant:
         let mut sorted = new.to_vec();
         sorted.sort();
-        let late = sorted
+        let mut late: Vec<Duration> = sorted
             .iter()
             .enumerate()
             .map(|(i, t)| {
@@ -225,15 +225,23 @@ fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
                 t.saturating_duration_since(due)
                     .max(due.saturating_duration_since(*t))
             })
-            .max()
-            .unwrap_or_default();
-        eprintln!("{label}: furthest from its instant on the ramp: {late:?}");
+            .collect();
+        late.sort();
+        let p90 = late.get(late.len() * 9 / 10).copied().unwrap_or_default();
+        let worst = late.last().copied().unwrap_or_default();
+        eprintln!("{label}: off its instant on the ramp: p90 {p90:?}, furthest {worst:?}");
         // The 10 ms the threads take to see the change, the jitter (1 ms here) and the
-        // scheduling of a busy box; an idle VU waiting for its 100 ms recheck instead of
-        // being woken by the change measured 39 ms here.
+        // scheduling of a busy box, which holds a few users back by tens of ms (seen: 52 ms in
+        // CI); an idle VU waiting for its 100 ms recheck instead of being woken by the change
+        // is late by up to 100 ms, evenly: most of them, not a few. Hence the bound on the
+        // 90th percentile, and a loose one on the furthest.
         assert!(
-            late < Duration::from_millis(30),
-            "{label}: a user {late:?} off the ramp"
+            p90 < Duration::from_millis(30),
+            "{label}: a tenth of the users {p90:?} or more off the ramp"
+        );
+        assert!(
+            worst < Duration::from_millis(150),
+            "{label}: a user {worst:?} off the ramp"
         );
         let max_ms = snaps.iter().map(|s| s.max_ms).fold(0.0, f64::max);
         eprintln!(
