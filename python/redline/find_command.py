@@ -8,6 +8,7 @@ import sys
 import time
 from typing import IO, TYPE_CHECKING, Any
 
+from redline.cluster.command import add_cluster_flags, cluster_options
 from redline.errors import ConfigError, RedlineError
 from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import parse_duration
@@ -97,6 +98,7 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--markdown", metavar="FILE.md", help="write the Markdown report")
     f.add_argument("-q", "--quiet", action="store_true", help="no live view")
     add_live_flags(f)
+    add_cluster_flags(f)
     f.set_defaults(func=cmd_find)
     return f
 
@@ -333,6 +335,7 @@ def find_options(args: argparse.Namespace) -> dict[str, Any]:
         "service_cpu": args.service_cpu,
         "throughput": args.throughput,
         "stop_at_knee": args.stop_at_knee,
+        "cluster": cluster_options(args),
     }
 
 
