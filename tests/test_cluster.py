@@ -20,6 +20,7 @@ import redline
 import redline.cluster
 from accounting import assert_books
 from redline import _engine
+from redline.cluster.connection import shutdown_ray
 from redline.report import render_run_html
 
 SCHEMA = json.loads(
@@ -37,7 +38,7 @@ def local_ray() -> Iterator[None]:
     try:
         yield
     finally:
-        ray.shutdown()
+        shutdown_ray(ray)  # and every process of it: none may outlive the suite
 
 
 def served(target: redline.Target) -> int:

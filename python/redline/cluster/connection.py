@@ -85,7 +85,7 @@ class Connection:
                     warnings.simplefilter("ignore")
                     _init(ray, address, runtime_env)
             except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError...
-                _shutdown(ray)
+                shutdown_ray(ray)
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ClusterError(
                     f"cannot reach the Ray cluster {address.text}: {first}"
@@ -95,7 +95,7 @@ class Connection:
             members = _place(ray, n)
         except BaseException:
             if owns:
-                _shutdown(ray)
+                shutdown_ray(ray)
             raise
         conn = cls(ray, members, owns)
         try:
@@ -117,7 +117,7 @@ class Connection:
             except Exception:  # already dead: nothing to end
                 pass
         if self.owns_ray:
-            _shutdown(self.ray)
+            shutdown_ray(self.ray)
 
 
 def check_versions(driver: str, members: list[Member]) -> None:
@@ -191,8 +191,8 @@ def _place(ray: Any, n: int) -> list[Member]:
 REAP_WAIT_S = 3.0
 
 
-def _shutdown(ray: Any) -> None:
-    """_shutdown stops the Ray this process started and every process of it: ray.shutdown()
+def shutdown_ray(ray: Any) -> None:
+    """shutdown_ray stops the Ray this process started and every process of it: ray.shutdown()
     ends the raylet and GCS, whose own children (the dashboard agent, log monitor) would
     otherwise linger for seconds, orphaned; none may outlive the CLI."""
     import psutil
