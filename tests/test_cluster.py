@@ -156,7 +156,12 @@ def test_continue_marks_each_interval_with_the_injectors_that_reported(local_ray
     assert len(doc["cluster"]["lost"]) == 1 and "injector 1" in doc["cluster"]["lost"][0]
     assert all(s["injectors"] == INJECTORS for s in doc["timeseries"])
     reported = [s["injectors_reported"] for s in doc["timeseries"]]
-    assert reported[:3] == [INJECTORS] * 3 and reported[-1] == INJECTORS - 1, reported
+    assert reported[:3] == [INJECTORS] * 3, reported
+    # After the kill, the two others; the run's last, partial interval may be one's alone
+    # (an injector whose send window ended on an interval boundary sends no tail).
+    after = reported[5:]
+    assert after and all(r == INJECTORS - 1 for r in after[:-1]), reported
+    assert after[-1] in (INJECTORS - 2, INJECTORS - 1), reported
     assert [s["injectors_reported"] for s in snaps][:3] == [INJECTORS] * 3
     assert doc["timeseries"][-1]["t_s"] >= 2.9, "the others ran to the end"
     assert 0 < doc["requests"] <= served(target) - before
