@@ -163,6 +163,8 @@ def test_continue_marks_each_interval_with_the_injectors_that_reported(local_ray
     assert after and all(r == INJECTORS - 1 for r in after[:-1]), reported
     assert after[-1] in (INJECTORS - 2, INJECTORS - 1), reported
     assert [s["injectors_reported"] for s in snaps][:3] == [INJECTORS] * 3
+    # The live view names it as soon as it is lost.
+    assert any("injector 1 (" in " ".join(s.get("injectors_lost", [])) for s in snaps[4:])
     assert doc["timeseries"][-1]["t_s"] >= 2.9, "the others ran to the end"
     assert 0 < doc["requests"] <= served(target) - before
 

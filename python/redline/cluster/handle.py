@@ -353,6 +353,10 @@ class ClusterHandle:
     def _emit(self, k: int) -> None:
         got = self.pending.pop(k)
         merged = merge_snapshots([got[i] for i in sorted(got)], len(self.feeds))
+        lost = [f"{f.member.name} {f.lost}" for f in self.feeds if f.lost]
+        if lost:
+            # Named in the live view as they happen (redline.progress shows it).
+            merged["injectors_lost"] = lost
         self.emitted[k] = merged
         self.ready.append(merged)
         self.next_index = k + 1
