@@ -169,6 +169,30 @@ def test_continue_marks_each_interval_with_the_injectors_that_reported(local_ray
     assert 0 < doc["requests"] <= served(target) - before
 
 
+def test_rebalance_hands_the_lost_share_to_the_others(local_ray, target) -> None:
+    rate, secs = 300.0, 4.0
+    before = served(target)
+    handle = redline.cluster.start_run(
+        _config(target, rate=rate, duration_s=secs, open=True),
+        f"local:{INJECTORS}",
+        on_injector_loss="rebalance",
+    )
+    snaps = _drain(handle, kill_after=4)  # killed about 1 s in
+    doc = json.loads(handle.report())
+    assert doc["cluster"]["failure"] is None and len(doc["cluster"]["lost"]) == 1
+    # Once rebalanced, the two left carry the whole schedule: R req/s intended and sent.
+    late = [s for s in doc["timeseries"] if 2.5 <= s["t_s"] <= secs - 0.2]
+    assert late and all(s["injectors_reported"] == INJECTORS - 1 for s in late)
+    for s in late:
+        assert s["intended_rate"] == pytest.approx(rate, rel=0.02), s["t_s"]
+        assert s["achieved_rate"] == pytest.approx(rate, rel=0.15), s["t_s"]
+    # What went missing is the gap between the loss and the rebalance, not the rest of the run.
+    seen = served(target) - before
+    assert 0.8 * rate * secs <= seen <= rate * secs + INJECTORS, seen
+    assert doc["requests"] <= seen
+    assert len(snaps) >= secs / 0.25 - 1
+
+
 class _Paths(http.server.BaseHTTPRequestHandler):
     """_Paths answers 200 to every GET and records its path (the values a scenario sent)."""
 

@@ -37,17 +37,26 @@ def one_line_error(p: subprocess.CompletedProcess[str], want: str) -> None:
         ("bad address", ["--cluster", "ray://nohost"], "bad cluster address 'ray://nohost'"),
         ("bad local", ["--cluster", "local:0"], "local:N needs N from 1"),
         ("injectors without cluster", ["--injectors", "3"], "--injectors needs --cluster"),
-        (
-            "rebalance",
-            ["--cluster", "local:2", "--on-injector-loss", "rebalance"],
-            "rebalance: not yet implemented",
-        ),
         ("bad policy", ["--cluster", "local:2", "--on-injector-loss", "x"], "choose fail"),
     ],
 )
 def test_bad_cluster_flags_are_one_line_and_exit_2(label, args, want, target) -> None:
     for command in ("run", "find"):
         one_line_error(run_cli(command, *args, target.url), want)
+
+
+def test_rebalance_of_a_ramp_is_refused_before_ray_starts(target) -> None:
+    p = run_cli(
+        "run",
+        "--cluster",
+        "local:2",
+        "--on-injector-loss",
+        "rebalance",
+        "--stages",
+        "1s:4",
+        target.url,
+    )
+    one_line_error(p, "rebalance needs a constant load for a duration")
 
 
 def test_without_ray_the_cli_says_how_to_install_it(target) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from redline.cluster.address import Address, Kind, check_injectors, parse_address
 from redline.cluster.handle import ClusterHandle, OnLoss
+from redline.cluster.split import for_rebalance
 
 __all__ = [
     "Address",
@@ -46,6 +47,8 @@ def start_run(
     address = parse_address(cluster)
     n = check_injectors(injectors, address)
     policy = OnLoss.parse(on_injector_loss)
+    if policy is OnLoss.REBALANCE:
+        for_rebalance(config)  # refused here, before any Ray starts, if it cannot be done
     conn = Connection.open(address, n, runtime_env)
     try:
         return ClusterHandle(conn, config, policy)

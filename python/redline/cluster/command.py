@@ -38,8 +38,9 @@ def add_cluster_flags(p: argparse.ArgumentParser) -> None:
         "--on-injector-loss",
         default="fail",
         metavar="fail|continue|rebalance",
-        help="when an injector dies or falls silent: stop the run (fail, default) or go on "
-        "with the rest, each interval saying how many reported (continue)",
+        help="when an injector dies or falls silent: stop the run (fail, default), go on "
+        "with the rest, each interval saying how many reported (continue), or go on with the "
+        "lost share handed to the rest (rebalance: a constant load for a duration)",
     )
 
 

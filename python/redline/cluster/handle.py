@@ -26,7 +26,7 @@ from typing import Any
 
 from redline.cluster.connection import Connection, Member
 from redline.cluster.merge import add_counts, merge_histograms, merge_report, merge_snapshots
-from redline.cluster.split import split_config, split_value
+from redline.cluster.split import for_rebalance, load_of, split_config, split_value
 from redline.cluster.table import injector_rows, merged_generator
 from redline.errors import ClusterError
 
@@ -56,23 +56,19 @@ class OnLoss(enum.Enum):
     FAIL = "fail"
     #: CONTINUE: go on; every interval says how many injectors reported it.
     CONTINUE = "continue"
-    #: REBALANCE: give the lost share to the others (not yet implemented: refused).
+    #: REBALANCE: go on, the lost share handed to the others (each injector runs live, so
+    #: its load can be raised; a constant load for a duration only).
     REBALANCE = "rebalance"
 
     @classmethod
     def parse(cls, text: str) -> OnLoss:
-        """parse reads ``--on-injector-loss``; ``rebalance`` is refused, as it is not built."""
+        """parse reads ``--on-injector-loss``."""
         try:
-            policy = cls(text)
+            return cls(text)
         except ValueError:
             raise ClusterError(
                 f"--on-injector-loss {text!r}: choose fail, continue or rebalance"
             ) from None
-        if policy is cls.REBALANCE:
-            raise ClusterError(
-                "--on-injector-loss rebalance: not yet implemented (use fail or continue)"
-            )
-        return policy
 
 
 @dataclass
@@ -134,7 +130,13 @@ class ClusterHandle:
         self.closed_model = not (config.get("open") or config.get("rate") is not None)
         self.weights = [float(m.cores) for m in connection.members]
         self.start_at = time.time() + START_LEAD_S
-        configs = split_config(config, self.weights, self.start_at)
+        rebalance = on_loss is OnLoss.REBALANCE
+        if rebalance:
+            config = for_rebalance(config)
+        #: total: the load the whole cluster is asked for (what a rebalance hands out again).
+        self.total = load_of(config)
+        self._rebalance = False
+        configs = split_config(config, self.weights, self.start_at, whole_cap=rebalance)
         self.silence_s = max(SILENT_INTERVALS * self.interval_s, MIN_SILENCE_S)
         # The first snapshot is due an interval after the start instant.
         first_due = self.start_at + self.interval_s
@@ -166,6 +168,7 @@ class ClusterHandle:
     def set_target(self, value: float, ramp_s: float = 0.0) -> float:
         """set_target splits the new load across the running injectors and returns when the
         change began (seconds since the shared start)."""
+        self.total = value
         live = self._running()
         shares = split_value(value, [self.weights[f.member.index] for f in live], self.closed_model)
         refs = [
@@ -294,6 +297,10 @@ class ClusterHandle:
         for f in self._running():
             if now - f.heard_at > self.silence_s:
                 self._lose(f, f"sent no snapshot for {self.silence_s:g} s")
+        if self._rebalance and not self.stopped and self._running():
+            # The lost share, to the others: the whole load split over who is left.
+            self._rebalance = False
+            self.set_target(self.total, 0.0)
 
     def _take(self, f: Feed) -> None:
         ref, f.pending = f.pending, None
@@ -317,13 +324,15 @@ class ClusterHandle:
                 self.pending.setdefault(k, {})[f.member.index] = snap
         if got["done"]:
             f.finished = True
-        elif f.lost is None or self.on_loss is OnLoss.CONTINUE:
+        elif f.lost is None or self.on_loss is not OnLoss.FAIL:
             f.pending = f.member.actor.poll.remote(POLL_S)
 
     def _lose(self, f: Feed, why: str) -> None:
         if f.lost is not None:
             return
         f.lost = why
+        if self.on_loss is OnLoss.REBALANCE:
+            self._rebalance = True  # done in _pump, not inside a call that noticed the loss
         if self.on_loss is OnLoss.FAIL and self.failure is None:
             self.failure = f"{f.member.name} {why}: run stopped (--on-injector-loss fail)"
             self.stop()

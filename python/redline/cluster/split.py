@@ -42,10 +42,14 @@ def split_value(value: float, weights: Sequence[float], closed: bool) -> list[fl
 
 
 def split_config(
-    config: dict[str, Any], weights: Sequence[float], start_at_unix_s: float
+    config: dict[str, Any],
+    weights: Sequence[float],
+    start_at_unix_s: float,
+    whole_cap: bool = False,
 ) -> list[dict[str, Any]]:
     """split_config is each injector's RunConfig: ``config``'s load, request count, pool cap
-    and data rows split by ``weights``, and the shared start instant."""
+    and data rows split by ``weights``, and the shared start instant. ``whole_cap`` gives
+    every injector the whole VU cap (``max_vus``), so that it can take over others' load."""
     n = len(weights)
     closed = not (config.get("open") or config.get("rate") is not None)
     out = [copy.deepcopy(config) for _ in range(n)]
@@ -61,7 +65,11 @@ def split_config(
         for c, v in zip(out, apportion(vus, weights), strict=True):
             c["connections"] = v
     if "max_vus" in config:
-        caps = apportion(int(config["max_vus"]), weights)
+        caps = (
+            [int(config["max_vus"])] * n
+            if whole_cap
+            else apportion(int(config["max_vus"]), weights)
+        )
         for c, cap in zip(out, caps, strict=True):
             c["max_vus"] = max(cap, int(c.get("connections", 1)))
     if "stages" in config:
@@ -87,6 +95,29 @@ def split_config(
     for c in out:
         c["start_at_unix_s"] = start_at_unix_s
     return out
+
+
+def for_rebalance(config: dict[str, Any]) -> dict[str, Any]:
+    """for_rebalance makes ``config`` a live run (its load can be raised when another
+    injector is lost), which needs a constant load for a duration: connections or a rate."""
+    if "stages" in config or "requests" in config:
+        raise ClusterError(
+            "--on-injector-loss rebalance needs a constant load for a duration "
+            "(connections or --rate; not --stages or -n)"
+        )
+    out = {**config, "live": True}
+    if not (config.get("open") or config.get("rate") is not None):
+        out.setdefault("max_vus", round(load_of(config)))
+    return out
+
+
+def load_of(config: dict[str, Any]) -> float:
+    """load_of: the load a RunConfig starts at, VUs or req/s (stages: their first target)."""
+    if config.get("rate") is not None:
+        return float(config["rate"])
+    if config.get("stages"):
+        return float(config["stages"][0]["target"])
+    return float(config.get("connections", _default_connections()))
 
 
 def partition_plan(plan: dict[str, Any], index: int, n: int) -> dict[str, Any]:
