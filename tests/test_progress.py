@@ -85,3 +85,27 @@ def test_plain_lines_off_a_terminal():
     line = stream.getvalue()
     assert line.count("\n") == 1 and "req/s=" in line
     assert "p95=  6.00ms" in line and "errors=1 (timeout 1)  conns=8" in line
+
+
+def test_a_cluster_interval_some_injectors_missed_says_so_and_names_the_lost():
+    whole = snap(1, 10, injectors=3, injectors_reported=3)
+    short = snap(
+        2, 10, injectors=3, injectors_reported=2, injectors_lost=["injector 1 (node1, pid 7) died"]
+    )
+    stream = io.StringIO()
+    progress = for_stream(stream, Goal(seconds=2))
+    progress(whole)
+    progress(short)
+    first, second = stream.getvalue().splitlines()
+    assert "injectors" not in first, "every injector reported: nothing to say"
+    assert second.endswith("injectors 2/3 (lost: injector 1 (node1, pid 7) died)")
+    tally = Tally()
+    tally.add(short)
+    assert "injectors 2/3 (lost: injector 1" in text_of(view(tally, Goal(seconds=2)))
+    assert "injectors" not in text_of(view(_tally(snap(1, 10)), Goal(seconds=2)))
+
+
+def _tally(s):
+    t = Tally()
+    t.add(s)
+    return t

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from redline import __version__
+from redline.cluster.command import add_cluster_flags, cluster_options, lost_exit, print_injectors
 from redline.compare.command import add_compare_parser
-from redline.errors import RedlineError
+from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find_command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, open_session, url_name
@@ -183,6 +184,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress on stderr")
     add_live_flags(r)
     add_vary_flags(r, "run")
+    add_cluster_flags(r)
     r.set_defaults(func=cmd_run)
     return r
 
@@ -338,6 +340,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, live: Any) -> int:
     """_run is ``redline run`` proper (``live``: the session, or None)."""
+    cluster = cluster_options(args)
     if is_scenario(args.url):
         if live is None:
             return cmd_run_scenario(args)
@@ -366,22 +369,27 @@ def _run(args: argparse.Namespace, live: Any) -> int:
         # Said above in the CLI's own spelling.
         warnings.simplefilter("ignore", IgnoredOption)
         opts = url_run_options(args)
-        aborted = None
+        aborted, lost = None, None
         try:
-            if watches:
-                result, aborted = run_watched(args.url, None, opts, watches, progress)
+            if watches or cluster is not None:
+                result, aborted = run_watched(args.url, None, opts, watches, progress, cluster)
             else:
                 result = run(args.url, progress=progress, **opts)  # type: ignore[arg-type]
+        except InjectorLost as e:
+            # The partial result is kept: printed and written like any other.
+            result, lost = e.result, e
         finally:
             if view is not None:
                 view.close()
     print(render(result), flush=True)
+    print_injectors(result.data)
     if args.json:
         result.write_json(args.json)
     write_run_report(args.report, result.data)
     if live is not None:
         _finisher(live)(result)
-    return judge(thresholds, result, aborted)
+    code = judge(thresholds, result, aborted)
+    return lost_exit(lost) or code
 
 
 def _finisher(live: Any) -> Callable[[Any], None]:

@@ -21,10 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from redline import _engine
 from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
-from redline.runner import build_config
+from redline.runner import ClusterOptions, build_config, start_handle
 from redline.search import CONDITIONS, Ended, Limits, Outcome, Plan, Search, Slo, Step
 
 #: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).
@@ -36,10 +35,13 @@ class LiveRun:
     (its worker threads' CPU time, read from /proc at each snapshot) for the saturation check.
     """
 
-    def __init__(self, config: dict[str, Any]):
-        self.handle = _engine.start_run(json.dumps(config))
+    def __init__(self, config: dict[str, Any], cluster: ClusterOptions | None = None):
+        self.handle = start_handle(config, cluster)
         self.timeseries: list[dict[str, Any]] = []
         self._cpu: list[tuple[float, float, float, int]] = []
+        #: _injector_cpu: a cluster run's worker CPU, per injector, at each snapshot
+        #: ([ran_s, waited_s, threads], as :func:`worker_cpu_s`).
+        self._injector_cpu: list[tuple[float, dict[str, list[float]]]] = []
 
     def set_target(self, value: float, ramp_s: float = 0.0) -> float:
         return float(self.handle.set_target(value, ramp_s))
@@ -49,9 +51,12 @@ class LiveRun:
         if raw is None:
             return None
         snap: dict[str, Any] = json.loads(raw)
-        cpu = worker_cpu_s()
-        if cpu is not None:
-            self._cpu.append((float(snap["t_s"]), *cpu))
+        if "worker_cpu" in snap:
+            self._injector_cpu.append((float(snap["t_s"]), snap["worker_cpu"]))
+        else:
+            cpu = worker_cpu_s()
+            if cpu is not None:
+                self._cpu.append((float(snap["t_s"]), *cpu))
         self.timeseries.append(snap)
         return snap
 
@@ -74,7 +79,11 @@ class LiveRun:
         return None if shares is None else shares[1]
 
     def _worker_shares(self, t0: float, t1: float) -> tuple[float, float] | None:
-        """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time."""
+        """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time;
+        on a cluster, the busiest injector's, so that a limit that is one injector's is named
+        as the generator's."""
+        if self._injector_cpu:
+            return _busiest(self._injector_cpu, t0, t1)
         inside = [x for x in self._cpu if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
         if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][3] == 0:
             return None
@@ -89,6 +98,24 @@ class LiveRun:
                 break
         report: dict[str, Any] = json.loads(self.handle.report())
         return report
+
+
+def _busiest(
+    samples: list[tuple[float, dict[str, list[float]]]], t0: float, t1: float
+) -> tuple[float, float] | None:
+    """_busiest: (ran, waited) over [t0, t1], as shares of its worker threads' wall time, of
+    the injector that wanted the most CPU, from the per-injector CPU each merged snapshot
+    carries."""
+    inside = [x for x in samples if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    (ta, a), (tb, b) = inside[0], inside[-1]
+    shares = [
+        ((b[k][0] - a[k][0]) / wall, (b[k][1] - a[k][1]) / wall)
+        for k in b
+        if k in a and (wall := b[k][2] * (tb - ta)) > 0
+    ]
+    return max(shares, key=sum) if shares else None
 
 
 class Aligned:
@@ -107,6 +134,14 @@ class Aligned:
 
     def stop(self) -> None:
         self.monitor.stop()
+
+
+def cluster_size(cluster: ClusterOptions) -> int:
+    """cluster_size: the injectors a cluster run will have, when known before it starts
+    (``--injectors``, or local:N's N; else 1)."""
+    from redline.cluster.address import parse_address
+
+    return cluster.injectors or parse_address(cluster.address).injectors or 1
 
 
 def worker_cpu_s() -> tuple[float, float, int] | None:
@@ -164,6 +199,7 @@ def find(
     scenario: str | None = None,
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
     on_step: Callable[[Step], None] | None = None,
+    cluster: ClusterOptions | None = None,
 ) -> dict[str, Any]:
     """find searches for the load where ``url`` runs best and where it breaks.
 
@@ -179,7 +215,8 @@ def find(
     long think times settle sooner with a ramp as long as one iteration). ``throughput``
     says what counts: ``requests``, ``iterations`` (a scenario's) or one request name.
     ``plan`` (a compiled scenario, named ``scenario`` in the result) replaces the single
-    request with the scenario's flows; ``url`` is then its host.
+    request with the scenario's flows; ``url`` is then its host. ``cluster`` runs the
+    search on Ray injectors, each step's load split across them (docs/distributed.md).
     """
     limits = Limits(
         max_errors=max_errors,
@@ -193,6 +230,9 @@ def find(
     if max_time <= confirm + 2 * min_step:
         raise ConfigError(f"--max-time: at least {confirm + 2 * min_step + 1:g}s")
     first = start if start is not None else (1.0 if model == "closed" else 50.0)
+    if cluster is not None and model == "closed" and start is None:
+        # Each injector runs at least one VU: start where every one has its own.
+        first = float(max(1, cluster_size(cluster)))
     ceiling = max_load if max_load is not None else (1000.0 if model == "closed" else 1e6)
     steps_plan = Plan(
         model=model,
@@ -231,7 +271,7 @@ def find(
         config["connections"] = int(first)
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
-    live = LiveRun(config)
+    live = LiveRun(config, cluster)
     if monitor is not None:
         if getattr(monitor, "_thread", None) is None:
             monitor.start(origin=started)

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from redline.cluster.command import add_cluster_flags
 from redline.errors import ConfigError, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find_flags import find_options
@@ -84,6 +85,7 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--report", metavar="FILE.html", help="write the HTML report")
     f.add_argument("-q", "--quiet", action="store_true", help="no live view")
     add_live_flags(f)
+    add_cluster_flags(f)
     f.set_defaults(func=cmd_find)
     return f
 

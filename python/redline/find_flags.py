@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from redline.cluster.command import cluster_options
 from redline.errors import ConfigError
 from redline.options import parse_duration
 
@@ -41,4 +42,5 @@ def find_options(args: argparse.Namespace) -> dict[str, Any]:
         "service_cpu": args.service_cpu,
         "throughput": args.throughput,
         "stop_at_knee": args.stop_at_knee,
+        "cluster": cluster_options(args),
     }

@@ -38,7 +38,20 @@ def describe(s: dict[str, Any]) -> str:
         )
     if s.get("warmup"):
         line += "  (warm-up)"
+    cluster = injectors_text(s)
+    if cluster:
+        line += f"  {cluster}"
     return line
+
+
+def injectors_text(s: dict[str, Any]) -> str:
+    """injectors_text: a cluster run's interval, when not every injector reported it: how
+    many did, and the lost ones by name ("" otherwise, and on one machine)."""
+    n, got = s.get("injectors"), s.get("injectors_reported")
+    if n is None or got == n:
+        return ""
+    lost = "; ".join(s.get("injectors_lost") or [])
+    return f"injectors {got}/{n}" + (f" (lost: {lost})" if lost else "")
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,9 @@ def view(tally: Tally, goal: Goal) -> Any:
         f"{tally.requests:,}  connections {s.get('active_connections', 0)}"
         + ("  (warm-up)" if s.get("warmup") else ""),
     )
+    cluster = injectors_text(s)
+    if cluster:
+        grid.add_row("injectors", Text(cluster, "red"))
     if tally.errors:
         detail = ", ".join(f"{k} {v:,}" for k, v in sorted(tally.by_class.items()))
         grid.add_row("errors", Text(f"{tally.errors:,}" + (f": {detail}" if detail else ""), "red"))

@@ -566,6 +566,11 @@ def render_run_html(result: dict[str, Any]) -> str:
             "<th>name</th><th>requests</th><th>errors</th><th>p50 ms</th><th>p90 ms</th>"
             f"<th>p99 ms</th><th>max ms</th></tr></thead><tbody>{rows}</tbody></table>"
         )
+    injectors = (result.get("cluster") or {}).get("injectors")
+    if injectors:
+        from redline.cluster.table import render_html
+
+        body += render_html(injectors)
     meta = " · ".join(
         str(p)
         for p in (

@@ -18,9 +18,11 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from redline import _engine
+from redline.errors import InjectorLost
 from redline.options import (
     IgnoredOption,
     Stage,
@@ -59,6 +61,9 @@ def run(
     insecure: bool = False,
     cacert: str | os.PathLike[str] | None = None,
     plan: dict[str, Any] | None = None,
+    cluster: str | None = None,
+    injectors: int | None = None,
+    on_injector_loss: str = "fail",
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
 
@@ -70,7 +75,10 @@ def run(
     https targets are verified against the system's CAs plus ``cacert`` (a PEM file);
     ``insecure=True`` skips certificate verification. ``plan`` is a compiled scenario
     (:mod:`redline.scenario`): each hit is then one iteration of its flows, and ``url`` gives
-    the host. Options left as None take the engine's
+    the host. ``cluster`` (``ray://HOST:PORT`` or ``local:N``) spreads the run over that many
+    Ray injectors (``injectors``; docs/distributed.md): the result is one run's, merged
+    exactly; an injector lost mid-run raises InjectorLost carrying the partial result
+    (``on_injector_loss="continue"`` goes on instead). Options left as None take the engine's
     defaults (``redline.defaults()``: 50 connections, 10 s, GET, 30 s timeout, one thread per
     core). Invalid options raise ConfigError with the engine's message; options the run will not
     use (``connections`` with ``rate``) give an IgnoredOption warning.
@@ -108,6 +116,10 @@ def run(
     )
     if plan is not None:
         config["plan"] = plan
+    if cluster is not None:
+        handle = start_handle(config, ClusterOptions(cluster, injectors, on_injector_loss))
+        result, _ = drive(handle, progress)
+        return result
     callback = None
     if progress is not None:
 
@@ -116,6 +128,65 @@ def run(
 
     report = _engine.run(json.dumps(config), callback)
     return Result(json.loads(report))
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """ClusterOptions: where a run's injectors are (``ray://HOST:PORT`` or ``local:N``), how
+    many, and what a lost one does (``fail`` or ``continue``)."""
+
+    address: str
+    injectors: int | None = None
+    on_injector_loss: str = "fail"
+
+
+def start_handle(config: dict[str, Any], cluster: ClusterOptions | None = None) -> Any:
+    """start_handle starts a live run of ``config``: the engine's RunHandle here, or with
+    ``cluster`` the driver's ClusterHandle over its injectors (the same interface)."""
+    if cluster is None:
+        return _engine.start_run(json.dumps(config))
+    from redline.cluster import start_run
+
+    return start_run(
+        config,
+        cluster.address,
+        injectors=cluster.injectors,
+        on_injector_loss=cluster.on_injector_loss,
+    )
+
+
+def drive(
+    handle: Any,
+    progress: Progress | None = None,
+    watches: Iterable[Any] = (),
+    interval_s: float = 1.0,
+) -> tuple[Result, str | None]:
+    """drive reads a live run's snapshots to its end, feeding ``progress`` and the threshold
+    ``watches`` (the first that fires stops the run: its line is returned); Ctrl-C stops it
+    and keeps what ran. A cluster run that lost an injector under ``fail`` raises
+    InjectorLost with the partial result."""
+    watches = list(watches)
+    aborted = None
+    try:
+        while not handle.done:
+            raw = handle.next_snapshot(0.5)
+            if raw is None:
+                continue
+            snap = json.loads(raw)
+            if progress is not None:
+                progress(snap)
+            for w in watches:
+                line = w.feed(snap, interval_s)
+                if line and aborted is None:
+                    aborted = line
+                    handle.stop()
+    except KeyboardInterrupt:
+        handle.stop()
+    result = Result(json.loads(handle.report()))
+    failure = (result.data.get("cluster") or {}).get("failure")
+    if failure:
+        raise InjectorLost(failure, result)
+    return result, aborted
 
 
 def build_config(

@@ -4,7 +4,7 @@
 //! interpretation (which load model, which limit, how stages ramp) happens once in
 //! [`RunConfig::check`], so the workers only ever see consistent, typed settings.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -78,6 +78,10 @@ pub struct RunConfig {
     /// plan: a scenario's compiled plan (docs/scenarios.md); each hit is then one iteration
     /// of a flow, and `url` gives only the host (its path is not used).
     pub plan: Option<serde_json::Value>,
+    /// start_at_unix_s: the wall-clock instant (Unix seconds) the load starts at, so that
+    /// several processes (a cluster's injectors) run one schedule; the run is built and
+    /// waits for it. None: start at once. An instant already past starts at once.
+    pub start_at_unix_s: Option<f64>,
 }
 
 impl Default for RunConfig {
@@ -104,6 +108,7 @@ impl Default for RunConfig {
             live: false,
             max_vus: None,
             plan: None,
+            start_at_unix_s: None,
         }
     }
 }
@@ -125,6 +130,10 @@ pub const DEFAULT_DURATION_S: f64 = 10.0;
 /// MIN_INTERVAL_S is the shortest reporting interval: each interval merges every thread's
 /// histograms, and below ~50 ms that merging becomes a measurable share of the run.
 pub const MIN_INTERVAL_S: f64 = 0.05;
+
+/// MAX_START_WAIT_S bounds how far ahead `start_at_unix_s` may be: a start an hour away is a
+/// wrong clock or a wrong unit (milliseconds), not a plan.
+pub const MAX_START_WAIT_S: f64 = 3600.0;
 
 /// MAX_COUNT bounds connections, the pool cap and threads: a million sockets is past what one
 /// host can open, and the bound keeps the conversions to `u32` exact.
@@ -213,6 +222,8 @@ pub struct Checked {
     pub max_vus: u32,
     /// scenario: the resolved scenario plan, when the run executes one.
     pub scenario: Option<std::sync::Arc<crate::scenario::Script>>,
+    /// start_at: the wall-clock instant the load starts at (see [`RunConfig::start_at_unix_s`]).
+    pub start_at: Option<SystemTime>,
 }
 
 impl RunConfig {
@@ -291,6 +302,7 @@ impl RunConfig {
             Some(n) => count("max_connections", n)?,
             None => DEFAULT_MAX_CONNECTIONS,
         };
+        let start_at = self.start_at()?;
         let max_vus = self.vu_cap(&profile)?;
         let threads = self.threads(model, &profile, max_connections)?;
         let scenario = match &self.plan {
@@ -320,7 +332,32 @@ impl RunConfig {
             live: self.live,
             max_vus,
             scenario,
+            start_at,
         })
+    }
+
+    /// start_at checks `start_at_unix_s`: a finite Unix time at most [`MAX_START_WAIT_S`]
+    /// ahead of this machine's clock.
+    fn start_at(&self) -> Result<Option<SystemTime>, EngineError> {
+        let Some(at) = self.start_at_unix_s else {
+            return Ok(None);
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        if !(at.is_finite() && at > 0.0) {
+            return Err(EngineError::config(format!(
+                "start_at_unix_s must be a Unix time in seconds, got {at}"
+            )));
+        }
+        if at - now > MAX_START_WAIT_S {
+            return Err(EngineError::config(format!(
+                "start_at_unix_s is {:.0} s ahead of this machine's clock (at most {MAX_START_WAIT_S} s): \
+                 is the clock or the unit wrong?",
+                at - now
+            )));
+        }
+        Ok(Some(UNIX_EPOCH + Duration::from_secs_f64(at)))
     }
 
     /// vu_cap is how many VUs the closed model may run: the profile's peak, or in a live run

@@ -225,6 +225,16 @@ fn rejects_bad_configs_with_one_line() {
             r#"{"url":"http://h/","rate":1,"max_connections":0,"duration_s":1}"#,
             "max_connections must be > 0, got 0",
         ),
+        (
+            "negative start instant",
+            r#"{"url":"http://h/","start_at_unix_s":-1}"#,
+            "start_at_unix_s must be a Unix time in seconds, got -1",
+        ),
+        (
+            "start instant in milliseconds",
+            r#"{"url":"http://h/","start_at_unix_s":1.7e12}"#,
+            "ahead of this machine's clock",
+        ),
     ];
     for (label, json, want) in cases {
         match parse(json) {
@@ -241,4 +251,38 @@ fn rejects_bad_configs_with_one_line() {
             }
         }
     }
+}
+
+#[test]
+fn start_instant_is_a_wall_clock_time_within_the_hour() {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs_f64();
+    let cases = [
+        ("soon", now + 2.0, true),
+        ("past: starts at once", now - 60.0, true),
+        ("59 minutes ahead", now + 3540.0, true),
+        ("two hours ahead", now + 7200.0, false),
+    ];
+    for (label, at, ok) in cases {
+        let json = format!(r#"{{"url":"http://h/","start_at_unix_s":{at}}}"#);
+        match parse(&json) {
+            Ok(c) => {
+                assert!(ok, "{label}: accepted");
+                let got = c
+                    .start_at
+                    .expect("start instant kept")
+                    .duration_since(UNIX_EPOCH)
+                    .expect("after 1970")
+                    .as_secs_f64();
+                assert!((got - at).abs() < 1e-6, "{label}: {got} != {at}");
+            }
+            Err(e) => assert!(!ok, "{label}: refused: {e}"),
+        }
+    }
+    assert!(parse(r#"{"url":"http://h/"}"#)
+        .expect("valid")
+        .start_at
+        .is_none());
 }

@@ -188,6 +188,9 @@ pub struct NameReport {
     /// counts add up to `errors`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub failure_reasons: BTreeMap<String, u64>,
+    /// histogram: its latency histogram (µs, encoded as [`Histograms::latency`]), so that
+    /// several runs' per-name figures merge exactly (a cluster's injectors).
+    pub histogram: String,
 }
 
 /// Limit is what held the run's load back, as measured.
@@ -388,6 +391,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
                 errors: s.errors,
                 latency_ms: LatencySummary::from_histogram(&s.latency),
                 failure_reasons: crate::scenario::summary::reasons(&t.flow, i),
+                histogram: encode_histogram(&s.latency),
             };
             (name.clone(), r)
         })

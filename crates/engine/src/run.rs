@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Checked, Model, RunConfig};
 use crate::control::LoadControl;
@@ -112,6 +112,9 @@ pub fn run(
         }
     }
     drop(tx);
+    if let Some(at) = cfg.start_at {
+        wait_until(at, &control);
+    }
     let start = gate.open(cfg.threads);
     control.load().started(start);
     let mut c = Coordinator::new(&cfg, start, control.load().clone());
@@ -121,6 +124,24 @@ pub fn run(
     }
     let process_cpu = CpuTimes::process().since(&cpu0);
     Ok(c.finish(process_cpu, gauge.peak()))
+}
+
+/// START_POLL is how often a wait for the start instant looks at the stop flag.
+const START_POLL: Duration = Duration::from_millis(20);
+
+/// wait_until sleeps until the wall clock reads `at` (the shared start instant of several
+/// injectors), or the run is stopped; the worker threads wait at the gate meanwhile, built.
+/// The last slice is slept to the instant, so the start is as close to it as the sleep is.
+fn wait_until(at: SystemTime, control: &RunControl) {
+    while !control.is_stopped() {
+        let Ok(left) = at.duration_since(SystemTime::now()) else {
+            return;
+        };
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(START_POLL));
+    }
 }
 
 /// resolve looks the host up and, when asked, proves it reachable with one TCP connect.

@@ -669,3 +669,60 @@ fn resends_on_an_idle_closed_connection_are_counted_and_never_repeat_a_post() {
         }
     }
 }
+
+#[test]
+fn a_start_instant_holds_the_load_until_the_wall_clock_reaches_it() {
+    // Two runs told to start 0.6 s from now (a cluster's injectors given one instant) send
+    // nothing before it: the server stamps each connection's first request, and none is
+    // earlier than the instant; both start within a few tens of milliseconds of it.
+    let seen = Arc::new(common::Seen::tracking());
+    let server = common::start_killable(
+        0,
+        Mode::Ok {
+            delay: Duration::ZERO,
+        },
+        seen.clone(),
+    );
+    let lead = Duration::from_millis(600);
+    let at = std::time::SystemTime::now() + lead;
+    let at_s = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs_f64();
+    let called = Instant::now();
+    let runs: Vec<_> = (0..2)
+        .map(|_| {
+            let url = server.url("/");
+            std::thread::spawn(move || {
+                go(RunConfig {
+                    connections: 2,
+                    requests: Some(200),
+                    preflight: false,
+                    start_at_unix_s: Some(at_s),
+                    ..cfg(url)
+                })
+            })
+        })
+        .collect();
+    for r in runs {
+        let (report, _) = r.join().expect("run thread");
+        assert_eq!(report.requests, 200);
+    }
+    let firsts = seen.first_requests();
+    assert_eq!(firsts.len(), 4, "two connections per run");
+    let due = called + lead;
+    let earliest = firsts.iter().min().copied().expect("requests seen");
+    let latest = firsts.iter().max().copied().expect("requests seen");
+    // Instant and SystemTime are read a few microseconds apart: allow 5 ms.
+    assert!(
+        earliest + Duration::from_millis(5) >= due,
+        "a request went out {:?} before the start instant",
+        due.saturating_duration_since(earliest)
+    );
+    assert!(
+        latest.saturating_duration_since(due) < Duration::from_millis(300),
+        "the last run started {:?} after the instant",
+        latest.saturating_duration_since(due)
+    );
+    assert_eq!(seen.requests.load(std::sync::atomic::Ordering::SeqCst), 400);
+}

@@ -6,6 +6,7 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use pyo3::prelude::*;
+use redline_engine::metrics::LatencySummary;
 
 use crate::errors::ConfigError;
 
@@ -53,4 +54,14 @@ pub fn histogram_quantiles(histogram: &str, quantiles: Vec<f64>) -> PyResult<(u6
         h.len(),
         quantiles.iter().map(|q| h.value_at_quantile(*q)).collect(),
     ))
+}
+
+/// histogram_summary(b64) -> json: the report's latency summary (min, mean, stdev,
+/// percentiles, max; ms) of a serialised µs histogram, so a report merged from several runs
+/// reads as one run's (the engine's own LatencySummary, no second copy in Python).
+#[pyfunction]
+pub fn histogram_summary(histogram: &str) -> PyResult<String> {
+    let h = decode(histogram)?;
+    serde_json::to_string(&LatencySummary::from_histogram(&h))
+        .map_err(|e| ConfigError::new_err(format!("cannot serialise the summary: {e}")))
 }

@@ -23,6 +23,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::RunHandle>()?;
     m.add_function(wrap_pyfunction!(histogram::merge_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(histogram::histogram_quantiles, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram::histogram_summary, m)?)?;
     m.add_class::<target::Target>()?;
     Ok(())
 }

@@ -75,6 +75,11 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"{flag} does not go with --vary (an experiment is judged by compare)"
             )
+    if getattr(args, "cluster", None):
+        raise ConfigError(
+            "--cluster does not go with --vary on redline run yet: run each configuration"
+            " with --cluster, then redline compare"
+        )
     _check_outputs(args)
     url, options = _run_target(args)
     start_line = _announcer(args.repeat)

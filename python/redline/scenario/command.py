@@ -88,28 +88,37 @@ def add_inspect_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
 def cmd_run_scenario(args: argparse.Namespace, progress: Any = None, on_result: Any = None) -> int:
     """cmd_run_scenario runs ``redline run SCENARIO.py`` (``args`` from the run parser);
     ``on_result`` hears the result once its outputs are written (the live view)."""
+    from redline.cluster.command import cluster_options, lost_exit, print_injectors
+    from redline.errors import InjectorLost
     from redline.runner import run
     from redline.scenario.table import render as render_tables
     from redline.summary import render
 
     compiled, url, opts = scenario_run(args)
     thresholds, watches = parse_thresholds([*args.threshold, *compiled.thresholds])
-    aborted = None
-    if watches:
-        result, aborted = run_watched(url, opts.pop("plan"), opts, watches, progress)
-    else:
-        result = run(url, progress=progress, **opts)
+    cluster = cluster_options(args)
+    aborted, lost = None, None
+    try:
+        if watches or cluster is not None:
+            result, aborted = run_watched(url, opts.pop("plan"), opts, watches, progress, cluster)
+        else:
+            result = run(url, progress=progress, **opts)
+    except InjectorLost as e:
+        # The partial result is kept: printed and written like any other.
+        result, lost = e.result, e
     summary = render(result).splitlines()
     if summary:
         summary[0] = f"Run @ {compiled.file} against {url}"
     print("\n".join(summary), flush=True)
     print(render_tables(result.data), flush=True)
+    print_injectors(result.data)
     if args.json:
         result.write_json(args.json)
     write_run_report(getattr(args, "report", None), result.data)
     if on_result is not None:
         on_result(result)
-    return judge(thresholds, result, aborted)
+    code = judge(thresholds, result, aborted)
+    return lost_exit(lost) or code
 
 
 def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any]]:
@@ -202,33 +211,17 @@ def run_watched(
     opts: dict[str, Any],
     watches: list[Watch],
     progress: Any = None,
+    cluster: Any = None,
 ) -> tuple[Any, str | None]:
     """run_watched runs ``url`` (with the scenario ``plan``, or none for a URL run) with a
-    live handle, feeding each interval snapshot to the watches and stopping the run when one
-    fires; returns the result and the abort line."""
-    from redline import _engine
-    from redline.result import Result
-    from redline.runner import build_config
+    live handle (``cluster``: a runner.ClusterOptions to run on injectors), feeding each
+    interval snapshot to the watches and stopping the run when one fires; returns the
+    result and the abort line."""
+    from redline.runner import build_config, drive, start_handle
 
     config = build_config(url, **opts)
     if plan is not None:
         config["plan"] = plan
     interval_s = float(config.get("interval_s", 1.0))
-    handle = _engine.start_run(json.dumps(config))
-    aborted = None
-    try:
-        while not handle.done:
-            raw = handle.next_snapshot(0.5)
-            if raw is None:
-                continue
-            snap = json.loads(raw)
-            if progress is not None:
-                progress(snap)
-            for w in watches:
-                line = w.feed(snap, interval_s)
-                if line and aborted is None:
-                    aborted = line
-                    handle.stop()
-    except KeyboardInterrupt:
-        handle.stop()
-    return Result(json.loads(handle.report())), aborted
+    handle = start_handle(config, cluster)
+    return drive(handle, progress, watches, interval_s)

@@ -1,0 +1,76 @@
+"""command: the ``--cluster`` flags of ``redline run`` and ``redline find``, read into the
+options the library takes (:class:`redline.runner.ClusterOptions`), checked before any load:
+a bad address, a bad policy or a missing Ray is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from redline.cluster.address import check_injectors, parse_address
+from redline.cluster.connection import import_ray
+from redline.cluster.handle import OnLoss
+from redline.errors import ClusterError, InjectorLost
+from redline.runner import ClusterOptions
+
+#: EXIT_LOST: a cluster run stopped because an injector was lost (--on-injector-loss fail).
+EXIT_LOST = 1
+
+
+def add_cluster_flags(p: argparse.ArgumentParser) -> None:
+    """add_cluster_flags adds --cluster, --injectors and --on-injector-loss to ``p``."""
+    g = p.add_argument_group("distributed (Ray; docs/distributed.md)")
+    g.add_argument(
+        "--cluster",
+        metavar="ray://HOST:PORT|local:N",
+        help="run the load from injectors on a Ray cluster (local:N starts N here); "
+        "needs pip install 'redline[ray]'",
+    )
+    g.add_argument(
+        "--injectors",
+        type=int,
+        metavar="N",
+        help="with --cluster: injectors (default: one per node)",
+    )
+    g.add_argument(
+        "--on-injector-loss",
+        default="fail",
+        metavar="fail|continue|rebalance",
+        help="when an injector dies or falls silent: stop the run (fail, default), go on "
+        "with the rest, each interval saying how many reported (continue), or go on with the "
+        "lost share handed to the rest (rebalance: a constant load for a duration)",
+    )
+
+
+def cluster_options(args: argparse.Namespace) -> ClusterOptions | None:
+    """cluster_options reads the flags (None without --cluster), refusing a bad address, a
+    policy not built and a missing Ray before anything starts."""
+    address = getattr(args, "cluster", None)
+    if address is None:
+        if getattr(args, "injectors", None) is not None:
+            raise ClusterError("--injectors needs --cluster")
+        return None
+    parsed = parse_address(address)
+    check_injectors(args.injectors, parsed)
+    OnLoss.parse(args.on_injector_loss)
+    import_ray()  # here, so a missing Ray is said before any load
+    return ClusterOptions(address, args.injectors, args.on_injector_loss)
+
+
+def print_injectors(data: dict[str, Any]) -> None:
+    """print_injectors prints a cluster run's per-injector table under the summary."""
+    rows = (data.get("cluster") or {}).get("injectors")
+    if rows:
+        from redline.cluster.table import render
+
+        print(render(rows), flush=True)
+
+
+def lost_exit(lost: InjectorLost | None) -> int:
+    """lost_exit: a run stopped by a lost injector says so in one line; its status is 1."""
+    if lost is None:
+        return 0
+    print(f"redline: error: {lost}", file=sys.stderr)
+    return EXIT_LOST

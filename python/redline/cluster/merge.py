@@ -1,0 +1,244 @@
+"""merge: the injectors' interval snapshots and reports added into one run's, exactly.
+
+Counts are summed; latency comes from the injectors' HdrHistograms merged bucket for bucket
+(``merge_histograms``), never from percentiles of percentiles (Locust's rounded buckets and
+Artillery's averaged percentiles are what this avoids). Means are weighted by the histograms'
+counts, which is exact; the worst send lag and the slowest response are maxima.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from redline import _engine
+
+#: SNAPSHOT_QUANTILES: the snapshot's percentile fields and the quantile each reads.
+SNAPSHOT_QUANTILES = (
+    ("p50_ms", 0.5),
+    ("p90_ms", 0.9),
+    ("p95_ms", 0.95),
+    ("p99_ms", 0.99),
+    ("p99_9_ms", 0.999),
+)
+
+_SUMMED = ("requests", "errors", "active_connections", "in_flight", "bytes_in")
+_RATES = ("in_flight_mean", "achieved_rate")
+
+
+def merge_snapshots(snaps: Sequence[dict[str, Any]], injectors: int) -> dict[str, Any]:
+    """merge_snapshots adds one interval's snapshots from the injectors that reported it;
+    ``injectors`` is how many the run has (the merged snapshot says both, as
+    ``injectors_reported`` and ``injectors``, so an interval some injectors missed is marked,
+    not passed off as whole)."""
+    hist = merge_histograms([s["histogram"] for s in snaps])
+    count, values = _engine.histogram_quantiles(hist, [q for _, q in SNAPSHOT_QUANTILES])
+    out: dict[str, Any] = {
+        "t_s": max(float(s["t_s"]) for s in snaps),
+        "warmup": any(s["warmup"] for s in snaps),
+    }
+    for key in _SUMMED:
+        out[key] = sum(int(s[key]) for s in snaps)
+    for key in _RATES:
+        out[key] = sum(float(s[key]) for s in snaps)
+    out["errors_by_class"] = add_counts(s["errors_by_class"] for s in snaps)
+    for (key, _), v in zip(SNAPSHOT_QUANTILES, values, strict=True):
+        out[key] = v / 1000.0 if count else 0.0
+    out["mean_ms"] = _weighted_mean(snaps, "mean_ms")
+    out["max_ms"] = max(float(s["max_ms"]) for s in snaps)
+    rates = [s["intended_rate"] for s in snaps if s.get("intended_rate") is not None]
+    out["intended_rate"] = sum(rates) if rates else None
+    out["send_lag_ms"] = max(float(s["send_lag_ms"]) for s in snaps)
+    out["histogram"] = hist
+    # The target was down when no injector got an answer: every one reporting saw it down.
+    down = all(s.get("down") for s in snaps)
+    out["down"] = down
+    out["down_since_s"] = (
+        min(float(s["down_since_s"]) for s in snaps if s.get("down_since_s") is not None)
+        if down
+        else None
+    )
+    if any(s.get("iterations") is not None for s in snaps):
+        out["iterations"] = add_counts(s.get("iterations") or {} for s in snaps)
+    if any(s.get("names") is not None for s in snaps):
+        out["names"] = _merge_names([s.get("names") or {} for s in snaps])
+    cpu = [s["worker_cpu"] for s in snaps if s.get("worker_cpu")]
+    if cpu:
+        # Per injector (by index): its worker threads' CPU seconds and count, so a search
+        # can judge the busiest injector, not the average (see find.LiveRun).
+        out["worker_cpu"] = {k: v for c in cpu for k, v in c.items()}
+    # A merged snapshot given again (a late one joining its interval) counts its injectors.
+    out["injectors_reported"] = sum(int(s.get("injectors_reported", 1)) for s in snaps)
+    out["injectors"] = injectors
+    return out
+
+
+def merge_report(
+    reports: Sequence[dict[str, Any]],
+    timeseries: list[dict[str, Any]],
+    extra: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """merge_report adds the injectors' final reports into one, with the merged
+    ``timeseries``; ``extra`` are partial figures of injectors that never reported (lost:
+    the sums of their snapshots after warm-up, as far as they came)."""
+    parts = [*reports, *extra]
+    base = dict(reports[0]) if reports else dict(extra[0])
+    for key in (
+        "requests",
+        "intended",
+        "unfinished",
+        "unsent",
+        "retries",
+        "clamped",
+        "bytes_in",
+        "bytes_out",
+        "non_2xx",
+        "errors_total",
+        "connects",
+        "threads",
+        "connections",
+    ):
+        base[key] = sum(int(p.get(key, 0)) for p in parts)
+    base["interrupted"] = any(p.get("interrupted") for p in parts)
+    base["duration_s"] = max(float(p.get("duration_s", 0.0)) for p in parts)
+    secs = base["duration_s"]
+    base["rps"] = base["requests"] / secs if secs > 0 else 0.0
+    base["transfer_in_per_s"] = base["bytes_in"] / secs if secs > 0 else 0.0
+    base["status_codes"] = add_counts(p.get("status_codes", {}) for p in parts)
+    base["errors"] = add_counts(p["errors"] for p in parts)
+    latency = merge_histograms([p["histograms"]["latency"] for p in parts])
+    base["latency_ms"] = summary(latency)
+    unc = [r["histograms"]["uncorrected"] for r in parts if r["histograms"].get("uncorrected")]
+    merged_unc = merge_histograms(unc) if unc else None
+    base["uncorrected_latency_ms"] = summary(merged_unc) if merged_unc else None
+    base["histograms"] = {"latency": latency, "uncorrected": merged_unc}
+    base["per_name"] = _merge_per_name(parts)
+    base["timeseries"] = timeseries
+    base["outages"] = common_outages([p.get("outages", []) for p in reports])
+    if any(p.get("scenario") for p in reports):
+        base["scenario"] = _merge_scenario([p["scenario"] for p in reports if p.get("scenario")])
+    return base
+
+
+def add_counts(dicts: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """add_counts sums count dictionaries key by key (error classes, status codes)."""
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + int(v)
+    return out
+
+
+def summary(histogram: str) -> dict[str, float]:
+    """summary is the report's ``latency_ms`` object of a merged histogram (the engine's own
+    LatencySummary, so a merged report reads as a local one)."""
+    return dict(json.loads(_engine.histogram_summary(histogram)))
+
+
+def common_outages(per_injector: Sequence[Sequence[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """common_outages are the spans in which every injector saw the target down (an outage
+    one injector alone saw is its network's, not the target's); each keeps the first
+    injector's error class and the errors summed over the injectors inside the span."""
+    if not per_injector or any(not o for o in per_injector):
+        return []
+    spans = [dict(o) for o in per_injector[0]]
+    for others in per_injector[1:]:
+        cut = []
+        for a in spans:
+            for b in others:
+                start = max(float(a["start_s"]), float(b["start_s"]))
+                ends = [float(e) for e in (a["end_s"], b["end_s"]) if e is not None]
+                end = min(ends) if ends else None
+                if end is None or end > start:
+                    cut.append(
+                        {
+                            **a,
+                            "start_s": start,
+                            "end_s": end,
+                            "errors": int(a["errors"]) + int(b["errors"]),
+                            "errors_by_class": add_counts(
+                                [a["errors_by_class"], b["errors_by_class"]]
+                            ),
+                        }
+                    )
+        spans = cut
+    return spans
+
+
+def merge_histograms(histograms: list[str]) -> str:
+    """merge_histograms adds encoded histograms bucket for bucket (one given: itself)."""
+    return histograms[0] if len(histograms) == 1 else _engine.merge_histograms(histograms)
+
+
+def _weighted_mean(snaps: Sequence[dict[str, Any]], key: str) -> float:
+    # Each injector's histogram holds its `requests` latencies plus any cut off; the
+    # requests are the weight the engine's own mean uses, closely enough for a live view.
+    weights = [int(s["requests"]) for s in snaps]
+    total = sum(weights)
+    if total == 0:
+        return max(float(s[key]) for s in snaps)
+    return sum(w * float(s[key]) for w, s in zip(weights, snaps, strict=True)) / total
+
+
+def _merge_names(names: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in sorted({n for d in names for n in d}):
+        mine = [d[name] for d in names if name in d]
+        out[name] = {
+            "requests": sum(int(m["requests"]) for m in mine),
+            "errors": sum(int(m["errors"]) for m in mine),
+            "errors_by_class": add_counts(m["errors_by_class"] for m in mine),
+            "histogram": merge_histograms([m["histogram"] for m in mine]),
+        }
+    return out
+
+
+def _merge_per_name(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in sorted({n for p in parts for n in p.get("per_name", {})}):
+        mine = [p["per_name"][name] for p in parts if name in p.get("per_name", {})]
+        hist = merge_histograms([m["histogram"] for m in mine])
+        entry: dict[str, Any] = {
+            "requests": sum(int(m["requests"]) for m in mine),
+            "errors": sum(int(m["errors"]) for m in mine),
+            "latency_ms": summary(hist),
+            "histogram": hist,
+        }
+        reasons = add_counts(m.get("failure_reasons", {}) for m in mine)
+        if reasons:
+            entry["failure_reasons"] = reasons
+        out[name] = entry
+    return out
+
+
+def _merge_scenario(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """_merge_scenario sums a scenario's iteration and group counts and rates; their
+    latency is the injectors' worst percentile, an upper bound (the engine's scenario
+    summary carries no histogram yet; see docs/distributed.md)."""
+    out = dict(parts[0])
+    its = [p["iterations"] for p in parts]
+    out["iterations"] = {
+        "started": sum(int(i["started"]) for i in its),
+        "completed": sum(int(i["completed"]) for i in its),
+        "failed": sum(int(i["failed"]) for i in its),
+        "rate": sum(float(i["rate"]) for i in its),
+        "latency_ms": _worst([i["latency_ms"] for i in its]),
+    }
+    groups: dict[str, Any] = {}
+    for name in sorted({g for p in parts for g in p.get("groups", {})}):
+        mine = [p["groups"][name] for p in parts if name in p.get("groups", {})]
+        groups[name] = {
+            "requests": sum(int(m["requests"]) for m in mine),
+            "errors": sum(int(m["errors"]) for m in mine),
+            "rps": sum(float(m["rps"]) for m in mine),
+            "latency_ms": _worst([m["latency_ms"] for m in mine]),
+        }
+    out["groups"] = groups
+    out["latency_merged"] = "upper bound: the worst injector's percentiles"
+    return out
+
+
+def _worst(summaries: list[dict[str, float]]) -> dict[str, float]:
+    keys = summaries[0].keys()
+    return {k: (min if k == "min" else max)(float(s[k]) for s in summaries) for k in keys}

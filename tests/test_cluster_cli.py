@@ -1,0 +1,207 @@
+"""Tests for ``--cluster`` on the command line (redline.cluster.command): one-line refusals
+with exit 2, a run end to end on local:2, a killed injector and Ctrl-C, and no Ray process
+left behind by the CLI. Each run starts (and must stop) its own local Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import redline
+from conftest import CLI_TIMEOUT_S, run_cli
+from leftovers import alive_descendants
+from redline.cluster.connection import Member, check_versions
+from redline.errors import ClusterError
+
+#: RAY_RUN_TIMEOUT_S bounds a CLI run that starts a local Ray on this small box.
+RAY_RUN_TIMEOUT_S = 120
+
+
+def one_line_error(p: subprocess.CompletedProcess[str], want: str) -> None:
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and want in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("label", "args", "want"),
+    [
+        ("bad address", ["--cluster", "ray://nohost"], "bad cluster address 'ray://nohost'"),
+        ("bad local", ["--cluster", "local:0"], "local:N needs N from 1"),
+        ("injectors without cluster", ["--injectors", "3"], "--injectors needs --cluster"),
+        ("bad policy", ["--cluster", "local:2", "--on-injector-loss", "x"], "choose fail"),
+    ],
+)
+def test_bad_cluster_flags_are_one_line_and_exit_2(label, args, want, target) -> None:
+    for command in ("run", "find"):
+        one_line_error(run_cli(command, *args, target.url), want)
+
+
+def test_rebalance_of_a_ramp_is_refused_before_ray_starts(target) -> None:
+    p = run_cli(
+        "run",
+        "--cluster",
+        "local:2",
+        "--on-injector-loss",
+        "rebalance",
+        "--stages",
+        "1s:4",
+        target.url,
+    )
+    one_line_error(p, "rebalance needs a constant load for a duration")
+
+
+def test_without_ray_the_cli_says_how_to_install_it(target) -> None:
+    hide = (
+        "import sys; sys.modules['ray'] = None; from redline.cli import main; "
+        f"raise SystemExit(main(['run', '--cluster', 'local:2', '-n', '10', {target.url!r}]))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", hide], capture_output=True, text=True, timeout=CLI_TIMEOUT_S
+    )
+    one_line_error(p, "pip install 'redline[ray]'")
+
+
+def test_a_version_mismatch_is_refused_in_one_line() -> None:
+    members = [
+        Member(i, None, v, 2, f"node{i}", 100 + i, 0.0, 0.001)
+        for i, v in enumerate(["0.1.0", "0.2.0"])
+    ]
+    check_versions("0.1.0", members[:1])
+    with pytest.raises(ClusterError) as e:
+        check_versions("0.1.0", members)
+    msg = str(e.value)
+    assert msg.startswith("injector 1 (node1, pid 101) runs redline 0.2.0, the driver 0.1.0")
+    assert "\n" not in msg
+
+
+def no_ray_left() -> None:
+    """no_ray_left: the CLI's Ray processes all ended with it (orphans re-parent to this
+    process, the suite's subreaper, so they would be listed here)."""
+    deadline = time.monotonic() + 10.0
+    left = alive_descendants()
+    while left and time.monotonic() < deadline:
+        psutil.wait_procs(left, timeout=0.5)
+        left = alive_descendants()
+    assert not left, [" ".join(p.cmdline())[:120] for p in left]
+
+
+def test_run_on_local_ray_end_to_end(target, tmp_path: Path) -> None:
+    before = target.stats()["requests"]
+    out = tmp_path / "r.json"
+    p = run_cli(
+        "run",
+        "--cluster",
+        "local:2",
+        "-c",
+        "2",
+        "-n",
+        "300",
+        "-t",
+        "1",
+        "-q",
+        "--json",
+        str(out),
+        target.url,
+        timeout=RAY_RUN_TIMEOUT_S,
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert target.stats()["requests"] - before == doc["requests"] == 300
+    assert "injector  host" in p.stdout and p.stdout.count(" ok") >= 2, p.stdout
+    assert [r["requests"] for r in doc["cluster"]["injectors"]] == [150, 150]
+    no_ray_left()
+
+
+def _start(target: redline.Target, tmp_path: Path) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [
+        sys.executable,
+        "-m",
+        "redline",
+        "run",
+        "--cluster",
+        "local:2",
+        "-c",
+        "2",
+        "-d",
+        "30s",
+        "-t",
+        "1",
+        "-q",
+        "--interval",
+        "250ms",
+        "--json",
+        str(tmp_path / "r.json"),
+        target.url,
+    ]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _until_loaded(target: redline.Target, proc: subprocess.Popen[str], before: int) -> None:
+    """_until_loaded waits (bounded) until the server has answered the cluster's requests."""
+    deadline = time.monotonic() + RAY_RUN_TIMEOUT_S
+    while target.stats()["requests"] - before < 200:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no load within the bound"
+        time.sleep(0.1)
+
+
+def _injectors(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    found = []
+    for p in psutil.Process(proc.pid).children(recursive=True):
+        try:
+            if " ".join(p.cmdline()).startswith("ray::Injector"):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_killing_an_injector_stops_the_cli_run_named_and_kept(target, tmp_path: Path) -> None:
+    before = target.stats()["requests"]
+    proc = _start(target, tmp_path)
+    try:
+        _until_loaded(target, proc, before)
+        victims = _injectors(proc)
+        assert len(victims) == 2, [v.cmdline() for v in victims]
+        victims[1].kill()
+        _, err = proc.communicate(timeout=RAY_RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, err
+    line = [x for x in err.splitlines() if x.startswith("redline: error:")]
+    assert len(line) == 1 and "died" in line[0] and "--on-injector-loss fail" in line[0], err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["cluster"]["failure"] and doc["interrupted"]
+    assert 0 < doc["requests"] <= target.stats()["requests"] - before
+    no_ray_left()
+
+
+def test_ctrl_c_stops_every_injector_and_keeps_the_result(target, tmp_path: Path) -> None:
+    before = target.stats()["requests"]
+    proc = _start(target, tmp_path)
+    try:
+        _until_loaded(target, proc, before)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=RAY_RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["interrupted"] and doc["duration_s"] < 20.0
+    served = target.stats()["requests"] - before
+    assert 0 < doc["requests"] <= served
+    no_ray_left()  # so no injector still sends

@@ -1,0 +1,91 @@
+"""Tests for redline.cluster.merge: snapshots and reports of several runs added exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redline
+from redline import _engine
+from redline.cluster.merge import (
+    SNAPSHOT_QUANTILES,
+    add_counts,
+    common_outages,
+    merge_report,
+    merge_snapshots,
+)
+
+
+@pytest.fixture(scope="module")
+def runs(target: redline.Target) -> list[redline.Result]:
+    """Three short real runs (as three injectors would make), each with its snapshots."""
+    return [
+        redline.run(target.url, connections=c, requests=300 * c, threads=1, interval=0.05)
+        for c in (1, 2, 3)
+    ]
+
+
+def _first(r: redline.Result) -> dict[str, Any]:
+    return r.data["timeseries"][0]
+
+
+def test_snapshots_add_counts_and_read_percentiles_from_the_merged_histogram(runs) -> None:
+    snaps = [_first(r) for r in runs]
+    m = merge_snapshots(snaps, injectors=4)
+    assert m["requests"] == sum(s["requests"] for s in snaps)
+    assert m["bytes_in"] == sum(s["bytes_in"] for s in snaps)
+    assert m["achieved_rate"] == pytest.approx(sum(s["achieved_rate"] for s in snaps))
+    assert m["max_ms"] == max(s["max_ms"] for s in snaps)
+    assert (m["injectors_reported"], m["injectors"]) == (3, 4)
+    hist = _engine.merge_histograms([s["histogram"] for s in snaps])
+    count, values = _engine.histogram_quantiles(hist, [q for _, q in SNAPSHOT_QUANTILES])
+    assert count == m["requests"]
+    for (key, _), v in zip(SNAPSHOT_QUANTILES, values, strict=True):
+        assert m[key] == v / 1000.0, key
+
+
+def test_a_late_snapshot_joins_its_merged_interval_as_if_it_had_come_in_time(runs) -> None:
+    snaps = [_first(r) for r in runs]
+    at_once = merge_snapshots(snaps, injectors=3)
+    late = merge_snapshots([merge_snapshots(snaps[:2], injectors=3), snaps[2]], injectors=3)
+    assert late == at_once
+
+
+def test_reports_add_up_and_balance(runs) -> None:
+    docs = [r.data for r in runs]
+    m = merge_report(docs, timeseries=[])
+    assert m["requests"] == sum(d["requests"] for d in docs) == 1800
+    assert m["intended"] == sum(d["intended"] for d in docs)
+    assert m["status_codes"] == add_counts(d["status_codes"] for d in docs)
+    merged = _engine.merge_histograms([d["histograms"]["latency"] for d in docs])
+    assert m["histograms"]["latency"] == merged
+    assert m["latency_ms"]["max"] == max(d["latency_ms"]["max"] for d in docs)
+    name = next(iter(m["per_name"]))
+    assert m["per_name"][name]["requests"] == 1800
+    assert m["per_name"][name]["latency_ms"] == m["latency_ms"], "one name: the run's latency"
+
+
+OUTAGES = [
+    ("one injector alone", [[{"start_s": 1.0, "end_s": 2.0}], []], []),
+    (
+        "overlap",
+        [[{"start_s": 1.0, "end_s": 3.0}], [{"start_s": 2.0, "end_s": 4.0}]],
+        [(2.0, 3.0)],
+    ),
+    (
+        "still down at the end",
+        [[{"start_s": 1.0, "end_s": None}], [{"start_s": 1.5, "end_s": None}]],
+        [(1.5, None)],
+    ),
+    ("disjoint", [[{"start_s": 1.0, "end_s": 2.0}], [{"start_s": 3.0, "end_s": 4.0}]], []),
+]
+
+
+@pytest.mark.parametrize(("label", "spans", "want"), OUTAGES, ids=[o[0] for o in OUTAGES])
+def test_an_outage_is_one_every_injector_saw(label, spans, want) -> None:
+    full = [
+        [{**o, "error_class": "connect", "errors": 1, "errors_by_class": {"connect": 1}} for o in s]
+        for s in spans
+    ]
+    got = [(o["start_s"], o["end_s"]) for o in common_outages(full)]
+    assert got == want, label
