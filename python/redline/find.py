@@ -25,6 +25,7 @@ from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
 from redline.runner import ClusterOptions, build_config, start_handle
 from redline.search import CONDITIONS, Ended, Limits, Outcome, Plan, Search, Slo, Step
+from redline.usage import worker_cpu_s
 
 #: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).
 CONFIRM_S = 10.0
@@ -142,32 +143,6 @@ def cluster_size(cluster: ClusterOptions) -> int:
     from redline.cluster.address import parse_address
 
     return cluster.injectors or parse_address(cluster.address).injectors or 1
-
-
-def worker_cpu_s() -> tuple[float, float, int] | None:
-    """worker_cpu_s is how much CPU this process's engine worker threads (named
-    ``redline-w*``) wanted so far, in seconds: the time they ran and the time they sat
-    runnable waiting for a CPU (``/proc/.../schedstat``), and how many there are. A generator
-    held to too little CPU waits where a busy one runs; both mean the load is redline's limit.
-    The target server or Python in the same process are not counted. None off Linux."""
-    ran, waited, threads = 0.0, 0.0, 0
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            base = f"/proc/self/task/{tid}"
-            try:
-                with open(f"{base}/comm") as f:
-                    if not f.read().startswith("redline-w"):
-                        continue
-                with open(f"{base}/schedstat") as f:
-                    ran_ns, waited_ns = (int(x) for x in f.read().split()[:2])
-            except (OSError, ValueError):
-                continue  # the thread ended meanwhile
-            ran += ran_ns / 1e9
-            waited += waited_ns / 1e9
-            threads += 1
-    except OSError:
-        return None
-    return ran, waited, threads
 
 
 def find(

@@ -10,6 +10,7 @@ schedule is one schedule.
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -143,6 +144,6 @@ def _stage_shares(target: float, weights: Sequence[float], closed: bool) -> list
 
 
 def _default_connections() -> int:
-    from redline.runner import defaults
+    from redline import _engine  # the engine owns the defaults (runner.defaults reads them)
 
-    return int(defaults()["connections"])
+    return int(json.loads(_engine.defaults())["connections"])
