@@ -269,7 +269,10 @@ def test_find_on_three_injectors_lands_on_the_capacity_a_local_search_finds(loca
         served = queue.stats()["requests"]
     cap = r["answers"]["limit"]["capacity_rps"]
     assert abs(cap - capacity) <= 0.05 * capacity, (cap, r["stop"])
-    assert not r["generator_limited"], r["stop"]
+    # Four Ray processes and the server on two shared cores: the search may end on the
+    # machine (its workers waiting for a CPU past the capacity), never on a busy generator.
+    if r["generator_limited"]:
+        assert "waited for a CPU" in str(r["stop"]), r["stop"]
     counted = sum(s["requests"] + s["errors"] for s in r["timeseries"])
     assert counted <= served <= counted + 1000, (counted, served)
     assert all(s["injectors_reported"] == INJECTORS for s in r["timeseries"])
