@@ -8,7 +8,6 @@ from __future__ import annotations
 import http.client
 import io
 import json
-import math
 import os
 import re
 import shutil
@@ -32,8 +31,7 @@ from redline.charts import Chart, Series
 from redline.errors import ConfigError
 from redline.live import LiveSession, parse_address
 from redline.live.events import ChartBook, first_change
-from redline.live.histogram import HistogramError, cumulative, decode
-from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger
+from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, count_and_sum, counts_at
 
 #: Every wait in this module is bounded by this many seconds.
 WAIT_S = 15.0
@@ -121,33 +119,50 @@ def snapshots(target) -> list[dict[str, Any]]:
     return snaps
 
 
-def test_histogram_counts_agree_with_the_engine(snapshots):
-    """The decoder and the engine read the same histogram: for each quantile the engine
-    reports, the decoded count at or below it reaches that rank (⌈q·n⌉) and the count below
-    its bucket does not; the total is the interval's answered requests."""
-    quantiles = [0.001, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0]
+def test_bucket_counts_agree_with_the_engine(snapshots):
+    """counts_at and the engine read the same histogram: for each bound, the value at the
+    count's rank is at or below it and the next rank's above it; the last bound (1 min)
+    holds every answered request."""
+    bounds = [round(b * 1e6) for b in BOUNDS_S]
     for snap in snapshots:
-        d = decode(snap["histogram"])
-        n, values = _engine.histogram_quantiles(snap["histogram"], quantiles)
-        assert d.total == n == snap["requests"] > 0
-        for q, v in zip(quantiles, values, strict=True):
-            rank = max(math.ceil(q * n), 1)
-            lowest = d.layout.value_at(d.layout.index_of(v))
-            assert lowest <= v and d.layout.index_of(lowest - 1) < d.layout.index_of(v)
-            below, at = cumulative(d, [lowest - 1, v])
-            assert below < rank <= at, (q, v, below, at)
+        n, counts = counts_at(snap["histogram"], bounds)
+        assert n == snap["requests"] > 0 and counts == sorted(counts) and counts[-1] == n
+        for bound, c in zip(bounds, counts, strict=True):
+            ranks = [r for r in (c, c + 1) if 1 <= r <= n]
+            _, values = _engine.histogram_quantiles(
+                snap["histogram"], [(r - 0.5) / n for r in ranks]
+            )
+            for r, v in zip(ranks, values, strict=True):
+                assert (v <= bound) == (r == c), (bound, c, r, v)
 
 
-def test_histogram_buckets_add_like_merged_histograms(snapshots):
+def test_bucket_counts_add_like_merged_histograms(snapshots):
     """Adding each interval's buckets gives the buckets of the merged histogram."""
     bounds = [round(b * 1e6) for b in BOUNDS_S]
     summed = [0] * len(bounds)
     for snap in snapshots:
-        for i, n in enumerate(cumulative(decode(snap["histogram"]), bounds)):
+        for i, n in enumerate(counts_at(snap["histogram"], bounds)[1]):
             summed[i] += n
     merged = _engine.merge_histograms([s["histogram"] for s in snapshots])
-    assert cumulative(decode(merged), bounds) == summed
-    assert summed == sorted(summed) and summed[-1] == sum(s["requests"] for s in snapshots)
+    assert counts_at(merged, bounds)[1] == summed
+    assert summed[-1] == sum(s["requests"] for s in snapshots)
+
+
+def test_bucket_counts_of_a_fixed_latency(target):
+    """A target that answers after 20 ms: no request lies at or below 10 or 20 ms (the
+    wait is a floor), every one at or below a minute; the estimated sum is the engine's
+    mean times the count, to the histogram's precision (3 digits)."""
+    snaps: list[dict[str, Any]] = []
+    redline.run(target.url + "?latency=20ms", connections=2, duration="0.5s", progress=snaps.append)
+    merged = _engine.merge_histograms([s["histogram"] for s in snaps if s["requests"]])
+    n, (at_10ms, at_20ms, at_1min) = counts_at(merged, [10_000, 20_000, 60_000_000])
+    assert n == sum(s["requests"] for s in snaps) > 0
+    assert (at_10ms, at_20ms, at_1min) == (0, 0, n)
+    for s in snaps:
+        if s["requests"]:
+            count, sum_s = count_and_sum(s["histogram"])
+            assert count == s["requests"]
+            assert sum_s == pytest.approx(s["mean_ms"] / 1000 * count, rel=2e-3)
 
 
 @pytest.mark.parametrize(
@@ -158,9 +173,9 @@ def test_histogram_buckets_add_like_merged_histograms(snapshots):
         ("truncated", "HISTFAAAAeV4nC1QQUhUYRD"),
     ],
 )
-def test_histogram_refuses_garbage(label, encoded):
-    with pytest.raises(HistogramError):
-        decode(encoded)
+def test_bucket_counts_refuse_garbage(label, encoded):
+    with pytest.raises(ConfigError):
+        counts_at(encoded, [1000])
 
 
 def test_ledger_caps_names_and_skips_warmup(snapshots):
@@ -169,11 +184,15 @@ def test_ledger_caps_names_and_skips_warmup(snapshots):
     assert ledger.totals()["requests"] == 0
     ledger.add(snapshots[1])
     assert ledger.totals()["requests"] == snapshots[1]["requests"]
+    # A scenario's snapshot: counted per name, those past the cap as _other.
     capped = Ledger(name_cap=2)
-    for name in ("a", "b", "c", "d"):
-        capped._book(name).count += 1
-    assert sorted(capped._names) == ["_other", "a", "b"]
-    assert capped._names["_other"].count == 2
+    part = {k: snapshots[1][k] for k in ("requests", "errors_by_class", "histogram")}
+    capped.add({**snapshots[1], "names": {n: part for n in ("a", "b", "c", "d")}})
+    rows = {r["name"]: r for r in capped.table()}
+    assert list(rows) == ["a", "b", "_other"]
+    assert rows["_other"]["requests"] == 2 * rows["a"]["requests"] == 2 * part["requests"]
+    assert capped._names["_other"].count == 2 * part["requests"]
+    assert capped.totals()["requests"] == 4 * part["requests"]
 
 
 def test_session_refuses_a_public_page_without_a_token():
@@ -438,12 +457,52 @@ def test_prometheus_counters_equal_the_report_and_linger(target, tmp_path):
     assert hist["redline_request_duration_seconds_sum"].value == pytest.approx(
         mean_s * result["requests"], rel=1e-6
     )
-    merged = decode(result["histograms"]["latency"])
-    assert counts[:-1] == cumulative(merged, [round(b * 1e6) for b, _ in buckets[:-1]])
+    merged = result["histograms"]["latency"]
+    assert counts[:-1] == counts_at(merged, [round(b * 1e6) for b, _ in buckets[:-1]])[1]
     # --linger 1.5s: served that long after the run, then gone.
     assert exited_at - lingering_at >= 1.0
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url, timeout=WAIT_S)
+
+
+def test_prometheus_counts_a_scenario_per_name(target, tmp_path):
+    """A scenario run (the survey: a form, its post and the redirect): one series per
+    request name, each name's counters the sum of the intervals' own and what the server
+    served (its form pages, posts and thank-you pages), ``_count`` its answered requests."""
+    out = tmp_path / "run.json"
+    before = target.stats()
+    cli = Cli(
+        "run", "examples/survey.py", "--host", target.url, "-u", "4", "-d", "1.5s",
+        "--interval", "0.25s", "--prometheus", "0", "--linger", "1s", "--json", str(out), "-q",
+    )  # fmt: skip
+    try:
+        url = cli.wait_line(r"Prometheus metrics at (\S+)").group(1)
+        cli.wait_line("serving the final figures")
+        families = _scrape(url)
+        code, _, err = cli.finish()
+    finally:
+        cli.kill()
+    assert code == 0, err
+    seen = {k: v - before[k] for k, v in target.stats().items()}
+    result = json.loads(out.read_text())
+    answered: dict[str, float] = {}
+    for sample in families["redline_requests"].samples:
+        if sample.labels["outcome"] in ("ok", "status", "check"):
+            name = sample.labels["name"]
+            answered[name] = answered.get(name, 0) + sample.value
+    assert set(answered) == set(result["per_name"])
+    for name in answered:
+        intervals = sum(s["names"][name]["requests"] for s in result["timeseries"])
+        assert answered[name] == intervals >= result["per_name"][name]["requests"], name
+    assert answered["form"] == seen["form_pages"] > 0
+    assert answered["post"] + answered["post+thanks"] == seen["forms_posted"]
+    assert answered["post+thanks (redirect)"] == seen["thanks_pages"]
+    counts = {
+        s.labels["name"]: s.value
+        for s in families["redline_request_duration_seconds"].samples
+        if s.name.endswith("_count")
+    }
+    assert counts == answered
 
 
 @pytest.mark.parametrize(
@@ -597,6 +656,52 @@ def test_live_page_in_chromium(target, session):
     assert result.interrupted and 0 < served < 200 * 20 / 4
     assert f"{result.data['requests']:,} answered" in totals
     assert f"{result.data['intended']:,} intended" in totals
+
+
+def test_live_per_name_table_in_chromium(target, tmp_path):
+    """``redline run SCENARIO --web``: the per-name table fills while the scenario runs;
+    stopped, the page shows the JSON result's per-name figures."""
+    sync_api = _sync_api()
+    out = tmp_path / "run.json"
+    errors: list[str] = []
+    cli = Cli(
+        "run", "examples/survey.py", "--host", target.url, "-u", "4", "-d", "30s",
+        "--interval", "0.25s", "--web", "0", "--linger", "5s", "--json", str(out), "-q",
+    )  # fmt: skip
+    try:
+        base = cli.wait_line(r"live view at (\S+)").group(1)
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(base, wait_until="load")
+                page.wait_for_function(
+                    "window.redlineLive.status === 'running'"
+                    " && window.redlineLive.names.length >= 3",
+                    timeout=10_000,
+                )
+                page.click("#stop")
+                page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+                rows = page.evaluate(
+                    """() => Array.from(document.querySelectorAll('#names tr')).map(
+                        tr => Array.from(tr.children).map(td => td.textContent))"""
+                )
+                page.screenshot(path=str(_artifacts() / "live-per-name.png"), full_page=True)
+            finally:
+                browser.close()
+        code, _, err = cli.finish()
+    finally:
+        cli.kill()
+    assert code == 130, err  # stopped: as Ctrl-C, with the result of what ran written
+    assert errors == []
+    per_name = json.loads(out.read_text())["per_name"]
+    shown = {r[0]: r for r in rows}
+    assert set(shown) == set(per_name)
+    for name, figures in per_name.items():
+        assert shown[name][1] == f"{figures['requests']:,}", (name, shown[name])
+        assert shown[name][2] == f"{figures['errors']:,}", (name, shown[name])
 
 
 def _render_run(data: dict[str, Any]) -> str:

@@ -8,8 +8,10 @@
     redline_run_done                             gauge: 1 once the run ended (final figures)
 
 Latency is a histogram, never percentile gauges: percentiles cannot be added across runs,
-instances or time, buckets can. The buckets are cumulative counts read from each interval's
-HdrHistogram (:mod:`redline.live.histogram`), so they are exact to the histogram's precision.
+instances or time, buckets can. A scenario run is counted per request name (each interval
+snapshot's ``names``), a URL run under its one name; each name keeps its HdrHistogram of the
+run so far (the intervals' merged with the binding's ``merge_histograms``), and a scrape reads
+the ``le`` buckets from it (:func:`counts_at`), exact to the histogram's precision.
 
 The books are the report's: warm-up intervals are left out, each request is counted once
 under one outcome (an answer with an unexpected status is ``status``, one that failed a check
@@ -24,11 +26,11 @@ must stay few, whatever a scenario names its requests.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from redline.live.histogram import cumulative, decode
+from redline import _engine
 
 #: BOUNDS_S are the latency buckets' upper bounds in seconds (``le``), from 0.5 ms to 1 min.
 BOUNDS_S = (
@@ -60,15 +62,91 @@ NAME_CAP = 50
 OTHER = "_other"
 
 
+#: MEAN_SLICES: how many quantiles estimate an interval's mean latency for a name's ``_sum``
+#: (exact, to the histogram's precision, when the interval answered no more requests).
+MEAN_SLICES = 256
+
+
+def counts_at(histogram: str, bounds_us: Sequence[int]) -> tuple[int, list[int]]:
+    """counts_at is an encoded histogram's count and, for each bound (µs), how many of its
+    values lie at or below it, exact to the histogram's precision: a value counts when its
+    HdrHistogram bucket (3 significant digits) lies wholly at or below the bound.
+
+    The binding reads values at quantiles, not counts at values, so each count is found by
+    bisecting ranks: the value at rank ``r`` (quantile ``(r - 0.5) / n``, which HdrHistogram
+    rounds up to ``r`` whatever the float error) is at or below the bound exactly for the
+    first ``count`` ranks. All bounds bisect together, one binding call a round: about
+    log2(n) + 1 calls, made per scrape on the run-so-far histogram, never per request."""
+    n, _ = _engine.histogram_quantiles(histogram, [])
+    lo = [0] * len(bounds_us)  # the count is in [lo, hi)
+    hi = [n + 1] * len(bounds_us)
+    while True:
+        todo = [i for i in range(len(bounds_us)) if hi[i] - lo[i] > 1]
+        if not todo:
+            return n, lo
+        ranks = [(lo[i] + hi[i]) // 2 for i in todo]
+        _, values = _engine.histogram_quantiles(histogram, [(r - 0.5) / n for r in ranks])
+        for i, rank, value in zip(todo, ranks, values, strict=True):
+            if value <= bounds_us[i]:
+                lo[i] = rank
+            else:
+                hi[i] = rank
+
+
+def count_and_sum(histogram: str) -> tuple[int, float]:
+    """count_and_sum is an encoded latency histogram's count and the sum of its values in
+    seconds, the mean read at :data:`MEAN_SLICES` evenly spaced quantiles (every rank when
+    there are no more values than that; the binding gives no sum)."""
+    n, _ = _engine.histogram_quantiles(histogram, [])
+    k = min(n, MEAN_SLICES)
+    if k == 0:
+        return 0, 0.0
+    _, values = _engine.histogram_quantiles(histogram, [(i + 0.5) / k for i in range(k)])
+    return n, sum(values) / k * n / 1e6
+
+
 @dataclass
 class NameBook:
-    """NameBook is one request name's counters: outcomes, and the latency histogram's
-    cumulative bucket counts, count and sum (seconds)."""
+    """NameBook is one request name's counters: outcomes, the latency histogram of the run
+    so far (encoded; None before the first answer), its count and sum (seconds)."""
 
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
-    buckets: list[int] = field(default_factory=lambda: [0] * len(BOUNDS_S))
+    histogram: str | None = None
     count: int = 0
     sum_s: float = 0.0
+
+    def add(self, part: dict[str, Any], sum_s: float | None = None) -> None:
+        """add counts one interval's figures (a snapshot, or one name's entry in its
+        ``names``); ``sum_s`` is the latency sum when the snapshot gives it (its mean)."""
+        requests = int(part.get("requests") or 0)
+        classes = {k: int(v or 0) for k, v in (part.get("errors_by_class") or {}).items()}
+        answered_bad = classes.get("status", 0) + classes.get("check", 0)
+        self.outcomes["ok"] += max(requests - answered_bad, 0)
+        for cls, n in classes.items():
+            self.outcomes[cls] = self.outcomes.get(cls, 0) + n
+        hist = part.get("histogram")
+        if not isinstance(hist, str) or not hist:
+            return
+        if sum_s is None:
+            n, sum_s = count_and_sum(hist)
+        else:
+            n, _ = _engine.histogram_quantiles(hist, [])
+        self.count += n
+        self.sum_s += sum_s
+        merged = [self.histogram, hist] if self.histogram is not None else [hist]
+        self.histogram = _engine.merge_histograms(merged) if len(merged) > 1 else hist
+
+    def latency_ms(self, quantiles: Sequence[float]) -> list[float | None]:
+        """latency_ms is the run so far's latency at ``quantiles``, in ms (None before the
+        first answer)."""
+        if self.histogram is None or not self.count:
+            return [None] * len(quantiles)
+        _, values = _engine.histogram_quantiles(self.histogram, list(quantiles))
+        return [v / 1000 for v in values]
+
+
+#: TABLE_QUANTILES: the latency columns of the live page's per-name table.
+TABLE_QUANTILES = (0.5, 0.95, 0.99)
 
 
 class Ledger:
@@ -80,6 +158,7 @@ class Ledger:
         self.name_cap = name_cap
         self._lock = threading.Lock()
         self._names: dict[str, NameBook] = {}
+        self._buckets: dict[str, tuple[str, list[int]]] = {}  # name -> (histogram, buckets)
         self._intended = 0.0
         self._last_t = 0.0
         self.vus: float | None = None
@@ -88,14 +167,12 @@ class Ledger:
         self.done = False
 
     def add(self, snap: dict[str, Any], vus: float | None = None) -> None:
-        """add folds one interval snapshot in (run-wide figures, under the ledger's name).
-        A snapshot with an ``intended_rate`` is the open model's, which has no users;
-        otherwise ``vus`` is the users when the caller knows them (a search's load), else
-        the connections open (one per user)."""
+        """add folds one interval snapshot in: per request name when it has ``names`` (a
+        scenario run), else under the ledger's name. A snapshot with an ``intended_rate``
+        is the open model's, which has no users; otherwise ``vus`` is the users when the
+        caller knows them (a search's load), else the connections open (one per user)."""
         t = float(snap.get("t_s") or 0.0)
         length = max(t - self._last_t, 0.0)
-        hist = snap.get("histogram")
-        decoded = decode(hist) if isinstance(hist, str) and hist else None
         with self._lock:
             self._last_t = t
             self.connections = int(snap.get("active_connections") or 0)
@@ -107,18 +184,14 @@ class Ledger:
                 self.vus = float(vus) if vus is not None else float(self.connections)
             if snap.get("warmup"):
                 return
-            book = self._book(self.name)
-            requests = int(snap.get("requests") or 0)
-            classes = {k: int(v or 0) for k, v in (snap.get("errors_by_class") or {}).items()}
-            answered_bad = classes.get("status", 0) + classes.get("check", 0)
-            book.outcomes["ok"] += max(requests - answered_bad, 0)
-            for cls, n in classes.items():
-                book.outcomes[cls] = book.outcomes.get(cls, 0) + n
-            if decoded is not None:
-                for i, n in enumerate(cumulative(decoded, _BOUNDS_US)):
-                    book.buckets[i] += n
-                book.count += decoded.total
-            book.sum_s += float(snap.get("mean_ms") or 0.0) / 1000.0 * requests
+            names = snap.get("names")
+            if isinstance(names, dict) and names:
+                for name, part in names.items():
+                    self._book(str(name)).add(part)
+            else:
+                requests = int(snap.get("requests") or 0)
+                mean_s = float(snap.get("mean_ms") or 0.0) / 1000.0
+                self._book(self.name).add(snap, sum_s=mean_s * requests)
             # Open model: the schedule's due hits; closed: every request sent was intended.
             rate = snap.get("intended_rate") if open_model else snap.get("achieved_rate")
             self._intended += float(rate or 0.0) * length
@@ -162,9 +235,47 @@ class Ledger:
                 "intended": round(self._intended),
             }
 
+    def table(self) -> list[dict[str, Any]]:
+        """table is the live page's per-name rows, in the order names first answered:
+        ``name``, ``requests`` (answered), ``errors``, ``errors_by_class`` (the non-zero
+        ones) and the run so far's ``p50_ms``, ``p95_ms``, ``p99_ms``."""
+        with self._lock:
+            books = [(n, dict(b.outcomes), b) for n, b in self._names.items()]
+            rows = []
+            for name, outcomes, book in books:
+                errors = {k: v for k, v in outcomes.items() if k != "ok" and v}
+                p50, p95, p99 = book.latency_ms(TABLE_QUANTILES)
+                rows.append(
+                    {
+                        "name": name,
+                        "requests": outcomes["ok"]
+                        + outcomes.get("status", 0)
+                        + outcomes.get("check", 0),
+                        "errors": sum(errors.values()),
+                        "errors_by_class": errors,
+                        "p50_ms": p50,
+                        "p95_ms": p95,
+                        "p99_ms": p99,
+                    }
+                )
+        return rows
+
+    def _bucket_counts(self, name: str, histogram: str | None) -> list[int]:
+        """_bucket_counts are a name's cumulative ``le`` counts, read once per histogram
+        (a scrape between two intervals reuses them)."""
+        if histogram is None:
+            return [0] * len(BOUNDS_S)
+        cached = self._buckets.get(name)
+        if cached is not None and cached[0] is histogram:
+            return cached[1]
+        _, counts = counts_at(histogram, _BOUNDS_US)
+        self._buckets[name] = (histogram, counts)
+        return counts
+
     def collect(self) -> Iterator[Any]:
         """collect yields the metric families (prometheus_client's custom collector
-        protocol), a consistent copy taken under the lock."""
+        protocol), from a consistent copy taken under the lock (the buckets are read from
+        the copied histograms after it, so a scrape never holds up the run)."""
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,
@@ -172,12 +283,15 @@ class Ledger:
         )
 
         with self._lock:
-            names = {
-                n: (dict(b.outcomes), list(b.buckets), b.count, b.sum_s)
-                for n, b in self._names.items()
+            copied = {
+                n: (dict(b.outcomes), b.histogram, b.count, b.sum_s) for n, b in self._names.items()
             }
             intended, vus = round(self._intended), self.vus
             connections, in_flight, done = self.connections, self.in_flight, self.done
+        names = {
+            n: (outcomes, self._bucket_counts(n, hist), count, sum_s)
+            for n, (outcomes, hist, count, sum_s) in copied.items()
+        }
         requests = CounterMetricFamily(
             "redline_requests",
             "Requests by name and outcome (ok, or the error class), after warm-up.",

@@ -5,7 +5,7 @@
   "use strict";
   var query = location.search.indexOf("token=") >= 0 ? location.search : "";
   var live = (window.redlineLive = {
-    events: 0, intervals: 0, steps: 0, status: "connecting", last: null, charts: {},
+    events: 0, intervals: 0, steps: 0, status: "connecting", last: null, charts: {}, names: [],
   });
   var $ = function (id) { return document.getElementById(id); };
 
@@ -72,6 +72,27 @@
     $("steps").appendChild(tr);
   }
 
+  // showNames fills the per-name table (the run so far; the report's figures once done).
+  function showNames(rows) {
+    if (!rows || !rows.length) return;
+    live.names = rows;
+    $("per-name").hidden = false;
+    var body = $("names");
+    body.innerHTML = "";
+    rows.forEach(function (r) {
+      var tr = document.createElement("tr");
+      if (r.errors) tr.className = "bad";
+      var classes = Object.keys(r.errors_by_class || {}).map(function (k) { return k + " " + num(r.errors_by_class[k]); });
+      [r.name, num(r.requests), num(r.errors), ms(r.p50_ms), ms(r.p95_ms), ms(r.p99_ms), classes.join(" · ")].forEach(function (v, i) {
+        var td = document.createElement("td");
+        td.textContent = v;
+        if (i === 0 || i === 6) td.style.textAlign = "left";
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
   function figureFor(spec) {
     var fig = document.querySelector('[data-chart="' + spec.id + '"]');
     if (!fig) {
@@ -114,6 +135,7 @@
     (s.steps || []).forEach(addStep);
     setStatus(s.status);
     showFigures(s.last, s.totals);
+    showNames(s.last && s.last.names);
     applyCharts(s.charts);
   });
   es.addEventListener("interval", function (e) {
@@ -121,6 +143,7 @@
     live.events += 1;
     live.intervals += 1;
     showFigures(s, s.totals);
+    showNames(s.names);
     applyCharts(s.charts);
   });
   es.addEventListener("step", function (e) { live.events += 1; addStep(JSON.parse(e.data)); });
@@ -131,6 +154,7 @@
     es.close();  // the server goes away after the run (and its linger): no reconnect
     setStatus(d.status);
     showFigures(null, d.totals);
+    showNames(d.names);
     if (d.report) {
       var a = $("report");
       a.href = d.report + query;
@@ -143,12 +167,5 @@
     stop.disabled = true;
     fetch("stop" + query, { method: "POST", headers: { "X-Redline-Stop": document.body.dataset.stop } })
       .then(function (r) { if (r.ok) setStatus("stopping"); else stop.disabled = false; });
-  });
-
-  window.addEventListener("resize", function () {
-    Object.keys(live.charts).forEach(function (id) {
-      var c = live.charts[id];
-      c.plot.setSize({ width: Math.max(320, c.box.clientWidth), height: 260 });
-    });
   });
 })();

@@ -19,6 +19,7 @@ LIVE_CSS = """
 button#stop{font:inherit;padding:4px 14px;border-radius:6px;border:1px solid #cf222e;
 background:#fff;color:#cf222e;cursor:pointer}button#stop:disabled{opacity:.5;cursor:default}
 .answer .sub{color:#57606a;font-size:12.5px}
+#per-name th:first-child,#per-name th:last-child{text-align:left}
 """
 
 _CARDS = (
@@ -59,6 +60,15 @@ def render_page(title: str, kind: str, stop_token: str) -> str:
         f'<table class="steps"><thead><tr>{heads}</tr></thead><tbody id="steps"></tbody>'
         "</table></div></section>"
     )
+    name_heads = "".join(
+        f"<th>{h}</th>"
+        for h in ("name", "requests", "errors", "p50", "p95", "p99", "error classes")
+    )
+    per_name = (
+        '<section id="per-name" hidden><h2>Per request name</h2><div class="scroll">'
+        f'<table class="steps"><thead><tr>{name_heads}</tr></thead><tbody id="names"></tbody>'
+        "</table></div></section>"
+    )
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -72,7 +82,7 @@ def render_page(title: str, kind: str, stop_token: str) -> str:
         '<div class="bar"><span id="status" class="pill">connecting</span>'
         '<span id="clock"></span><button id="stop" disabled>Stop the run</button>'
         '<a id="report" hidden>Final report</a></div>'
-        f'<div class="answers" id="answers">{cards}</div>{search}'
+        f'<div class="answers" id="answers">{cards}</div>{per_name}{search}'
         '<h2 id="charts-title">Charts</h2><div class="charts" id="charts"></div>'
         f"<footer>redline live view. Charts by uPlot {UPLOT_VERSION} (MIT licence, embedded)."
         "</footer></main>"

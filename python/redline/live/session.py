@@ -28,7 +28,7 @@ from typing import IO, Any
 from redline.charts import find_charts, run_charts
 from redline.errors import ConfigError
 from redline.live.address import Address
-from redline.live.events import ChartBook, figures, step_fields
+from redline.live.events import ChartBook, figures, final_names, step_fields
 from redline.live.hub import Hub, Watcher
 from redline.live.metrics import Ledger
 from redline.live.server import Reply, Request, Server
@@ -103,6 +103,7 @@ class LiveSession:
         self._samples: list[dict[str, Any]] = []
         self._steps: list[dict[str, Any]] = []
         self._last: dict[str, Any] = {}
+        self._names: list[dict[str, Any]] = []  # the final per-name table (finish)
         self._status = Status.RUNNING
         self._stop = threading.Event()
         self._raised = False
@@ -181,6 +182,7 @@ class LiveSession:
                 "load": load,
                 "service": service,
                 "totals": self.ledger.totals(),
+                "names": self.ledger.table(),
                 "charts": self._charts.patch(self._chart_list()),
             }
             self._last = {k: v for k, v in event.items() if k != "charts"}
@@ -201,12 +203,12 @@ class LiveSession:
     ) -> None:
         """finish marks the run ended: the exporter takes the report's exact totals, the
         page shows the end and links ``report(result)`` (rendered when first asked for)."""
-        if result is not None:
-            run = result.get("run") if self.kind is Kind.FIND else result
-            self.ledger.settle(run if isinstance(run, dict) else {})
-        else:
-            self.ledger.settle({})
+        run = result.get("run") if self.kind is Kind.FIND and result is not None else result
+        run = run if isinstance(run, dict) else {}
+        self.ledger.settle(run)
+        names = final_names(run, self.ledger.table())
         with self._lock:
+            self._names = names
             self._result, self._report = result, report
             stopped = self._stop.is_set()
             self._status = Status.STOPPED if stopped else Status.DONE
@@ -296,6 +298,7 @@ class LiveSession:
         return {
             "status": self._status.value,
             "totals": self.ledger.totals(),
+            "names": self._names,
             "report": "report" if self._report is not None and self._result is not None else None,
         }
 
