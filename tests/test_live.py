@@ -5,6 +5,7 @@ report and the target's own count, --linger, and the page in headless Chromium."
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import json
@@ -600,14 +601,12 @@ _CHART_STATE = """() => Array.from(document.querySelectorAll('figure.chart')).ma
 })"""
 
 
-def test_live_page_in_chromium(target, session):
-    """The page during a run: its charts gain points each interval, the stop button stops
-    the run (the target's count is short of a full run's), the final figures equal the
-    result's, the report is linked, and nothing is fetched from outside or logged as an
-    error."""
+@contextlib.contextmanager
+def _chromium_page(errors: list[str]) -> Iterator[Any]:
+    """_chromium_page is a page in headless Chromium that records console errors, page
+    errors and any request that leaves 127.0.0.1 (refused: the pages work offline) in
+    ``errors``."""
     sync_api = _sync_api()
-    errors: list[str] = []
-    box: dict[str, Any] = {}
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
@@ -618,34 +617,45 @@ def test_live_page_in_chromium(target, session):
                 re.compile(r"^(?!http://127\.0\.0\.1:).*"),
                 lambda route: (errors.append(route.request.url), route.abort()),
             )
-            page.goto(session.web_url, wait_until="load")
-            page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
-            before = target.stats()["requests"]
-
-            def go() -> None:
-                box["result"] = redline.run(
-                    target.url, rate=200, duration="20s", interval="0.25s",
-                    progress=session.progress(),
-                )  # fmt: skip
-                session.finish(box["result"].data, _render_run)
-
-            runner = threading.Thread(target=go)
-            runner.start()
-            page.wait_for_function("window.redlineLive.intervals >= 3", timeout=10_000)
-            early = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
-            page.wait_for_function("window.redlineLive.intervals >= 5", timeout=10_000)
-            later = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
-            page.click("#stop")
-            page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
-            runner.join(WAIT_S)
-            served = target.stats()["requests"] - before
-            totals = page.inner_text("#f-total")
-            page.wait_for_selector("#report:not([hidden])", timeout=10_000)
-            page.screenshot(path=str(_artifacts() / "live-page.png"), full_page=True)
-            page.click("#report")
-            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+            yield page
         finally:
             browser.close()
+
+
+def test_live_page_in_chromium(target, session):
+    """The page during a run: its charts gain points each interval, the stop button stops
+    the run (the target's count is short of a full run's), the final figures equal the
+    result's, the report is linked, and nothing is fetched from outside or logged as an
+    error."""
+    errors: list[str] = []
+    box: dict[str, Any] = {}
+    with _chromium_page(errors) as page:
+        page.goto(session.web_url, wait_until="load")
+        page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
+        before = target.stats()["requests"]
+
+        def go() -> None:
+            box["result"] = redline.run(
+                target.url, rate=200, duration="20s", interval="0.25s",
+                progress=session.progress(),
+            )  # fmt: skip
+            session.finish(box["result"].data, _render_run)
+
+        runner = threading.Thread(target=go)
+        runner.start()
+        page.wait_for_function("window.redlineLive.intervals >= 3", timeout=10_000)
+        early = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+        page.wait_for_function("window.redlineLive.intervals >= 5", timeout=10_000)
+        later = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+        page.click("#stop")
+        page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+        runner.join(WAIT_S)
+        served = target.stats()["requests"] - before
+        totals = page.inner_text("#f-total")
+        page.wait_for_selector("#report:not([hidden])", timeout=10_000)
+        page.screenshot(path=str(_artifacts() / "live-page.png"), full_page=True)
+        page.click("#report")
+        page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
     result = box["result"]
     assert errors == []
     assert {"throughput", "latency", "load", "errors"} <= set(later)
@@ -661,7 +671,6 @@ def test_live_page_in_chromium(target, session):
 def test_live_per_name_table_in_chromium(target, tmp_path):
     """``redline run SCENARIO --web``: the per-name table fills while the scenario runs;
     stopped, the page shows the JSON result's per-name figures."""
-    sync_api = _sync_api()
     out = tmp_path / "run.json"
     errors: list[str] = []
     cli = Cli(
@@ -670,27 +679,19 @@ def test_live_per_name_table_in_chromium(target, tmp_path):
     )  # fmt: skip
     try:
         base = cli.wait_line(r"live view at (\S+)").group(1)
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(base, wait_until="load")
-                page.wait_for_function(
-                    "window.redlineLive.status === 'running'"
-                    " && window.redlineLive.names.length >= 3",
-                    timeout=10_000,
-                )
-                page.click("#stop")
-                page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
-                rows = page.evaluate(
-                    """() => Array.from(document.querySelectorAll('#names tr')).map(
-                        tr => Array.from(tr.children).map(td => td.textContent))"""
-                )
-                page.screenshot(path=str(_artifacts() / "live-per-name.png"), full_page=True)
-            finally:
-                browser.close()
+        with _chromium_page(errors) as page:
+            page.goto(base, wait_until="load")
+            page.wait_for_function(
+                "window.redlineLive.status === 'running' && window.redlineLive.names.length >= 3",
+                timeout=10_000,
+            )
+            page.click("#stop")
+            page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+            rows = page.evaluate(
+                """() => Array.from(document.querySelectorAll('#names tr')).map(
+                    tr => Array.from(tr.children).map(td => td.textContent))"""
+            )
+            page.screenshot(path=str(_artifacts() / "live-per-name.png"), full_page=True)
         code, _, err = cli.finish()
     finally:
         cli.kill()
