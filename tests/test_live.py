@@ -32,6 +32,7 @@ from redline.charts import Chart, Series
 from redline.errors import ConfigError
 from redline.live import LiveSession, parse_address
 from redline.live.events import ChartBook, first_change
+from redline.live.launcher import Form, Model, command_line
 from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, count_and_sum, counts_at
 
 #: Every wait in this module is bounded by this many seconds.
@@ -703,6 +704,109 @@ def test_live_per_name_table_in_chromium(target, tmp_path):
     for name, figures in per_name.items():
         assert shown[name][1] == f"{figures['requests']:,}", (name, shown[name])
         assert shown[name][2] == f"{figures['errors']:,}", (name, shown[name])
+
+
+def test_ui_starts_a_run_from_the_form_in_chromium(target):
+    """``redline ui``: the form shows the command line as it is filled in; Start runs it in
+    the ui's process (the target serves it), the charts gain points each interval, the stop
+    button ends it short of a full run; SIGTERM ends the ui."""
+    full = 200 * 20
+    errors: list[str] = []
+    cli = Cli("ui", "--port", "0")
+    try:
+        base = cli.wait_line(r"start page at (\S+)").group(1)
+        before = target.stats()["requests"]
+        with _chromium_page(errors) as page:
+            page.goto(base, wait_until="load")
+            page.wait_for_function("window.redlineLive.status === 'ready'", timeout=10_000)
+            page.fill("input[name=target]", target.url + "/")
+            page.select_option("select[name=model]", "open")
+            page.fill("input[name=load]", "200")
+            page.fill("input[name=duration]", "20s")
+            page.wait_for_function(
+                "document.getElementById('command').textContent.includes('--rate 200')",
+                timeout=10_000,
+            )
+            command = page.inner_text("#command")
+            page.click("#start")
+            page.wait_for_function("window.redlineLive.intervals >= 3", timeout=10_000)
+            early = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+            page.wait_for_function("window.redlineLive.intervals >= 5", timeout=10_000)
+            later = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+            page.click("#stop")
+            page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+            served = target.stats()["requests"] - before
+            totals = page.inner_text("#f-total")
+            start_enabled = page.is_enabled("#start")
+            page.screenshot(path=str(_artifacts() / "ui-page.png"), full_page=True)
+        cli.proc.terminate()
+        code, out, err = cli.finish()
+    finally:
+        cli.kill()
+    assert errors == []
+    assert command == f"redline run {target.url}/ --rate 200 -d 20s --web 8089"
+    assert f"started {command}" in err
+    for cid, c in later.items():
+        assert c["rows"] > early[cid]["rows"] and c["draws"] > early[cid]["draws"], (c, early)
+    # Five 1 s intervals were seen before the stop: at least 4 s of 200 req/s, half of the
+    # 20 s at most (the stop takes effect at the next interval).
+    assert 200 * 4 < served < full / 2
+    answered = int(re.search(r"([\d,]+) answered", totals).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert answered == served  # what the page shows is what the server saw
+    assert start_enabled  # the form can start the next run
+    assert code == 0 and f"{served} requests in" in out, (code, out, err)
+
+
+@pytest.mark.parametrize(
+    "label,fields,message",
+    [
+        ("no target", {"load": "1", "duration": "1s"}, "target: give a URL"),
+        ("not a URL", {"target": "example.com", "load": "1", "duration": "1s"}, "expected http"),
+        ("a missing scenario", {"target": "nope.py", "load": "1", "duration": "1s"}, "no scenario"),
+        (
+            "a bad model",
+            {"target": "http://h/", "model": "x", "load": "1", "duration": "1s"},
+            "model",
+        ),
+        ("a bad load", {"target": "http://h/", "load": "many", "duration": "1s"}, "load: expected"),
+        ("no load", {"target": "http://h/", "load": "0", "duration": "1s"}, "load: must be > 0"),
+        (
+            "part of a user",
+            {"target": "http://h/", "load": "1.5", "duration": "1s"},
+            "whole number",
+        ),
+        ("a bad duration", {"target": "http://h/", "load": "1", "duration": "soon"}, "duration"),
+        ("no duration", {"target": "http://h/", "load": "1", "duration": "0s"}, "duration: must"),
+    ],
+)
+def test_ui_form_refuses(label, fields, message):
+    with pytest.raises(ConfigError, match=message):
+        Form.of(fields)
+
+
+@pytest.mark.parametrize(
+    "label,form,argv",
+    [
+        (
+            "users",
+            Form("http://h/", Model.CLOSED, 10, "30s"),
+            ["run", "http://h/", "-c", "10", "-d", "30s"],
+        ),
+        (
+            "a rate",
+            Form("s.py", Model.OPEN, 2.5, "1m"),
+            ["run", "s.py", "--rate", "2.5", "-d", "1m"],
+        ),
+    ],
+)
+def test_ui_command_line(label, form, argv):
+    assert command_line(form) == argv, label
+
+
+def test_ui_refuses_a_public_address_without_a_token():
+    r = run_cli("ui", "--host", "0.0.0.0", "--port", "0")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "needs --web-token" in r.stderr
 
 
 def _render_run(data: dict[str, Any]) -> str:

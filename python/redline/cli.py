@@ -16,7 +16,7 @@ from redline import __version__
 from redline.compare.command import add_compare_parser
 from redline.errors import RedlineError
 from redline.find_command import add_demo_parser, add_find_parser
-from redline.live.command import add_live_flags, open_session, url_name
+from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser, write_run_report
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(sub)
     add_inspect_parser(sub)
     add_compare_parser(sub)
+    add_ui_parser(sub).set_defaults(func=lambda args: cmd_ui(args, run_command))
     return p
 
 
@@ -302,13 +303,16 @@ def _secs(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
     """cmd_run runs one load test, prints the summary and writes --json and --report; with
-    --web/--prometheus it is watched live (and the endpoints linger after it)."""
+    --web/--prometheus it is watched live (and the endpoints linger after it). ``live``: a
+    session the caller owns (``redline ui``'s), instead of one the flags ask for."""
     for flag, path in (("--json", args.json), ("--report", args.report)):
         parent = Path(path).resolve().parent if path else None
         if parent is not None and not parent.is_dir():
             raise RedlineError(f"{flag}: directory {str(parent)!r} does not exist")
+    if live is not None:
+        return _run(args, live)
     scenario = is_scenario(args.url)
     model = "open" if args.rate is not None or args.open else "closed"
     name = "all" if scenario else url_name(args.url, args.method)
@@ -324,6 +328,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("redline: stopped from the web page", file=sys.stderr)
         live.close()
     return code
+
+
+def run_command(argv: list[str], live: Any) -> int:
+    """run_command runs ``redline run ARGV`` watched by ``live`` (the runs ``redline ui``
+    starts: the command line it shows is the one parsed here)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:
+        raise RedlineError(f"redline {' '.join(argv)}: refused (the reason is on stderr)") from None
+    return cmd_run(args, live)
 
 
 def _run(args: argparse.Namespace, live: Any) -> int:

@@ -16,7 +16,8 @@ Event types (server-sent events, JSON data):
 - ``step``: a search step as judged (``index``, ``phase``, ``load``, ``throughput_rps``,
   ``p50_ms``, ``p99_ms``, ``error_rate``, ``ok``, ``fired``, ``why`` ...).
 - ``status``: ``{"status": "stopping"}`` once the stop button was pressed.
-- ``done``: the run ended: ``status`` (``done`` or ``stopped``), the final ``totals``,
+- ``done``: the run ended: ``status`` (``done``, ``stopped``, or ``failed`` with its
+  one-line ``error``: a run ``redline ui`` could not start), the final ``totals``,
   ``names`` (the per-name table with the report's own figures, :func:`final_names`) and
   ``report`` (the final report's URL, or None).
 

@@ -21,16 +21,20 @@ from redline.live.hub import Watcher
 
 #: KEEPALIVE_S: an idle stream gets a comment this often, so a closed browser is noticed.
 KEEPALIVE_S = 10.0
+#: MAX_BODY: the most of a request body that is read (a form is small).
+MAX_BODY = 1 << 16
 
 
 @dataclass
 class Request:
-    """Request is what an app needs of one request: method, path, query and headers."""
+    """Request is what an app needs of one request: method, path, query, headers and body
+    (a POST's, at most :data:`MAX_BODY` bytes)."""
 
     method: str
     path: str
     query: dict[str, str]
     headers: dict[str, str]
+    body: bytes = b""
 
 
 @dataclass
@@ -97,15 +101,14 @@ def _handler(app: App) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(min(length, 1 << 16))
-            self._serve("POST")
+            body = self.rfile.read(min(length, MAX_BODY)) if length > 0 else b""
+            self._serve("POST", body)
 
-        def _serve(self, method: str) -> None:
+        def _serve(self, method: str, body: bytes = b"") -> None:
             parts = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
             headers = {k.lower(): v for k, v in self.headers.items()}
-            answer = app(Request(method, parts.path, query, headers))
+            answer = app(Request(method, parts.path, query, headers, body))
             if isinstance(answer, Reply):
                 self.send_response(answer.status)
                 self.send_header("Content-Type", answer.content_type)

@@ -50,6 +50,7 @@ class Status(Enum):
     STOPPING = "stopping"
     STOPPED = "stopped"
     DONE = "done"
+    FAILED = "failed"
 
 
 class StopRequested(KeyboardInterrupt):  # noqa: N818  (it is an interrupt, named as one)
@@ -65,7 +66,8 @@ class LiveSession:
     ``web`` address needs ``token``, which every web request must then carry (``?token=``),
     since the page can stop the run. ``name`` labels the run-wide request series, ``model``
     is ``closed`` or ``open``, and ``monitor`` (a :mod:`redline.monitor` monitor) gives the
-    service's CPU, RSS and fds."""
+    service's CPU, RSS and fds. ``stop_token`` is what the stop button must send (default:
+    ``token``, else a fresh random one; ``redline ui`` passes its page's)."""
 
     def __init__(
         self,
@@ -79,6 +81,7 @@ class LiveSession:
         name: str = "all",
         monitor: Any = None,
         token: str | None = None,
+        stop_token: str | None = None,
         out: IO[str] | None = None,
     ):
         if web is not None and not web.loopback and not token:
@@ -94,7 +97,8 @@ class LiveSession:
         self.ledger = Ledger(name=name)
         self._web_address, self._prom_address = web, prometheus
         self._token = token
-        self._stop_token = token or secrets.token_urlsafe(16)
+        self._stop_token = stop_token or token or secrets.token_urlsafe(16)
+        self._error: str | None = None
         self._out = out or sys.stderr
         self._lock = threading.RLock()
         self._hub = Hub()
@@ -120,7 +124,7 @@ class LiveSession:
         """start listens and says where (one line each on ``out``)."""
         try:
             if self._web_address is not None:
-                web = Server(self._web_address, self._serve_web, "--web")
+                web = Server(self._web_address, self.serve, "--web")
                 self._servers.append(web)
                 self.web_url = web.url + "/"
                 shown = self.web_url + (f"?token={self._token}" if self._token else "")
@@ -214,6 +218,14 @@ class LiveSession:
             self._status = Status.STOPPED if stopped else Status.DONE
             self._hub.publish("done", self._done())
 
+    def fail(self, message: str) -> None:
+        """fail marks the run as never having run (a bad command line): the page says
+        ``message``."""
+        with self._lock:
+            self._error = message
+            self._status = Status.FAILED
+            self._hub.publish("done", self._done())
+
     # -- the stop button ---------------------------------------------------------------------
 
     @property
@@ -299,6 +311,7 @@ class LiveSession:
             "status": self._status.value,
             "totals": self.ledger.totals(),
             "names": self._names,
+            "error": self._error,
             "report": "report" if self._report is not None and self._result is not None else None,
         }
 
@@ -314,11 +327,12 @@ class LiveSession:
             "charts": self._charts.full(),
         }
         out: list[tuple[str, Any]] = [("state", state)]
-        if self._status in (Status.DONE, Status.STOPPED):
+        if self._status in (Status.DONE, Status.STOPPED, Status.FAILED):
             out.append(("done", self._done()))
         return out
 
-    def _serve_web(self, req: Request) -> Reply | tuple[Watcher, Callable[[], None]]:
+    def serve(self, req: Request) -> Reply | tuple[Watcher, Callable[[], None]]:
+        """serve answers the page's requests (``--web``, or ``redline ui`` during a run)."""
         from redline.live.page import render_page
 
         if self._token and not secrets.compare_digest(
