@@ -1,7 +1,7 @@
 """live: what ``--web --prometheus`` cost the generator, per request (issue 17: within noise,
 at most 2 %).
 
-    .venv/bin/python bench/live.py [--pairs 5] [--rate 5000] [--seconds 4] [--no-record]
+    .venv/bin/python bench/live.py [--pairs 5] [--rate 5000] [--seconds 8] [--no-record]
 
 Two cases against the bundled target, each run with and without ``--web 0 --prometheus 0``,
 alternating plain and live PAIRS times so a drift of the shared box falls on both alike:
@@ -101,7 +101,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=5, help="plain/live pairs per case")
     ap.add_argument("--rate", type=float, default=5000, help="requests per second")
-    ap.add_argument("--seconds", type=float, default=4, help="each run's duration")
+    ap.add_argument("--seconds", type=float, default=8, help="each run's duration")
     ap.add_argument("--results", type=Path, help="append here instead of bench/results/")
     ap.add_argument("--no-record", action="store_true", help="print the table only")
     args = ap.parse_args()

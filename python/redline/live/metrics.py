@@ -105,15 +105,22 @@ def count_and_sum(histogram: str) -> tuple[int, float]:
     return n, sum(values) / k * n / 1e6
 
 
+#: PENDING_MAX: how many interval histograms a name keeps unmerged at most.
+PENDING_MAX = 64
+
+
 @dataclass
 class NameBook:
-    """NameBook is one request name's counters: outcomes, the latency histogram of the run
-    so far (encoded; None before the first answer), its count and sum (seconds)."""
+    """NameBook is one request name's counters: outcomes, the latency histogram's count and
+    sum (seconds), and the histogram of the run so far: merged when it is read, since a
+    merge re-encodes (deflate) and costs more than everything else an interval does; a run
+    nobody scrapes or watches merges only every :data:`PENDING_MAX` intervals."""
 
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
-    histogram: str | None = None
     count: int = 0
     sum_s: float = 0.0
+    merged: str | None = None
+    pending: list[str] = field(default_factory=list)
 
     def add(self, part: dict[str, Any], sum_s: float | None = None) -> None:
         """add counts one interval's figures (a snapshot, or one name's entry in its
@@ -131,17 +138,30 @@ class NameBook:
             n, sum_s = count_and_sum(hist)
         else:
             n, _ = _engine.histogram_quantiles(hist, [])
+        if not n:
+            return
         self.count += n
         self.sum_s += sum_s
-        merged = [self.histogram, hist] if self.histogram is not None else [hist]
-        self.histogram = _engine.merge_histograms(merged) if len(merged) > 1 else hist
+        self.pending.append(hist)
+        if len(self.pending) >= PENDING_MAX:
+            self.histogram()
+
+    def histogram(self) -> str | None:
+        """histogram is the run so far's encoded histogram (None before the first answer),
+        the intervals added since it was last read merged in, all in one binding call."""
+        if self.pending:
+            parts = ([self.merged] if self.merged is not None else []) + self.pending
+            self.merged = parts[0] if len(parts) == 1 else _engine.merge_histograms(parts)
+            self.pending = []
+        return self.merged
 
     def latency_ms(self, quantiles: Sequence[float]) -> list[float | None]:
         """latency_ms is the run so far's latency at ``quantiles``, in ms (None before the
         first answer)."""
-        if self.histogram is None or not self.count:
+        hist = self.histogram()
+        if hist is None:
             return [None] * len(quantiles)
-        _, values = _engine.histogram_quantiles(self.histogram, list(quantiles))
+        _, values = _engine.histogram_quantiles(hist, list(quantiles))
         return [v / 1000 for v in values]
 
 
@@ -284,7 +304,8 @@ class Ledger:
 
         with self._lock:
             copied = {
-                n: (dict(b.outcomes), b.histogram, b.count, b.sum_s) for n, b in self._names.items()
+                n: (dict(b.outcomes), b.histogram(), b.count, b.sum_s)
+                for n, b in self._names.items()
             }
             intended, vus = round(self._intended), self.vus
             connections, in_flight, done = self.connections, self.in_flight, self.done

@@ -130,6 +130,9 @@ class LiveSession:
                 shown = self.web_url + (f"?token={self._token}" if self._token else "")
                 print(f"redline: live view at {shown}", file=self._out, flush=True)
             if self._prom_address is not None:
+                # Imported now, not at the first scrape, which would fall inside the run.
+                import prometheus_client  # noqa: F401
+
                 prom = Server(self._prom_address, self._serve_metrics, "--prometheus")
                 self._servers.append(prom)
                 self.metrics_url = prom.url + "/metrics"
@@ -168,7 +171,10 @@ class LiveSession:
     # -- what the run tells it ---------------------------------------------------------------
 
     def snapshot(self, snap: Snapshot, load: float | None = None, phase: str | None = None) -> None:
-        """snapshot takes one interval: the books, the charts, one ``interval`` event."""
+        """snapshot takes one interval: the books, and while a browser watches, the charts,
+        the per-name table and one ``interval`` event. Unwatched, it only keeps the rows: a
+        browser that joins is sent the charts and table as they stand then (``_catch_up``),
+        so a run nobody watches pays for no chart or table it would throw away."""
         self.ledger.add(snap, vus=load if self.kind is Kind.FIND else None)
         if snap.get("intended_rate") is not None:
             self.model = "open"  # the load axis is req/s, whatever the caller guessed
@@ -186,11 +192,15 @@ class LiveSession:
                 "load": load,
                 "service": service,
                 "totals": self.ledger.totals(),
-                "names": self.ledger.table(),
-                "charts": self._charts.patch(self._chart_list()),
             }
-            self._last = {k: v for k, v in event.items() if k != "charts"}
-            self._hub.publish("interval", event)
+            self._last = event
+            if self._hub.watchers:
+                event = {
+                    **event,
+                    "names": self.ledger.table(),
+                    "charts": self._charts.patch(self._chart_list()),
+                }
+                self._hub.publish("interval", event)
 
     def step(self, step: Any) -> None:
         """step takes a judged search step: one ``step`` event (and the step-based charts
@@ -316,12 +326,15 @@ class LiveSession:
         }
 
     def _catch_up(self) -> list[tuple[str, Any]]:
+        """_catch_up is what a new watcher is sent first (under the lock): the whole
+        picture, charts brought up to date (unwatched intervals patched none)."""
+        self._charts.patch(self._chart_list())
         state = {
             "kind": self.kind.value,
             "title": self.title,
             "model": self.model,
             "status": self._status.value,
-            "last": self._last,
+            "last": {**self._last, "names": self.ledger.table()} if self._last else {},
             "steps": self._steps,
             "totals": self.ledger.totals(),
             "charts": self._charts.full(),
