@@ -3,20 +3,24 @@ at most 2 %).
 
     .venv/bin/python bench/live.py [--pairs 5] [--rate 5000] [--seconds 8] [--no-record]
 
-Two cases against the bundled target, each run with and without ``--web 0 --prometheus 0``,
-alternating plain and live PAIRS times so a drift of the shared box falls on both alike:
+Two cases against the bundled target, each run in three modes, taken in turn PAIRS times so
+a drift of the shared box falls on all alike:
 
-- ``url``: ``redline run URL --rate R`` (the run-wide books: one name);
-- ``scenario``: a two-request scenario at R/2 iterations/s (the per-name books: two names,
-  each interval's histograms merged and their sums estimated).
+- ``plain``: ``-q``, no listener: the engine hands Python no interval snapshot at all;
+- ``view``: the terminal view (stderr): every interval's snapshot reaches Python, which is what
+  any listener costs (the terminal view is on by default);
+- ``live``: ``-q --web 0 --prometheus 0``, with ``/metrics`` scraped each second (a harsh
+  Prometheus: the usual scrape is every 15 s or more).
 
-A scrape of ``/metrics`` every second during the live runs stands for Prometheus. Printed and
-recorded in ``bench/results/live.md`` (bench/record.py): the process's CPU per request (the
-result's ``generator`` figure, which includes the Python thread that feeds the live books)
-and the engine workers' CPU per request, each run's figure, the medians and their ratio, and
-the plain runs' own spread (max/min - 1) for the noise it is judged against. The live
-endpoints work once per interval on the Python thread, never per request, so the ratio should
-sit within that spread.
+The cases: ``url``, ``redline run URL --rate R`` (the run-wide books, one name), and
+``scenario``, two named requests an iteration at R/2 iterations/s (the per-name books).
+
+Printed and recorded in ``bench/results/live.md`` (bench/record.py): CPU per request, each
+run's and the medians, of the process (the result's ``generator`` figure), of the engine's
+workers, and the rest (process - workers: the Python thread, the live servers, the engine's
+snapshots), the ratios live/plain and live/view, and the plain runs' own spread (max/min - 1),
+the noise they are judged against. The live endpoints work once per interval on the Python
+thread and once per scrape, never per request.
 """
 
 from __future__ import annotations
@@ -72,11 +76,14 @@ def scrape_while(proc: subprocess.Popen[str]) -> None:
     t.join(5)
 
 
-def measure(argv: list[str], live: bool, out: Path) -> tuple[float, float]:
-    """measure runs ``redline run ARGV`` once and returns (process CPU µs / request, worker
-    CPU µs / request)."""
-    extra = ["--web", "0", "--prometheus", "0"] if live else []
-    cmd = [sys.executable, "-m", "redline", "run", *argv, "-q", "--json", str(out), *extra]
+#: MODES: each mode's extra flags.
+MODES = {"plain": ["-q"], "view": [], "live": ["-q", "--web", "0", "--prometheus", "0"]}
+
+
+def measure(argv: list[str], mode: str, out: Path) -> tuple[float, float, float]:
+    """measure runs ``redline run ARGV`` once in ``mode`` and returns the CPU µs per request
+    of the process, of the engine's workers and of the rest."""
+    cmd = [sys.executable, "-m", "redline", "run", *argv, "--json", str(out), *MODES[mode]]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         scrape_while(proc)
@@ -89,7 +96,9 @@ def measure(argv: list[str], live: bool, out: Path) -> tuple[float, float]:
         raise SystemExit(f"live bench: {' '.join(cmd)} exited {code}")
     result = json.loads(out.read_text())
     g = result["generator"]
-    return float(g["cpu_us_per_request"]), 1e6 * float(g["worker_cpu_s"]) / result["requests"]
+    process = float(g["cpu_us_per_request"])
+    workers = 1e6 * float(g["worker_cpu_s"]) / result["requests"]
+    return process, workers, process - workers
 
 
 def spread(xs: list[float]) -> float:
@@ -99,7 +108,7 @@ def spread(xs: list[float]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--pairs", type=int, default=5, help="plain/live pairs per case")
+    ap.add_argument("--pairs", type=int, default=5, help="rounds (plain, view, live) a case")
     ap.add_argument("--rate", type=float, default=5000, help="requests per second")
     ap.add_argument("--seconds", type=float, default=8, help="each run's duration")
     ap.add_argument("--results", type=Path, help="append here instead of bench/results/")
@@ -117,29 +126,29 @@ def main() -> int:
             + common,
         }
         for case, argv in cases.items():
-            runs: dict[str, list[tuple[float, float]]] = {"plain": [], "live": []}
+            runs: dict[str, list[tuple[float, float, float]]] = {m: [] for m in MODES}
             for _ in range(args.pairs):
-                for mode in ("plain", "live"):
-                    runs[mode].append(measure(argv, mode == "live", Path(tmp) / "r.json"))
-            for i, what in enumerate(("process", "workers")):
-                plain = [r[i] for r in runs["plain"]]
-                live = [r[i] for r in runs["live"]]
-                rows.append(
-                    (case, what, plain, live, statistics.median(live) / statistics.median(plain))
-                )
+                for mode in MODES:
+                    runs[mode].append(measure(argv, mode, Path(tmp) / "r.json"))
+            for i, what in enumerate(("process", "workers", "rest")):
+                each = {m: [r[i] for r in runs[m]] for m in MODES}
+                rows.append((case, what, each))
     lines = [
-        f"{args.pairs} pairs a case, {args.rate:g} req/s, {args.seconds:g} s each, "
-        "interval 0.25 s; live = `--web 0 --prometheus 0` with /metrics scraped each second.",
+        f"{args.pairs} rounds a case, {args.rate:g} req/s, {args.seconds:g} s each, "
+        "interval 0.25 s; plain = `-q`, view = the terminal view, live = `-q --web 0 "
+        "--prometheus 0` with /metrics scraped each second. CPU µs per request; medians, "
+        "each run in brackets.",
         "",
-        "| case | CPU µs/request | plain (each run) | live (each run) | live/plain (medians) "
-        "| plain spread |",
-        "|---|---|---|---|---:|---:|",
+        "| case | CPU | plain | view | live | live/plain | live/view | plain spread |",
+        "|---|---|---|---|---|---:|---:|---:|",
     ]
-    for case, what, plain, live, ratio in rows:
-        each = ", ".join(f"{x:.2f}" for x in plain)
-        each_live = ", ".join(f"{x:.2f}" for x in live)
-        noise = f"{100 * spread(plain):.1f} %"
-        lines.append(f"| {case} | {what} | {each} | {each_live} | {ratio:.3f} | {noise} |")
+    for case, what, each in rows:
+        med = {m: statistics.median(v) for m, v in each.items()}
+        cells = [f"{med[m]:.2f} ({', '.join(f'{x:.2f}' for x in each[m])})" for m in MODES]
+        lines.append(
+            f"| {case} | {what} | {' | '.join(cells)} | {med['live'] / med['plain']:.3f} "
+            f"| {med['live'] / med['view']:.3f} | {100 * spread(each['plain']):.1f} % |"
+        )
     text = "\n".join(lines)
     print(text)
     if not args.no_record:
