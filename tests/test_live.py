@@ -32,7 +32,7 @@ from redline.charts import Chart, Series
 from redline.errors import ConfigError
 from redline.live import LiveSession, parse_address
 from redline.live.events import ChartBook, first_change
-from redline.live.launcher import Form, Model, command_line
+from redline.live.launcher import Form, Launcher, Model, command_line
 from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, count_and_sum, counts_at
 
 #: Every wait in this module is bounded by this many seconds.
@@ -801,6 +801,48 @@ def test_ui_form_refuses(label, fields, message):
 )
 def test_ui_command_line(label, form, argv):
     assert command_line(form) == argv, label
+
+
+def test_ui_says_why_a_run_could_not_start_and_takes_one_run_at_a_time():
+    """A command line the run refuses ends the session as ``failed`` with its one line on
+    the page's stream; a second start while a run goes is refused (400), and a start
+    without the page's header is forbidden (403)."""
+    release = threading.Event()
+
+    def run_command(argv: list[str], live: LiveSession) -> int:
+        if argv[1].endswith("/slow"):
+            release.wait(WAIT_S)
+            live.finish(None)
+            return 0
+        raise ConfigError("the engine refused it")
+
+    def start(base: str, token: str | None, target: str) -> tuple[int, dict[str, Any]]:
+        body = json.dumps({"target": target, "load": "1", "duration": "1s"}).encode()
+        req = urllib.request.Request(base + "start", method="POST", data=body)
+        if token is not None:
+            req.add_header("X-Redline-Stop", token)
+        try:
+            with urllib.request.urlopen(req, timeout=WAIT_S) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}") if e.code == 400 else {}
+
+    with Launcher(parse_address("0", "--web"), run_command, out=io.StringIO()) as ui:
+        assert ui.url is not None
+        token = _stop_token(ui.url)
+        assert start(ui.url, None, "http://h/")[0] == 403
+        code, body = start(ui.url, token, "http://h/")
+        assert code == 202 and body["command"].startswith("redline run http://h/ -c 1 -d 1s")
+        assert ui.wait(WAIT_S)
+        client = SseClient(ui.url)
+        client.close()
+        (done,) = client.kinds("done")
+        assert done["status"] == "failed" and done["error"] == "the engine refused it"
+        assert start(ui.url, token, "http://h/slow")[0] == 202
+        code, body = start(ui.url, token, "http://h/")
+        release.set()
+        assert code == 400 and body["error"] == "a run is going: stop it first"
+        assert ui.wait(WAIT_S)
 
 
 def test_ui_refuses_a_public_address_without_a_token():

@@ -64,7 +64,8 @@ OTHER = "_other"
 
 #: MEAN_SLICES: how many quantiles estimate an interval's mean latency for a name's ``_sum``
 #: (exact, to the histogram's precision, when the interval answered no more requests).
-MEAN_SLICES = 256
+MEAN_SLICES = 128
+_GRID = [(i + 0.5) / MEAN_SLICES for i in range(MEAN_SLICES)]
 
 
 def counts_at(histogram: str, bounds_us: Sequence[int]) -> tuple[int, list[int]]:
@@ -95,14 +96,16 @@ def counts_at(histogram: str, bounds_us: Sequence[int]) -> tuple[int, list[int]]
 
 def count_and_sum(histogram: str) -> tuple[int, float]:
     """count_and_sum is an encoded latency histogram's count and the sum of its values in
-    seconds, the mean read at :data:`MEAN_SLICES` evenly spaced quantiles (every rank when
-    there are no more values than that; the binding gives no sum)."""
-    n, _ = _engine.histogram_quantiles(histogram, [])
-    k = min(n, MEAN_SLICES)
-    if k == 0:
+    seconds, the mean read at :data:`MEAN_SLICES` evenly spaced quantiles (at every rank
+    when there are fewer values than that; the binding gives no sum). One binding call when
+    the interval was busy, two when it was not."""
+    n, values = _engine.histogram_quantiles(histogram, _GRID)
+    if n == 0:
         return 0, 0.0
-    _, values = _engine.histogram_quantiles(histogram, [(i + 0.5) / k for i in range(k)])
-    return n, sum(values) / k * n / 1e6
+    if n < MEAN_SLICES:
+        _, values = _engine.histogram_quantiles(histogram, [(i + 0.5) / n for i in range(n)])
+        return n, sum(values) / 1e6
+    return n, sum(values) / MEAN_SLICES * n / 1e6
 
 
 #: PENDING_MAX: how many interval histograms a name keeps unmerged at most.
