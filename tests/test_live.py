@@ -507,6 +507,106 @@ def test_prometheus_counts_a_scenario_per_name(target, tmp_path):
     assert counts == answered
 
 
+class OtlpReceiver:
+    """OtlpReceiver is a local OpenTelemetry collector stand-in: OTLP/HTTP on 127.0.0.1,
+    port 0, keeping each ExportMetricsServiceRequest it is sent to /v1/metrics."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as pb
+
+        received = self.requests = []  # type: list[Any]
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                msg = pb.ExportMetricsServiceRequest()
+                msg.ParseFromString(body)
+                received.append((self.path, self.headers.get("Content-Type"), msg))
+                reply = pb.ExportMetricsServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(WAIT_S)
+
+
+def _otlp_metrics(msg: Any) -> dict[str, Any]:
+    return {m.name: m for rm in msg.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+
+
+def test_otlp_export_equals_the_report(target, tmp_path):
+    """``--otlp``: a local collector is sent OTLP/HTTP protobuf during the run
+    (OTEL_METRIC_EXPORT_INTERVAL=300 ms) and once more at the end; the last export's
+    http.client.request.duration (seconds, by the semantic conventions) counts the answered
+    requests, its buckets are the Prometheus ones, and redline.requests by outcome equals
+    the JSON result and what the target served."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the otlp extra")
+    receiver = OtlpReceiver()
+    out = tmp_path / "run.json"
+    before = target.stats()["requests"]
+    env = dict(os.environ, OTEL_METRIC_EXPORT_INTERVAL="300")
+    try:
+        r = subprocess.run(
+            [
+                sys.executable, "-m", "redline", "run", f"{target.url}/?status=500&p=0.2",
+                "-c", "2", "-d", "1.5s", "--interval", "0.25s", "--otlp", receiver.url,
+                "--json", str(out), "-q",
+            ],
+            capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env,
+        )  # fmt: skip
+    finally:
+        receiver.close()
+    assert r.returncode == 0, r.stderr
+    assert f"OTLP metrics to {receiver.url}/v1/metrics every 0.3s" in r.stderr
+    served = target.stats()["requests"] - before
+    result = json.loads(out.read_text())
+    assert len(receiver.requests) >= 3  # during the run, and the final figures
+    assert {(p, t) for p, t, _ in receiver.requests} == {("/v1/metrics", "application/x-protobuf")}
+    metrics = _otlp_metrics(receiver.requests[-1][2])
+    (point,) = metrics["http.client.request.duration"].histogram.data_points
+    attrs = {a.key: a.value for a in point.attributes}
+    assert metrics["http.client.request.duration"].unit == "s"
+    assert attrs["http.request.method"].string_value == "GET"
+    assert attrs["server.address"].string_value == "127.0.0.1"
+    assert attrs["server.port"].int_value == int(target.url.rsplit(":", 1)[1])
+    assert attrs["redline.request.name"].string_value == "GET /"
+    assert point.count == sum(point.bucket_counts) == result["requests"] == served
+    assert list(point.explicit_bounds) == list(BOUNDS_S)
+    merged = counts_at(result["histograms"]["latency"], [round(b * 1e6) for b in BOUNDS_S])[1]
+    cumulative = [sum(point.bucket_counts[: i + 1]) for i in range(len(BOUNDS_S))]
+    assert cumulative == merged
+    assert point.sum == pytest.approx(result["latency_ms"]["mean"] / 1000 * point.count, rel=1e-6)
+    outcomes = {}
+    for p in metrics["redline.requests"].sum.data_points:
+        a = {x.key: x.value.string_value for x in p.attributes}
+        outcomes[a["redline.outcome"]] = p.as_int
+        assert a.get("error.type", "ok") == a["redline.outcome"]
+    assert outcomes["status"] == result["errors"]["status"] > 0
+    assert outcomes["ok"] + outcomes["status"] == result["requests"]
+    assert metrics["redline.requests"].sum.is_monotonic
+    assert metrics["redline.intended"].sum.data_points[0].as_int == result["intended"]
+
+
+def test_otlp_refuses_a_bad_url(target):
+    r = run_cli("run", target.url, "-d", "0.2s", "--otlp", "collector:4318")
+    assert r.returncode == 2 and "--otlp: expected http(s)://" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize(
     "label,args,message",
     [

@@ -316,7 +316,15 @@ def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
     scenario = is_scenario(args.url)
     model = "open" if args.rate is not None or args.open else "closed"
     name = "all" if scenario else url_name(args.url, args.method)
-    live = open_session(args, "run", f"redline run {args.url}", model, name)
+    live = open_session(
+        args,
+        "run",
+        f"redline run {args.url}",
+        model,
+        name,
+        target=args.host if scenario else args.url,
+        method=None if scenario else (args.method or "GET"),
+    )
     try:
         code = _run(args, live)
     except BaseException:

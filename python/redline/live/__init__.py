@@ -6,6 +6,7 @@ in the browser (``redline ui``).
 - :mod:`~redline.live.session`: :class:`LiveSession`, fed by the run's own callbacks
 - :mod:`~redline.live.events`: what the page is sent (figures, steps, chart patches)
 - :mod:`~redline.live.metrics`: the Prometheus books (:class:`Ledger`), per request name
+- :mod:`~redline.live.otlp`: the same books pushed to an OpenTelemetry collector (``--otlp``)
 - :mod:`~redline.live.hub`, :mod:`~redline.live.server`: fan-out and the HTTP server
 - :mod:`~redline.live.page`, ``page.js``: the page
 - :mod:`~redline.live.launcher`: ``redline ui``, the start page that starts runs from a form

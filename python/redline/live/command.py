@@ -14,7 +14,8 @@ from redline.options import parse_duration
 
 
 def add_live_flags(parser: argparse.ArgumentParser) -> None:
-    """add_live_flags adds ``--web``, ``--prometheus``, ``--linger`` and ``--web-token``."""
+    """add_live_flags adds ``--web``, ``--prometheus``, ``--otlp``, ``--linger`` and
+    ``--web-token``."""
     g = parser.add_argument_group("live view and metrics")
     g.add_argument(
         "--web",
@@ -26,6 +27,13 @@ def add_live_flags(parser: argparse.ArgumentParser) -> None:
         "--prometheus",
         metavar="[HOST:]PORT",
         help="serve the live metrics at /metrics in the Prometheus text format",
+    )
+    g.add_argument(
+        "--otlp",
+        metavar="URL",
+        help="push the live metrics to an OpenTelemetry collector, OTLP over HTTP "
+        "(e.g. http://127.0.0.1:4318; every OTEL_METRIC_EXPORT_INTERVAL ms, default 60000, "
+        "and at the end; needs pip install 'redline[otlp]')",
     )
     g.add_argument(
         "--linger",
@@ -47,14 +55,18 @@ def open_session(
     model: str,
     name: str = "all",
     monitor: Any = None,
+    target: str | None = None,
+    method: str | None = None,
 ) -> Any:
-    """open_session starts the session the flags ask for (None without --web or
-    --prometheus); a bad flag is a one-line ConfigError."""
-    if args.web is None and args.prometheus is None:
+    """open_session starts the session the flags ask for (None without --web,
+    --prometheus or --otlp); a bad flag is a one-line ConfigError. ``target`` (the URL or
+    a scenario's host) and ``method`` (a URL run's) label the OTLP request series."""
+    if args.web is None and args.prometheus is None and args.otlp is None:
         if args.web_token is not None or parse_duration(args.linger, "--linger") > 0:
             raise ConfigError("--linger and --web-token go with --web or --prometheus")
         return None
     from redline.live import Kind, LiveSession, parse_address
+    from redline.live.otlp import request_attributes
 
     session = LiveSession(
         web=parse_address(args.web, "--web") if args.web is not None else None,
@@ -68,6 +80,8 @@ def open_session(
         name=name,
         monitor=monitor,
         token=args.web_token,
+        otlp=args.otlp,
+        otlp_attributes=request_attributes(target, method) if args.otlp else None,
     )
     return session.start()
 

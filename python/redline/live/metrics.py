@@ -168,6 +168,33 @@ class NameBook:
         return [v / 1000 for v in values]
 
 
+@dataclass(frozen=True)
+class NameReading:
+    """NameReading is one request name's books as read: outcome counts, the latency
+    histogram's cumulative counts at :data:`BOUNDS_S`, its count, sum, least and greatest
+    value (seconds; 0 before the first answer)."""
+
+    outcomes: dict[str, int]
+    buckets: list[int]
+    count: int
+    sum_s: float
+    min_s: float
+    max_s: float
+
+
+@dataclass
+class Reading:
+    """Reading is the ledger's books at one moment (:meth:`Ledger.read`), what Prometheus
+    and OTLP are given."""
+
+    names: dict[str, NameReading]
+    intended: int
+    vus: float | None
+    connections: int
+    in_flight: int
+    done: bool
+
+
 #: TABLE_QUANTILES: the latency columns of the live page's per-name table.
 TABLE_QUANTILES = (0.5, 0.95, 0.99)
 
@@ -181,7 +208,8 @@ class Ledger:
         self.name_cap = name_cap
         self._lock = threading.Lock()
         self._names: dict[str, NameBook] = {}
-        self._buckets: dict[str, tuple[str, list[int]]] = {}  # name -> (histogram, buckets)
+        # name -> (the histogram read, (its buckets, least, greatest))
+        self._buckets: dict[str, tuple[str, tuple[list[int], float, float]]] = {}
         self._intended = 0.0
         self._last_t = 0.0
         self.vus: float | None = None
@@ -283,39 +311,52 @@ class Ledger:
                 )
         return rows
 
-    def _bucket_counts(self, name: str, histogram: str | None) -> list[int]:
-        """_bucket_counts are a name's cumulative ``le`` counts, read once per histogram
-        (a scrape between two intervals reuses them)."""
+    def _bucket_counts(self, name: str, histogram: str | None) -> tuple[list[int], float, float]:
+        """_bucket_counts are a name's cumulative ``le`` counts and its least and greatest
+        latency (seconds), read once per histogram (a scrape between two intervals reuses
+        them)."""
         if histogram is None:
-            return [0] * len(BOUNDS_S)
+            return [0] * len(BOUNDS_S), 0.0, 0.0
         cached = self._buckets.get(name)
         if cached is not None and cached[0] is histogram:
             return cached[1]
         _, counts = counts_at(histogram, _BOUNDS_US)
-        self._buckets[name] = (histogram, counts)
-        return counts
+        _, (low, high) = _engine.histogram_quantiles(histogram, [0.0, 1.0])
+        read = (counts, low / 1e6, high / 1e6)
+        self._buckets[name] = (histogram, read)
+        return read
+
+    def read(self) -> Reading:
+        """read is a consistent copy of the books, taken under the lock (the buckets are
+        read from the copied histograms after it, so a reader never holds up the run)."""
+        with self._lock:
+            copied = {
+                n: (dict(b.outcomes), b.histogram(), b.count, b.sum_s)
+                for n, b in self._names.items()
+            }
+            reading = Reading(
+                names={},
+                intended=round(self._intended),
+                vus=self.vus,
+                connections=self.connections,
+                in_flight=self.in_flight,
+                done=self.done,
+            )
+        for n, (outcomes, hist, count, sum_s) in copied.items():
+            buckets, low, high = self._bucket_counts(n, hist)
+            reading.names[n] = NameReading(outcomes, buckets, count, sum_s, low, high)
+        return reading
 
     def collect(self) -> Iterator[Any]:
         """collect yields the metric families (prometheus_client's custom collector
-        protocol), from a consistent copy taken under the lock (the buckets are read from
-        the copied histograms after it, so a scrape never holds up the run)."""
+        protocol) of one :meth:`read`."""
         from prometheus_client.core import (
             CounterMetricFamily,
             GaugeMetricFamily,
             HistogramMetricFamily,
         )
 
-        with self._lock:
-            copied = {
-                n: (dict(b.outcomes), b.histogram(), b.count, b.sum_s)
-                for n, b in self._names.items()
-            }
-            intended, vus = round(self._intended), self.vus
-            connections, in_flight, done = self.connections, self.in_flight, self.done
-        names = {
-            n: (outcomes, self._bucket_counts(n, hist), count, sum_s)
-            for n, (outcomes, hist, count, sum_s) in copied.items()
-        }
+        books = self.read()
         requests = CounterMetricFamily(
             "redline_requests",
             "Requests by name and outcome (ok, or the error class), after warm-up.",
@@ -327,22 +368,28 @@ class Ledger:
             "omission), after warm-up.",
             labels=["name"],
         )
-        for name, (outcomes, buckets, count, sum_s) in sorted(names.items()):
+        for name, b in sorted(books.names.items()):
             for outcome in OUTCOMES:
-                requests.add_metric([name, outcome], outcomes.get(outcome, 0))
-            pairs = [(f"{b:g}", float(n)) for b, n in zip(BOUNDS_S, buckets, strict=True)]
-            latency.add_metric([name], [*pairs, ("+Inf", float(count))], sum_value=sum_s)
+                requests.add_metric([name, outcome], b.outcomes.get(outcome, 0))
+            pairs = [(f"{x:g}", float(n)) for x, n in zip(BOUNDS_S, b.buckets, strict=True)]
+            latency.add_metric([name], [*pairs, ("+Inf", float(b.count))], sum_value=b.sum_s)
         yield requests
         yield CounterMetricFamily(
-            "redline_intended", "Requests the run intended to send, after warm-up.", intended
+            "redline_intended",
+            "Requests the run intended to send, after warm-up.",
+            books.intended,
         )
         yield latency
-        if vus is not None:
-            yield GaugeMetricFamily("redline_vus", "Active virtual users (closed model).", vus)
-        yield GaugeMetricFamily("redline_connections", "Connections open.", connections)
-        yield GaugeMetricFamily("redline_in_flight", "Requests sent, not yet answered.", in_flight)
+        if books.vus is not None:
+            yield GaugeMetricFamily(
+                "redline_vus", "Active virtual users (closed model).", books.vus
+            )
+        yield GaugeMetricFamily("redline_connections", "Connections open.", books.connections)
         yield GaugeMetricFamily(
-            "redline_run_done", "1 once the run ended: the figures are final.", int(done)
+            "redline_in_flight", "Requests sent, not yet answered.", books.in_flight
+        )
+        yield GaugeMetricFamily(
+            "redline_run_done", "1 once the run ended: the figures are final.", int(books.done)
         )
 
     def exposition(self) -> bytes:

@@ -66,7 +66,9 @@ class LiveSession:
     ``web`` address needs ``token``, which every web request must then carry (``?token=``),
     since the page can stop the run. ``name`` labels the run-wide request series, ``model``
     is ``closed`` or ``open``, and ``monitor`` (a :mod:`redline.monitor` monitor) gives the
-    service's CPU, RSS and fds. ``stop_token`` is what the stop button must send (default:
+    service's CPU, RSS and fds. ``otlp``: an OpenTelemetry collector's URL to push the
+    books to (:mod:`redline.live.otlp`), with ``otlp_attributes`` on every request
+    series. ``stop_token`` is what the stop button must send (default:
     ``token``, else a fresh random one; ``redline ui`` passes its page's)."""
 
     def __init__(
@@ -82,6 +84,8 @@ class LiveSession:
         monitor: Any = None,
         token: str | None = None,
         stop_token: str | None = None,
+        otlp: str | None = None,
+        otlp_attributes: dict[str, Any] | None = None,
         out: IO[str] | None = None,
     ):
         if web is not None and not web.loopback and not token:
@@ -91,6 +95,10 @@ class LiveSession:
             )
         if linger_s < 0:
             raise ConfigError(f"--linger: must be >= 0, got {linger_s:g}")
+        if otlp is not None:
+            from redline.live.otlp import endpoint_url
+
+            endpoint_url(otlp)  # a bad URL is refused before the run
         self.kind, self.title, self.model = kind, title, model
         self.monitor = monitor
         self.linger_s = linger_s
@@ -115,6 +123,8 @@ class LiveSession:
         self._report: Callable[[dict[str, Any]], str] | None = None
         self._report_html: bytes | None = None
         self._servers: list[Server] = []
+        self._otlp_endpoint, self._otlp_attributes = otlp, otlp_attributes
+        self._otlp: Any = None  # an OtlpExport once started
         self.web_url: str | None = None
         self.metrics_url: str | None = None
 
@@ -138,6 +148,18 @@ class LiveSession:
                 self.metrics_url = prom.url + "/metrics"
                 print(
                     f"redline: Prometheus metrics at {self.metrics_url}", file=self._out, flush=True
+                )
+            if self._otlp_endpoint is not None:
+                from redline.live.otlp import OtlpExport
+
+                self._otlp = OtlpExport(
+                    self.ledger, self._otlp_endpoint, self._otlp_attributes, out=self._out
+                ).start()
+                print(
+                    f"redline: OTLP metrics to {self._otlp.endpoint} "
+                    f"every {self._otlp.interval_s:g}s",
+                    file=self._out,
+                    flush=True,
                 )
         except BaseException:
             self.close(linger=False)
@@ -163,6 +185,9 @@ class LiveSession:
                 time.sleep(self.linger_s)
             except KeyboardInterrupt:
                 pass
+        if self._otlp is not None:
+            self._otlp.close()  # the final figures (finish came first)
+            self._otlp = None
         self._hub.close()
         for s in self._servers:
             s.close()
