@@ -33,7 +33,7 @@ from redline.errors import ConfigError
 from redline.live import LiveSession, parse_address
 from redline.live.events import ChartBook, first_change
 from redline.live.launcher import Form, Launcher, Model, command_line
-from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, count_and_sum, counts_at
+from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, counts_at, figures_of
 
 #: Every wait in this module is bounded by this many seconds.
 WAIT_S = 15.0
@@ -152,19 +152,22 @@ def test_bucket_counts_add_like_merged_histograms(snapshots):
 
 def test_bucket_counts_of_a_fixed_latency(target):
     """A target that answers after 20 ms: no request lies at or below 10 or 20 ms (the
-    wait is a floor), every one at or below a minute; the estimated sum is the engine's
-    mean times the count, to the histogram's precision (3 digits)."""
+    wait is a floor), every one at or below a minute; an interval's figures have its count,
+    the same buckets, the engine's mean times the count and its max, to the histogram's
+    precision (3 digits)."""
     snaps: list[dict[str, Any]] = []
     redline.run(target.url + "?latency=20ms", connections=2, duration="0.5s", progress=snaps.append)
     merged = _engine.merge_histograms([s["histogram"] for s in snaps if s["requests"]])
+    bounds = [round(b * 1e6) for b in BOUNDS_S]
     n, (at_10ms, at_20ms, at_1min) = counts_at(merged, [10_000, 20_000, 60_000_000])
     assert n == sum(s["requests"] for s in snaps) > 0
     assert (at_10ms, at_20ms, at_1min) == (0, 0, n)
     for s in snaps:
         if s["requests"]:
-            count, sum_s = count_and_sum(s["histogram"])
-            assert count == s["requests"]
-            assert sum_s == pytest.approx(s["mean_ms"] / 1000 * count, rel=2e-3)
+            f = figures_of(s["histogram"])
+            assert f.count == s["requests"] and f.buckets == counts_at(s["histogram"], bounds)[1]
+            assert f.sum_s == pytest.approx(s["mean_ms"] / 1000 * f.count, rel=2e-3)
+            assert 0.020 <= f.min_s <= f.max_s == pytest.approx(s["max_ms"] / 1000, rel=2e-3)
 
 
 @pytest.mark.parametrize(
@@ -195,6 +198,22 @@ def test_ledger_caps_names_and_skips_warmup(snapshots):
     assert rows["_other"]["requests"] == 2 * rows["a"]["requests"] == 2 * part["requests"]
     assert capped._names["_other"].count == 2 * part["requests"]
     assert capped.totals()["requests"] == 4 * part["requests"]
+
+
+def test_exposition_reads_back_with_prometheus_clients_parser(snapshots):
+    """The hand-written text format: a name that needs escaping (a quote, a backslash, a
+    newline) comes back from prometheus_client's parser as it was, with every sample."""
+    name = 'GET /a"b\\c\nd'
+    ledger = Ledger(name=name)
+    for snap in snapshots:
+        ledger.add(snap)
+    families = {f.name: f for f in text_string_to_metric_families(ledger.exposition().decode())}
+    requests = families["redline_requests"].samples
+    assert {s.labels["name"] for s in requests} == {name}
+    assert sum(s.value for s in requests) == sum(s["requests"] for s in snapshots)
+    hist = {s.name: s for s in families["redline_request_duration_seconds"].samples}
+    assert hist["redline_request_duration_seconds_count"].value == ledger.read().names[name].count
+    assert families["redline_run_done"].type == "gauge"
 
 
 def test_session_refuses_a_public_page_without_a_token():

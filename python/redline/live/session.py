@@ -140,9 +140,6 @@ class LiveSession:
                 shown = self.web_url + (f"?token={self._token}" if self._token else "")
                 print(f"redline: live view at {shown}", file=self._out, flush=True)
             if self._prom_address is not None:
-                # Imported now, not at the first scrape, which would fall inside the run.
-                import prometheus_client  # noqa: F401
-
                 prom = Server(self._prom_address, self._serve_metrics, "--prometheus")
                 self._servers.append(prom)
                 self.metrics_url = prom.url + "/metrics"
@@ -410,6 +407,6 @@ class LiveSession:
     def _serve_metrics(self, req: Request) -> Reply:
         if req.path != "/metrics":
             return Reply(404, b"the metrics are at /metrics\n")
-        from prometheus_client import CONTENT_TYPE_LATEST
+        from redline.live.metrics import CONTENT_TYPE
 
-        return Reply(200, self.ledger.exposition(), CONTENT_TYPE_LATEST)
+        return Reply(200, self.ledger.exposition(), CONTENT_TYPE)
