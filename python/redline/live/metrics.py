@@ -25,6 +25,7 @@ must stay few, whatever a scenario names its requests.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections.abc import Sequence
@@ -94,12 +95,15 @@ def figures_of(histogram: str) -> Figures:
         return Figures(0, [0] * len(BOUNDS_S), 0.0, 0.0, 0.0)
     low, high = values[0], values[1]
     if n < MEAN_SLICES:
+        # Every rank's value: the sum, and each bound's count by bisection, exactly.
         _, exact = _engine.histogram_quantiles(histogram, [(i + 0.5) / n for i in range(n)])
-        sum_us = float(sum(exact))
-    else:
-        sum_us = sum(values[2:]) / MEAN_SLICES * n
-    buckets = _counts(histogram, n, low, high, _BOUNDS_US)
-    return Figures(n, buckets, sum_us / 1e6, low / 1e6, high / 1e6)
+        buckets = [bisect.bisect_right(exact, b) for b in _BOUNDS_US]
+        return Figures(n, buckets, sum(exact) / 1e6, low / 1e6, high / 1e6)
+    # The grid's values stand at known ranks (HdrHistogram's own ceil(q * n)): they narrow
+    # each bound's search before any probe.
+    known = [(max(1, math.ceil(q * n)), v) for q, v in zip(_GRID, values[2:], strict=True)]
+    buckets = _counts(histogram, n, low, high, _BOUNDS_US, known)
+    return Figures(n, buckets, sum(values[2:]) / MEAN_SLICES * n / 1e6, low / 1e6, high / 1e6)
 
 
 def counts_at(histogram: str, bounds_us: Sequence[int]) -> tuple[int, list[int]]:
@@ -118,11 +122,27 @@ def counts_at(histogram: str, bounds_us: Sequence[int]) -> tuple[int, list[int]]
     return n, _counts(histogram, n, low, high, bounds_us) if n else [0] * len(bounds_us)
 
 
-def _counts(histogram: str, n: int, low: int, high: int, bounds_us: Sequence[int]) -> list[int]:
-    """_counts is :func:`counts_at`'s search, given the count and the extreme values
-    (``low`` the least value's bucket's lowest, ``high`` the greatest's highest)."""
+def _counts(
+    histogram: str,
+    n: int,
+    low: int,
+    high: int,
+    bounds_us: Sequence[int],
+    known: Sequence[tuple[int, int]] = (),
+) -> list[int]:
+    """_counts is :func:`counts_at`'s search, given the count, the extreme values (``low``
+    the least value's bucket's lowest, ``high`` the greatest's highest) and values already
+    read at some ranks (``known``: (rank, value) pairs)."""
     lo = [n if high <= b else 0 for b in bounds_us]  # the count is in [lo, hi)
     hi = [n + 1 if high <= b else (1 if low > b else n + 1) for b in bounds_us]
+    known_ranks = [r for r, _ in known]
+    known_values = [v for _, v in known]  # ascending, as the ranks are
+    for i, b in enumerate(bounds_us):
+        at = bisect.bisect_right(known_values, b)
+        if at:
+            lo[i] = max(lo[i], known_ranks[at - 1])
+        if at < len(known_values):
+            hi[i] = min(hi[i], known_ranks[at])
     while True:
         todo = [i for i in range(len(bounds_us)) if hi[i] - lo[i] > 1]
         if not todo:
