@@ -26,6 +26,7 @@ thread and once per scrape, never per request.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import re
 import statistics
@@ -66,8 +67,8 @@ def scrape_while(proc: subprocess.Popen[str]) -> None:
         while url and not stop.wait(1.0):
             try:
                 urllib.request.urlopen(url, timeout=5).read()
-            except OSError:
-                return  # the run ended
+            except (OSError, http.client.HTTPException):
+                return  # the run ended (a scrape may be cut short as the process exits)
 
     t = threading.Thread(target=scrape, daemon=True)
     t.start()

@@ -92,8 +92,9 @@ def command_line(form: Form) -> list[str]:
 
 
 def shown(argv: list[str]) -> str:
-    """shown is the command line as a user types it, watched live (``--web``)."""
-    return shlex.join(["redline", *argv, "--web", "8089"])
+    """shown is the command line as a user types it, watched live (``--web 0``: any free
+    port, since the ui itself may hold the usual one)."""
+    return shlex.join(["redline", *argv, "--web", "0"])
 
 
 class Launcher:
