@@ -21,7 +21,7 @@ $(VENV)/bin/python:
 install: $(VENV)/bin/python ## create .venv; install build tools, redline (release build, with its ray extra) and taskqueue
 	$(PIP) install -q 'maturin>=1.5,<2'
 	$(PIP) install -q -e 'services/taskqueue[test]'
-	$(VENV)/bin/maturin develop --release --quiet --extras test,lint,ray
+	$(VENV)/bin/maturin develop --release --quiet --extras test,lint,ray,otlp
 	@$(PY) -c "import redline, taskqueue; print('installed redline', redline.__version__)"
 
 demo: install ## find taskqueue's capacity (redline demo): four answers, demo-report.html/.md

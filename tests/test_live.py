@@ -5,10 +5,10 @@ report and the target's own count, --linger, and the page in headless Chromium."
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import json
-import math
 import os
 import re
 import shutil
@@ -32,8 +32,8 @@ from redline.charts import Chart, Series
 from redline.errors import ConfigError
 from redline.live import LiveSession, parse_address
 from redline.live.events import ChartBook, first_change
-from redline.live.histogram import HistogramError, cumulative, decode
-from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger
+from redline.live.launcher import Form, Launcher, Model, command_line
+from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, counts_at, figures_of
 
 #: Every wait in this module is bounded by this many seconds.
 WAIT_S = 15.0
@@ -121,33 +121,71 @@ def snapshots(target) -> list[dict[str, Any]]:
     return snaps
 
 
-def test_histogram_counts_agree_with_the_engine(snapshots):
-    """The decoder and the engine read the same histogram: for each quantile the engine
-    reports, the decoded count at or below it reaches that rank (⌈q·n⌉) and the count below
-    its bucket does not; the total is the interval's answered requests."""
-    quantiles = [0.001, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0]
+def test_bucket_counts_agree_with_the_engine(snapshots):
+    """counts_at and the engine read the same histogram: for each bound, the value at the
+    count's rank is at or below it and the next rank's above it; the last bound (1 min)
+    holds every answered request."""
+    bounds = [round(b * 1e6) for b in BOUNDS_S]
+    answered = [s for s in snapshots if s["requests"]]  # the last, partial one may be empty
+    assert len(answered) >= 3
+    for snap in answered:
+        n, counts = counts_at(snap["histogram"], bounds)
+        assert n == snap["requests"] and counts == sorted(counts) and counts[-1] == n
+        for bound, c in zip(bounds, counts, strict=True):
+            ranks = [r for r in (c, c + 1) if 1 <= r <= n]
+            _, values = _engine.histogram_quantiles(
+                snap["histogram"], [(r - 0.5) / n for r in ranks]
+            )
+            for r, v in zip(ranks, values, strict=True):
+                assert (v <= bound) == (r == c), (bound, c, r, v)
+
+
+def test_bucket_counts_equal_a_count_of_every_rank(snapshots):
+    """counts_at's search and figures_of's (narrowed by its quantile grid) agree with the
+    plain count: the value at every rank, read from the engine, compared with each bound."""
+    bounds = [round(b * 1e6) for b in BOUNDS_S]
     for snap in snapshots:
-        d = decode(snap["histogram"])
-        n, values = _engine.histogram_quantiles(snap["histogram"], quantiles)
-        assert d.total == n == snap["requests"] > 0
-        for q, v in zip(quantiles, values, strict=True):
-            rank = max(math.ceil(q * n), 1)
-            lowest = d.layout.value_at(d.layout.index_of(v))
-            assert lowest <= v and d.layout.index_of(lowest - 1) < d.layout.index_of(v)
-            below, at = cumulative(d, [lowest - 1, v])
-            assert below < rank <= at, (q, v, below, at)
+        n = snap["requests"]
+        if not n:
+            continue
+        _, every = _engine.histogram_quantiles(
+            snap["histogram"], [(r - 0.5) / n for r in range(1, n + 1)]
+        )
+        truth = [sum(v <= b for v in every) for b in bounds]
+        assert counts_at(snap["histogram"], bounds) == (n, truth)
+        assert figures_of(snap["histogram"]).buckets == truth
 
 
-def test_histogram_buckets_add_like_merged_histograms(snapshots):
+def test_bucket_counts_add_like_merged_histograms(snapshots):
     """Adding each interval's buckets gives the buckets of the merged histogram."""
     bounds = [round(b * 1e6) for b in BOUNDS_S]
     summed = [0] * len(bounds)
     for snap in snapshots:
-        for i, n in enumerate(cumulative(decode(snap["histogram"]), bounds)):
+        for i, n in enumerate(counts_at(snap["histogram"], bounds)[1]):
             summed[i] += n
     merged = _engine.merge_histograms([s["histogram"] for s in snapshots])
-    assert cumulative(decode(merged), bounds) == summed
-    assert summed == sorted(summed) and summed[-1] == sum(s["requests"] for s in snapshots)
+    assert counts_at(merged, bounds)[1] == summed
+    assert summed[-1] == sum(s["requests"] for s in snapshots)
+
+
+def test_bucket_counts_of_a_fixed_latency(target):
+    """A target that answers after 20 ms: no request lies at or below 10 or 20 ms (the
+    wait is a floor), every one at or below a minute; an interval's figures have its count,
+    the same buckets, the engine's mean times the count and its max, to the histogram's
+    precision (3 digits)."""
+    snaps: list[dict[str, Any]] = []
+    redline.run(target.url + "?latency=20ms", connections=2, duration="0.5s", progress=snaps.append)
+    merged = _engine.merge_histograms([s["histogram"] for s in snaps if s["requests"]])
+    bounds = [round(b * 1e6) for b in BOUNDS_S]
+    n, (at_10ms, at_20ms, at_1min) = counts_at(merged, [10_000, 20_000, 60_000_000])
+    assert n == sum(s["requests"] for s in snaps) > 0
+    assert (at_10ms, at_20ms, at_1min) == (0, 0, n)
+    for s in snaps:
+        if s["requests"]:
+            f = figures_of(s["histogram"])
+            assert f.count == s["requests"] and f.buckets == counts_at(s["histogram"], bounds)[1]
+            assert f.sum_s == pytest.approx(s["mean_ms"] / 1000 * f.count, rel=2e-3)
+            assert 0.020 <= f.min_s <= f.max_s == pytest.approx(s["max_ms"] / 1000, rel=2e-3)
 
 
 @pytest.mark.parametrize(
@@ -158,9 +196,9 @@ def test_histogram_buckets_add_like_merged_histograms(snapshots):
         ("truncated", "HISTFAAAAeV4nC1QQUhUYRD"),
     ],
 )
-def test_histogram_refuses_garbage(label, encoded):
-    with pytest.raises(HistogramError):
-        decode(encoded)
+def test_bucket_counts_refuse_garbage(label, encoded):
+    with pytest.raises(ConfigError):
+        counts_at(encoded, [1000])
 
 
 def test_ledger_caps_names_and_skips_warmup(snapshots):
@@ -169,11 +207,31 @@ def test_ledger_caps_names_and_skips_warmup(snapshots):
     assert ledger.totals()["requests"] == 0
     ledger.add(snapshots[1])
     assert ledger.totals()["requests"] == snapshots[1]["requests"]
+    # A scenario's snapshot: counted per name, those past the cap as _other.
     capped = Ledger(name_cap=2)
-    for name in ("a", "b", "c", "d"):
-        capped._book(name).count += 1
-    assert sorted(capped._names) == ["_other", "a", "b"]
-    assert capped._names["_other"].count == 2
+    part = {k: snapshots[1][k] for k in ("requests", "errors_by_class", "histogram")}
+    capped.add({**snapshots[1], "names": {n: part for n in ("a", "b", "c", "d")}})
+    rows = {r["name"]: r for r in capped.table()}
+    assert list(rows) == ["a", "b", "_other"]
+    assert rows["_other"]["requests"] == 2 * rows["a"]["requests"] == 2 * part["requests"]
+    assert capped._names["_other"].count == 2 * part["requests"]
+    assert capped.totals()["requests"] == 4 * part["requests"]
+
+
+def test_exposition_reads_back_with_prometheus_clients_parser(snapshots):
+    """The hand-written text format: a name that needs escaping (a quote, a backslash, a
+    newline) comes back from prometheus_client's parser as it was, with every sample."""
+    name = 'GET /a"b\\c\nd'
+    ledger = Ledger(name=name)
+    for snap in snapshots:
+        ledger.add(snap)
+    families = {f.name: f for f in text_string_to_metric_families(ledger.exposition().decode())}
+    requests = families["redline_requests"].samples
+    assert {s.labels["name"] for s in requests} == {name}
+    assert sum(s.value for s in requests) == sum(s["requests"] for s in snapshots)
+    hist = {s.name: s for s in families["redline_request_duration_seconds"].samples}
+    assert hist["redline_request_duration_seconds_count"].value == ledger.read().names[name].count
+    assert families["redline_run_done"].type == "gauge"
 
 
 def test_session_refuses_a_public_page_without_a_token():
@@ -438,12 +496,152 @@ def test_prometheus_counters_equal_the_report_and_linger(target, tmp_path):
     assert hist["redline_request_duration_seconds_sum"].value == pytest.approx(
         mean_s * result["requests"], rel=1e-6
     )
-    merged = decode(result["histograms"]["latency"])
-    assert counts[:-1] == cumulative(merged, [round(b * 1e6) for b, _ in buckets[:-1]])
+    merged = result["histograms"]["latency"]
+    assert counts[:-1] == counts_at(merged, [round(b * 1e6) for b, _ in buckets[:-1]])[1]
     # --linger 1.5s: served that long after the run, then gone.
     assert exited_at - lingering_at >= 1.0
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(url, timeout=WAIT_S)
+
+
+def test_prometheus_counts_a_scenario_per_name(target, tmp_path):
+    """A scenario run (the survey: a form, its post and the redirect): one series per
+    request name, each name's counters the sum of the intervals' own and what the server
+    served (its form pages, posts and thank-you pages), ``_count`` its answered requests."""
+    out = tmp_path / "run.json"
+    before = target.stats()
+    cli = Cli(
+        "run", "examples/survey.py", "--host", target.url, "-u", "4", "-d", "1.5s",
+        "--interval", "0.25s", "--prometheus", "0", "--linger", "1s", "--json", str(out), "-q",
+    )  # fmt: skip
+    try:
+        url = cli.wait_line(r"Prometheus metrics at (\S+)").group(1)
+        cli.wait_line("serving the final figures")
+        families = _scrape(url)
+        code, _, err = cli.finish()
+    finally:
+        cli.kill()
+    assert code == 0, err
+    seen = {k: v - before[k] for k, v in target.stats().items()}
+    result = json.loads(out.read_text())
+    answered: dict[str, float] = {}
+    for sample in families["redline_requests"].samples:
+        if sample.labels["outcome"] in ("ok", "status", "check"):
+            name = sample.labels["name"]
+            answered[name] = answered.get(name, 0) + sample.value
+    assert set(answered) == set(result["per_name"])
+    for name in answered:
+        intervals = sum(s["names"][name]["requests"] for s in result["timeseries"])
+        assert answered[name] == intervals >= result["per_name"][name]["requests"], name
+    assert answered["form"] == seen["form_pages"] > 0
+    assert answered["post"] + answered["post+thanks"] == seen["forms_posted"]
+    assert answered["post+thanks (redirect)"] == seen["thanks_pages"]
+    counts = {
+        s.labels["name"]: s.value
+        for s in families["redline_request_duration_seconds"].samples
+        if s.name.endswith("_count")
+    }
+    assert counts == answered
+
+
+class OtlpReceiver:
+    """OtlpReceiver is a local OpenTelemetry collector stand-in: OTLP/HTTP on 127.0.0.1,
+    port 0, keeping each ExportMetricsServiceRequest it is sent to /v1/metrics."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as pb
+
+        received = self.requests = []  # type: list[Any]
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                msg = pb.ExportMetricsServiceRequest()
+                msg.ParseFromString(body)
+                received.append((self.path, self.headers.get("Content-Type"), msg))
+                reply = pb.ExportMetricsServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(WAIT_S)
+
+
+def _otlp_metrics(msg: Any) -> dict[str, Any]:
+    return {m.name: m for rm in msg.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+
+
+def test_otlp_export_equals_the_report(target, tmp_path):
+    """``--otlp``: a local collector is sent OTLP/HTTP protobuf during the run
+    (OTEL_METRIC_EXPORT_INTERVAL=300 ms) and once more at the end; the last export's
+    http.client.request.duration (seconds, by the semantic conventions) counts the answered
+    requests, its buckets are the Prometheus ones, and redline.requests by outcome equals
+    the JSON result and what the target served."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the otlp extra")
+    receiver = OtlpReceiver()
+    out = tmp_path / "run.json"
+    before = target.stats()["requests"]
+    env = dict(os.environ, OTEL_METRIC_EXPORT_INTERVAL="300")
+    try:
+        r = subprocess.run(
+            [
+                sys.executable, "-m", "redline", "run", f"{target.url}/?status=500&p=0.2",
+                "-c", "2", "-d", "1.5s", "--interval", "0.25s", "--otlp", receiver.url,
+                "--json", str(out), "-q",
+            ],
+            capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=env,
+        )  # fmt: skip
+    finally:
+        receiver.close()
+    assert r.returncode == 0, r.stderr
+    assert f"OTLP metrics to {receiver.url}/v1/metrics every 0.3s" in r.stderr
+    served = target.stats()["requests"] - before
+    result = json.loads(out.read_text())
+    assert len(receiver.requests) >= 3  # during the run, and the final figures
+    assert {(p, t) for p, t, _ in receiver.requests} == {("/v1/metrics", "application/x-protobuf")}
+    metrics = _otlp_metrics(receiver.requests[-1][2])
+    (point,) = metrics["http.client.request.duration"].histogram.data_points
+    attrs = {a.key: a.value for a in point.attributes}
+    assert metrics["http.client.request.duration"].unit == "s"
+    assert attrs["http.request.method"].string_value == "GET"
+    assert attrs["server.address"].string_value == "127.0.0.1"
+    assert attrs["server.port"].int_value == int(target.url.rsplit(":", 1)[1])
+    assert attrs["redline.request.name"].string_value == "GET /"
+    assert point.count == sum(point.bucket_counts) == result["requests"] == served
+    assert list(point.explicit_bounds) == list(BOUNDS_S)
+    merged = counts_at(result["histograms"]["latency"], [round(b * 1e6) for b in BOUNDS_S])[1]
+    cumulative = [sum(point.bucket_counts[: i + 1]) for i in range(len(BOUNDS_S))]
+    assert cumulative == merged
+    assert point.sum == pytest.approx(result["latency_ms"]["mean"] / 1000 * point.count, rel=1e-6)
+    outcomes = {}
+    for p in metrics["redline.requests"].sum.data_points:
+        a = {x.key: x.value.string_value for x in p.attributes}
+        outcomes[a["redline.outcome"]] = p.as_int
+        assert a.get("error.type", "ok") == a["redline.outcome"]
+    assert outcomes["status"] == result["errors"]["status"] > 0
+    assert outcomes["ok"] + outcomes["status"] == result["requests"]
+    assert metrics["redline.requests"].sum.is_monotonic
+    assert metrics["redline.intended"].sum.data_points[0].as_int == result["intended"]
+
+
+def test_otlp_refuses_a_bad_url(target):
+    r = run_cli("run", target.url, "-d", "0.2s", "--otlp", "collector:4318")
+    assert r.returncode == 2 and "--otlp: expected http(s)://" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize(
@@ -541,14 +739,12 @@ _CHART_STATE = """() => Array.from(document.querySelectorAll('figure.chart')).ma
 })"""
 
 
-def test_live_page_in_chromium(target, session):
-    """The page during a run: its charts gain points each interval, the stop button stops
-    the run (the target's count is short of a full run's), the final figures equal the
-    result's, the report is linked, and nothing is fetched from outside or logged as an
-    error."""
+@contextlib.contextmanager
+def _chromium_page(errors: list[str]) -> Iterator[Any]:
+    """_chromium_page is a page in headless Chromium that records console errors, page
+    errors and any request that leaves 127.0.0.1 (refused: the pages work offline) in
+    ``errors``."""
     sync_api = _sync_api()
-    errors: list[str] = []
-    box: dict[str, Any] = {}
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
@@ -559,34 +755,45 @@ def test_live_page_in_chromium(target, session):
                 re.compile(r"^(?!http://127\.0\.0\.1:).*"),
                 lambda route: (errors.append(route.request.url), route.abort()),
             )
-            page.goto(session.web_url, wait_until="load")
-            page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
-            before = target.stats()["requests"]
-
-            def go() -> None:
-                box["result"] = redline.run(
-                    target.url, rate=200, duration="20s", interval="0.25s",
-                    progress=session.progress(),
-                )  # fmt: skip
-                session.finish(box["result"].data, _render_run)
-
-            runner = threading.Thread(target=go)
-            runner.start()
-            page.wait_for_function("window.redlineLive.intervals >= 3", timeout=10_000)
-            early = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
-            page.wait_for_function("window.redlineLive.intervals >= 5", timeout=10_000)
-            later = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
-            page.click("#stop")
-            page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
-            runner.join(WAIT_S)
-            served = target.stats()["requests"] - before
-            totals = page.inner_text("#f-total")
-            page.wait_for_selector("#report:not([hidden])", timeout=10_000)
-            page.screenshot(path=str(_artifacts() / "live-page.png"), full_page=True)
-            page.click("#report")
-            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+            yield page
         finally:
             browser.close()
+
+
+def test_live_page_in_chromium(target, session):
+    """The page during a run: its charts gain points each interval, the stop button stops
+    the run (the target's count is short of a full run's), the final figures equal the
+    result's, the report is linked, and nothing is fetched from outside or logged as an
+    error."""
+    errors: list[str] = []
+    box: dict[str, Any] = {}
+    with _chromium_page(errors) as page:
+        page.goto(session.web_url, wait_until="load")
+        page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
+        before = target.stats()["requests"]
+
+        def go() -> None:
+            box["result"] = redline.run(
+                target.url, rate=200, duration="20s", interval="0.25s",
+                progress=session.progress(),
+            )  # fmt: skip
+            session.finish(box["result"].data, _render_run)
+
+        runner = threading.Thread(target=go)
+        runner.start()
+        page.wait_for_function("window.redlineLive.intervals >= 3", timeout=10_000)
+        early = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+        page.wait_for_function("window.redlineLive.intervals >= 5", timeout=10_000)
+        later = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+        page.click("#stop")
+        page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+        runner.join(WAIT_S)
+        served = target.stats()["requests"] - before
+        totals = page.inner_text("#f-total")
+        page.wait_for_selector("#report:not([hidden])", timeout=10_000)
+        page.screenshot(path=str(_artifacts() / "live-page.png"), full_page=True)
+        page.click("#report")
+        page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
     result = box["result"]
     assert errors == []
     assert {"throughput", "latency", "load", "errors"} <= set(later)
@@ -597,6 +804,188 @@ def test_live_page_in_chromium(target, session):
     assert result.interrupted and 0 < served < 200 * 20 / 4
     assert f"{result.data['requests']:,} answered" in totals
     assert f"{result.data['intended']:,} intended" in totals
+
+
+def test_live_per_name_table_in_chromium(target, tmp_path):
+    """``redline run SCENARIO --web``: the per-name table fills while the scenario runs;
+    stopped, the page shows the JSON result's per-name figures."""
+    out = tmp_path / "run.json"
+    errors: list[str] = []
+    cli = Cli(
+        "run", "examples/survey.py", "--host", target.url, "-u", "4", "-d", "30s",
+        "--interval", "0.25s", "--web", "0", "--linger", "5s", "--json", str(out), "-q",
+    )  # fmt: skip
+    try:
+        base = cli.wait_line(r"live view at (\S+)").group(1)
+        with _chromium_page(errors) as page:
+            page.goto(base, wait_until="load")
+            page.wait_for_function(
+                "window.redlineLive.status === 'running' && window.redlineLive.names.length >= 3",
+                timeout=10_000,
+            )
+            page.click("#stop")
+            page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+            rows = page.evaluate(
+                """() => Array.from(document.querySelectorAll('#names tr')).map(
+                    tr => Array.from(tr.children).map(td => td.textContent))"""
+            )
+            page.screenshot(path=str(_artifacts() / "live-per-name.png"), full_page=True)
+        code, _, err = cli.finish()
+    finally:
+        cli.kill()
+    assert code == 130, err  # stopped: as Ctrl-C, with the result of what ran written
+    assert errors == []
+    per_name = json.loads(out.read_text())["per_name"]
+    shown = {r[0]: r for r in rows}
+    assert set(shown) == set(per_name)
+    for name, figures in per_name.items():
+        assert shown[name][1] == f"{figures['requests']:,}", (name, shown[name])
+        assert shown[name][2] == f"{figures['errors']:,}", (name, shown[name])
+
+
+def test_ui_starts_a_run_from_the_form_in_chromium(target):
+    """``redline ui``: the form shows the command line as it is filled in; Start runs it in
+    the ui's process (the target serves it), the charts gain points each interval, the stop
+    button ends it short of a full run; SIGTERM ends the ui."""
+    full = 200 * 20
+    errors: list[str] = []
+    cli = Cli("ui", "--port", "0")
+    try:
+        base = cli.wait_line(r"start page at (\S+)").group(1)
+        before = target.stats()["requests"]
+        with _chromium_page(errors) as page:
+            page.goto(base, wait_until="load")
+            page.wait_for_function("window.redlineLive.status === 'ready'", timeout=10_000)
+            page.fill("input[name=target]", target.url + "/")
+            page.select_option("select[name=model]", "open")
+            page.fill("input[name=load]", "200")
+            page.fill("input[name=duration]", "20s")
+            page.wait_for_function(
+                "document.getElementById('command').textContent.includes('--rate 200')",
+                timeout=10_000,
+            )
+            command = page.inner_text("#command")
+            page.click("#start")
+            page.wait_for_function("window.redlineLive.intervals >= 3", timeout=10_000)
+            early = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+            page.wait_for_function("window.redlineLive.intervals >= 5", timeout=10_000)
+            later = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+            page.click("#stop")
+            page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
+            served = target.stats()["requests"] - before
+            totals = page.inner_text("#f-total")
+            start_enabled = page.is_enabled("#start")
+            page.screenshot(path=str(_artifacts() / "ui-page.png"), full_page=True)
+        cli.proc.terminate()
+        code, out, err = cli.finish()
+    finally:
+        cli.kill()
+    assert errors == []
+    assert command == f"redline run {target.url}/ --rate 200 -d 20s --web 0"
+    assert f"started {command}" in err
+    for cid, c in later.items():
+        assert c["rows"] > early[cid]["rows"] and c["draws"] > early[cid]["draws"], (c, early)
+    # Five 1 s intervals were seen before the stop: at least 4 s of 200 req/s, half of the
+    # 20 s at most (the stop takes effect at the next interval).
+    assert 200 * 4 < served < full / 2
+    answered = int(re.search(r"([\d,]+) answered", totals).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert answered == served  # what the page shows is what the server saw
+    assert start_enabled  # the form can start the next run
+    assert code == 0 and f"{served} requests in" in out, (code, out, err)
+
+
+@pytest.mark.parametrize(
+    "label,fields,message",
+    [
+        ("no target", {"load": "1", "duration": "1s"}, "target: give a URL"),
+        ("not a URL", {"target": "example.com", "load": "1", "duration": "1s"}, "expected http"),
+        ("a missing scenario", {"target": "nope.py", "load": "1", "duration": "1s"}, "no scenario"),
+        (
+            "a bad model",
+            {"target": "http://h/", "model": "x", "load": "1", "duration": "1s"},
+            "model",
+        ),
+        ("a bad load", {"target": "http://h/", "load": "many", "duration": "1s"}, "load: expected"),
+        ("no load", {"target": "http://h/", "load": "0", "duration": "1s"}, "load: must be > 0"),
+        (
+            "part of a user",
+            {"target": "http://h/", "load": "1.5", "duration": "1s"},
+            "whole number",
+        ),
+        ("a bad duration", {"target": "http://h/", "load": "1", "duration": "soon"}, "duration"),
+        ("no duration", {"target": "http://h/", "load": "1", "duration": "0s"}, "duration: must"),
+    ],
+)
+def test_ui_form_refuses(label, fields, message):
+    with pytest.raises(ConfigError, match=message):
+        Form.of(fields)
+
+
+@pytest.mark.parametrize(
+    "label,form,argv",
+    [
+        (
+            "users",
+            Form("http://h/", Model.CLOSED, 10, "30s"),
+            ["run", "http://h/", "-c", "10", "-d", "30s"],
+        ),
+        (
+            "a rate",
+            Form("s.py", Model.OPEN, 2.5, "1m"),
+            ["run", "s.py", "--rate", "2.5", "-d", "1m"],
+        ),
+    ],
+)
+def test_ui_command_line(label, form, argv):
+    assert command_line(form) == argv, label
+
+
+def test_ui_says_why_a_run_could_not_start_and_takes_one_run_at_a_time():
+    """A command line the run refuses ends the session as ``failed`` with its one line on
+    the page's stream; a second start while a run goes is refused (400), and a start
+    without the page's header is forbidden (403)."""
+    release = threading.Event()
+
+    def run_command(argv: list[str], live: LiveSession) -> int:
+        if argv[1].endswith("/slow"):
+            release.wait(WAIT_S)
+            live.finish(None)
+            return 0
+        raise ConfigError("the engine refused it")
+
+    def start(base: str, token: str | None, target: str) -> tuple[int, dict[str, Any]]:
+        body = json.dumps({"target": target, "load": "1", "duration": "1s"}).encode()
+        req = urllib.request.Request(base + "start", method="POST", data=body)
+        if token is not None:
+            req.add_header("X-Redline-Stop", token)
+        try:
+            with urllib.request.urlopen(req, timeout=WAIT_S) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}") if e.code == 400 else {}
+
+    with Launcher(parse_address("0", "--web"), run_command, out=io.StringIO()) as ui:
+        assert ui.url is not None
+        token = _stop_token(ui.url)
+        assert start(ui.url, None, "http://h/")[0] == 403
+        code, body = start(ui.url, token, "http://h/")
+        assert code == 202 and body["command"].startswith("redline run http://h/ -c 1 -d 1s")
+        assert ui.wait(WAIT_S)
+        client = SseClient(ui.url)
+        client.close()
+        (done,) = client.kinds("done")
+        assert done["status"] == "failed" and done["error"] == "the engine refused it"
+        assert start(ui.url, token, "http://h/slow")[0] == 202
+        code, body = start(ui.url, token, "http://h/")
+        release.set()
+        assert code == 400 and body["error"] == "a run is going: stop it first"
+        assert ui.wait(WAIT_S)
+
+
+def test_ui_refuses_a_public_address_without_a_token():
+    r = run_cli("ui", "--host", "0.0.0.0", "--port", "0")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "needs --web-token" in r.stderr
 
 
 def _render_run(data: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from redline.compare.command import add_compare_parser
 from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find_command import add_demo_parser, add_find_parser
-from redline.live.command import add_live_flags, open_session, url_name
+from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser, write_run_report
@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(sub)
     add_inspect_parser(sub)
     add_compare_parser(sub)
+    add_ui_parser(sub).set_defaults(func=lambda args: cmd_ui(args, run_command))
     return p
 
 
@@ -307,10 +308,11 @@ def _secs(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
     """cmd_run runs one load test, prints the summary and writes --json and --report; with
-    --web/--prometheus it is watched live (and the endpoints linger after it). With --vary it
-    is an experiment (:mod:`redline.experiment.command`)."""
+    --web/--prometheus it is watched live (and the endpoints linger after it). ``live``: a
+    session the caller owns (``redline ui``'s), instead of one the flags ask for. With --vary
+    it is an experiment (:mod:`redline.experiment.command`)."""
     if args.vary or args.repeat is not None or args.monitor_cmd is not None:
         from redline.experiment.command import cmd_run_experiment
 
@@ -321,10 +323,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         parent = Path(path).resolve().parent if path else None
         if parent is not None and not parent.is_dir():
             raise RedlineError(f"{flag}: directory {str(parent)!r} does not exist")
+    if live is not None:
+        return _run(args, live)
     scenario = is_scenario(args.url)
     model = "open" if args.rate is not None or args.open else "closed"
     name = "all" if scenario else url_name(args.url, args.method)
-    live = open_session(args, "run", f"redline run {args.url}", model, name)
+    live = open_session(
+        args,
+        "run",
+        f"redline run {args.url}",
+        model,
+        name,
+        target=args.host if scenario else args.url,
+        method=None if scenario else (args.method or "GET"),
+    )
     try:
         code = _run(args, live)
     except BaseException:
@@ -336,6 +348,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             print("redline: stopped from the web page", file=sys.stderr)
         live.close()
     return code
+
+
+def run_command(argv: list[str], live: Any) -> int:
+    """run_command runs ``redline run ARGV`` watched by ``live`` (the runs ``redline ui``
+    starts: the command line it shows is the one parsed here)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:
+        raise RedlineError(f"redline {' '.join(argv)}: refused (the reason is on stderr)") from None
+    return cmd_run(args, live)
 
 
 def _run(args: argparse.Namespace, live: Any) -> int:

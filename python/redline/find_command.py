@@ -164,7 +164,16 @@ def cmd_find(args: argparse.Namespace) -> int:
     try:
         name = "all" if plan is not None else url_name(url, args.method)
         title = f"redline find {args.url}"
-        live = open_session(args, "find", title, args.model, name, monitor)
+        live = open_session(
+            args,
+            "find",
+            title,
+            args.model,
+            name,
+            monitor,
+            target=url,
+            method=None if plan is not None else (args.method or "GET"),
+        )
         if live is not None:
             # The stop button ends the search as Ctrl-C does: the steps that ran are kept.
             on_snapshot, on_step = live.find_callbacks(on_snapshot, on_step)

@@ -377,45 +377,17 @@ font-weight:600}table.steps tr.limit td:last-child{color:#b42318;font-weight:600
 footer{color:#57606a;font-size:12px;margin-top:28px}
 """
 
-#: RENDERER draws every chart spec with uPlot and records, per chart, that it was drawn.
+#: RENDERER draws every chart spec with the shared chart code (``assets/chart.js``, the live
+#: page's too) and records, per chart, that it was drawn.
 RENDERER = """
 (function () {
   var specs = JSON.parse(document.getElementById("redline-charts").textContent);
   var drawn = (window.redlineCharts = []);
-  var plots = [];
   specs.forEach(function (spec) {
     var box = document.querySelector('[data-chart="' + spec.id + '"] .plot');
     var state = { id: spec.id, draws: 0 };
     drawn.push(state);
-    var series = [{ label: spec.x_label }];
-    spec.series.forEach(function (s) {
-      var o = { label: s.label, stroke: s.color, scale: s.scale, width: 2, spanGaps: s.span_gaps };
-      if (s.dash) o.dash = [6, 4];
-      if (s.points_only) {
-        o.paths = function () { return null; };
-        o.points = { show: true, size: 9, fill: s.color, stroke: s.color };
-      }
-      series.push(o);
-    });
-    var axes = [{ label: spec.x_label }, { label: spec.y_label, scale: "y" }];
-    if (spec.series.some(function (s) { return s.scale === "y2"; })) {
-      axes.push({ label: spec.y2_label || "", scale: "y2", side: 1, grid: { show: false } });
-    }
-    var opts = {
-      width: Math.max(320, box.clientWidth || 560),
-      height: 260,
-      series: series,
-      axes: axes,
-      scales: { x: { time: false } },
-      cursor: { drag: { x: true, y: false } },
-      hooks: { draw: [function () { state.draws += 1; }] },
-    };
-    plots.push([new uPlot(opts, spec.data, box), box]);
-  });
-  window.addEventListener("resize", function () {
-    plots.forEach(function (p) {
-      p[0].setSize({ width: Math.max(320, p[1].clientWidth), height: 260 });
-    });
+    window.redlineChart(spec, spec.data, box, state);
   });
 })();
 """
@@ -449,6 +421,7 @@ def _page(title: str, meta: str, body: str, charts: Sequence[Chart]) -> str:
         f'<script type="application/json" id="redline-charts">'
         f"{_script_json([c.to_dict() for c in charts])}</script>"
         f"<script>{_asset('uPlot.iife.min.js')}</script>"
+        f"<script>{_asset('chart.js')}</script>"
         f"<script>{RENDERER}</script></body></html>\n"
     )
 

@@ -1,14 +1,16 @@
 """live: a run or a search watched while it runs, in browsers (``--web``: a page updated each
 interval by server-sent events, with a stop button and the final report linked at the end)
-and by Prometheus (``--prometheus``: ``/metrics`` in the text format).
+and by Prometheus (``--prometheus``: ``/metrics`` in the text format); or started from a form
+in the browser (``redline ui``).
 
 - :mod:`~redline.live.session`: :class:`LiveSession`, fed by the run's own callbacks
 - :mod:`~redline.live.events`: what the page is sent (figures, steps, chart patches)
-- :mod:`~redline.live.metrics`: the Prometheus books (:class:`Ledger`)
-- :mod:`~redline.live.histogram`: cumulative bucket counts from the engine's HdrHistograms
+- :mod:`~redline.live.metrics`: the Prometheus books (:class:`Ledger`), per request name
+- :mod:`~redline.live.otlp`: the same books pushed to an OpenTelemetry collector (``--otlp``)
 - :mod:`~redline.live.hub`, :mod:`~redline.live.server`: fan-out and the HTTP server
 - :mod:`~redline.live.page`, ``page.js``: the page
-- :mod:`~redline.live.command`: the CLI's flags
+- :mod:`~redline.live.launcher`: ``redline ui``, the start page that starts runs from a form
+- :mod:`~redline.live.command`: the CLI's flags and ``redline ui``
 """
 
 from __future__ import annotations

@@ -9,11 +9,16 @@ Event types (server-sent events, JSON data):
   ``requests``, ``errors``, ``errors_by_class``, ``p50_ms`` ... ``max_ms``,
   ``achieved_rate``, ``intended_rate``, ``active_connections``, ``in_flight`` ...), the
   run's ``totals`` so far (the exporter's books), the search's ``phase`` and ``load`` (find),
-  the monitored service's latest ``service`` reading, and ``charts``: patches.
+  the monitored service's latest ``service`` reading, ``names``: the per-name table (rows of
+  ``name``, ``requests``, ``errors``, ``errors_by_class``, ``p50_ms``, ``p95_ms``,
+  ``p99_ms``, the run so far; :meth:`redline.live.metrics.Ledger.table`), and ``charts``:
+  patches.
 - ``step``: a search step as judged (``index``, ``phase``, ``load``, ``throughput_rps``,
   ``p50_ms``, ``p99_ms``, ``error_rate``, ``ok``, ``fired``, ``why`` ...).
 - ``status``: ``{"status": "stopping"}`` once the stop button was pressed.
-- ``done``: the run ended: ``status`` (``done`` or ``stopped``), the final ``totals`` and
+- ``done``: the run ended: ``status`` (``done``, ``stopped``, or ``failed`` with its
+  one-line ``error``: a run ``redline ui`` could not start), the final ``totals``,
+  ``names`` (the per-name table with the report's own figures, :func:`final_names`) and
   ``report`` (the final report's URL, or None).
 
 A chart patch is ``{"id", "start", "cols"}``: the chart's columns from row ``start`` on
@@ -31,13 +36,43 @@ from typing import Any
 
 from redline.charts import Chart, Column
 
-#: Snapshot fields the page is not sent (the encoded histogram is for the exporter).
-_UNSENT = ("histogram",)
+#: Snapshot fields the page is not sent as they are: the encoded histograms are for the
+#: exporter, and ``names`` is sent as the ledger's table.
+_UNSENT = ("histogram", "names")
 
 
 def figures(snap: dict[str, Any]) -> dict[str, Any]:
     """figures is a snapshot as the page is sent it."""
     return {k: v for k, v in snap.items() if k not in _UNSENT}
+
+
+def final_names(run: dict[str, Any], live: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """final_names is the per-name table at the end: the report's ``per_name`` figures
+    (requests, errors, p50/p95/p99), in the live table's order, with the live table's
+    ``errors_by_class`` (the report has no classes per name). Without a ``per_name``
+    (a run that never started), the live table as it stands."""
+    per_name = run.get("per_name")
+    if not isinstance(per_name, dict) or not per_name:
+        return list(live)
+    classes = {row["name"]: row.get("errors_by_class", {}) for row in live}
+    order = [row["name"] for row in live if row["name"] in per_name]
+    order += [n for n in per_name if n not in order]
+    rows = []
+    for name in order:
+        figures_ = per_name[name]
+        lat = figures_.get("latency_ms") or {}
+        rows.append(
+            {
+                "name": name,
+                "requests": figures_.get("requests", 0),
+                "errors": figures_.get("errors", 0),
+                "errors_by_class": classes.get(name, {}),
+                "p50_ms": lat.get("p50"),
+                "p95_ms": lat.get("p95"),
+                "p99_ms": lat.get("p99"),
+            }
+        )
+    return rows
 
 
 def step_fields(step: Any) -> dict[str, Any]:

@@ -8,8 +8,10 @@
     redline_run_done                             gauge: 1 once the run ended (final figures)
 
 Latency is a histogram, never percentile gauges: percentiles cannot be added across runs,
-instances or time, buckets can. The buckets are cumulative counts read from each interval's
-HdrHistogram (:mod:`redline.live.histogram`), so they are exact to the histogram's precision.
+instances or time, buckets can. A scenario run is counted per request name (each interval
+snapshot's ``names``), a URL run under its one name; each interval's HdrHistogram is read
+through the binding as it comes (:func:`figures_of`: ``le`` buckets exact to the histogram's
+precision, added up, as buckets may be), so a scrape only formats the books.
 
 The books are the report's: warm-up intervals are left out, each request is counted once
 under one outcome (an answer with an unexpected status is ``status``, one that failed a check
@@ -23,12 +25,14 @@ must stay few, whatever a scenario names its requests.
 
 from __future__ import annotations
 
+import bisect
+import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from redline.live.histogram import cumulative, decode
+from redline import _engine
 
 #: BOUNDS_S are the latency buckets' upper bounds in seconds (``le``), from 0.5 ms to 1 min.
 BOUNDS_S = (
@@ -60,15 +64,199 @@ NAME_CAP = 50
 OTHER = "_other"
 
 
+#: MEAN_SLICES: how many quantiles estimate an interval's mean latency for a name's ``_sum``
+#: (exact, to the histogram's precision, when the interval answered fewer requests).
+MEAN_SLICES = 128
+_GRID = [(i + 0.5) / MEAN_SLICES for i in range(MEAN_SLICES)]
+#: PROBES: ranks probed per unresolved bound in each round of :func:`counts_at`.
+PROBES = 15
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Figures is what an interval's encoded latency histogram adds to a name's books: its
+    count, cumulative counts at :data:`BOUNDS_S`, sum, least and greatest value (s)."""
+
+    count: int
+    buckets: list[int]
+    sum_s: float
+    min_s: float
+    max_s: float
+
+
+def figures_of(histogram: str) -> Figures:
+    """figures_of reads an interval's histogram through the binding: the count, least and
+    greatest value and the mean (from :data:`MEAN_SLICES` evenly spaced quantiles; at every
+    rank when there are fewer values: the binding gives no sum) in one call, then the
+    bucket counts (:func:`counts_at`). Read once per interval and name, so a scrape only
+    formats books already kept."""
+    n, values = _engine.histogram_quantiles(histogram, [0.0, 1.0, *_GRID])
+    if n == 0:
+        return Figures(0, [0] * len(BOUNDS_S), 0.0, 0.0, 0.0)
+    low, high = values[0], values[1]
+    if n < MEAN_SLICES:
+        # Every rank's value: the sum, and each bound's count by bisection, exactly.
+        _, exact = _engine.histogram_quantiles(histogram, [(i + 0.5) / n for i in range(n)])
+        buckets = [bisect.bisect_right(exact, b) for b in _BOUNDS_US]
+        return Figures(n, buckets, sum(exact) / 1e6, low / 1e6, high / 1e6)
+    # The grid's values stand at known ranks (HdrHistogram's own ceil(q * n)): they narrow
+    # each bound's search before any probe.
+    known = [(max(1, math.ceil(q * n)), v) for q, v in zip(_GRID, values[2:], strict=True)]
+    buckets = _counts(histogram, n, low, high, _BOUNDS_US, known)
+    return Figures(n, buckets, sum(values[2:]) / MEAN_SLICES * n / 1e6, low / 1e6, high / 1e6)
+
+
+def counts_at(histogram: str, bounds_us: Sequence[int]) -> tuple[int, list[int]]:
+    """counts_at is an encoded histogram's count and, for each bound (µs, ascending), how
+    many of its values lie at or below it, exact to the histogram's precision: a value
+    counts when its HdrHistogram bucket (3 significant digits) lies wholly at or below the
+    bound.
+
+    The binding reads values at quantiles, not counts at values, so each count is searched
+    for among the ranks: the value at rank ``r`` (quantile ``(r - 0.5) / n``, which
+    HdrHistogram rounds up to ``r`` whatever the float error) is at or below the bound
+    exactly for the first ``count`` ranks. Bounds below the least value or above the
+    greatest are settled at once; the others are searched together, :data:`PROBES` ranks
+    each a round, one binding call a round (about log16(n) rounds)."""
+    n, (low, high) = _engine.histogram_quantiles(histogram, [0.0, 1.0])
+    return n, _counts(histogram, n, low, high, bounds_us) if n else [0] * len(bounds_us)
+
+
+def _counts(
+    histogram: str,
+    n: int,
+    low: int,
+    high: int,
+    bounds_us: Sequence[int],
+    known: Sequence[tuple[int, int]] = (),
+) -> list[int]:
+    """_counts is :func:`counts_at`'s search, given the count, the extreme values (``low``
+    the least value's bucket's lowest, ``high`` the greatest's highest) and values already
+    read at some ranks (``known``: (rank, value) pairs)."""
+    lo = [n if high <= b else 0 for b in bounds_us]  # the count is in [lo, hi)
+    hi = [n + 1 if high <= b else (1 if low > b else n + 1) for b in bounds_us]
+    known_ranks = [r for r, _ in known]
+    known_values = [v for _, v in known]  # ascending, as the ranks are
+    for i, b in enumerate(bounds_us):
+        at = bisect.bisect_right(known_values, b)
+        if at:
+            lo[i] = max(lo[i], known_ranks[at - 1])
+        if at < len(known_values):
+            hi[i] = min(hi[i], known_ranks[at])
+    while True:
+        todo = [i for i in range(len(bounds_us)) if hi[i] - lo[i] > 1]
+        if not todo:
+            return lo
+        probes = []
+        for i in todo:
+            step = max(1, (hi[i] - lo[i]) // (PROBES + 1))
+            probes.append((i, range(lo[i] + step, hi[i], step)[:PROBES]))
+        quantiles = [(r - 0.5) / n for _, ranks in probes for r in ranks]
+        _, values = _engine.histogram_quantiles(histogram, quantiles)
+        k = 0
+        for i, ranks in probes:
+            for r in ranks:
+                if values[k] <= bounds_us[i]:
+                    lo[i] = max(lo[i], r)
+                else:
+                    hi[i] = min(hi[i], r)
+                k += 1
+
+
+#: PENDING_MAX: how many interval histograms a name keeps unmerged at most.
+PENDING_MAX = 64
+
+
 @dataclass
 class NameBook:
-    """NameBook is one request name's counters: outcomes, and the latency histogram's
-    cumulative bucket counts, count and sum (seconds)."""
+    """NameBook is one request name's books: outcome counts; the latency histogram's count,
+    cumulative bucket counts, sum, least and greatest value (seconds), read from each
+    interval's histogram as it comes; and the histogram of the run so far, for the live
+    page's percentiles, merged only when read (a merge re-encodes with deflate, the costliest
+    step; a run nobody watches merges every :data:`PENDING_MAX` intervals)."""
 
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
-    buckets: list[int] = field(default_factory=lambda: [0] * len(BOUNDS_S))
     count: int = 0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(BOUNDS_S))
     sum_s: float = 0.0
+    min_s: float | None = None
+    max_s: float | None = None
+    merged: str | None = None
+    pending: list[str] = field(default_factory=list)
+
+    def add(self, part: dict[str, Any], sum_s: float | None = None) -> None:
+        """add counts one interval's figures (a snapshot, or one name's entry in its
+        ``names``); ``sum_s`` is the latency sum when the snapshot gives it exactly (a
+        URL run's mean times its count), else it is estimated from the histogram."""
+        requests = int(part.get("requests") or 0)
+        classes = {k: int(v or 0) for k, v in (part.get("errors_by_class") or {}).items()}
+        answered_bad = classes.get("status", 0) + classes.get("check", 0)
+        self.outcomes["ok"] += max(requests - answered_bad, 0)
+        for cls, n in classes.items():
+            self.outcomes[cls] = self.outcomes.get(cls, 0) + n
+        hist = part.get("histogram")
+        if not isinstance(hist, str) or not hist:
+            return
+        f = figures_of(hist)
+        if not f.count:
+            return
+        self.count += f.count
+        self.buckets = [a + b for a, b in zip(self.buckets, f.buckets, strict=True)]
+        self.sum_s += f.sum_s if sum_s is None else sum_s
+        self.min_s = f.min_s if self.min_s is None else min(self.min_s, f.min_s)
+        self.max_s = f.max_s if self.max_s is None else max(self.max_s, f.max_s)
+        self.pending.append(hist)
+        if len(self.pending) >= PENDING_MAX:
+            self.histogram()
+
+    def histogram(self) -> str | None:
+        """histogram is the run so far's encoded histogram (None before the first answer),
+        the intervals added since it was last read merged in, all in one binding call."""
+        if self.pending:
+            parts = ([self.merged] if self.merged is not None else []) + self.pending
+            self.merged = parts[0] if len(parts) == 1 else _engine.merge_histograms(parts)
+            self.pending = []
+        return self.merged
+
+    def latency_ms(self, quantiles: Sequence[float]) -> list[float | None]:
+        """latency_ms is the run so far's latency at ``quantiles``, in ms (None before the
+        first answer)."""
+        hist = self.histogram()
+        if hist is None:
+            return [None] * len(quantiles)
+        _, values = _engine.histogram_quantiles(hist, list(quantiles))
+        return [v / 1000 for v in values]
+
+
+@dataclass(frozen=True)
+class NameReading:
+    """NameReading is one request name's books as read: outcome counts, the latency
+    histogram's cumulative counts at :data:`BOUNDS_S`, its count, sum, least and greatest
+    value (seconds; 0 before the first answer)."""
+
+    outcomes: dict[str, int]
+    buckets: list[int]
+    count: int
+    sum_s: float
+    min_s: float
+    max_s: float
+
+
+@dataclass
+class Reading:
+    """Reading is the ledger's books at one moment (:meth:`Ledger.read`), what Prometheus
+    and OTLP are given."""
+
+    names: dict[str, NameReading]
+    intended: int
+    vus: float | None
+    connections: int
+    in_flight: int
+    done: bool
+
+
+#: TABLE_QUANTILES: the latency columns of the live page's per-name table.
+TABLE_QUANTILES = (0.5, 0.95, 0.99)
 
 
 class Ledger:
@@ -88,14 +276,12 @@ class Ledger:
         self.done = False
 
     def add(self, snap: dict[str, Any], vus: float | None = None) -> None:
-        """add folds one interval snapshot in (run-wide figures, under the ledger's name).
-        A snapshot with an ``intended_rate`` is the open model's, which has no users;
-        otherwise ``vus`` is the users when the caller knows them (a search's load), else
-        the connections open (one per user)."""
+        """add folds one interval snapshot in: per request name when it has ``names`` (a
+        scenario run), else under the ledger's name. A snapshot with an ``intended_rate``
+        is the open model's, which has no users; otherwise ``vus`` is the users when the
+        caller knows them (a search's load), else the connections open (one per user)."""
         t = float(snap.get("t_s") or 0.0)
         length = max(t - self._last_t, 0.0)
-        hist = snap.get("histogram")
-        decoded = decode(hist) if isinstance(hist, str) and hist else None
         with self._lock:
             self._last_t = t
             self.connections = int(snap.get("active_connections") or 0)
@@ -107,18 +293,14 @@ class Ledger:
                 self.vus = float(vus) if vus is not None else float(self.connections)
             if snap.get("warmup"):
                 return
-            book = self._book(self.name)
-            requests = int(snap.get("requests") or 0)
-            classes = {k: int(v or 0) for k, v in (snap.get("errors_by_class") or {}).items()}
-            answered_bad = classes.get("status", 0) + classes.get("check", 0)
-            book.outcomes["ok"] += max(requests - answered_bad, 0)
-            for cls, n in classes.items():
-                book.outcomes[cls] = book.outcomes.get(cls, 0) + n
-            if decoded is not None:
-                for i, n in enumerate(cumulative(decoded, _BOUNDS_US)):
-                    book.buckets[i] += n
-                book.count += decoded.total
-            book.sum_s += float(snap.get("mean_ms") or 0.0) / 1000.0 * requests
+            names = snap.get("names")
+            if isinstance(names, dict) and names:
+                for name, part in names.items():
+                    self._book(str(name)).add(part)
+            else:
+                requests = int(snap.get("requests") or 0)
+                mean_s = float(snap.get("mean_ms") or 0.0) / 1000.0
+                self._book(self.name).add(snap, sum_s=mean_s * requests)
             # Open model: the schedule's due hits; closed: every request sent was intended.
             rate = snap.get("intended_rate") if open_model else snap.get("achieved_rate")
             self._intended += float(rate or 0.0) * length
@@ -162,55 +344,142 @@ class Ledger:
                 "intended": round(self._intended),
             }
 
-    def collect(self) -> Iterator[Any]:
-        """collect yields the metric families (prometheus_client's custom collector
-        protocol), a consistent copy taken under the lock."""
-        from prometheus_client.core import (
-            CounterMetricFamily,
-            GaugeMetricFamily,
-            HistogramMetricFamily,
-        )
-
+    def table(self) -> list[dict[str, Any]]:
+        """table is the live page's per-name rows, in the order names first answered:
+        ``name``, ``requests`` (answered), ``errors``, ``errors_by_class`` (the non-zero
+        ones) and the run so far's ``p50_ms``, ``p95_ms``, ``p99_ms``."""
         with self._lock:
-            names = {
-                n: (dict(b.outcomes), list(b.buckets), b.count, b.sum_s)
-                for n, b in self._names.items()
-            }
-            intended, vus = round(self._intended), self.vus
-            connections, in_flight, done = self.connections, self.in_flight, self.done
-        requests = CounterMetricFamily(
-            "redline_requests",
-            "Requests by name and outcome (ok, or the error class), after warm-up.",
-            labels=["name", "outcome"],
-        )
-        latency = HistogramMetricFamily(
-            "redline_request_duration_seconds",
-            "Latency of answered requests, from the intended send time (no coordinated "
-            "omission), after warm-up.",
-            labels=["name"],
-        )
-        for name, (outcomes, buckets, count, sum_s) in sorted(names.items()):
-            for outcome in OUTCOMES:
-                requests.add_metric([name, outcome], outcomes.get(outcome, 0))
-            pairs = [(f"{b:g}", float(n)) for b, n in zip(BOUNDS_S, buckets, strict=True)]
-            latency.add_metric([name], [*pairs, ("+Inf", float(count))], sum_value=sum_s)
-        yield requests
-        yield CounterMetricFamily(
-            "redline_intended", "Requests the run intended to send, after warm-up.", intended
-        )
-        yield latency
-        if vus is not None:
-            yield GaugeMetricFamily("redline_vus", "Active virtual users (closed model).", vus)
-        yield GaugeMetricFamily("redline_connections", "Connections open.", connections)
-        yield GaugeMetricFamily("redline_in_flight", "Requests sent, not yet answered.", in_flight)
-        yield GaugeMetricFamily(
-            "redline_run_done", "1 once the run ended: the figures are final.", int(done)
-        )
+            books = [(n, dict(b.outcomes), b) for n, b in self._names.items()]
+            rows = []
+            for name, outcomes, book in books:
+                errors = {k: v for k, v in outcomes.items() if k != "ok" and v}
+                p50, p95, p99 = book.latency_ms(TABLE_QUANTILES)
+                rows.append(
+                    {
+                        "name": name,
+                        "requests": outcomes["ok"]
+                        + outcomes.get("status", 0)
+                        + outcomes.get("check", 0),
+                        "errors": sum(errors.values()),
+                        "errors_by_class": errors,
+                        "p50_ms": p50,
+                        "p95_ms": p95,
+                        "p99_ms": p99,
+                    }
+                )
+        return rows
+
+    def read(self) -> Reading:
+        """read is a consistent copy of the books, taken under the lock: formatting only,
+        the buckets were read as each interval came."""
+        with self._lock:
+            return Reading(
+                names={
+                    n: NameReading(
+                        dict(b.outcomes),
+                        list(b.buckets),
+                        b.count,
+                        b.sum_s,
+                        b.min_s or 0.0,
+                        b.max_s or 0.0,
+                    )
+                    for n, b in self._names.items()
+                },
+                intended=round(self._intended),
+                vus=self.vus,
+                connections=self.connections,
+                in_flight=self.in_flight,
+                done=self.done,
+            )
 
     def exposition(self) -> bytes:
-        """exposition is the Prometheus text format of the books."""
-        from prometheus_client import CollectorRegistry, generate_latest
+        """exposition is the Prometheus text format (0.0.4) of one :meth:`read`. Written
+        here rather than by prometheus_client's registry, which took ~0.9 ms a scrape for
+        these few dozen lines (its per-sample validation); the tests read it back with
+        prometheus_client's parser."""
+        books = self.read()
+        out = _Text()
+        out.family(
+            "redline_requests_total",
+            "counter",
+            "Requests by name and outcome (ok, or the error class), after warm-up.",
+        )
+        for name, b in sorted(books.names.items()):
+            for outcome in OUTCOMES:
+                out.sample(
+                    "redline_requests_total",
+                    {"name": name, "outcome": outcome},
+                    b.outcomes.get(outcome, 0),
+                )
+        out.family(
+            "redline_intended_total",
+            "counter",
+            "Requests the run intended to send, after warm-up.",
+        )
+        out.sample("redline_intended_total", {}, books.intended)
+        hist = "redline_request_duration_seconds"
+        out.family(
+            hist,
+            "histogram",
+            "Latency of answered requests, from the intended send time (no coordinated "
+            "omission), after warm-up.",
+        )
+        for name, b in sorted(books.names.items()):
+            for bound, n in zip(BOUNDS_S, b.buckets, strict=True):
+                out.sample(f"{hist}_bucket", {"name": name, "le": f"{bound:g}"}, n)
+            out.sample(f"{hist}_bucket", {"name": name, "le": "+Inf"}, b.count)
+            out.sample(f"{hist}_count", {"name": name}, b.count)
+            out.sample(f"{hist}_sum", {"name": name}, b.sum_s)
+        gauges: list[tuple[str, str, float | int | None]] = [
+            ("redline_vus", "Active virtual users (closed model).", books.vus),
+            ("redline_connections", "Connections open.", books.connections),
+            ("redline_in_flight", "Requests sent, not yet answered.", books.in_flight),
+            ("redline_run_done", "1 once the run ended: the figures are final.", int(books.done)),
+        ]
+        for metric, help_text, value in gauges:
+            if value is not None:
+                out.family(metric, "gauge", help_text)
+                out.sample(metric, {}, value)
+        return out.encode()
 
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(self)  # type: ignore[arg-type]
-        return bytes(generate_latest(registry))
+
+#: CONTENT_TYPE: the media type of the Prometheus text format, version 0.0.4.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _Text:
+    """_Text accumulates the lines of a Prometheus text exposition."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help_text: str) -> None:
+        """family starts a metric family: its HELP and TYPE lines."""
+        escaped = help_text.replace("\\", "\\\\").replace("\n", "\\n")
+        self.lines.append(f"# HELP {name} {escaped}")
+        self.lines.append(f"# TYPE {name} {kind}")
+
+    def sample(self, name: str, labels: dict[str, str], value: float) -> None:
+        """sample adds one sample line (label values escaped as the format asks)."""
+        if labels:
+            pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+            name = f"{name}{{{pairs}}}"
+        self.lines.append(f"{name} {_number(value)}")
+
+    def encode(self) -> bytes:
+        """encode is the exposition's bytes (a newline after every line)."""
+        return ("\n".join(self.lines) + "\n").encode()
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _number(value: float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))

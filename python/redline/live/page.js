@@ -1,13 +1,16 @@
 // The live page: applies the server-sent events of redline.live.events to the figures, the
-// search's steps and the charts (drawn by assets/chart.js, as in the report). State for tests
-// and curious users: window.redlineLive.
+// search's steps and the charts (drawn by assets/chart.js, as in the report). On the start
+// page of `redline ui` (body data-ui="1") a form starts a run first, and another once it
+// ended. State for tests and curious users: window.redlineLive.
 (function () {
   "use strict";
   var query = location.search.indexOf("token=") >= 0 ? location.search : "";
   var live = (window.redlineLive = {
-    events: 0, intervals: 0, steps: 0, status: "connecting", last: null, charts: {},
+    events: 0, intervals: 0, steps: 0, status: "connecting", last: null, charts: {}, names: [],
   });
   var $ = function (id) { return document.getElementById(id); };
+  var ui = document.body.dataset.ui === "1";
+  var es = null;
 
   function num(v, digits) {
     if (v === null || v === undefined || !isFinite(v)) return "–";
@@ -27,7 +30,8 @@
     pill.className = "pill " + status;
     var stop = $("stop");
     stop.disabled = status !== "running";
-    if (status === "done" || status === "stopped") stop.hidden = true;
+    stop.hidden = ["ready", "done", "stopped", "failed"].indexOf(status) >= 0;
+    if (ui) $("start").disabled = ["ready", "done", "stopped", "failed"].indexOf(status) < 0;
   }
 
   function showFigures(s, totals) {
@@ -72,6 +76,27 @@
     $("steps").appendChild(tr);
   }
 
+  // showNames fills the per-name table (the run so far; the report's figures once done).
+  function showNames(rows) {
+    if (!rows || !rows.length) return;
+    live.names = rows;
+    $("per-name").hidden = false;
+    var body = $("names");
+    body.innerHTML = "";
+    rows.forEach(function (r) {
+      var tr = document.createElement("tr");
+      if (r.errors) tr.className = "bad";
+      var classes = Object.keys(r.errors_by_class || {}).map(function (k) { return k + " " + num(r.errors_by_class[k]); });
+      [r.name, num(r.requests), num(r.errors), ms(r.p50_ms), ms(r.p95_ms), ms(r.p99_ms), classes.join(" · ")].forEach(function (v, i) {
+        var td = document.createElement("td");
+        td.textContent = v;
+        if (i === 0 || i === 6) td.style.textAlign = "left";
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
   function figureFor(spec) {
     var fig = document.querySelector('[data-chart="' + spec.id + '"]');
     if (!fig) {
@@ -105,50 +130,109 @@
     });
   }
 
-  var es = new EventSource("events" + query);
-  es.addEventListener("state", function (e) {
-    var s = JSON.parse(e.data);
-    live.events += 1;
-    $("steps").innerHTML = "";
-    live.steps = 0;
-    (s.steps || []).forEach(addStep);
-    setStatus(s.status);
-    showFigures(s.last, s.totals);
-    applyCharts(s.charts);
-  });
-  es.addEventListener("interval", function (e) {
-    var s = JSON.parse(e.data);
-    live.events += 1;
-    live.intervals += 1;
-    showFigures(s, s.totals);
-    applyCharts(s.charts);
-  });
-  es.addEventListener("step", function (e) { live.events += 1; addStep(JSON.parse(e.data)); });
-  es.addEventListener("status", function (e) { live.events += 1; setStatus(JSON.parse(e.data).status); });
-  es.addEventListener("done", function (e) {
-    var d = JSON.parse(e.data);
-    live.events += 1;
-    es.close();  // the server goes away after the run (and its linger): no reconnect
-    setStatus(d.status);
-    showFigures(null, d.totals);
-    if (d.report) {
-      var a = $("report");
-      a.href = d.report + query;
-      a.hidden = false;
+  // connect follows the run's event stream (a new one for each run the start page starts).
+  function connect() {
+    if (es) es.close();
+    es = new EventSource("events" + query);
+    es.addEventListener("state", function (e) {
+      var s = JSON.parse(e.data);
+      live.events += 1;
+      if (ui && s.title) document.querySelector("h1").textContent = s.title;
+      $("steps").innerHTML = "";
+      live.steps = 0;
+      (s.steps || []).forEach(addStep);
+      setStatus(s.status);
+      showFigures(s.last, s.totals);
+      showNames(s.last && s.last.names);
+      applyCharts(s.charts);
+    });
+    es.addEventListener("interval", function (e) {
+      var s = JSON.parse(e.data);
+      live.events += 1;
+      live.intervals += 1;
+      showFigures(s, s.totals);
+      showNames(s.names);
+      applyCharts(s.charts);
+    });
+    es.addEventListener("step", function (e) { live.events += 1; addStep(JSON.parse(e.data)); });
+    es.addEventListener("status", function (e) { live.events += 1; setStatus(JSON.parse(e.data).status); });
+    es.addEventListener("done", function (e) {
+      var d = JSON.parse(e.data);
+      live.events += 1;
+      es.close();  // the server goes away after the run (and its linger): no reconnect
+      setStatus(d.status);
+      showFigures(null, d.totals);
+      showNames(d.names);
+      if (d.error) setText("form-error", d.error);
+      if (d.report) {
+        var a = $("report");
+        a.href = d.report + query;
+        a.hidden = false;
+      }
+    });
+  }
+
+  // reset clears the page for a new run (the start page).
+  function reset() {
+    Object.keys(live.charts).forEach(function (id) { live.charts[id].plot.destroy(); });
+    live.charts = {};
+    live.events = live.intervals = live.steps = 0;
+    live.last = null;
+    live.names = [];
+    $("charts").innerHTML = "";
+    $("names").innerHTML = "";
+    $("per-name").hidden = true;
+    $("report").hidden = true;
+    setText("form-error", "");
+  }
+
+  function startPage() {
+    var form = $("start-form");
+    var token = new URLSearchParams(location.search).get("token");
+    function fields() {
+      var f = {};
+      new FormData(form).forEach(function (v, k) { f[k] = v; });
+      return f;
     }
-  });
+    var timer = null;
+    function preview() {
+      if (!fields().target) { setText("command", "–"); setText("form-error", ""); return; }
+      var params = new URLSearchParams(fields());
+      if (token) params.set("token", token);
+      fetch("command?" + params).then(function (r) { return r.json(); }).then(function (d) {
+        setText("command", d.command || "–");
+        setText("form-error", d.error || "");
+      });
+    }
+    form.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(preview, 150); });
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      $("start").disabled = true;
+      fetch("start" + query, {
+        method: "POST",
+        headers: { "X-Redline-Stop": document.body.dataset.stop, "Content-Type": "application/json" },
+        body: JSON.stringify(fields()),
+      }).then(function (r) {
+        return r.json().then(function (d) {
+          if (!r.ok) { setText("form-error", d.error); $("start").disabled = false; return; }
+          reset();
+          setText("command", d.command);
+          setStatus("connecting");
+          connect();
+        });
+      });
+    });
+    preview();
+  }
+
+  if (!ui) connect();
+  else if (document.body.dataset.run === "1") { startPage(); connect(); }
+  else { startPage(); setStatus("ready"); }
 
   $("stop").addEventListener("click", function () {
     var stop = $("stop");
     stop.disabled = true;
     fetch("stop" + query, { method: "POST", headers: { "X-Redline-Stop": document.body.dataset.stop } })
       .then(function (r) { if (r.ok) setStatus("stopping"); else stop.disabled = false; });
-  });
-
-  window.addEventListener("resize", function () {
-    Object.keys(live.charts).forEach(function (id) {
-      var c = live.charts[id];
-      c.plot.setSize({ width: Math.max(320, c.box.clientWidth), height: 260 });
-    });
   });
 })();

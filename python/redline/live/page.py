@@ -19,7 +19,30 @@ LIVE_CSS = """
 button#stop{font:inherit;padding:4px 14px;border-radius:6px;border:1px solid #cf222e;
 background:#fff;color:#cf222e;cursor:pointer}button#stop:disabled{opacity:.5;cursor:default}
 .answer .sub{color:#57606a;font-size:12.5px}
+#per-name th:first-child,#per-name th:last-child{text-align:left}
+form#start-form{display:flex;gap:10px;flex-wrap:wrap;align-items:end;background:#fff;
+border:1px solid #d0d7de;border-radius:8px;padding:12px 14px}
+form#start-form label{display:flex;flex-direction:column;font-size:12px;color:#57606a;gap:2px}
+form#start-form input,form#start-form select{font:inherit;padding:3px 6px}
+form#start-form input[name=target]{min-width:320px}
+button#start{font:inherit;padding:4px 14px;border-radius:6px;border:1px solid #1f883d;
+background:#1f883d;color:#fff;cursor:pointer}button#start:disabled{opacity:.5;cursor:default}
+#form-error{color:#cf222e}
 """
+
+#: FORM: the start page's form (``redline ui``): what to load, how, how long; the command
+#: line that does the same is shown under it.
+FORM = (
+    '<section id="launch"><form id="start-form">'
+    '<label>URL or scenario file<input name="target" required '
+    'placeholder="http://127.0.0.1:8080/ or scenario.py"></label>'
+    '<label>Model<select name="model"><option value="closed">closed: users</option>'
+    '<option value="open">open: requests per second</option></select></label>'
+    '<label>Load<input name="load" value="10" inputmode="decimal" size="7"></label>'
+    '<label>Duration<input name="duration" value="30s" size="7"></label>'
+    '<button id="start" type="submit">Start</button></form>'
+    '<p>Command line: <code id="command">–</code></p><p id="form-error"></p></section>'
+)
 
 _CARDS = (
     ("Rate", "f-rate", "f-offered"),
@@ -45,9 +68,13 @@ def _card(title: str, main: str, sub: str | None, hidden: bool = False, card_id:
     )
 
 
-def render_page(title: str, kind: str, stop_token: str) -> str:
+def render_page(
+    title: str, kind: str, stop_token: str, form: bool = False, started: bool = True
+) -> str:
     """render_page is the live page of a ``run`` or ``find`` (``kind``); ``stop_token`` is
-    what its stop button must send (a header no other site's form can set)."""
+    what its stop and start buttons must send (a header no other site's form can set).
+    ``form``: the start page of ``redline ui``, which starts runs from a form; ``started``:
+    a run was started, whose events the page follows at once."""
     cards = "".join(_card(t, m, s) for t, m, s in _CARDS)
     cards += _card("Service", "f-cpu", "f-mem", hidden=True, card_id="service")
     heads = "".join(
@@ -59,6 +86,15 @@ def render_page(title: str, kind: str, stop_token: str) -> str:
         f'<table class="steps"><thead><tr>{heads}</tr></thead><tbody id="steps"></tbody>'
         "</table></div></section>"
     )
+    name_heads = "".join(
+        f"<th>{h}</th>"
+        for h in ("name", "requests", "errors", "p50", "p95", "p99", "error classes")
+    )
+    per_name = (
+        '<section id="per-name" hidden><h2>Per request name</h2><div class="scroll">'
+        f'<table class="steps"><thead><tr>{name_heads}</tr></thead><tbody id="names"></tbody>'
+        "</table></div></section>"
+    )
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -67,12 +103,13 @@ def render_page(title: str, kind: str, stop_token: str) -> str:
         f"<title>{html.escape(title)} (live)</title>"
         f"<style>{_file('assets', 'uPlot.min.css')}</style>"
         f"<style>{CSS}{LIVE_CSS}</style></head>"
-        f'<body data-kind="{html.escape(kind)}" data-stop="{html.escape(stop_token)}"><main>'
-        f"<h1>{html.escape(title)}</h1>"
+        f'<body data-kind="{html.escape(kind)}" data-stop="{html.escape(stop_token)}"'
+        f' data-ui="{int(form)}" data-run="{int(started)}"><main>'
+        f"<h1>{html.escape(title)}</h1>{FORM if form else ''}"
         '<div class="bar"><span id="status" class="pill">connecting</span>'
         '<span id="clock"></span><button id="stop" disabled>Stop the run</button>'
         '<a id="report" hidden>Final report</a></div>'
-        f'<div class="answers" id="answers">{cards}</div>{search}'
+        f'<div class="answers" id="answers">{cards}</div>{per_name}{search}'
         '<h2 id="charts-title">Charts</h2><div class="charts" id="charts"></div>'
         f"<footer>redline live view. Charts by uPlot {UPLOT_VERSION} (MIT licence, embedded)."
         "</footer></main>"

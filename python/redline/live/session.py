@@ -28,7 +28,7 @@ from typing import IO, Any
 from redline.charts import find_charts, run_charts
 from redline.errors import ConfigError
 from redline.live.address import Address
-from redline.live.events import ChartBook, figures, step_fields
+from redline.live.events import ChartBook, figures, final_names, step_fields
 from redline.live.hub import Hub, Watcher
 from redline.live.metrics import Ledger
 from redline.live.server import Reply, Request, Server
@@ -50,6 +50,7 @@ class Status(Enum):
     STOPPING = "stopping"
     STOPPED = "stopped"
     DONE = "done"
+    FAILED = "failed"
 
 
 class StopRequested(KeyboardInterrupt):  # noqa: N818  (it is an interrupt, named as one)
@@ -65,7 +66,10 @@ class LiveSession:
     ``web`` address needs ``token``, which every web request must then carry (``?token=``),
     since the page can stop the run. ``name`` labels the run-wide request series, ``model``
     is ``closed`` or ``open``, and ``monitor`` (a :mod:`redline.monitor` monitor) gives the
-    service's CPU, RSS and fds."""
+    service's CPU, RSS and fds. ``otlp``: an OpenTelemetry collector's URL to push the
+    books to (:mod:`redline.live.otlp`), with ``otlp_attributes`` on every request
+    series. ``stop_token`` is what the stop button must send (default:
+    ``token``, else a fresh random one; ``redline ui`` passes its page's)."""
 
     def __init__(
         self,
@@ -79,6 +83,9 @@ class LiveSession:
         name: str = "all",
         monitor: Any = None,
         token: str | None = None,
+        stop_token: str | None = None,
+        otlp: str | None = None,
+        otlp_attributes: dict[str, Any] | None = None,
         out: IO[str] | None = None,
     ):
         if web is not None and not web.loopback and not token:
@@ -88,13 +95,18 @@ class LiveSession:
             )
         if linger_s < 0:
             raise ConfigError(f"--linger: must be >= 0, got {linger_s:g}")
+        if otlp is not None:
+            from redline.live.otlp import endpoint_url
+
+            endpoint_url(otlp)  # a bad URL is refused before the run
         self.kind, self.title, self.model = kind, title, model
         self.monitor = monitor
         self.linger_s = linger_s
         self.ledger = Ledger(name=name)
         self._web_address, self._prom_address = web, prometheus
         self._token = token
-        self._stop_token = token or secrets.token_urlsafe(16)
+        self._stop_token = stop_token or token or secrets.token_urlsafe(16)
+        self._error: str | None = None
         self._out = out or sys.stderr
         self._lock = threading.RLock()
         self._hub = Hub()
@@ -103,6 +115,7 @@ class LiveSession:
         self._samples: list[dict[str, Any]] = []
         self._steps: list[dict[str, Any]] = []
         self._last: dict[str, Any] = {}
+        self._names: list[dict[str, Any]] = []  # the final per-name table (finish)
         self._status = Status.RUNNING
         self._stop = threading.Event()
         self._raised = False
@@ -110,6 +123,8 @@ class LiveSession:
         self._report: Callable[[dict[str, Any]], str] | None = None
         self._report_html: bytes | None = None
         self._servers: list[Server] = []
+        self._otlp_endpoint, self._otlp_attributes = otlp, otlp_attributes
+        self._otlp: Any = None  # an OtlpExport once started
         self.web_url: str | None = None
         self.metrics_url: str | None = None
 
@@ -119,7 +134,7 @@ class LiveSession:
         """start listens and says where (one line each on ``out``)."""
         try:
             if self._web_address is not None:
-                web = Server(self._web_address, self._serve_web, "--web")
+                web = Server(self._web_address, self.serve, "--web")
                 self._servers.append(web)
                 self.web_url = web.url + "/"
                 shown = self.web_url + (f"?token={self._token}" if self._token else "")
@@ -130,6 +145,18 @@ class LiveSession:
                 self.metrics_url = prom.url + "/metrics"
                 print(
                     f"redline: Prometheus metrics at {self.metrics_url}", file=self._out, flush=True
+                )
+            if self._otlp_endpoint is not None:
+                from redline.live.otlp import OtlpExport
+
+                self._otlp = OtlpExport(
+                    self.ledger, self._otlp_endpoint, self._otlp_attributes, out=self._out
+                ).start()
+                print(
+                    f"redline: OTLP metrics to {self._otlp.endpoint} "
+                    f"every {self._otlp.interval_s:g}s",
+                    file=self._out,
+                    flush=True,
                 )
         except BaseException:
             self.close(linger=False)
@@ -155,6 +182,9 @@ class LiveSession:
                 time.sleep(self.linger_s)
             except KeyboardInterrupt:
                 pass
+        if self._otlp is not None:
+            self._otlp.close()  # the final figures (finish came first)
+            self._otlp = None
         self._hub.close()
         for s in self._servers:
             s.close()
@@ -163,7 +193,10 @@ class LiveSession:
     # -- what the run tells it ---------------------------------------------------------------
 
     def snapshot(self, snap: Snapshot, load: float | None = None, phase: str | None = None) -> None:
-        """snapshot takes one interval: the books, the charts, one ``interval`` event."""
+        """snapshot takes one interval: the books, and while a browser watches, the charts,
+        the per-name table and one ``interval`` event. Unwatched, it only keeps the rows: a
+        browser that joins is sent the charts and table as they stand then (``_catch_up``),
+        so a run nobody watches pays for no chart or table it would throw away."""
         self.ledger.add(snap, vus=load if self.kind is Kind.FIND else None)
         if snap.get("intended_rate") is not None:
             self.model = "open"  # the load axis is req/s, whatever the caller guessed
@@ -181,10 +214,15 @@ class LiveSession:
                 "load": load,
                 "service": service,
                 "totals": self.ledger.totals(),
-                "charts": self._charts.patch(self._chart_list()),
             }
-            self._last = {k: v for k, v in event.items() if k != "charts"}
-            self._hub.publish("interval", event)
+            self._last = event
+            if self._hub.watchers:
+                event = {
+                    **event,
+                    "names": self.ledger.table(),
+                    "charts": self._charts.patch(self._chart_list()),
+                }
+                self._hub.publish("interval", event)
 
     def step(self, step: Any) -> None:
         """step takes a judged search step: one ``step`` event (and the step-based charts
@@ -201,15 +239,23 @@ class LiveSession:
     ) -> None:
         """finish marks the run ended: the exporter takes the report's exact totals, the
         page shows the end and links ``report(result)`` (rendered when first asked for)."""
-        if result is not None:
-            run = result.get("run") if self.kind is Kind.FIND else result
-            self.ledger.settle(run if isinstance(run, dict) else {})
-        else:
-            self.ledger.settle({})
+        run = result.get("run") if self.kind is Kind.FIND and result is not None else result
+        run = run if isinstance(run, dict) else {}
+        self.ledger.settle(run)
+        names = final_names(run, self.ledger.table())
         with self._lock:
+            self._names = names
             self._result, self._report = result, report
             stopped = self._stop.is_set()
             self._status = Status.STOPPED if stopped else Status.DONE
+            self._hub.publish("done", self._done())
+
+    def fail(self, message: str) -> None:
+        """fail marks the run as never having run (a bad command line): the page says
+        ``message``."""
+        with self._lock:
+            self._error = message
+            self._status = Status.FAILED
             self._hub.publish("done", self._done())
 
     # -- the stop button ---------------------------------------------------------------------
@@ -296,26 +342,32 @@ class LiveSession:
         return {
             "status": self._status.value,
             "totals": self.ledger.totals(),
+            "names": self._names,
+            "error": self._error,
             "report": "report" if self._report is not None and self._result is not None else None,
         }
 
     def _catch_up(self) -> list[tuple[str, Any]]:
+        """_catch_up is what a new watcher is sent first (under the lock): the whole
+        picture, charts brought up to date (unwatched intervals patched none)."""
+        self._charts.patch(self._chart_list())
         state = {
             "kind": self.kind.value,
             "title": self.title,
             "model": self.model,
             "status": self._status.value,
-            "last": self._last,
+            "last": {**self._last, "names": self.ledger.table()} if self._last else {},
             "steps": self._steps,
             "totals": self.ledger.totals(),
             "charts": self._charts.full(),
         }
         out: list[tuple[str, Any]] = [("state", state)]
-        if self._status in (Status.DONE, Status.STOPPED):
+        if self._status in (Status.DONE, Status.STOPPED, Status.FAILED):
             out.append(("done", self._done()))
         return out
 
-    def _serve_web(self, req: Request) -> Reply | tuple[Watcher, Callable[[], None]]:
+    def serve(self, req: Request) -> Reply | tuple[Watcher, Callable[[], None]]:
+        """serve answers the page's requests (``--web``, or ``redline ui`` during a run)."""
         from redline.live.page import render_page
 
         if self._token and not secrets.compare_digest(
@@ -355,6 +407,6 @@ class LiveSession:
     def _serve_metrics(self, req: Request) -> Reply:
         if req.path != "/metrics":
             return Reply(404, b"the metrics are at /metrics\n")
-        from prometheus_client import CONTENT_TYPE_LATEST
+        from redline.live.metrics import CONTENT_TYPE
 
-        return Reply(200, self.ledger.exposition(), CONTENT_TYPE_LATEST)
+        return Reply(200, self.ledger.exposition(), CONTENT_TYPE)

@@ -1,0 +1,223 @@
+"""otlp: a run's live books pushed to an OpenTelemetry collector (``--otlp URL``: OTLP over
+HTTP, protobuf), named by OpenTelemetry's semantic conventions. Needs the ``otlp`` extra
+(``pip install 'redline[otlp]'``: the OpenTelemetry SDK and its OTLP/HTTP exporter).
+
+    http.client.request.duration   histogram, s: latency of answered requests, per request
+                                   name (``redline.request.name``), with the run's
+                                   ``http.request.method`` (a URL run's; a scenario's
+                                   requests each have their own, not in the snapshots),
+                                   ``server.address``, ``server.port`` and ``url.scheme``
+    redline.requests               counter: every request once, by ``redline.request.name``
+                                   and ``redline.outcome`` (ok or the error class, which is
+                                   also its ``error.type``)
+    redline.intended               counter: requests the run intended
+    redline.vus                    gauge: virtual users (closed model)
+
+The figures are the ledger's (:class:`redline.live.metrics.Ledger`), the ones Prometheus
+scrapes, cumulative from the run's start, exported every ``OTEL_METRIC_EXPORT_INTERVAL``
+milliseconds (OpenTelemetry's variable; default 60000) and once more, final, when the session
+closes. The data points are built from the engine's histograms directly rather than by
+recording each request into an SDK instrument, which would cost a Python call per request.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+from redline.errors import ConfigError
+from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, Reading
+
+#: DEFAULT_INTERVAL_S: OpenTelemetry's default metric export interval.
+DEFAULT_INTERVAL_S = 60.0
+#: SCOPE: the instrumentation scope the metrics are exported under.
+SCOPE = "redline"
+
+
+def endpoint_url(text: str) -> str:
+    """endpoint_url is the metrics endpoint for ``--otlp``: a collector's base URL gets
+    OTLP/HTTP's ``/v1/metrics``; a full path is kept."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"--otlp: expected http(s)://HOST:PORT[/v1/metrics], got {text!r}")
+    return text if parts.path not in ("", "/") else text.rstrip("/") + "/v1/metrics"
+
+
+def export_interval_s() -> float:
+    """export_interval_s is ``OTEL_METRIC_EXPORT_INTERVAL`` (ms) in seconds."""
+    raw = os.environ.get("OTEL_METRIC_EXPORT_INTERVAL")
+    if not raw:
+        return DEFAULT_INTERVAL_S
+    try:
+        ms = float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"OTEL_METRIC_EXPORT_INTERVAL: expected milliseconds, got {raw!r}"
+        ) from None
+    if not ms > 0:
+        raise ConfigError(f"OTEL_METRIC_EXPORT_INTERVAL: must be > 0, got {raw!r}")
+    return ms / 1000
+
+
+def request_attributes(url: str | None, method: str | None) -> dict[str, Any]:
+    """request_attributes are the semantic conventions' attributes of the run's requests
+    that the run knows for all of them: the target's address, port and scheme, and the
+    method when it is one for all (a URL run)."""
+    out: dict[str, Any] = {}
+    if method:
+        out["http.request.method"] = method.upper()
+    if url:
+        parts = urlsplit(url)
+        if parts.hostname:
+            out["server.address"] = parts.hostname
+            out["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+            out["url.scheme"] = parts.scheme
+    return out
+
+
+class OtlpExport:
+    """OtlpExport pushes a ledger's books to ``endpoint`` every ``interval_s`` on its own
+    thread, and once more on :meth:`close`. A failed export is said once on ``out``; the
+    run goes on."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        endpoint: str,
+        attributes: dict[str, Any] | None = None,
+        interval_s: float | None = None,
+        out: IO[str] | None = None,
+    ):
+        try:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter,
+            )
+        except ImportError:
+            raise ConfigError(
+                "--otlp needs the OpenTelemetry exporter: pip install 'redline[otlp]'"
+            ) from None
+        self.endpoint = endpoint_url(endpoint)
+        self.interval_s = export_interval_s() if interval_s is None else interval_s
+        self._ledger = ledger
+        self._attributes = dict(attributes or {})
+        self._exporter = OTLPMetricExporter(endpoint=self.endpoint, timeout=5)
+        self._out = out or sys.stderr
+        self._start_ns = time.time_ns()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="redline-otlp", daemon=True)
+        self._warned = False
+        self.exports = 0
+
+    def start(self) -> OtlpExport:
+        """start begins the periodic export."""
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """close stops the periodic export, exports the final figures and shuts down."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10.0)
+        self.export()
+        self._exporter.shutdown()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.export()
+
+    def export(self) -> bool:
+        """export pushes the books as they stand; False when the collector refused or
+        could not be reached."""
+        from opentelemetry.sdk.metrics.export import MetricExportResult
+
+        result = self._exporter.export(self._data(self._ledger.read()))
+        if result is MetricExportResult.SUCCESS:
+            self.exports += 1
+            return True
+        if not self._warned:
+            self._warned = True
+            print(
+                f"redline: warning: OTLP export to {self.endpoint} failed (the run goes on)",
+                file=self._out,
+                flush=True,
+            )
+        return False
+
+    def _data(self, books: Reading) -> Any:
+        """_data is one reading as the SDK's MetricsData (cumulative since the start)."""
+        from opentelemetry.sdk.metrics.export import (
+            AggregationTemporality,
+            Gauge,
+            Histogram,
+            HistogramDataPoint,
+            Metric,
+            MetricsData,
+            NumberDataPoint,
+            ResourceMetrics,
+            ScopeMetrics,
+            Sum,
+        )
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+        cumulative = AggregationTemporality.CUMULATIVE
+        start, now = self._start_ns, time.time_ns()
+        durations, requests = [], []
+        for name, b in sorted(books.names.items()):
+            per_bucket = [b.buckets[0]] + [
+                hi - lo for lo, hi in zip(b.buckets, b.buckets[1:], strict=False)
+            ]
+            durations.append(
+                HistogramDataPoint(
+                    attributes={**self._attributes, "redline.request.name": name},
+                    start_time_unix_nano=start,
+                    time_unix_nano=now,
+                    count=b.count,
+                    sum=b.sum_s,
+                    bucket_counts=[*per_bucket, b.count - b.buckets[-1]],
+                    explicit_bounds=list(BOUNDS_S),
+                    min=b.min_s,
+                    max=b.max_s,
+                )
+            )
+            for outcome in OUTCOMES:
+                attrs = {"redline.request.name": name, "redline.outcome": outcome}
+                if outcome != "ok":
+                    attrs["error.type"] = outcome
+                requests.append(NumberDataPoint(attrs, start, now, b.outcomes.get(outcome, 0)))
+        metrics = [
+            Metric(
+                "http.client.request.duration",
+                "Duration of answered HTTP client requests, from the intended send time.",
+                "s",
+                Histogram(durations, cumulative),
+            ),
+            Metric(
+                "redline.requests",
+                "Requests by name and outcome (ok, or the error class), after warm-up.",
+                "{request}",
+                Sum(requests, cumulative, True),
+            ),
+            Metric(
+                "redline.intended",
+                "Requests the run intended to send, after warm-up.",
+                "{request}",
+                Sum([NumberDataPoint({}, start, now, books.intended)], cumulative, True),
+            ),
+        ]
+        if books.vus is not None:
+            metrics.append(
+                Metric(
+                    "redline.vus",
+                    "Active virtual users (closed model).",
+                    "{user}",
+                    Gauge([NumberDataPoint({}, start, now, books.vus)]),
+                )
+            )
+        scope = ScopeMetrics(InstrumentationScope(SCOPE), metrics, "")
+        resource = Resource.create({"service.name": "redline"})
+        return MetricsData([ResourceMetrics(resource, [scope], "")])
