@@ -17,8 +17,11 @@ The books are the report's: warm-up intervals are left out, each request is coun
 under one outcome (an answer with an unexpected status is ``status``, one that failed a check
 ``check``, a request that got no answer its transport class), so at the end the counters add
 up to the summary's ``requests`` and ``errors`` and ``_count`` to the answered requests.
-``redline_intended_total`` is live an estimate from the intervals' send (closed model) or
-schedule (open model) rates, and takes the report's exact ``intended`` at the end.
+``redline_intended_total`` is live the requests sent so far (a lower bound: every request
+sent was intended; the open model's due hits not sent yet show as offered against achieved
+rate), and takes the report's exact ``intended`` at the end. The schedule's rate times the
+interval would overshoot: a stopped run's last interval outlasts its schedule, and a counter
+cannot come back down.
 Request names beyond :data:`NAME_CAP` are counted under ``name="_other"``: a label's values
 must stay few, whatever a scenario names its requests.
 """
@@ -301,9 +304,8 @@ class Ledger:
                 requests = int(snap.get("requests") or 0)
                 mean_s = float(snap.get("mean_ms") or 0.0) / 1000.0
                 self._book(self.name).add(snap, sum_s=mean_s * requests)
-            # Open model: the schedule's due hits; closed: every request sent was intended.
-            rate = snap.get("intended_rate") if open_model else snap.get("achieved_rate")
-            self._intended += float(rate or 0.0) * length
+            # Every request sent was intended (see the module's note).
+            self._intended += float(snap.get("achieved_rate") or 0.0) * length
 
     def _book(self, name: str) -> NameBook:
         if name not in self._names and len(self._names) >= self.name_cap:
