@@ -59,6 +59,8 @@ def run(
     insecure: bool = False,
     cacert: str | os.PathLike[str] | None = None,
     plan: dict[str, Any] | None = None,
+    http2: bool | None = None,
+    streams: int | None = None,
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
 
@@ -68,7 +70,9 @@ def run(
     (closed model) or req/s (``open_model=True``) linearly between targets.
     Stop after ``duration`` or ``requests``; ``warmup`` is left out of the summary.
     https targets are verified against the system's CAs plus ``cacert`` (a PEM file);
-    ``insecure=True`` skips certificate verification. ``plan`` is a compiled scenario
+    ``insecure=True`` skips certificate verification. ``http2=True`` speaks HTTP/2 (h2c with
+    prior knowledge for http://), ``False`` HTTP/1.1, None lets an https server choose by ALPN;
+    ``streams`` is HTTP/2 requests in flight per connection. ``plan`` is a compiled scenario
     (:mod:`redline.scenario`): each hit is then one iteration of its flows, and ``url`` gives
     the host. Options left as None take the engine's
     defaults (``redline.defaults()``: 50 connections, 10 s, GET, 30 s timeout, one thread per
@@ -105,6 +109,8 @@ def run(
         preflight=preflight,
         insecure=insecure,
         cacert=cacert,
+        http2=http2,
+        streams=streams,
     )
     if plan is not None:
         config["plan"] = plan
@@ -138,6 +144,8 @@ def build_config(
     preflight: bool = True,
     insecure: bool = False,
     cacert: str | os.PathLike[str] | None = None,
+    http2: bool | None = None,
+    streams: int | None = None,
 ) -> dict[str, Any]:
     """build_config renders the engine's RunConfig (a dict) from the options: units parsed,
     the body read and encoded, and every option the caller left as None left out, so that the
@@ -156,6 +164,8 @@ def build_config(
         "interval_s": _seconds(interval, "interval"),
         "body_b64": encode_body(read_body(body)),
         "ca_file": os.fspath(cacert) if cacert is not None else None,
+        "http2": http2,
+        "streams": streams,
     }
     if stages is not None:
         config["stages"] = [

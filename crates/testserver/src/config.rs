@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::bucket::RateLimit;
 use crate::capacity::Capacity;
 use crate::contention::Contention;
+use crate::http2::H2Faults;
 use crate::pause::Pause;
 
 /// TargetConfig says where the target server listens and how many threads serve it; the
@@ -38,6 +39,11 @@ pub struct TargetConfig {
     pub contention: Option<Contention>,
     /// rate_limit puts a token bucket in front of the server (see [`RateLimit`]).
     pub rate_limit: Option<RateLimit>,
+    /// http2 offers HTTP/2 by ALPN (`h2`, then `http/1.1`) over TLS; h2c with prior knowledge
+    /// is always answered on the plain port.
+    pub http2: bool,
+    /// h2_faults: the HTTP/2 misbehaviours (GOAWAY after N requests, a closed window).
+    pub h2_faults: H2Faults,
 }
 
 /// TlsFiles names the PEM files of an https target.
@@ -61,6 +67,8 @@ impl Default for TargetConfig {
             pause: None,
             contention: None,
             rate_limit: None,
+            http2: false,
+            h2_faults: H2Faults::default(),
         }
     }
 }

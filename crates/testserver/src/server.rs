@@ -52,6 +52,8 @@ pub(crate) struct Shared {
     pub(crate) sessions: Sessions,
     /// tasks: the task app's ids (`task.rs`).
     pub(crate) tasks: Ids,
+    /// h2: the HTTP/2 faults the target misbehaves with (`http2.rs`).
+    pub(crate) h2: crate::http2::H2Faults,
 }
 
 impl Shared {
@@ -105,7 +107,11 @@ impl Target {
             });
         }
         cfg.validate()?;
-        let tls = cfg.tls.as_ref().map(crate::tls::acceptor).transpose()?;
+        let tls = cfg
+            .tls
+            .as_ref()
+            .map(|files| crate::tls::acceptor(files, cfg.http2))
+            .transpose()?;
         let addr = resolve(&cfg.host, cfg.port)?;
         let listeners = bind_listeners(addr, count).map_err(|source| TargetError::Bind {
             addr: addr.to_string(),
@@ -128,6 +134,7 @@ impl Target {
             bucket: cfg.rate_limit.map(|limit| Bucket::new(limit, started)),
             sessions: Sessions::new(),
             tasks: Ids::new(),
+            h2: cfg.h2_faults,
         });
         let (shutdown, watcher) = watch::channel(false);
         let mut target = Target {
@@ -258,7 +265,16 @@ impl Job {
                             let shared = Arc::clone(&shared);
                             match &tls {
                                 None => {
-                                    tokio::spawn(crate::conn::serve(stream, shared, index));
+                                    tokio::spawn(async move {
+                                        // Prior knowledge: h2c opens with the HTTP/2 preface.
+                                        if crate::http2::is_h2c(&stream).await {
+                                            let faults = shared.h2;
+                                            crate::http2::serve(stream, shared, index, faults)
+                                                .await;
+                                        } else {
+                                            crate::conn::serve(stream, shared, index).await;
+                                        }
+                                    });
                                 }
                                 Some(acceptor) => {
                                     let handshake = acceptor.accept(stream);
@@ -266,7 +282,13 @@ impl Job {
                                         // A client that fails or stalls the handshake is
                                         // dropped.
                                         let handshake = tokio::time::timeout(HANDSHAKE, handshake);
-                                        if let Ok(Ok(tls)) = handshake.await {
+                                        let Ok(Ok(tls)) = handshake.await else {
+                                            return;
+                                        };
+                                        if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                                            let faults = shared.h2;
+                                            crate::http2::serve(tls, shared, index, faults).await;
+                                        } else {
                                             crate::conn::serve(tls, shared, index).await;
                                         }
                                     });
