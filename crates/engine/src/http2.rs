@@ -569,7 +569,17 @@ mod tests {
 
     #[test]
     fn templates_from_http1_bytes() {
-        let cases: &[(&str, &[u8], bool, &str, &str, &[&str], &[u8])] = &[
+        // (label, request bytes, https, method, uri, header names, body)
+        type Case<'a> = (
+            &'a str,
+            &'a [u8],
+            bool,
+            &'a str,
+            &'a str,
+            &'a [&'a str],
+            &'a [u8],
+        );
+        let cases: &[Case] = &[
             (
                 "plain get",
                 b"GET /a?x=1 HTTP/1.1\r\nHost: h:8080\r\n\r\n",

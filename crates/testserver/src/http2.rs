@@ -279,7 +279,9 @@ mod tests {
 
     #[test]
     fn http1_answers_reframe() {
-        let cases: &[(&str, &[u8], u16, &[u8], Option<&str>)] = &[
+        // (label, HTTP/1.1 answer, status, body, content-length)
+        type Case<'a> = (&'a str, &'a [u8], u16, &'a [u8], Option<&'a str>);
+        let cases: &[Case] = &[
             (
                 "length",
                 b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
