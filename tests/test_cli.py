@@ -37,6 +37,23 @@ def test_run_prints_a_wrk_style_summary_and_valid_json(target, tmp_path):
     assert doc["requests"] == 500 == target.stats()["requests"] - before
 
 
+def test_http2_streams_over_h2c(target, tmp_path):
+    """--http2 --streams: h2c with prior knowledge, connections × streams in the summary and
+    the JSON, every request counted by the server."""
+    out = tmp_path / "h2.json"
+    before = target.stats()["requests"]
+    argv = ["run", target.url + "/", "--http2", "--streams", "4", "-c", "2", "-n", "400"]
+    p = run_cli(*argv, "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "2 connections × 4 streams over h2" in p.stdout
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert (doc["protocol"], doc["connections"], doc["streams"]) == ("h2", 2, 4)
+    assert doc["requests"] == 400 == target.stats()["requests"] - before
+    bad = run_cli("run", target.url + "/", "--http1", "--streams", "4", "-n", "10")
+    assert bad.returncode == 2 and "streams > 1 needs HTTP/2" in bad.stderr
+
+
 def test_open_model_json_has_uncorrected_latency(target, tmp_path):
     out = tmp_path / "open.json"
     p = run_cli("run", target.url + "/", "--rate", "200", "-d", "1s", "--json", str(out), "-q")

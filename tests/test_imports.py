@@ -39,9 +39,6 @@ KNOWN: dict[frozenset[str], str] = {
     frozenset(
         {"crates/engine/src/metrics.rs", "crates/engine/src/outage.rs"}
     ): "#18: error classes apart from the metrics that count them",
-    frozenset(
-        {"crates/testserver/src/conn.rs", "crates/testserver/src/server.rs"}
-    ): "#18: the test server's connection below its server",
 }
 
 

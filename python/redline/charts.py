@@ -17,7 +17,17 @@ from typing import Any
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
 
 #: ERROR_CLASSES: the engine's error classes, in the order the report lists them.
-ERROR_CLASSES = ("connect", "timeout", "read", "write", "reset", "protocol", "status")
+ERROR_CLASSES = (
+    "connect",
+    "timeout",
+    "read",
+    "write",
+    "reset",
+    "protocol",
+    "goaway",
+    "rst_stream",
+    "status",
+)
 
 Column = list[float | None]
 

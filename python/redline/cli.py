@@ -171,6 +171,26 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     tls = r.add_argument_group("https")
     tls.add_argument("--cacert", metavar="FILE", help="also trust the CAs in this PEM file")
     tls.add_argument("-k", "--insecure", action="store_true", help="skip certificate verification")
+    proto = r.add_argument_group("protocol")
+    version = proto.add_mutually_exclusive_group()
+    version.add_argument(
+        "--http2",
+        dest="http2",
+        action="store_const",
+        const=True,
+        help="speak HTTP/2 (h2c with prior knowledge for http://; default: https lets the "
+        "server choose by ALPN, http is HTTP/1.1)",
+    )
+    version.add_argument(
+        "--http1", dest="http2", action="store_const", const=False, help="speak HTTP/1.1"
+    )
+    proto.add_argument(
+        "--streams",
+        type=int,
+        metavar="N",
+        help="HTTP/2 requests in flight per connection (h2load's -m; default 1): "
+        "connections × streams VUs",
+    )
     out = r.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     out.add_argument(

@@ -93,7 +93,8 @@ class Result:
 
     @property
     def errors(self) -> dict[str, int]:
-        """errors: counts by class (connect, timeout, read, write, reset, protocol, status)."""
+        """errors: counts by class (connect, timeout, read, write, reset, protocol, goaway,
+        rst_stream, status)."""
         return dict(self.data["errors"])
 
     @property

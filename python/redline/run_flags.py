@@ -27,4 +27,6 @@ def url_run_options(args: argparse.Namespace) -> dict[str, Any]:
         max_connections=args.max_connections,
         insecure=args.insecure,
         cacert=args.cacert,
+        http2=args.http2,
+        streams=args.streams,
     )

@@ -64,6 +64,8 @@ def run(
     cluster: str | None = None,
     injectors: int | None = None,
     on_injector_loss: str = "fail",
+    http2: bool | None = None,
+    streams: int | None = None,
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
 
@@ -73,7 +75,9 @@ def run(
     (closed model) or req/s (``open_model=True``) linearly between targets.
     Stop after ``duration`` or ``requests``; ``warmup`` is left out of the summary.
     https targets are verified against the system's CAs plus ``cacert`` (a PEM file);
-    ``insecure=True`` skips certificate verification. ``plan`` is a compiled scenario
+    ``insecure=True`` skips certificate verification. ``http2=True`` speaks HTTP/2 (h2c with
+    prior knowledge for http://), ``False`` HTTP/1.1, None lets an https server choose by ALPN;
+    ``streams`` is HTTP/2 requests in flight per connection. ``plan`` is a compiled scenario
     (:mod:`redline.scenario`): each hit is then one iteration of its flows, and ``url`` gives
     the host. ``cluster`` (``ray://HOST:PORT`` or ``local:N``) spreads the run over that many
     Ray injectors (``injectors``; docs/distributed.md): the result is one run's, merged
@@ -113,6 +117,8 @@ def run(
         preflight=preflight,
         insecure=insecure,
         cacert=cacert,
+        http2=http2,
+        streams=streams,
     )
     if plan is not None:
         config["plan"] = plan
@@ -209,6 +215,8 @@ def build_config(
     preflight: bool = True,
     insecure: bool = False,
     cacert: str | os.PathLike[str] | None = None,
+    http2: bool | None = None,
+    streams: int | None = None,
 ) -> dict[str, Any]:
     """build_config renders the engine's RunConfig (a dict) from the options: units parsed,
     the body read and encoded, and every option the caller left as None left out, so that the
@@ -227,6 +235,8 @@ def build_config(
         "interval_s": _seconds(interval, "interval"),
         "body_b64": encode_body(read_body(body)),
         "ca_file": os.fspath(cacert) if cacert is not None else None,
+        "http2": http2,
+        "streams": streams,
     }
     if stages is not None:
         config["stages"] = [

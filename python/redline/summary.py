@@ -26,9 +26,12 @@ def render(result: Result) -> str:
     lines = []
     model = "open model" if d.get("model") == "open" else "closed model"
     lines.append(f"Run @ {d.get('method', 'GET')} {d.get('url', '')}")
-    head = (
-        f"  {d.get('threads', '?')} threads and {d.get('connections', '?')} connections ({model})"
-    )
+    conns = f"{d.get('connections', '?')} connections"
+    if d.get("protocol") == "h2":
+        # HTTP/2: each connection carries `streams` requests at once (h2load's -m).
+        conns += f" × {d.get('streams', 1)} streams over h2"
+    head = f"  {d.get('threads', '?')} threads and {conns} ({model})"
+
     gen = d.get("generator", {})
     if d.get("model") == "open" and gen.get("intended_rate"):
         # A scenario's open model schedules iterations, each of several requests.

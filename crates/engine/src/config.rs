@@ -75,6 +75,14 @@ pub struct RunConfig {
     pub live: bool,
     /// max_vus: a live closed-model run's cap on VUs (default: `connections`).
     pub max_vus: Option<i64>,
+    /// http2: `Some(true)` speaks HTTP/2 (h2c with prior knowledge for `http://`, ALPN `h2`
+    /// for `https://`), `Some(false)` HTTP/1.1; `None` lets an https server choose by ALPN in
+    /// the preflight handshake (plain http stays HTTP/1.1).
+    pub http2: Option<bool>,
+    /// streams: HTTP/2 requests in flight per connection (h2load's `-m`), default 1; the
+    /// closed model then runs `connections × streams` VUs, the open model's pool holds
+    /// `max_connections × streams` streams.
+    pub streams: Option<i64>,
     /// plan: a scenario's compiled plan (docs/scenarios.md); each hit is then one iteration
     /// of a flow, and `url` gives only the host (its path is not used).
     pub plan: Option<serde_json::Value>,
@@ -107,6 +115,8 @@ impl Default for RunConfig {
             ca_file: None,
             live: false,
             max_vus: None,
+            http2: None,
+            streams: None,
             plan: None,
             start_at_unix_s: None,
         }
@@ -153,6 +163,25 @@ pub fn defaults() -> serde_json::Value {
         "interval_s": d.interval_s,
         "min_interval_s": MIN_INTERVAL_S,
     })
+}
+
+/// Protocol is the HTTP version a run speaks on its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Http1: HTTP/1.1, one request at a time per connection.
+    Http1,
+    /// Http2: HTTP/2, `streams` requests at a time per connection.
+    Http2,
+}
+
+impl Protocol {
+    /// name is the protocol as the report and ALPN name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2",
+        }
+    }
 }
 
 /// Model is the load model: who decides when the next request goes out.
@@ -224,6 +253,13 @@ pub struct Checked {
     pub scenario: Option<std::sync::Arc<crate::scenario::Script>>,
     /// start_at: the wall-clock instant the load starts at (see [`RunConfig::start_at_unix_s`]).
     pub start_at: Option<SystemTime>,
+    /// protocol: the HTTP version; for an https target with `http2` unset, HTTP/1.1 until
+    /// the preflight's ALPN says `h2` (see `negotiate`).
+    pub protocol: Protocol,
+    /// negotiate: let the server choose the protocol by ALPN in the preflight handshake.
+    pub negotiate: bool,
+    /// streams: requests in flight per connection (1 for HTTP/1.1).
+    pub streams: u32,
 }
 
 impl RunConfig {
@@ -278,7 +314,31 @@ impl RunConfig {
                 )))
             }
         };
-        let (model, profile) = self.model_and_profile()?;
+        let streams = match self.streams {
+            Some(n) => count("streams", n)?,
+            None => 1,
+        };
+        let protocol = match self.http2 {
+            Some(true) => Protocol::Http2,
+            _ => Protocol::Http1,
+        };
+        let negotiate = self.http2.is_none() && target.https;
+        if streams > 1 && self.http2 == Some(false) {
+            return Err(EngineError::config(
+                "streams > 1 needs HTTP/2: HTTP/1.1 sends one request at a time per connection",
+            ));
+        }
+        if streams > 1 && self.http2.is_none() && !target.https {
+            return Err(EngineError::config(
+                "streams > 1 needs HTTP/2: add http2 (h2c with prior knowledge for http://)",
+            ));
+        }
+        if streams > 1 && self.live {
+            return Err(EngineError::config(
+                "a live run does not multiplex yet: give streams 1",
+            ));
+        }
+        let (model, profile) = self.model_and_profile(streams)?;
         let duration = self.duration(&profile)?;
         if let Some(d) = duration {
             if warmup >= d {
@@ -304,7 +364,7 @@ impl RunConfig {
         };
         let start_at = self.start_at()?;
         let max_vus = self.vu_cap(&profile)?;
-        let threads = self.threads(model, &profile, max_connections)?;
+        let threads = self.threads(model, &profile, max_connections, streams)?;
         let scenario = match &self.plan {
             Some(p) => Some(std::sync::Arc::new(crate::scenario::Script::from_json(
                 p,
@@ -333,6 +393,9 @@ impl RunConfig {
             max_vus,
             scenario,
             start_at,
+            protocol,
+            negotiate,
+            streams,
         })
     }
 
@@ -390,11 +453,18 @@ impl RunConfig {
         }
     }
 
-    fn model_and_profile(&self) -> Result<(Model, Profile), EngineError> {
-        let stages = match &self.stages {
+    /// model_and_profile is the load model and its profile; the closed model's VUs are
+    /// `streams` per connection (a VU is one stream).
+    fn model_and_profile(&self, streams: u32) -> Result<(Model, Profile), EngineError> {
+        let mut stages = match &self.stages {
             Some(s) => Some(check_stages(s)?),
             None => None,
         };
+        if !self.open {
+            for s in stages.iter_mut().flatten() {
+                s.target *= f64::from(streams);
+            }
+        }
         match (self.rate, stages) {
             (Some(_), Some(_)) => Err(EngineError::config("give either rate or stages, not both")),
             (Some(r), None) => {
@@ -418,7 +488,8 @@ impl RunConfig {
             }
             (None, None) => {
                 let vus = count("connections", self.connections)?;
-                Ok((Model::Closed, Profile::constant(f64::from(vus))))
+                let vus = f64::from(vus) * f64::from(streams);
+                Ok((Model::Closed, Profile::constant(vus)))
             }
         }
     }
@@ -442,7 +513,13 @@ impl RunConfig {
         }
     }
 
-    fn threads(&self, model: Model, profile: &Profile, max_conn: u32) -> Result<u32, EngineError> {
+    fn threads(
+        &self,
+        model: Model,
+        profile: &Profile,
+        max_conn: u32,
+        streams: u32,
+    ) -> Result<u32, EngineError> {
         let wanted = match self.threads {
             Some(t) => count("threads", t)?,
             None => std::thread::available_parallelism()
@@ -451,7 +528,7 @@ impl RunConfig {
         };
         // More threads than connections would leave threads with nothing to do.
         let lanes = match model {
-            Model::Closed => self.vu_cap(profile)?,
+            Model::Closed => self.vu_cap(profile)?.div_ceil(streams),
             Model::Open => max_conn,
         };
         Ok(wanted.min(lanes).max(1))

@@ -62,7 +62,7 @@ impl Deadline {
     }
 
     /// poll_expired says whether the deadline has passed, registering for a wake-up if not.
-    fn poll_expired(&mut self, cx: &mut std::task::Context<'_>) -> bool {
+    pub(crate) fn poll_expired(&mut self, cx: &mut std::task::Context<'_>) -> bool {
         loop {
             if self.sleep.as_mut().poll(cx).is_pending() {
                 return false;

@@ -14,9 +14,10 @@ use tokio::sync::Notify;
 use tokio::time::Sleep;
 
 use crate::backoff::{Backoff, Turn};
-use crate::config::Model;
+use crate::config::{Model, Protocol};
 use crate::conn::{Conn, Deadline};
 use crate::flight::{Flight, Flights, Sent};
+use crate::http2::{Link, Stream};
 use crate::metrics::{ErrorClass, Recorder, Response};
 use crate::metronome::Metronome;
 use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
@@ -24,6 +25,7 @@ use crate::plan::{Plan, RequestStep, Step};
 use crate::scenario::executor::{Reply, Transport, Vu};
 use crate::scenario::response::MAX_CAPTURE;
 use crate::scenario::rng::Rng;
+use crate::wire::{Outgoing, Wire};
 use crate::worker::{latency_ceiling, Job, LATE_SLACK};
 
 /// MAX_UNSENT_RECORDS bounds the histogram records of the hits never sent at the end of a
@@ -67,6 +69,9 @@ pub(crate) struct Shared {
     pub(crate) naps: bool,
     /// backoff: closed model: the thread's lanes back off a target that refuses connects.
     pub(crate) backoff: Backoff,
+    /// links: HTTP/2: this thread's connections, one per group of `streams` lanes (lane
+    /// `local` rides on link `local / streams`); empty for HTTP/1.1.
+    pub(crate) links: RefCell<Vec<Rc<Link>>>,
 }
 
 impl Shared {
@@ -97,14 +102,18 @@ impl Shared {
                 stride,
             }),
         };
+        // Lanes come in groups of `streams` (one connection each), shared out by connection.
+        let streams = cfg.streams;
         let max_lanes = match cfg.model {
-            Model::Closed => lane_share(cfg.max_vus, cfg.threads, job.index),
+            Model::Closed => lane_share(cfg.max_vus.div_ceil(streams), cfg.threads, job.index),
             Model::Open => lane_share(cfg.max_connections, cfg.threads, job.index).max(1),
-        };
+        }
+        .saturating_mul(streams);
         let highest_us = u64::try_from(latency_ceiling(&cfg).as_micros()).unwrap_or(u64::MAX);
         let metronome = if open { Metronome::new().ok() } else { None };
-        // TLS reads go through rustls, which has no way to hand back the kernel's stamps.
-        let naps = metronome.is_some() && cfg.tls.is_none();
+        // TLS reads go through rustls, and HTTP/2 reads through h2: neither has a way to hand
+        // back the kernel's stamps.
+        let naps = metronome.is_some() && cfg.tls.is_none() && cfg.protocol == Protocol::Http1;
         crate::metronome::set_naps(naps);
         let mut rec = Recorder::new(
             job.start,
@@ -135,6 +144,7 @@ impl Shared {
             metronome,
             naps,
             backoff: Backoff::new(u64::from(job_index) ^ 0x5eed),
+            links: RefCell::new(Vec::new()),
         }
     }
 }
@@ -197,7 +207,8 @@ pub(crate) fn initial_lanes(s: &Shared) -> u32 {
     if !s.open {
         // The starting VUs; a live run starts more as its target rises (up to max_lanes).
         let vus = cfg.profile.peak().ceil().max(1.0) as u32;
-        return lane_share(vus, cfg.threads, s.job.index).min(s.max_lanes);
+        let groups = lane_share(vus.div_ceil(cfg.streams), cfg.threads, s.job.index);
+        return groups.saturating_mul(cfg.streams).min(s.max_lanes);
     }
     let share = cfg.profile.peak() / f64::from(cfg.threads);
     ((share / 1000.0).ceil() as u32).clamp(1, s.max_lanes)
@@ -252,8 +263,12 @@ pub(crate) async fn grow_pool(s: Rc<Shared>) {
 pub(crate) fn spawn_lane(shared: &Rc<Shared>) {
     let local = shared.next_lane.get();
     shared.next_lane.set(local + 1);
-    // Global lane number: lane i of every thread interleaves, so ramps spread evenly.
-    let lane = local * shared.job.cfg.threads + shared.job.index;
+    // Global lane number: lane i of every thread interleaves, so ramps spread evenly; with
+    // HTTP/2 whole groups interleave (a group's streams are numbered together), so that the
+    // lanes of every thread together number 0..VUs whatever the split.
+    let cfg = &shared.job.cfg;
+    let (group, stream) = (local / cfg.streams, local % cfg.streams);
+    let lane = (group * cfg.threads + shared.job.index) * cfg.streams + stream;
     shared.lanes.set(shared.lanes.get() + 1);
     shared.flights.add_lane(local as usize);
     let s = shared.clone();
@@ -285,7 +300,8 @@ struct Lane {
     lane: u32,
     /// slot: this lane's local number, its slot in [`Shared::flights`].
     slot: usize,
-    conn: Conn,
+    /// conn: the lane's connection, behind the protocol seam.
+    conn: Wire,
     timeout: Deadline,
     pace: Pin<Box<Sleep>>,
     clock: Option<Instant>,
@@ -305,12 +321,7 @@ impl Lane {
         Lane {
             lane,
             slot,
-            conn: Conn::new(
-                s.job.addr,
-                s.job.cfg.tls.clone(),
-                s.naps,
-                s.job.gauge.clone(),
-            ),
+            conn: wire(s, slot),
             timeout: Deadline::new(),
             pace: Box::pin(tokio::time::sleep_until(far)),
             clock: None,
@@ -538,7 +549,15 @@ impl Lane {
         let was_open = self.conn.is_open();
         let result = self
             .conn
-            .exchange(bytes, head, idempotent, &mut self.timeout, now)
+            .exchange(
+                Outgoing {
+                    bytes,
+                    head,
+                    idempotent,
+                },
+                &mut self.timeout,
+                now,
+            )
             .await;
         s.flights.land(self.slot);
         let done = Instant::now();
@@ -609,7 +628,7 @@ impl Lane {
         raw: &mut Vec<u8>,
     ) -> Reply {
         raw.clear();
-        self.conn.capture = Some((std::mem::take(raw), MAX_CAPTURE));
+        self.conn.capture(std::mem::take(raw), MAX_CAPTURE);
         let (stat, head, idempotent) = if hop {
             (req.hop_stat, false, true)
         } else {
@@ -626,7 +645,7 @@ impl Lane {
                 intended,
             )
             .await;
-        if let Some((kept, _)) = self.conn.capture.take() {
+        if let Some(kept) = self.conn.captured() {
             *raw = kept;
         }
         reply
@@ -640,6 +659,32 @@ impl Lane {
 
     fn shutdown(&mut self, s: &Shared) {
         self.close(s);
+    }
+}
+
+/// wire makes the connection of lane `slot`: its own HTTP/1.1 connection, or a stream on its
+/// group's HTTP/2 connection (the group's first lane leads it).
+fn wire(s: &Shared, slot: usize) -> Wire {
+    let job = &s.job;
+    match job.cfg.protocol {
+        Protocol::Http1 => Wire::H1(Conn::new(
+            job.addr,
+            job.cfg.tls.clone(),
+            s.naps,
+            job.gauge.clone(),
+        )),
+        Protocol::Http2 => {
+            let streams = job.cfg.streams as usize;
+            let group = slot / streams;
+            let mut links = s.links.borrow_mut();
+            while links.len() <= group {
+                links.push(Link::new(job.addr, job.cfg.tls.clone(), job.gauge.clone()));
+            }
+            Wire::H2(Stream::new(
+                links[group].clone(),
+                slot.is_multiple_of(streams),
+            ))
+        }
     }
 }
 

@@ -22,6 +22,7 @@ pub mod control;
 pub mod error;
 pub mod flight;
 pub mod http;
+pub(crate) mod http2;
 pub(crate) mod lane;
 pub mod metrics;
 pub(crate) mod metronome;
@@ -34,6 +35,7 @@ pub mod scenario;
 pub(crate) mod stamp;
 pub mod tls;
 pub mod usage;
+pub(crate) mod wire;
 pub(crate) mod worker;
 
 pub use config::{RunConfig, Stage};

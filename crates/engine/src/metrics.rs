@@ -92,6 +92,11 @@ pub enum ErrorClass {
     Reset,
     /// Protocol: the response was not valid HTTP.
     Protocol,
+    /// GoAway: HTTP/2: the server's GOAWAY caught the request (a stream it will not answer,
+    /// or a connection it closed with an error).
+    GoAway,
+    /// RstStream: HTTP/2: the server reset the request's stream (RST_STREAM).
+    RstStream,
     /// Status: the response status was >= 400.
     Status,
     /// Check: a scenario request was answered but failed a check or an extraction (its
@@ -101,13 +106,15 @@ pub enum ErrorClass {
 
 impl ErrorClass {
     /// ALL lists the classes in report order.
-    pub const ALL: [ErrorClass; 8] = [
+    pub const ALL: [ErrorClass; 10] = [
         ErrorClass::Connect,
         ErrorClass::Timeout,
         ErrorClass::Read,
         ErrorClass::Write,
         ErrorClass::Reset,
         ErrorClass::Protocol,
+        ErrorClass::GoAway,
+        ErrorClass::RstStream,
         ErrorClass::Status,
         ErrorClass::Check,
     ];
@@ -128,6 +135,10 @@ pub struct ErrorCounts {
     pub reset: u64,
     /// protocol: unparseable responses.
     pub protocol: u64,
+    /// goaway: HTTP/2 requests caught by the server's GOAWAY.
+    pub goaway: u64,
+    /// rst_stream: HTTP/2 requests whose stream the server reset.
+    pub rst_stream: u64,
     /// status: responses with status >= 400.
     pub status: u64,
     /// check: scenario responses that failed a check or an extraction.
@@ -144,6 +155,8 @@ impl ErrorCounts {
             ErrorClass::Write => self.write += 1,
             ErrorClass::Reset => self.reset += 1,
             ErrorClass::Protocol => self.protocol += 1,
+            ErrorClass::GoAway => self.goaway += 1,
+            ErrorClass::RstStream => self.rst_stream += 1,
             ErrorClass::Status => self.status += 1,
             ErrorClass::Check => self.check += 1,
         }
@@ -157,6 +170,8 @@ impl ErrorCounts {
         self.write += o.write;
         self.reset += o.reset;
         self.protocol += o.protocol;
+        self.goaway += o.goaway;
+        self.rst_stream += o.rst_stream;
         self.status += o.status;
         self.check += o.check;
     }
@@ -169,6 +184,8 @@ impl ErrorCounts {
             + self.write
             + self.reset
             + self.protocol
+            + self.goaway
+            + self.rst_stream
             + self.status
             + self.check
     }

@@ -115,7 +115,7 @@ pub struct Outage {
     /// end_s: when it answered again (None: still down when the run ended).
     pub end_s: Option<f64>,
     /// error_class: the most frequent failure in the span ("connect", "reset", "timeout",
-    /// "read", "write" or "protocol").
+    /// "read", "write", "protocol", "goaway" or "rst_stream").
     pub error_class: &'static str,
     /// errors: failed attempts in the span, all classes.
     pub errors: u64,
@@ -143,6 +143,8 @@ fn worst(e: &ErrorCounts) -> &'static str {
         ("read", e.read),
         ("write", e.write),
         ("protocol", e.protocol),
+        ("goaway", e.goaway),
+        ("rst_stream", e.rst_stream),
     ];
     let mut best = classes[0];
     for c in classes {

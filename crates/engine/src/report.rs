@@ -266,8 +266,13 @@ pub struct Report {
     pub model: &'static str,
     /// threads: worker threads used.
     pub threads: u32,
-    /// connections: closed: peak VUs; open: peak pool size.
+    /// connections: closed: peak VUs (connections, with HTTP/2); open: peak pool size.
     pub connections: u64,
+    /// protocol: the HTTP version spoken, "http/1.1" or "h2".
+    pub protocol: &'static str,
+    /// streams: requests in flight per connection (HTTP/2), 1 for HTTP/1.1; the run's
+    /// concurrency is `connections × streams`.
+    pub streams: u32,
     /// interrupted: the run was stopped before its end.
     pub interrupted: bool,
     /// duration_s: measured send window after warmup, in seconds.
@@ -397,7 +402,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         })
         .collect();
     let connections = match f.cfg.model {
-        Model::Closed => f.cfg.profile.peak().ceil() as u64,
+        Model::Closed => (f.cfg.profile.peak().ceil() as u64).div_ceil(u64::from(f.cfg.streams)),
         Model::Open => t.peak_connections,
     };
     Report {
@@ -410,6 +415,8 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         },
         threads: f.cfg.threads,
         connections,
+        protocol: f.cfg.protocol.name(),
+        streams: f.cfg.streams,
         interrupted: f.interrupted,
         duration_s: f.measured_s,
         requests: t.requests,

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Checked, Model, RunConfig};
+use crate::config::{Checked, Model, Protocol, RunConfig};
 use crate::control::LoadControl;
 use crate::error::EngineError;
 use crate::metrics::{ConnectionGauge, IntervalData, Totals};
 use crate::outage::{ThreadWatch, Tracker};
 use crate::plan::Plan;
 use crate::report::{build_report, IntervalSnapshot, Report, RunFacts};
+use crate::tls::Alpn;
 use crate::usage::CpuTimes;
 use crate::worker::{latency_ceiling, run_thread, Job, Msg, StartGate};
 
@@ -75,8 +76,9 @@ pub fn run(
     control: Arc<RunControl>,
     on_interval: &mut dyn FnMut(&IntervalSnapshot),
 ) -> Result<Report, EngineError> {
-    let cfg = Arc::new(config.check()?);
-    let addr = resolve(&cfg)?;
+    let mut cfg = config.check()?;
+    let addr = resolve(&mut cfg)?;
+    let cfg = Arc::new(cfg);
     let internal = Arc::new(control.linked());
     if cfg.live {
         control.load().begin(cfg.profile.clone());
@@ -144,8 +146,9 @@ fn wait_until(at: SystemTime, control: &RunControl) {
     }
 }
 
-/// resolve looks the host up and, when asked, proves it reachable with one TCP connect.
-fn resolve(cfg: &Checked) -> Result<SocketAddr, EngineError> {
+/// resolve looks the host up and, when asked, proves it reachable with one TCP connect (and
+/// TLS handshake, whose ALPN settles the protocol when the run leaves it to the server).
+fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
     let t = &cfg.target;
     let addrs: Vec<SocketAddr> = (t.host.as_str(), t.port)
         .to_socket_addrs()
@@ -163,7 +166,12 @@ fn resolve(cfg: &Checked) -> Result<SocketAddr, EngineError> {
         match TcpStream::connect_timeout(a, wait) {
             Ok(stream) => {
                 if let Some(tls) = &cfg.tls {
-                    tls.preflight(stream, wait).map_err(|why| {
+                    let offer = match (cfg.negotiate, cfg.protocol) {
+                        (true, _) => Alpn::Either,
+                        (false, Protocol::Http2) => Alpn::H2,
+                        (false, Protocol::Http1) => Alpn::Http1,
+                    };
+                    let h2 = tls.preflight(stream, wait, offer).map_err(|why| {
                         EngineError::Unreachable(format!(
                             "TLS handshake with {}:{} failed: {why}{}",
                             t.host,
@@ -171,6 +179,21 @@ fn resolve(cfg: &Checked) -> Result<SocketAddr, EngineError> {
                             tls_hint(&why)
                         ))
                     })?;
+                    if offer == Alpn::H2 && !h2 {
+                        return Err(EngineError::Unreachable(format!(
+                            "{}:{} does not speak HTTP/2 (its TLS handshake chose no h2 by ALPN)",
+                            t.host, t.port
+                        )));
+                    }
+                    if cfg.negotiate && h2 {
+                        cfg.protocol = Protocol::Http2;
+                    }
+                    if cfg.negotiate && !h2 && cfg.streams > 1 {
+                        return Err(EngineError::config(format!(
+                            "streams > 1 needs HTTP/2, and {}:{} chose HTTP/1.1 by ALPN",
+                            t.host, t.port
+                        )));
+                    }
                 }
                 return Ok(*a);
             }

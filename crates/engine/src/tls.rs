@@ -7,8 +7,10 @@
 //! parses plaintext exactly as it does for http; TLS adds only the record layer.
 //!
 //! Certificates are verified against the system's trust store (as curl does) plus any
-//! `--cacert` file; `--insecure` skips verification (self-signed test servers) but still
-//! checks the handshake signatures. TLS handshake failures during a run count as `connect`
+//! `--cacert` file; a certificate of that file that the server presents as is, byte for byte,
+//! is accepted as pinned ([`Pinned`]: what `openssl req -x509` makes is a CA certificate, which
+//! the WebPKI rules refuse as a server's own); `--insecure` skips verification (self-signed
+//! test servers) but still checks the handshake signatures. TLS handshake failures during a run count as `connect`
 //! errors; the preflight reports the first one in words.
 
 use std::io::{self, Read, Write};
@@ -17,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -30,7 +33,12 @@ use crate::error::EngineError;
 /// TlsSettings is what every connection of a run needs to start a TLS session.
 #[derive(Debug, Clone)]
 pub struct TlsSettings {
+    /// config: ALPN `http/1.1`, for the HTTP/1.1 connections.
     config: Arc<ClientConfig>,
+    /// h2: ALPN `h2`, for the HTTP/2 connections.
+    h2: Arc<ClientConfig>,
+    /// either: ALPN `h2` then `http/1.1`, for the preflight that lets the server choose.
+    either: Arc<ClientConfig>,
     name: ServerName<'static>,
 }
 
@@ -48,17 +56,47 @@ impl TlsSettings {
                 .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
                 .with_no_client_auth()
         } else {
+            let pins = match ca_file {
+                Some(path) => ca_certs(path)?,
+                None => Vec::new(),
+            };
+            let verifier = WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots(&pins)),
+                provider.clone(),
+            )
+            .build()
+            .map_err(|e| EngineError::config(format!("TLS: {e}")))?;
             builder
-                .with_root_certificates(roots(ca_file)?)
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Pinned {
+                    pins,
+                    webpki: verifier,
+                    provider,
+                }))
                 .with_no_client_auth()
         };
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let mut h2 = config.clone();
+        h2.alpn_protocols = vec![b"h2".to_vec()];
+        let mut either = config.clone();
+        either.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let name = ServerName::try_from(host.to_string())
             .map_err(|e| EngineError::config(format!("TLS: bad server name {host:?}: {e}")))?;
         Ok(TlsSettings {
             config: Arc::new(config),
+            h2: Arc::new(h2),
+            either: Arc::new(either),
             name,
         })
+    }
+
+    /// h2_connector is what an HTTP/2 connection needs to start TLS (ALPN `h2`): the h2
+    /// crate reads and writes through tokio's I/O traits, which tokio-rustls provides.
+    pub fn h2_connector(&self) -> (tokio_rustls::TlsConnector, ServerName<'static>) {
+        (
+            tokio_rustls::TlsConnector::from(self.h2.clone()),
+            self.name.clone(),
+        )
     }
 
     /// session starts a client session (no I/O yet).
@@ -67,12 +105,24 @@ impl TlsSettings {
     }
 
     /// preflight completes one blocking handshake on `stream`, so a bad certificate or a
-    /// server that does not speak TLS is reported in words before the run starts.
-    pub fn preflight(&self, stream: StdTcpStream, wait: Duration) -> Result<(), String> {
+    /// server that does not speak TLS is reported in words before the run starts; it offers
+    /// `offer` ([`Alpn`]) and returns whether the server chose `h2`.
+    pub fn preflight(
+        &self,
+        stream: StdTcpStream,
+        wait: Duration,
+        offer: Alpn,
+    ) -> Result<bool, String> {
         let _ = stream.set_read_timeout(Some(wait));
         let _ = stream.set_write_timeout(Some(wait));
         let mut sock = stream;
-        let mut tls = self.session().map_err(|e| e.to_string())?;
+        let config = match offer {
+            Alpn::Http1 => &self.config,
+            Alpn::H2 => &self.h2,
+            Alpn::Either => &self.either,
+        };
+        let mut tls =
+            ClientConnection::new(config.clone(), self.name.clone()).map_err(|e| e.to_string())?;
         while tls.is_handshaking() {
             tls.complete_io(&mut sock).map_err(|e| match e.kind() {
                 io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
@@ -84,35 +134,112 @@ impl TlsSettings {
                 _ => e.to_string(),
             })?;
         }
+        let h2 = tls.alpn_protocol() == Some(b"h2");
         tls.send_close_notify();
         let _ = tls.complete_io(&mut sock);
-        Ok(())
+        Ok(h2)
     }
 }
 
-/// roots is the trust store: the system's certificates, plus those of `ca_file`.
-fn roots(ca_file: Option<&str>) -> Result<RootCertStore, EngineError> {
+/// Alpn is what the preflight handshake offers the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alpn {
+    /// Http1: `http/1.1` only (an HTTP/1.1 run).
+    Http1,
+    /// H2: `h2` only (an HTTP/2 run).
+    H2,
+    /// Either: `h2`, then `http/1.1`: the server chooses the run's protocol.
+    Either,
+}
+
+/// roots is the trust store: the system's certificates, plus those of the `--cacert` file.
+fn roots(extra: &[CertificateDer<'static>]) -> RootCertStore {
     let mut store = RootCertStore::empty();
     let system = rustls_native_certs::load_native_certs();
     store.add_parsable_certificates(system.certs);
-    if let Some(path) = ca_file {
-        let mut added = 0;
-        for cert in CertificateDer::pem_file_iter(path)
-            .map_err(|e| EngineError::config(format!("cacert {path:?}: {e}")))?
-        {
-            let cert = cert.map_err(|e| EngineError::config(format!("cacert {path:?}: {e}")))?;
-            store
-                .add(cert)
-                .map_err(|e| EngineError::config(format!("cacert {path:?}: {e}")))?;
-            added += 1;
-        }
-        if added == 0 {
-            return Err(EngineError::config(format!(
-                "cacert {path:?}: no PEM certificate in the file"
-            )));
-        }
+    // A certificate that is no CA (or that webpki cannot use as a trust anchor) can still be
+    // pinned: Pinned compares the server's certificate with the file's, byte for byte.
+    store.add_parsable_certificates(extra.iter().cloned());
+    store
+}
+
+/// ca_certs reads the PEM certificates of a `--cacert` file; a file with none is an error.
+fn ca_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, EngineError> {
+    let bad = |e: &dyn std::fmt::Display| EngineError::config(format!("cacert {path:?}: {e}"));
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(&e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(&e))?;
+    if certs.is_empty() {
+        return Err(bad(&"no PEM certificate in the file"));
     }
-    Ok(store)
+    Ok(certs)
+}
+
+/// Pinned verifies server certificates as WebPKI does (system roots plus `--cacert`), and also
+/// accepts a server certificate that is one of the `--cacert` file's own, byte for byte: a
+/// self-signed certificate as `openssl req -x509` makes it (CA:TRUE), which WebPKI refuses as
+/// a server's end-entity certificate (`CaUsedAsEndEntity`) where curl accepts it.
+///
+/// The pin is the identity: the user named this exact certificate, and the handshake
+/// signature (still verified, with the provider's algorithms) proves the server holds its
+/// key, so its names and dates are not checked again.
+#[derive(Debug)]
+struct Pinned {
+    pins: Vec<CertificateDer<'static>>,
+    webpki: Arc<WebPkiServerVerifier>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if self.pins.iter().any(|p| p.as_ref() == end_entity.as_ref()) {
+            return Ok(ServerCertVerified::assertion());
+        }
+        self.webpki
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// NoVerify accepts any server certificate (`--insecure`) but still checks that the server

@@ -122,6 +122,7 @@ impl Target {
             pause,
             contention,
             rate_limit,
+            ..TargetConfig::default()
         };
         let inner = py
             .allow_threads(|| redline_target::Target::start(cfg))

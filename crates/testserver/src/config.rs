@@ -38,6 +38,11 @@ pub struct TargetConfig {
     pub contention: Option<Contention>,
     /// rate_limit puts a token bucket in front of the server (see [`RateLimit`]).
     pub rate_limit: Option<RateLimit>,
+    /// http2 offers HTTP/2 by ALPN (`h2`, then `http/1.1`) over TLS; h2c with prior knowledge
+    /// is always answered on the plain port.
+    pub http2: bool,
+    /// h2_faults: the HTTP/2 misbehaviours (GOAWAY after N requests, a closed window).
+    pub h2_faults: H2Faults,
 }
 
 /// TlsFiles names the PEM files of an https target.
@@ -61,6 +66,8 @@ impl Default for TargetConfig {
             pause: None,
             contention: None,
             rate_limit: None,
+            http2: false,
+            h2_faults: H2Faults::default(),
         }
     }
 }
@@ -111,3 +118,14 @@ impl TargetConfig {
 
 /// MAX_QUEUE_LIMIT bounds `TargetConfig::queue_limit`.
 pub const MAX_QUEUE_LIMIT: usize = 10_000_000;
+
+/// H2Faults are the HTTP/2 misbehaviours a target can be started with: `Default` is none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct H2Faults {
+    /// goaway_after: a connection sends GOAWAY (INTERNAL_ERROR, at once) once it has received this
+    /// many requests, and closes: the requests it has in flight are cut.
+    pub goaway_after: Option<u64>,
+    /// window: the initial stream window the server grants (0: a window that never opens,
+    /// so no request body can be sent).
+    pub window: Option<u32>,
+}

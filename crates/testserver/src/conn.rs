@@ -19,7 +19,7 @@ use crate::form::{self, Outcome, Page, Verb, Visit};
 use crate::request::{self, Parsed, Request, RequestBody};
 use crate::response::{self, Framing, Head, FILLER, FILLER_LEN};
 use crate::route::{Behaviour, Body, Route};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::sleep;
 use crate::task::{self, Ask};
 use crate::tls::Io;
@@ -44,7 +44,9 @@ enum End {
 
 /// serve runs one connection until the client leaves, asks to close, or a fault ends it.
 pub(crate) async fn serve<S: Io>(stream: S, shared: Arc<Shared>, thread: usize) {
-    let _ = stream.tcp().set_nodelay(true);
+    if let Some(tcp) = stream.tcp() {
+        let _ = tcp.set_nodelay(true);
+    }
     let mut conn = Conn {
         stream,
         input: BytesMut::with_capacity(READ_CHUNK),
@@ -62,7 +64,9 @@ pub(crate) async fn serve<S: Io>(stream: S, shared: Arc<Shared>, thread: usize) 
             let _ = conn.stream.shutdown().await;
         }
         End::Reset => {
-            let _ = socket2::SockRef::from(conn.stream.tcp()).set_linger(Some(Duration::ZERO));
+            if let Some(tcp) = conn.stream.tcp() {
+                let _ = socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO));
+            }
         }
         End::Hang => {
             let mut sink = [0u8; 4096];

@@ -31,6 +31,9 @@ struct Args {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<std::path::PathBuf>,
+    /// Offer HTTP/2 over https by ALPN (h2c with prior knowledge is always answered).
+    #[arg(long, requires = "tls_cert")]
+    http2: bool,
     /// Serve at most N requests at once (the rest wait, first come first served); with
     /// --service-time S the server completes at most N / S requests a second.
     #[arg(long, requires = "service_time", value_name = "N")]
@@ -168,6 +171,8 @@ fn config(args: Args) -> Result<TargetConfig, TargetError> {
         pause: args.pause.as_deref().map(Pause::parse).transpose()?,
         contention,
         rate_limit,
+        http2: args.http2,
+        h2_faults: Default::default(),
     })
 }
 

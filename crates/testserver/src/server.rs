@@ -29,6 +29,7 @@ use crate::config::TargetConfig;
 use crate::contention::Crowd;
 use crate::error::TargetError;
 use crate::form::Sessions;
+use crate::shared::Shared;
 use crate::stats::{Board, TargetStats};
 use crate::task::Ids;
 use tokio_rustls::TlsAcceptor;
@@ -37,48 +38,6 @@ use tokio_rustls::TlsAcceptor;
 const MAX_THREADS: usize = 1024;
 /// BACKLOG is the listen queue length: large, since benchmarks open many connections at once.
 const BACKLOG: i32 = 4096;
-
-/// Shared is what every connection of every thread reads: the counters, the start time that
-/// stall windows and pauses are aligned to, and the server-wide modes (the only things threads
-/// contend on, and only when their mode is on).
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) board: Board,
-    pub(crate) started: Instant,
-    pub(crate) queue: Option<Queue>,
-    /// crowd: the contention model.
-    pub(crate) crowd: Option<Crowd>,
-    /// bucket: the rate limit in front of everything.
-    pub(crate) bucket: Option<Bucket>,
-    pub(crate) sessions: Sessions,
-    /// tasks: the task app's ids (`task.rs`).
-    pub(crate) tasks: Ids,
-}
-
-impl Shared {
-    /// stats sums the threads' counters and adds the queue's.
-    pub(crate) fn stats(&self) -> TargetStats {
-        let mut stats = self.board.snapshot();
-        if let Some(queue) = &self.queue {
-            let q = queue.stats();
-            stats.queue_waiting = q.waiting;
-            stats.queue_busy = q.busy;
-            stats.queue_peak = q.peak;
-            stats.queue_served = q.served;
-            stats.queue_refused = q.refused;
-        }
-        if let Some(crowd) = &self.crowd {
-            let c = crowd.stats();
-            stats.contention_busy = c.busy;
-            stats.contention_peak = c.peak;
-            stats.contention_served = c.served;
-        }
-        if let Some(bucket) = &self.bucket {
-            (stats.rate_accepted, stats.rate_refused) = bucket.counts();
-        }
-        stats
-    }
-}
 
 /// Target is a running target server; stop it with [`Target::stop`] or by dropping it (both
 /// join its threads, within milliseconds).
@@ -106,7 +65,11 @@ impl Target {
             });
         }
         cfg.validate()?;
-        let tls = cfg.tls.as_ref().map(crate::tls::acceptor).transpose()?;
+        let tls = cfg
+            .tls
+            .as_ref()
+            .map(|files| crate::tls::acceptor(files, cfg.http2))
+            .transpose()?;
         let addr = resolve(&cfg.host, cfg.port)?;
         let listeners = bind_listeners(addr, count).map_err(|source| TargetError::Bind {
             addr: addr.to_string(),
@@ -129,6 +92,7 @@ impl Target {
             bucket: cfg.rate_limit.map(|limit| Bucket::new(limit, started)),
             sessions: Sessions::new(),
             tasks: Ids::new(),
+            h2: cfg.h2_faults,
         });
         let (shutdown, watcher) = watch::channel(false);
         let mut target = Target {
@@ -259,7 +223,16 @@ impl Job {
                             let shared = Arc::clone(&shared);
                             match &tls {
                                 None => {
-                                    tokio::spawn(crate::conn::serve(stream, shared, index));
+                                    tokio::spawn(async move {
+                                        // Prior knowledge: h2c opens with the HTTP/2 preface.
+                                        if crate::http2::is_h2c(&stream).await {
+                                            let faults = shared.h2;
+                                            crate::http2::serve(stream, shared, index, faults)
+                                                .await;
+                                        } else {
+                                            crate::conn::serve(stream, shared, index).await;
+                                        }
+                                    });
                                 }
                                 Some(acceptor) => {
                                     let handshake = acceptor.accept(stream);
@@ -267,7 +240,13 @@ impl Job {
                                         // A client that fails or stalls the handshake is
                                         // dropped.
                                         let handshake = tokio::time::timeout(HANDSHAKE, handshake);
-                                        if let Ok(Ok(tls)) = handshake.await {
+                                        let Ok(Ok(tls)) = handshake.await else {
+                                            return;
+                                        };
+                                        if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                                            let faults = shared.h2;
+                                            crate::http2::serve(tls, shared, index, faults).await;
+                                        } else {
                                             crate::conn::serve(tls, shared, index).await;
                                         }
                                     });

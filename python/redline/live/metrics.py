@@ -59,7 +59,19 @@ BOUNDS_S = (
 _BOUNDS_US = [round(b * 1e6) for b in BOUNDS_S]
 
 #: OUTCOMES: ``ok`` and the engine's error classes, in the order they are exported.
-OUTCOMES = ("ok", "status", "check", "connect", "timeout", "read", "write", "reset", "protocol")
+OUTCOMES = (
+    "ok",
+    "status",
+    "check",
+    "connect",
+    "timeout",
+    "read",
+    "write",
+    "reset",
+    "protocol",
+    "goaway",
+    "rst_stream",
+)
 
 #: NAME_CAP: at most this many request names get their own series.
 NAME_CAP = 50

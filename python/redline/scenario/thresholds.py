@@ -33,7 +33,16 @@ _UNIT_MS = {None: 1.0, "ms": 1.0, "s": 1e3, "us": 1e-3}
 #: TRANSPORT_REASONS: the failure reasons of requests that got no response (the engine's
 #: names for its error classes), which count as attempts besides the answered requests.
 TRANSPORT_REASONS = frozenset(
-    {"connect error", "timeout", "read error", "write error", "connection reset", "protocol error"}
+    {
+        "connect error",
+        "timeout",
+        "read error",
+        "write error",
+        "connection reset",
+        "protocol error",
+        "goaway",
+        "stream reset",
+    }
 )
 
 

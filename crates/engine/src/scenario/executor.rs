@@ -481,6 +481,8 @@ pub fn class_name(c: ErrorClass) -> &'static str {
         ErrorClass::Write => "write error",
         ErrorClass::Reset => "connection reset",
         ErrorClass::Protocol => "protocol error",
+        ErrorClass::GoAway => "goaway",
+        ErrorClass::RstStream => "stream reset",
         ErrorClass::Status => "HTTP error status",
         #[allow(unreachable_patterns)]
         _ => "error",

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod counting;
 
 use std::net::SocketAddr;

@@ -1,0 +1,634 @@
+//! HTTP/2 on the wire, with the `h2` crate (hyper's): h2c with prior knowledge for `http://`,
+//! and TLS with ALPN `h2` for `https://`.
+//!
+//! A [`Link`] is one HTTP/2 connection of a worker thread; the lanes of its group each own one
+//! [`Stream`] on it (`streams` lanes a connection, h2load's `-m`), so a lane still has one
+//! request out at a time and the books (`crate::flight`) hold per stream. The first lane that
+//! needs the connection opens it; the others wait for that connect rather than opening their
+//! own. The connection's frames are driven by a task of its own, spawned on the thread's
+//! `LocalSet`; when it ends (GOAWAY, a reset, the peer closing) the link is marked closed and
+//! the next request opens a fresh one.
+//!
+//! Requests arrive as the HTTP/1.1 bytes the plan rendered (the wire seam hands every kind of
+//! connection the same thing); [`Template`] turns them into an `http::Request` once and reuses
+//! it while the bytes stay the same (every request of a plain run), so the per-request cost is
+//! a compare of ~100 bytes and a few reference-count bumps. Responses are counted through, not
+//! kept, except for a scenario, which gets them re-framed as HTTP/1.1 (status line, headers,
+//! body) so that its checks, extractions and cookie jar read them unchanged.
+//!
+//! Errors are classed as the HTTP/1.1 path classes them, plus the two of HTTP/2: a stream the
+//! server refused or reset (RST_STREAM) is `rst_stream`, a request caught by the server's
+//! GOAWAY is `goaway`.
+
+use std::cell::RefCell;
+use std::future::{poll_fn, Future};
+use std::net::SocketAddr;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+use crate::conn::{classify, Deadline, Exchange, Failure};
+use crate::metrics::{ConnectionGauge, ErrorClass};
+use crate::tls::TlsSettings;
+
+/// WINDOW is the receive window the client grants, per stream and per connection (h2load's
+/// default too, `-w 30 -W 30`): responses are counted, never held, so there is no reason to
+/// slow the server down with small windows and the WINDOW_UPDATE frames they cost.
+const WINDOW: u32 = (1 << 30) - 1;
+
+/// Link is one HTTP/2 connection shared by a group of lanes.
+pub struct Link {
+    addr: SocketAddr,
+    tls: Option<TlsSettings>,
+    https: bool,
+    gauge: Arc<ConnectionGauge>,
+    state: RefCell<State>,
+    /// settled: signalled when a connect ends, well or badly, for the lanes waiting on it.
+    settled: Notify,
+    /// went_away: the last connection (by generation) that ended by the server's GOAWAY: its
+    /// streams cut by the close that followed fail as `goaway`, not as a broken pipe.
+    went_away: std::cell::Cell<u64>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link").field("addr", &self.addr).finish()
+    }
+}
+
+/// State is where a link's connection is.
+enum State {
+    /// Closed: no connection; the next request opens one.
+    Closed,
+    /// Connecting: a lane is opening it; the others wait for [`Link::settled`].
+    Connecting,
+    /// Open: requests go out through `send`; `generation` tells this connection from the
+    /// next, so that the end of an old one does not close a new one.
+    Open {
+        send: SendRequest<Bytes>,
+        generation: u64,
+    },
+}
+
+impl Link {
+    /// new makes a closed link to `addr` (TLS with ALPN `h2` when `tls` is given), counted in
+    /// `gauge` while its connection is open.
+    pub fn new(
+        addr: SocketAddr,
+        tls: Option<TlsSettings>,
+        gauge: Arc<ConnectionGauge>,
+    ) -> Rc<Self> {
+        Rc::new(Link {
+            addr,
+            https: tls.is_some(),
+            tls,
+            gauge,
+            state: RefCell::new(State::Closed),
+            settled: Notify::new(),
+            went_away: std::cell::Cell::new(0),
+        })
+    }
+
+    /// is_open says whether the connection is open.
+    pub fn is_open(&self) -> bool {
+        matches!(*self.state.borrow(), State::Open { .. })
+    }
+
+    /// sender returns a handle to send on, opening the connection (or waiting for the lane
+    /// that opens it) first; the count is the connections this call opened (0 or 1).
+    async fn sender(
+        self: &Rc<Self>,
+        deadline: &mut Deadline,
+    ) -> Result<(SendRequest<Bytes>, u64, u32), ErrorClass> {
+        loop {
+            let waiting = {
+                let mut state = self.state.borrow_mut();
+                match &*state {
+                    State::Open { send, generation } => return Ok((send.clone(), *generation, 0)),
+                    State::Connecting => true,
+                    State::Closed => {
+                        *state = State::Connecting;
+                        false
+                    }
+                }
+            };
+            if waiting {
+                let settled = self.settled.notified();
+                let mut settled = std::pin::pin!(settled);
+                // Registered before looking again: a connect that ends meanwhile is not missed.
+                settled.as_mut().enable();
+                if matches!(*self.state.borrow(), State::Connecting) {
+                    within(settled, deadline, ErrorClass::Connect).await?;
+                }
+                continue;
+            }
+            let opened = self.connect(deadline).await;
+            let mut state = self.state.borrow_mut();
+            let out = match opened {
+                Ok((send, generation)) => {
+                    *state = State::Open {
+                        send: send.clone(),
+                        generation,
+                    };
+                    Ok((send, generation, 1))
+                }
+                Err(class) => {
+                    *state = State::Closed;
+                    Err(class)
+                }
+            };
+            drop(state);
+            self.settled.notify_waiters();
+            return out;
+        }
+    }
+
+    /// connect opens the TCP connection (and TLS session), says the HTTP/2 preface and spawns
+    /// the task that drives the connection's frames.
+    async fn connect(
+        self: &Rc<Self>,
+        deadline: &mut Deadline,
+    ) -> Result<(SendRequest<Bytes>, u64), ErrorClass> {
+        let tcp = within(TcpStream::connect(self.addr), deadline, ErrorClass::Connect)
+            .await?
+            .map_err(|_| ErrorClass::Connect)?;
+        let _ = tcp.set_nodelay(true);
+        let mut builder = h2::client::Builder::new();
+        builder
+            .initial_window_size(WINDOW)
+            .initial_connection_window_size(WINDOW)
+            .enable_push(false);
+        let generation = GENERATION.with(|g| {
+            let n = g.get() + 1;
+            g.set(n);
+            n
+        });
+        let link = Rc::downgrade(self);
+        let send = match &self.tls {
+            None => {
+                let (send, conn) = within(builder.handshake(tcp), deadline, ErrorClass::Connect)
+                    .await?
+                    .map_err(|_| ErrorClass::Connect)?;
+                tokio::task::spawn_local(drive(conn, link, generation));
+                send
+            }
+            Some(tls) => {
+                let (connector, name) = tls.h2_connector();
+                let stream = within(connector.connect(name, tcp), deadline, ErrorClass::Connect)
+                    .await?
+                    .map_err(|_| ErrorClass::Connect)?;
+                if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
+                    // The server would read our preface as a broken HTTP/1.1 request.
+                    return Err(ErrorClass::Protocol);
+                }
+                let (send, conn) = within(builder.handshake(stream), deadline, ErrorClass::Connect)
+                    .await?
+                    .map_err(|_| ErrorClass::Connect)?;
+                tokio::task::spawn_local(drive(conn, link, generation));
+                send
+            }
+        };
+        self.gauge.opened();
+        Ok((send, generation))
+    }
+
+    /// lost marks connection `generation` as gone (if it is still the current one), so the
+    /// next request opens a fresh connection.
+    fn lost(&self, generation: u64) {
+        let mut state = self.state.borrow_mut();
+        if matches!(&*state, State::Open { generation: g, .. } if *g == generation) {
+            *state = State::Closed;
+        }
+    }
+
+    /// close drops the connection (its task sends GOAWAY once no stream uses it).
+    pub fn close(&self) -> bool {
+        let mut state = self.state.borrow_mut();
+        let was = matches!(&*state, State::Open { .. });
+        if was {
+            *state = State::Closed;
+        }
+        was
+    }
+}
+
+thread_local! {
+    /// GENERATION numbers this thread's HTTP/2 connections.
+    static GENERATION: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// drive runs a connection's frames until it ends, then takes it off the link and the gauge.
+/// It ends in the same poll that fails the streams still open on it, before their lanes run,
+/// so `went_away` is set by the time they look.
+async fn drive<T>(conn: h2::client::Connection<T, Bytes>, link: Weak<Link>, generation: u64)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let ended = conn.await;
+    if let Some(link) = link.upgrade() {
+        // A clean end with streams cut can only be the server's GOAWAY (NO_ERROR) and close;
+        // we close ours only once no stream is left on it.
+        if ended.as_ref().map_or_else(h2::Error::is_go_away, |()| true) {
+            link.went_away.set(generation);
+        }
+        link.lost(generation);
+        link.gauge.closed();
+    }
+}
+
+/// Stream is a lane's place on a link: it sends one request at a time on the shared
+/// connection.
+#[derive(Debug)]
+pub struct Stream {
+    link: Rc<Link>,
+    /// leader: the first lane of the group, which counts the connection as its own in the
+    /// per-thread open-connection figure (the others ride on it).
+    leader: bool,
+    template: Option<Template>,
+    /// capture: see [`crate::conn::Conn::capture`].
+    pub capture: Option<(Vec<u8>, usize)>,
+}
+
+impl Stream {
+    /// new puts a lane on `link`.
+    pub fn new(link: Rc<Link>, leader: bool) -> Self {
+        Stream {
+            link,
+            leader,
+            template: None,
+            capture: None,
+        }
+    }
+
+    /// is_open says whether this lane counts an open connection as its own.
+    pub fn is_open(&self) -> bool {
+        self.leader && self.link.is_open()
+    }
+
+    /// close drops the connection if this lane leads its group (a follower only lets go).
+    pub fn close(&mut self) -> bool {
+        self.leader && self.link.close()
+    }
+
+    /// open connects ahead of need (the open model, while it waits for a due hit).
+    pub async fn open(&mut self, deadline: &mut Deadline) -> bool {
+        !self.link.is_open() && matches!(self.link.sender(deadline).await, Ok((_, _, 1)))
+    }
+
+    /// exchange sends one request as a new stream and reads its whole response.
+    pub async fn exchange(
+        &mut self,
+        bytes: &[u8],
+        head: bool,
+        deadline: &mut Deadline,
+        now: Instant,
+    ) -> Result<Exchange, Failure> {
+        let fail = |class, connects| Failure {
+            class,
+            connects,
+            retries: 0,
+        };
+        let (send, generation, connects) =
+            self.link.sender(deadline).await.map_err(|c| fail(c, 0))?;
+        let sent_at = if connects == 0 { now } else { Instant::now() };
+        let stale = self.template.as_ref().is_none_or(|t| t.src != bytes);
+        if stale {
+            self.template = Some(
+                Template::parse(bytes, self.link.https)
+                    .map_err(|_| fail(ErrorClass::Protocol, connects))?,
+            );
+        }
+        let Some(template) = self.template.as_ref() else {
+            return Err(fail(ErrorClass::Protocol, connects));
+        };
+        let result = self
+            .round_trip(
+                send,
+                template.request(),
+                template.body.clone(),
+                head,
+                deadline,
+            )
+            .await;
+        match result {
+            Ok((status, bytes_in)) => Ok(Exchange {
+                sent_at,
+                status,
+                bytes_in,
+                connects,
+                retries: 0,
+                arrived: None,
+            }),
+            Err(Trip { class, connection }) => {
+                if connection {
+                    self.link.lost(generation);
+                }
+                let cut = matches!(
+                    class,
+                    ErrorClass::Reset | ErrorClass::Read | ErrorClass::Write
+                );
+                let class = if cut && self.link.went_away.get() == generation {
+                    ErrorClass::GoAway
+                } else {
+                    class
+                };
+                Err(fail(class, connects))
+            }
+        }
+    }
+
+    async fn round_trip(
+        &mut self,
+        send: SendRequest<Bytes>,
+        request: Request<()>,
+        body: Bytes,
+        head: bool,
+        deadline: &mut Deadline,
+    ) -> Result<(u16, u64), Trip> {
+        let mut send = within(send.ready(), deadline, ErrorClass::Timeout)
+            .await
+            .map_err(Trip::stream)?
+            .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
+        let (response, mut out) = send
+            .send_request(request, body.is_empty())
+            .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
+        if !body.is_empty() {
+            // Queued whole: h2 sends it as the server's windows allow (a window that never
+            // opens leaves the request waiting for its timeout, or unfinished at the end).
+            out.send_data(body, true)
+                .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
+        }
+        let response = within(response, deadline, ErrorClass::Timeout)
+            .await
+            .map_err(Trip::stream)?
+            .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+        let status = response.status().as_u16();
+        let mut bytes_in = head_size(response.headers());
+        if let Some((c, cap)) = self.capture.as_mut() {
+            c.clear();
+            reframe_head(c, *cap, status, response.headers());
+        }
+        let mut body = response.into_body();
+        while !body.is_end_stream() {
+            let chunk = within(body.data(), deadline, ErrorClass::Timeout)
+                .await
+                .map_err(Trip::stream)?;
+            let Some(chunk) = chunk else { break };
+            let chunk = chunk.map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+            let _ = body.flow_control().release_capacity(chunk.len());
+            bytes_in += chunk.len() as u64;
+            if let Some((c, cap)) = self.capture.as_mut() {
+                let room = cap.saturating_sub(c.len()).min(chunk.len());
+                c.extend_from_slice(&chunk[..room]);
+            }
+        }
+        if !head && !body.is_end_stream() {
+            // Trailers, if the server sent any: the response ends with them.
+            within(body.trailers(), deadline, ErrorClass::Timeout)
+                .await
+                .map_err(Trip::stream)?
+                .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+        }
+        Ok((status, bytes_in))
+    }
+}
+
+/// Trip is a failed round trip: its class, and whether the connection itself is gone.
+struct Trip {
+    class: ErrorClass,
+    connection: bool,
+}
+
+impl Trip {
+    /// stream is a failure of this stream alone (a timeout).
+    fn stream(class: ErrorClass) -> Trip {
+        Trip {
+            class,
+            connection: false,
+        }
+    }
+
+    /// from_h2 classes an h2 error; `other` is the class for the phase.
+    fn from_h2(e: &h2::Error, other: ErrorClass) -> Trip {
+        if e.is_go_away() {
+            return Trip {
+                class: ErrorClass::GoAway,
+                connection: true,
+            };
+        }
+        if e.is_reset() {
+            return Trip {
+                class: ErrorClass::RstStream,
+                connection: false,
+            };
+        }
+        let class = match e.get_io() {
+            Some(io) => classify(io, other),
+            None => ErrorClass::Protocol,
+        };
+        Trip {
+            class,
+            connection: true,
+        }
+    }
+}
+
+/// within runs `fut` until it ends or `deadline` passes (then `class`).
+async fn within<F: Future>(
+    fut: F,
+    deadline: &mut Deadline,
+    class: ErrorClass,
+) -> Result<F::Output, ErrorClass> {
+    let mut fut = std::pin::pin!(fut);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        if deadline.poll_expired(cx) {
+            return Poll::Ready(Err(class));
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// head_size is a response head's size as HPACK would carry it uncompressed (name, value and
+/// 32 bytes each, RFC 7541 4.1): h2 does not say how many bytes the frames took.
+fn head_size(headers: &HeaderMap) -> u64 {
+    headers
+        .iter()
+        .map(|(n, v)| (n.as_str().len() + v.len() + 32) as u64)
+        .sum::<u64>()
+        + 32
+}
+
+/// reframe_head writes a response head as HTTP/1.1 frames it, for a scenario's reader.
+fn reframe_head(out: &mut Vec<u8>, cap: usize, status: u16, headers: &HeaderMap) {
+    use std::io::Write as _;
+    let mut head = Vec::with_capacity(256);
+    let _ = write!(head, "HTTP/1.1 {status} \r\n");
+    for (n, v) in headers {
+        head.extend_from_slice(n.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(v.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&head[..head.len().min(cap)]);
+}
+
+/// Template is an HTTP/1.1 request as HTTP/2 sends it: the request line and `Host` become
+/// pseudo-headers, the connection-specific headers (RFC 9113 8.2.2) are left out.
+#[derive(Debug)]
+struct Template {
+    /// src: the bytes it was made from (reused while the lane sends the same ones).
+    src: Vec<u8>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// BadRequest: request bytes that do not parse (the plan renders them, so this is a bug).
+#[derive(Debug)]
+pub struct BadRequest;
+
+impl Template {
+    fn parse(src: &[u8], https: bool) -> Result<Template, BadRequest> {
+        let mut inline = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut inline);
+        let httparse::Status::Complete(head_len) = req.parse(src).map_err(|_| BadRequest)? else {
+            return Err(BadRequest);
+        };
+        let method =
+            Method::from_bytes(req.method.ok_or(BadRequest)?.as_bytes()).map_err(|_| BadRequest)?;
+        let path = req.path.ok_or(BadRequest)?;
+        let mut authority = None;
+        let mut headers = HeaderMap::new();
+        for h in req.headers.iter() {
+            if h.name.eq_ignore_ascii_case("host") {
+                authority = Some(std::str::from_utf8(h.value).map_err(|_| BadRequest)?);
+                continue;
+            }
+            let connection_specific = [
+                "connection",
+                "keep-alive",
+                "proxy-connection",
+                "transfer-encoding",
+                "upgrade",
+            ]
+            .iter()
+            .any(|c| h.name.eq_ignore_ascii_case(c));
+            if connection_specific
+                || (h.name.eq_ignore_ascii_case("te") && !h.value.eq_ignore_ascii_case(b"trailers"))
+            {
+                continue;
+            }
+            let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| BadRequest)?;
+            let value = HeaderValue::from_bytes(h.value).map_err(|_| BadRequest)?;
+            headers.append(name, value);
+        }
+        let scheme = if https { "https" } else { "http" };
+        let uri = Uri::builder()
+            .scheme(scheme)
+            .authority(authority.ok_or(BadRequest)?)
+            .path_and_query(path)
+            .build()
+            .map_err(|_| BadRequest)?;
+        Ok(Template {
+            src: src.to_vec(),
+            method,
+            uri,
+            headers,
+            body: Bytes::copy_from_slice(&src[head_len..]),
+        })
+    }
+
+    /// request builds the request to send (the body goes separately).
+    fn request(&self) -> Request<()> {
+        let mut r = Request::new(());
+        *r.method_mut() = self.method.clone();
+        *r.uri_mut() = self.uri.clone();
+        if !self.headers.is_empty() {
+            *r.headers_mut() = self.headers.clone();
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_from_http1_bytes() {
+        // (label, request bytes, https, method, uri, header names, body)
+        type Case<'a> = (
+            &'a str,
+            &'a [u8],
+            bool,
+            &'a str,
+            &'a str,
+            &'a [&'a str],
+            &'a [u8],
+        );
+        let cases: &[Case] = &[
+            (
+                "plain get",
+                b"GET /a?x=1 HTTP/1.1\r\nHost: h:8080\r\n\r\n",
+                false,
+                "GET",
+                "http://h:8080/a?x=1",
+                &[],
+                b"",
+            ),
+            (
+                "post over tls, connection headers left out",
+                b"POST /p HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi",
+                true,
+                "POST",
+                "https://h/p",
+                &["x-a", "content-length"],
+                b"hi",
+            ),
+        ];
+        for (label, src, https, method, uri, names, body) in cases {
+            let t = Template::parse(src, *https).expect(label);
+            let r = t.request();
+            assert_eq!(r.method().as_str(), *method, "{label}");
+            assert_eq!(r.uri().to_string(), *uri, "{label}");
+            let got: Vec<&str> = r.headers().keys().map(|k| k.as_str()).collect();
+            assert_eq!(got, *names, "{label}");
+            assert_eq!(&t.body[..], *body, "{label}");
+        }
+        for bad in [
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            b"nonsense",
+            b"GET / HTTP/1.1\r\nHost: h\r\n",
+        ] {
+            assert!(Template::parse(bad, false).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn reframed_heads_read_as_http1() {
+        let mut headers = HeaderMap::new();
+        headers.append("set-cookie", HeaderValue::from_static("a=1"));
+        headers.append("set-cookie", HeaderValue::from_static("b=2"));
+        let mut raw = Vec::new();
+        reframe_head(&mut raw, 1 << 20, 201, &headers);
+        raw.extend_from_slice(b"{\"id\":7}");
+        let mut p = crate::scenario::response::Parsed::default();
+        p.parse(&raw);
+        assert_eq!(p.body, b"{\"id\":7}");
+        let all: Vec<_> = p.headers_named(&raw, "set-cookie").collect();
+        assert_eq!(all, ["a=1", "b=2"]);
+    }
+}

@@ -1,0 +1,95 @@
+//! The wire: the one seam between a lane and the protocol it speaks.
+//!
+//! A lane asks its [`Wire`] "send this request, tell me when the response is complete" and
+//! records what comes back ([`Exchange`] or [`Failure`]); it never sees framing, sockets or
+//! TLS. HTTP/1.1 ([`crate::conn::Conn`]) is one kind of wire, HTTP/2 ([`crate::http2`]) the
+//! other. An enum rather than a trait
+//! object: the kinds are few and known, a `match` costs nothing next to a syscall, and the
+//! futures stay unboxed (an `async fn` in a `dyn` trait would box one per request).
+
+use std::time::Instant;
+
+use crate::conn::{Conn, Deadline, Exchange, Failure};
+use crate::http2::Stream;
+
+/// Outgoing is one request as the lane hands it to the wire: its HTTP/1.1 bytes as rendered
+/// once by the plan (or per hit by a scenario), and what the wire must know about it.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// bytes: the full request (head and body), as HTTP/1.1 puts it on the wire.
+    pub bytes: &'a [u8],
+    /// head: a HEAD request (its response has no body whatever its headers say).
+    pub head: bool,
+    /// idempotent: safe to send again after a kept-alive connection closed under it.
+    pub idempotent: bool,
+}
+
+/// Wire is a lane's connection, of the protocol the run speaks.
+#[derive(Debug)]
+pub enum Wire {
+    /// H1: one HTTP/1.1 connection per lane, one request at a time.
+    H1(Conn),
+    /// H2: one stream of an HTTP/2 connection shared by the lanes of a group.
+    H2(Stream),
+}
+
+impl Wire {
+    /// is_open says whether this lane holds an open connection.
+    pub fn is_open(&self) -> bool {
+        match self {
+            Wire::H1(c) => c.is_open(),
+            Wire::H2(s) => s.is_open(),
+        }
+    }
+
+    /// close lets go of the lane's connection; returns whether one was open.
+    pub fn close(&mut self) -> bool {
+        match self {
+            Wire::H1(c) => c.close(),
+            Wire::H2(s) => s.close(),
+        }
+    }
+
+    /// open connects ahead of need (see [`Conn::open`]); true when it opened one.
+    pub async fn open(&mut self, deadline: &mut Deadline) -> bool {
+        match self {
+            Wire::H1(c) => c.open(deadline).await,
+            Wire::H2(s) => s.open(deadline).await,
+        }
+    }
+
+    /// exchange sends `req` and waits for its whole response, or fails once `deadline`
+    /// passes; `now` is the caller's clock, reused as the send time when nothing must be
+    /// opened first.
+    pub async fn exchange(
+        &mut self,
+        req: Outgoing<'_>,
+        deadline: &mut Deadline,
+        now: Instant,
+    ) -> Result<Exchange, Failure> {
+        match self {
+            Wire::H1(c) => {
+                c.exchange(req.bytes, req.head, req.idempotent, deadline, now)
+                    .await
+            }
+            Wire::H2(s) => s.exchange(req.bytes, req.head, deadline, now).await,
+        }
+    }
+
+    /// capture starts keeping each response's raw bytes (as HTTP/1.1 frames them), up to
+    /// `bound`, in `buf`, for a scenario's checks; [`Wire::captured`] hands them back.
+    pub fn capture(&mut self, buf: Vec<u8>, bound: usize) {
+        match self {
+            Wire::H1(c) => c.capture = Some((buf, bound)),
+            Wire::H2(s) => s.capture = Some((buf, bound)),
+        }
+    }
+
+    /// captured stops capturing and returns what was kept.
+    pub fn captured(&mut self) -> Option<Vec<u8>> {
+        match self {
+            Wire::H1(c) => c.capture.take().map(|(kept, _)| kept),
+            Wire::H2(s) => s.capture.take().map(|(kept, _)| kept),
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! HTTP/2 runs against the bundled target (h2c with prior knowledge, and TLS with ALPN `h2`):
+//! what redline reported is compared with what the server counted, the books balance per
+//! stream, and the server's HTTP/2 faults (GOAWAY, RST_STREAM, a window that never opens) are
+//! counted, not crashes or hangs. Every run is bounded by a count or a short duration.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::certs::{self_signed, TempDir};
+use redline_engine::{run, Report, RunConfig, RunControl};
+use redline_target::{H2Faults, Target, TargetConfig};
+use serde_json::json;
+
+fn go(cfg: RunConfig) -> Report {
+    run(cfg, Arc::new(RunControl::new()), &mut |_| {}).expect("run succeeds")
+}
+
+fn target(cfg: TargetConfig) -> Target {
+    Target::start(TargetConfig {
+        threads: Some(1),
+        ..cfg
+    })
+    .expect("target starts")
+}
+
+fn h2c(t: &Target, path: &str) -> RunConfig {
+    RunConfig {
+        url: format!("{}{path}", t.url()),
+        http2: Some(true),
+        threads: Some(2),
+        interval_s: 0.25,
+        ..RunConfig::default()
+    }
+}
+
+fn assert_books(r: &Report, label: &str) {
+    let transport = r.errors_total - r.errors.status - r.errors.check;
+    assert_eq!(
+        r.requests + transport + r.unfinished + r.unsent,
+        r.intended,
+        "{label}: requests {} + transport {transport} + unfinished {} + unsent {} != intended {}",
+        r.requests,
+        r.unfinished,
+        r.unsent,
+        r.intended
+    );
+}
+
+#[test]
+fn h2c_and_tls_counts_match_what_the_server_saw() {
+    let dir = TempDir::new("h2");
+    let cert = self_signed(&dir.0, "server");
+    let plain = target(TargetConfig::default());
+    let tls = target(TargetConfig {
+        tls: Some(cert.clone()),
+        http2: true,
+        ..TargetConfig::default()
+    });
+    let https = RunConfig {
+        url: format!("https://127.0.0.1:{}/h2?size=3000", tls.local_addr().port()),
+        // Left to the server: its ALPN chooses h2.
+        http2: None,
+        ca_file: Some(cert.cert.display().to_string()),
+        ..h2c(&tls, "")
+    };
+    let cases: [(&str, &Target, RunConfig); 3] = [
+        (
+            "h2c closed",
+            &plain,
+            RunConfig {
+                connections: 2,
+                streams: Some(8),
+                requests: Some(2000),
+                ..h2c(&plain, "/h2?size=100")
+            },
+        ),
+        (
+            "tls by ALPN, closed",
+            &tls,
+            RunConfig {
+                connections: 2,
+                streams: Some(4),
+                requests: Some(1000),
+                ..https
+            },
+        ),
+        (
+            "h2c open",
+            &plain,
+            RunConfig {
+                rate: Some(400.0),
+                duration_s: Some(1.0),
+                max_connections: Some(2),
+                streams: Some(4),
+                ..h2c(&plain, "/h2")
+            },
+        ),
+    ];
+    for (label, server, cfg) in cases {
+        let want = cfg.requests;
+        let before = server.stats().requests;
+        let r = go(cfg);
+        assert_eq!(r.protocol, "h2", "{label}");
+        assert_eq!(r.errors_total, 0, "{label}: {:?}", r.errors);
+        if let Some(n) = want {
+            assert_eq!(r.requests, n as u64, "{label}");
+            assert_eq!(r.connections, 2, "{label}: connections, not streams");
+        } else {
+            assert!(r.requests >= 350, "{label}: {}", r.requests);
+        }
+        assert_eq!(
+            server.stats().requests - before,
+            r.requests,
+            "{label}: the server saw each request once"
+        );
+        assert_books(&r, label);
+    }
+    let r = go(RunConfig {
+        connections: 3,
+        streams: Some(5),
+        requests: Some(30),
+        ..h2c(&plain, "/")
+    });
+    assert_eq!((r.connections, r.streams), (3, 5), "connections × streams");
+}
+
+#[test]
+fn a_scenario_runs_over_h2_unchanged() {
+    let server = target(TargetConfig::default());
+    let plan = json!({"file": "h2.py", "flows": [{"name": "f", "steps": [
+        {"step": "request", "name": "submit", "method": "POST", "path": ["/tasks/submissions"],
+         "body": {"type": "json", "template": ["{\"type\": \"factorial\"}"]},
+         "checks": [{"check": "status", "in": [202]}],
+         "extract": [{"from": "json", "var": "id", "path": ["id"], "text": "$.id"}]},
+        {"step": "poll", "interval_s": 0.005, "timeout_s": 5.0, "request":
+            {"name": "status", "method": "GET", "path": ["/tasks/submissions/", {"var": "id"}]},
+         "until": [{"check": "json", "path": ["status"], "op": "in", "values": ["SUCCEEDED", "FAILED"], "text": "$.status"}]},
+        {"step": "request", "name": "result", "method": "GET", "path": ["/tasks/", {"var": "id"}],
+         "checks": [{"check": "status", "in": [200]}]},
+        {"step": "request", "name": "form", "method": "GET", "path": ["/form"]},
+        {"step": "request", "name": "post", "method": "POST", "path": ["/form"], "follow_redirects": true,
+         "body": {"type": "form", "fields": [["name", ["ann"]], ["rating", ["5"]]]},
+         "checks": [{"check": "status", "in": [200]}, {"check": "contains", "text": "hank"}]}
+    ]}]});
+    let before = server.stats();
+    let r = go(RunConfig {
+        connections: 2,
+        streams: Some(3),
+        requests: Some(30),
+        plan: Some(plan),
+        ..h2c(&server, "/")
+    });
+    let after = server.stats();
+    assert_eq!(r.protocol, "h2");
+    assert_eq!(r.errors_total, 0, "{:?} {:?}", r.errors, r.per_name);
+    assert_eq!(after.requests - before.requests, r.requests);
+    // Each iteration: submit, >= 1 poll, result, form, post and its redirect.
+    assert!(r.requests >= 30 * 6, "{}", r.requests);
+    assert_eq!(r.per_name["submit"].requests, 30);
+    assert_eq!(
+        r.per_name["post"].requests, 30,
+        "the cookie came back: posted"
+    );
+    assert_books(&r, "scenario");
+}
+
+#[test]
+fn goaway_and_rst_stream_are_counted_not_crashes() {
+    let server = target(TargetConfig {
+        h2_faults: H2Faults {
+            goaway_after: Some(40),
+            window: None,
+        },
+        ..TargetConfig::default()
+    });
+    let before = server.stats().requests;
+    let r = go(RunConfig {
+        connections: 2,
+        streams: Some(8),
+        requests: Some(1000),
+        timeout_s: 5.0,
+        ..h2c(&server, "/?latency=1ms")
+    });
+    assert!(r.errors.goaway > 0, "GOAWAY cut requests: {:?}", r.errors);
+    assert!(r.requests > 0 && r.requests < 1000, "{}", r.requests);
+    assert!(
+        r.connects > 2,
+        "reconnected after each GOAWAY: {}",
+        r.connects
+    );
+    // The server counts on arrival: the cut requests it had received count there too.
+    assert!(server.stats().requests - before >= r.requests);
+    assert_books(&r, "goaway");
+
+    let reset = target(TargetConfig::default());
+    let r = go(RunConfig {
+        connections: 1,
+        streams: Some(4),
+        requests: Some(100),
+        ..h2c(&reset, "/?reset=1")
+    });
+    assert_eq!(r.errors.rst_stream, 100, "{:?}", r.errors);
+    assert_eq!(r.requests, 0);
+    assert_eq!(reset.stats().requests, 100, "the server saw each");
+    assert_books(&r, "rst_stream");
+}
+
+#[test]
+fn a_window_that_never_opens_ends_as_unfinished_without_a_hang() {
+    let server = target(TargetConfig {
+        h2_faults: H2Faults {
+            goaway_after: None,
+            window: Some(0),
+        },
+        ..TargetConfig::default()
+    });
+    let t0 = Instant::now();
+    let r = go(RunConfig {
+        method: "POST".to_string(),
+        body_b64: Some("aGVsbG8=".to_string()),
+        connections: 2,
+        streams: Some(3),
+        duration_s: Some(0.5),
+        timeout_s: 60.0,
+        ..h2c(&server, "/")
+    });
+    let took = t0.elapsed();
+    // A stream's first body may leave under the default window, before the server's
+    // SETTINGS (window 0) arrive; after that none can.
+    assert!(r.requests <= 6, "{}", r.requests);
+    assert_eq!(r.unfinished, 6, "every stream's request cut off at the end");
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_eq!(
+        server.stats().requests,
+        r.requests,
+        "the server got no other body"
+    );
+    assert_books(&r, "closed window");
+    assert!(
+        took < Duration::from_secs(10),
+        "ended after the grace period, not the 60 s timeout: {took:?}"
+    );
+}
