@@ -14,7 +14,7 @@ run's last, cut-short interval). The generator is seeded: the same results give 
 interval.
 
 The windows' latency counts are read from the engine's encoded HdrHistograms by
-:func:`redline.live.histogram.decode`, onto one set of bucket columns shared by both sides;
+:func:`redline.compare.histogram.decode`, onto one set of bucket columns shared by both sides;
 one matrix product per side then pools every resample's counts at once.
 """
 
@@ -27,9 +27,9 @@ import numpy as np
 
 from redline.compare.counting import outcomes
 from redline.compare.figures import LATENCIES, Figure
+from redline.compare.histogram import HistogramError, Layout, decode
 from redline.compare.significance import ALPHA, MIN_WINDOWS
 from redline.compare.windows import Window
-from redline.live.histogram import HistogramError, Layout, decode
 
 #: CONFIDENCE is the interval's coverage, the verdict's ALPHA's complement.
 CONFIDENCE = 1.0 - ALPHA
