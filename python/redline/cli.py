@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -464,8 +464,11 @@ def cmd_target(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise RedlineError(f"--port: must be 0..65535, got {args.port}")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # A plain flag, not a threading.Event: Event.set takes a lock that the main thread may
+    # hold inside Event.wait when the handler runs there, and the process then hangs until
+    # its supervisor's SIGKILL (a target lost its "served" line that way).
+    stop: list[bool] = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     if (args.tls_cert is None) != (args.tls_key is None):
         raise RedlineError("--tls-cert and --tls-key go together")
     _check_probe_flags(args)
@@ -487,8 +490,8 @@ def cmd_target(args: argparse.Namespace) -> int:
     ) as target:
         print(f"listening on {target.url}", flush=True)
         try:
-            while not stop.wait(0.2):
-                pass
+            while not stop:
+                time.sleep(0.2)  # the handler runs in it; the flag is read each 0.2 s
         except KeyboardInterrupt:
             pass
         stats = target.stats()

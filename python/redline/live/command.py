@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import signal
-import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -127,12 +127,15 @@ def cmd_ui(args: argparse.Namespace, run_command: Callable[[list[str], Any], int
 
     host = f"[{args.host}]" if ":" in args.host else args.host
     address = parse_address(f"{host}:{args.port}", "--host/--port")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # A plain flag, not a threading.Event: Event.set takes a lock that the main thread may
+    # hold inside Event.wait when the handler runs there, and the process then hangs until
+    # its supervisor's SIGKILL (a target lost its "served" line that way).
+    stop: list[bool] = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     with Launcher(address, run_command, token=args.web_token):
         try:
-            while not stop.wait(0.2):
-                pass
+            while not stop:
+                time.sleep(0.2)  # the handler runs in it; the flag is read each 0.2 s
         except KeyboardInterrupt:
             pass
     return 0
