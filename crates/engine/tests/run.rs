@@ -158,20 +158,21 @@ fn in_flight_mean_obeys_littles_law() {
     let interval = 1.0;
     let (r, snaps) = go(RunConfig {
         connections: 10,
-        duration_s: Some(5.0),
+        duration_s: Some(6.0),
         interval_s: interval,
         ..cfg(server.url("/"))
     });
     assert_eq!(r.requests, server.requests(), "server saw what we counted");
     // Whole intervals after the first (connects) and well before the send window closes at
-    // 5 s. L is each interval's own; λW is judged over the three together, from their measured
-    // ends: a window's completions include time spent before it and leave out time of requests
-    // still out at its end, and a busy box delays a snapshot by tens of milliseconds, so a
-    // single second is off by several percent where three are not.
+    // 6 s: four of them, of which three are asked for, so one snapshot late or early on a busy
+    // box does not leave too few. L is each interval's own; λW is judged over them together,
+    // from their measured ends: a window's completions include time spent before it and leave
+    // out time of requests still out at its end, and a busy box delays a snapshot by tens of
+    // milliseconds, so a single second is off by several percent where several are not.
     let spans: Vec<_> = snaps
         .windows(2)
         .map(|w| (w[0].t_s, &w[1]))
-        .filter(|(t0, s)| *t0 >= interval - 0.1 && s.t_s <= 4.5)
+        .filter(|(t0, s)| *t0 >= interval - 0.1 && s.t_s <= 5.5)
         .collect();
     assert!(spans.len() >= 3, "{} steady intervals", spans.len());
     let (mut time, mut done, mut waited, mut area) = (0.0, 0.0, 0.0, 0.0);
