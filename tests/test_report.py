@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import re
-import shutil
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +16,7 @@ import jsonschema
 import numpy as np
 import pytest
 import redline
+from browser import CHROMIUM, artifacts, playwright_api
 from conftest import run_cli
 from redline.analysis import StepResult, analyse, usl_throughput
 from redline.charts import find_charts, run_charts
@@ -403,36 +401,12 @@ def test_write_reports_picks_the_renderer(tmp_path, run_result, find_result):
 
 # -- in a real browser -----------------------------------------------------------------------
 
-CHROMIUM = (
-    os.environ.get("REDLINE_CHROMIUM")
-    or shutil.which("chromium")
-    or shutil.which("chromium-browser")
-)
-
-
-def _artifacts() -> Path:
-    """_artifacts is where screenshots go: $REDLINE_ARTIFACTS, else a temporary directory."""
-    d = Path(
-        os.environ.get("REDLINE_ARTIFACTS") or Path(tempfile.gettempdir()) / "redline-artifacts"
-    )
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
 
 def _open_in_chromium(page_html: str, name: str) -> dict[str, Any]:
     """_open_in_chromium loads the page offline in headless Chromium and returns console
     errors, what each chart's canvas holds, and the answers' text; it keeps a screenshot."""
-    if CHROMIUM is None:
-        # Under CI a green run must mean the report was seen in a browser: fail, never skip.
-        missing = "no Chromium on this machine (apt-get install chromium; or REDLINE_CHROMIUM)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{missing}; CI=true needs it")
-        pytest.skip(missing)
-    if os.environ.get("CI") == "true":
-        import playwright.sync_api as sync_api  # CI: missing playwright is a failure
-    else:
-        sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    path = _artifacts() / f"{name}.html"
+    sync_api = playwright_api()
+    path = artifacts() / f"{name}.html"
     path.write_text(page_html)
     errors: list[str] = []
     with sync_api.sync_playwright() as p:
@@ -462,7 +436,7 @@ def _open_in_chromium(page_html: str, name: str) -> dict[str, Any]:
                 })"""
             )
             answers = page.inner_text("#answers")
-            page.screenshot(path=str(_artifacts() / f"{name}.png"), full_page=True)
+            page.screenshot(path=str(artifacts() / f"{name}.png"), full_page=True)
         finally:
             browser.close()
     return {"errors": errors, "charts": charts, "answers": answers}
