@@ -10,7 +10,8 @@ capacity of its own on this machine: its truth is the closed model's maximum in 
 
 For each probe and model the search runs with its defaults (plus the probe's SLO) and the row
 records the truth, what was found (the limit's capacity, with its uncertainty), the error,
-the optimal users against their truth, how the limit was named, and the wall time. Results
+the optimal users against their truth, the load where throughput peaked (contention: √(1/κ)
+users), how the limit was named, and the wall time. Results
 go to bench/results/find.md (see bench/record.py).
 
     .venv/bin/python bench/find.py                       # every probe
@@ -46,6 +47,9 @@ class Probe:
     optimal_users: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
     tolerance: float = 0.03
+    #: peak_users: the closed model's users at the throughput peak, where the probe has one
+    #: (contention: sqrt(1/κ)); a queue's throughput only levels off, so it has none.
+    peak_users: float | None = None
 
 
 SLO = {"slos": ["p99<500ms"]}
@@ -87,6 +91,7 @@ PROBES = [
         526.3,
         6,
         tolerance=0.05,
+        peak_users=10.0,
     ),
     Probe("bucket-500", {"rate_limit": 500.0, "burst": 50}, ("open",), 500.0, None, SLO),
     Probe("bucket-5000", {"rate_limit": 5000.0, "burst": 50}, ("open",), 5000.0, None, SLO),
@@ -107,6 +112,12 @@ def one(p: Probe, model: str, closed_max: float | None) -> dict[str, Any]:
     truth = p.truth if p.truth is not None else (closed_max if model == "open" else None)
     opt = a["optimal"] or {}
     users = opt.get("users")
+    # Where the measured throughput peaked: the load of the step with the most goodput.
+    measured = [s for s in r["steps"] if s.get("throughput_rps") is not None]
+    peak = max(measured, key=lambda s: s["throughput_rps"]) if measured else None
+    peak_at = "" if peak is None else f"{peak['load']:,.4g}"
+    if peak is not None and model == "closed" and p.peak_users is not None:
+        peak_at += f" ({p.peak_users:g})"
     if p.truth is None and model == "open":
         verdict = (
             "generator named"
@@ -129,6 +140,7 @@ def one(p: Probe, model: str, closed_max: float | None) -> dict[str, Any]:
         "users": ""
         if users is None
         else f"{users:g}" + ("" if p.optimal_users is None else f" ({p.optimal_users:g})"),
+        "peak_at": peak_at,
         "limit": f"{lim.get('kind')}: {r['stop']['condition']}",
         "refused": lim.get("refused_share"),
         "verdict": verdict,
@@ -140,9 +152,9 @@ def one(p: Probe, model: str, closed_max: float | None) -> dict[str, Any]:
 def table(rows: list[dict[str, Any]]) -> str:
     """table renders the rows as Markdown."""
     lines = [
-        "| probe | model | truth | found ± | error | optimal users (truth) | limit | refused"
-        " | verdict | steps | time |",
-        "| --- | --- | ---: | ---: | ---: | --- | --- | ---: | --- | ---: | ---: |",
+        "| probe | model | truth | found ± | error | optimal users (truth) | peak at (truth)"
+        " | limit | refused | verdict | steps | time |",
+        "| --- | --- | ---: | ---: | ---: | --- | --- | --- | ---: | --- | ---: | ---: |",
     ]
     for r in rows:
         truth = "—" if r["truth"] is None else f"{r['truth']:,.0f}"
@@ -150,7 +162,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         refused = "" if r["refused"] is None else f"{r['refused']:.0%}"
         lines.append(
             f"| {r['probe']} | {r['model']} | {truth} | {r['found']:,.0f} ± {r['ci']:,.0f} |"
-            f" {err} | {r['users']} | {r['limit']} | {refused} | {r['verdict']} |"
+            f" {err} | {r['users']} | {r['peak_at']} | {r['limit']} | {refused} | {r['verdict']} |"
             f" {r['steps']} | {r['seconds']:.0f} s |"
         )
     return "\n".join(lines)
