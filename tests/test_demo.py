@@ -107,3 +107,23 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path):
     assert proc.returncode == 130, rest
     assert len(seen) >= 2
     assert_all_gone(seen)
+
+
+def _step(index: int, phase: str, load: float, answered_rps: float, ok: bool = True) -> dict:
+    return {"index": index, "phase": phase, "load": load, "answered_rps": answered_rps, "ok": ok}
+
+
+def test_the_tasks_line_gives_requests_a_second_with_or_without_a_confirmation():
+    """The demo's line speaks in tasks and in requests from the step the steady state was read
+    from: the confirmation when there is one, else the search's good step at that load (a
+    search cut short by its budget has no confirmation; it printed 'n/a' then)."""
+    from redline.demo import tasks_line
+
+    answers = {"steady_state_throughput_rps": 300.0, "steady_state_load": 64}
+    searched = [_step(0, "search", 32, 900.0), _step(1, "search", 64, 1700.0)]
+    line = tasks_line({"answers": answers, "steps": searched}, "submit")
+    assert "300 tasks a second" in line and "1,700 req/s" in line, line
+    over = _step(2, "search", 128, 2500.0, ok=False)
+    confirmed = [*searched, over, _step(3, "confirm", 64, 1650.0)]
+    line = tasks_line({"answers": answers, "steps": confirmed}, "submit")
+    assert "1,650 req/s" in line and "n/a" not in line, line
