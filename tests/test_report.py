@@ -296,6 +296,27 @@ def test_charts_skip_what_is_not_there():
     assert len(usl.series) == 1 and "no USL fit" in usl.note
 
 
+def test_the_latency_chart_marks_each_steps_transition_that_was_cut():
+    """A step's intervals before its judged window (the MSER warm-up cut) are grey points of
+    their own on the latency chart; the judged ones and the time between steps are not."""
+    from redline.charts import latency_chart
+
+    ts = [{"t_s": 0.5 * i, "p50_ms": 1.0, "p99_ms": float(i)} for i in range(1, 13)]
+    steps = [
+        {"start_s": 0.0, "end_s": 3.0, "judged_from_s": 1.0},  # cuts 0.5 and 1.0
+        {"start_s": 4.0, "end_s": 6.0, "judged_from_s": 4.0},  # nothing cut
+    ]
+    chart = latency_chart(ts, steps)
+    assert chart is not None
+    cut = chart.data[
+        [s.label for s in chart.series].index("p99, cut as transition (not judged)") + 1
+    ]
+    assert [t for t, v in zip(chart.data[0], cut, strict=True) if v is not None] == [0.5, 1.0]
+    assert "MSER" in chart.note
+    plain = latency_chart(ts)
+    assert plain is not None and len(plain.series) == len(chart.series) - 1 and not plain.note
+
+
 # -- redline report --------------------------------------------------------------------------
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 #: PALETTE: series colours, distinguishable in print and for the common colour blindnesses.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
+#: MUTED: what was measured but not judged (a step's transition, cut as warm-up).
+MUTED = "#aaaaaa"
 
 #: ERROR_CLASSES: the engine's error classes, in the order the report lists them.
 ERROR_CLASSES = (
@@ -133,8 +135,12 @@ def throughput_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
     return Chart("throughput", "Throughput over time", "time (s)", "req/s", series, data)
 
 
-def latency_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
-    """latency_chart: the percentiles of each interval over time."""
+def latency_chart(
+    ts: Sequence[dict[str, Any]], steps: Sequence[dict[str, Any]] = ()
+) -> Chart | None:
+    """latency_chart: the percentiles of each interval over time. For a search, the p99 of
+    every interval a step's warm-up cut (MSER) left out of its judged window is marked as a
+    point of its own, so the transition after each step change shows as such."""
     if not ts:
         return None
     keys = [("p50", "p50_ms"), ("p90", "p90_ms"), ("p99", "p99_ms"), ("max", "max_ms")]
@@ -142,7 +148,31 @@ def latency_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
     colors = _colors(len(keys))
     series = [Series(label, colors[i], dash=label == "max") for i, (label, _) in enumerate(keys)]
     data = [_col(ts, "t_s"), *(_col(ts, k) for _, k in keys)]
-    return Chart("latency", "Latency percentiles over time", "time (s)", "ms", series, data)
+    cut = [_cut_off(steps, _num(r.get("t_s"))) for r in ts]
+    if any(cut) and any(k == "p99_ms" for _, k in keys):
+        series.append(Series("p99, cut as transition (not judged)", MUTED, points_only=True))
+        data.append([_num(r.get("p99_ms")) if c else None for r, c in zip(ts, cut, strict=True)])
+    note = "Grey points: intervals a step's MSER warm-up cut left out of what it judged."
+    return Chart(
+        "latency",
+        "Latency percentiles over time",
+        "time (s)",
+        "ms",
+        series,
+        data,
+        note=note if any(cut) else "",
+    )
+
+
+def _cut_off(steps: Sequence[dict[str, Any]], t: float | None) -> bool:
+    """_cut_off: the interval ending at ``t`` lies in a step but before its judged window."""
+    if t is None:
+        return False
+    s = step_at(steps, t)
+    if s is None or t <= float(s.get("start_s") or 0.0) + 1e-6:
+        return False
+    judged = _num(s.get("judged_from_s"))
+    return judged is not None and t <= judged + 1e-6
 
 
 def load_chart(
@@ -343,7 +373,7 @@ def find_charts(result: dict[str, Any]) -> list[Chart]:
     samples = monitor_samples(result)
     charts = [
         throughput_chart(ts),
-        latency_chart(ts),
+        latency_chart(ts, steps),
         load_chart(ts, steps, model),
         errors_chart(steps),
         cpu_chart(samples),

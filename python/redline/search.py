@@ -197,6 +197,9 @@ class Step(StepResult):
     intervals it kept after the warm-up cut and the generator's busy share over it."""
 
     intervals: int = 0
+    #: judged_from_s: where the judged window starts, after the transition MSER cut off
+    #: (``start_s`` when nothing was cut); the latency chart marks the cut intervals.
+    judged_from_s: float | None = None
     generator_busy: float | None = None
     #: generator_wait: the share of the generator workers' time spent runnable without a CPU.
     generator_wait: float | None = None
@@ -728,6 +731,7 @@ class Search:
             start_s=round(t0, 3),
             end_s=round(t1, 3),
             intervals=len(used),
+            judged_from_s=round(float(used[0]["t_s"]) - self.interval_s, 3),
             throughput_rps=good / span,
             throughput_se=rate_se([float(c.good) for c in counted], span),
             answered_rps=answered / span,
