@@ -71,6 +71,23 @@ def test_survey_uses_the_session_cookie_and_the_redirect(tmp_path):
         assert words in p.stdout
 
 
+def test_a_scenario_speaks_http2_when_asked(tmp_path):
+    """--http2 --streams reach a scenario run (they were dropped, so it spoke HTTP/1.1): the
+    JSON says h2 with the streams asked, and the session cookie and the redirect still work."""
+    with redline.Target(threads=1) as t:
+        p, doc = run_json(
+            tmp_path, "examples/survey.py", "--host", t.url, "-u", "4", "-d", "2s",
+            "--http2", "--streams", "2",
+        )  # fmt: skip
+        seen = t.stats()
+    assert p.returncode == 0, p.stderr
+    assert (doc.get("protocol"), doc.get("streams")) == ("h2", 2), {
+        k: doc.get(k) for k in ("protocol", "connections", "streams")
+    }
+    assert seen["sessions_issued"] >= 4 and seen["missing_cookie"] == 0
+    assert seen["thanks_pages"] == doc["per_name"]["post+thanks (redirect)"]["requests"] > 0
+    assert doc["errors_total"] == 0
+
 def test_failed_checks_are_failures_with_reasons_and_thresholds_exit_1(tmp_path):
     path = tmp_path / "checks.py"
     path.write_text(

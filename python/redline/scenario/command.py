@@ -151,7 +151,15 @@ def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any
         if args.duration is None:
             kw.pop("duration", None)
     opts = dict(
-        warmup=args.warmup, interval=args.interval, insecure=args.insecure, cacert=args.cacert, **kw
+        warmup=args.warmup,
+        interval=args.interval,
+        insecure=args.insecure,
+        cacert=args.cacert,
+        # --http2/--http1 and --streams: a scenario speaks what a URL run speaks (they were
+        # dropped here, so `run SCENARIO.py --http2` silently spoke HTTP/1.1).
+        http2=getattr(args, "http2", None),
+        streams=getattr(args, "streams", None),
+        **kw,
     )
     return compiled, url, {**opts, "plan": plan}
 
