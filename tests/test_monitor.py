@@ -215,6 +215,38 @@ def test_command_monitor_reports_bad_command(cmd, message):
         CommandMonitor(cmd).start()
 
 
+#: HOLDER: a stand-in for redline: it starts a --monitor-cmd service (a Python that sleeps),
+#: says the service's pid, and waits to be killed.
+HOLDER = """
+import sys, time
+from redline.monitor import CommandMonitor
+mon = CommandMonitor([sys.executable, "-c", "import time; time.sleep(60)"]).start()
+print(mon.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_monitored_command_dies_with_redline_killed_by_sigkill():
+    """kill -9 of the process that started a --monitor-cmd service runs none of its cleanup;
+    the kernel's parent-death signal ends the service anyway (it ran on, holding its port)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None
+        line = holder.stdout.readline()
+        assert line.strip().isdigit(), holder.stderr.read() if holder.stderr else line
+        service = psutil.Process(int(line))
+        assert service.is_running() and service.status() != psutil.STATUS_ZOMBIE
+        holder.kill()
+        holder.wait(5)
+        _, alive = psutil.wait_procs([service], timeout=5)
+        assert not alive, f"the service {service.pid} outlived the killed redline"
+    finally:
+        holder.kill()
+        holder.wait(5)
+
+
 def test_stop_tree_on_exited_process():
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.errors import RedlineError
+from redline.tether import tethered
 
 #: START_TIMEOUT_S bounds how long a service may take to print its address.
 START_TIMEOUT_S = 30.0
@@ -49,7 +50,9 @@ def service(argv: list[str], log: Path) -> Iterator[tuple[str, subprocess.Popen[
     """service starts a server that prints its URL, in its own process group, and stops the
     whole group afterwards (taskqueue's worker processes included)."""
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            tethered(argv), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:

@@ -33,6 +33,7 @@ from typing import IO, Any
 import psutil
 
 from redline.errors import ConfigError
+from redline.tether import tethered
 
 #: FIELDS: the figures every sample may carry; None where the source does not give one.
 FIELDS = ("cpu_percent", "load1", "rss_bytes", "fds", "threads", "connections")
@@ -352,10 +353,14 @@ class CommandMonitor(ProcessMonitor):
     def start(self, origin: float | None = None) -> Monitor:
         """start launches the command, then samples it (see :meth:`Monitor.start`)."""
         self._ended = False
+        try:
+            argv = tethered(self.argv)  # dies with redline, kill -9 included
+        except ConfigError as e:
+            raise ConfigError(f"--monitor-cmd: {e}") from None
         self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop)
         try:
             self.proc = subprocess.Popen(
-                self.argv,
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
