@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from redline.errors import ConfigError
 from redline.scenario.watch import split
 from test_steps import hdr
 
@@ -130,7 +131,7 @@ def test_split_reads_and_refuses():
     cases = [
         ("p95<1ms;abort", "the only option is ;abort=WINDOW"),
         ("p95<1ms;stop=1s", "the only option is ;abort=WINDOW"),
-        ("x:p95<1ms;abort=1s", "abort judges run-wide figures only (no NAME:)"),
+        ("x:mean<1ms;abort=1s", "mean is judged at the end only"),
         ("p95<1ms;abort=0s", "the abort window must be > 0"),
         ("min<1ms;abort=1s", "min is not in the live snapshots"),
     ]
@@ -138,3 +139,64 @@ def test_split_reads_and_refuses():
         with pytest.raises(Exception, match="bad threshold") as e:
             split(bad)
         assert why in str(e.value), bad
+
+
+def named(t_s: float, parts: dict[str, tuple[list[float], dict[str, int]]]) -> dict[str, Any]:
+    """named is a scenario's interval snapshot of each name's responses (their latencies in
+    ms, and errors by class, every one of them an answered failure): run-wide figures of all
+    the responses together, and each name's part (counts, errors by class, histogram)."""
+    every = [x for ms, _ in parts.values() for x in ms]
+    by_class: dict[str, int] = {}
+    for _, by in parts.values():
+        for k, n in by.items():
+            by_class[k] = by_class.get(k, 0) + n
+    whole = snap(t_s, every, errors=sum(by_class.values()), errors_by_class=by_class)
+    whole["names"] = {
+        name: {
+            "requests": len(ms),
+            "errors": sum(by.values()),
+            "errors_by_class": by,
+            "histogram": hdr([round(x * 1000) for x in ms]),
+        }
+        for name, (ms, by) in parts.items()
+    }
+    return whole
+
+
+def test_a_request_names_threshold_is_judged_live_on_its_own_figures():
+    """submit:p95 judges submit's responses only: a slow submit among many fast polls fails
+    it while the run-wide p95 holds; another name's threshold holds."""
+    snaps = [
+        named(0.5 * (i + 1), {"submit": ([900.0] * 5, {}), "poll": ([5.0] * 200, {})})
+        for i in range(6)
+    ]
+    fired = {}
+    for spec in ("submit:p95<500ms;abort=1s", "poll:p95<500ms;abort=1s", "p95<500ms;abort=1s"):
+        _, w = split(spec)
+        assert w is not None
+        fired[spec] = [s["t_s"] for s in snaps if w.feed(s, INTERVAL_S)]
+    assert fired == {
+        "submit:p95<500ms;abort=1s": [1.0, 1.5, 2.0, 2.5, 3.0],
+        "poll:p95<500ms;abort=1s": [],
+        "p95<500ms;abort=1s": [],
+    }
+
+
+def test_live_errors_count_each_request_once():
+    """Every answer a 503: the engine counts each in requests and in errors (class status);
+    the live error rate is 100 %, not 50 % (run-wide and per name)."""
+    snaps = [named(0.5 * (i + 1), {"submit": ([5.0] * 10, {"status": 10})}) for i in range(4)]
+    for spec in ("errors<50%;abort=1s", "submit:errors<50%;abort=1s"):
+        _, w = split(spec)
+        assert w is not None
+        lines = [line for s in snaps if (line := w.feed(s, INTERVAL_S))]
+        assert lines and "(errors 100.00% at 1.0 s)" in lines[0], (spec, lines)
+
+
+def test_an_unknown_request_name_is_one_line_at_the_first_interval():
+    _, w = split("nope:p95<1s;abort=1s")
+    assert w is not None
+    with pytest.raises(ConfigError, match=r"no request name 'nope' \(names: poll, submit\)"):
+        w.feed(named(0.5, {"submit": ([1.0], {}), "poll": ([1.0], {})}), INTERVAL_S)
+    with pytest.raises(ConfigError, match="no request names"):
+        w.feed(snap(0.5, [1.0]), INTERVAL_S)

@@ -9,8 +9,13 @@ histograms of the window's intervals (each snapshot ships its interval's HdrHist
 mean is request-weighted, the max is the largest, ``errors`` is failed / (answered + failed)
 summed over the window and ``rps`` is the answered requests over the window's length.
 
-Only run-wide figures are in the snapshots: ``p50 p90 p95 p99 p99.9 mean max``, ``errors`` and
-``rps``; a ``NAME:`` threshold is judged at the end only (the snapshots carry no per-name data).
+Run-wide, the snapshots give ``p50 p90 p95 p99 p99.9 mean max``, ``errors`` and ``rps``. A
+scenario's snapshots also carry each request name's counts and histogram, so a ``NAME:``
+threshold on a percentile, ``errors`` or ``rps`` is judged live too (``submit:p95<300ms;abort=
+10s``); a name the run does not have is a ConfigError at its first interval. ``errors`` is
+failed outcomes ÷ all outcomes, each request once (:mod:`redline.analysis.outcome`): an
+answer with a bad status or a failed check is in the engine's ``requests`` and its
+``errors`` both, and was counted twice.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from redline.analysis.outcome import Outcomes, outcomes
 from redline.errors import ConfigError
 from redline.options import parse_duration
 from redline.scenario.thresholds import Threshold, parse
@@ -33,6 +39,9 @@ _SNAPSHOT_KEY = {
     "max": "max_ms",
 }
 _QUANTILE = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
+#: _PER_NAME: what a NAME: threshold can judge live (a name's part of a snapshot has counts
+#: and a histogram, no mean or max of its own).
+_PER_NAME = (*_QUANTILE, "errors", "rps")
 _EPS = 1e-9
 
 
@@ -56,6 +65,8 @@ class Watch:
         full window's figure fails."""
         if snap.get("warmup"):
             return None
+        if self.threshold.name is not None:
+            snap = self._named(snap)
         t = float(snap.get("t_s", 0.0))
         if self.start_s is None:
             self.start_s = t - interval_s
@@ -73,15 +84,38 @@ class Watch:
             "the run was stopped"
         )
 
+    def _named(self, snap: dict[str, Any]) -> dict[str, Any]:
+        """_named is the threshold's request name's part of a snapshot, as a snapshot of its
+        own (its time, counts and histogram)."""
+        name = self.threshold.name
+        names = snap.get("names")
+        if not isinstance(names, dict):
+            raise ConfigError(
+                f"bad threshold {self.threshold.text!r}: this run's snapshots have no request"
+                " names (a URL run, or an engine without per-name figures)"
+            )
+        part = names.get(name)
+        if not isinstance(part, dict):
+            known = ", ".join(sorted(names))
+            raise ConfigError(
+                f"threshold {self.threshold.text!r}: no request name {name!r} (names: {known})"
+            )
+        return {**part, "t_s": snap.get("t_s", 0.0)}
+
 
 def value(t: Threshold, snaps: list[dict[str, Any]], window_s: float) -> float | None:
     """value: the figure a threshold judges over the window's snapshots (None: nothing to
     judge, e.g. a latency with no response in the window)."""
     requests = sum(int(s.get("requests", 0)) for s in snaps)
-    errors = sum(int(s.get("errors", 0)) for s in snaps)
     if t.metric == "errors":
-        n = requests + errors
-        return errors / n if n else None
+        ends = sum(
+            (
+                outcomes(s.get("requests", 0), s.get("errors", 0), s.get("errors_by_class"))
+                for s in snaps
+            ),
+            Outcomes(),
+        )
+        return ends.error_rate if ends.total else None
     if t.metric == "rps":
         return requests / window_s if window_s > 0 else None
     answered = [s for s in snaps if int(s.get("requests", 0)) > 0]
@@ -136,8 +170,11 @@ def split(spec: str) -> tuple[Threshold, Watch | None]:
         raise ConfigError(
             f"bad threshold {spec!r}: the only option is ;abort=WINDOW, e.g. ;abort=10s"
         )
-    if t.name is not None:
-        raise ConfigError(f"bad threshold {spec!r}: abort judges run-wide figures only (no NAME:)")
+    if t.name is not None and t.metric not in _PER_NAME:
+        raise ConfigError(
+            f"bad threshold {spec!r}: a request name's live figures are"
+            f" {', '.join(_PER_NAME)}; {t.metric} is judged at the end only"
+        )
     if t.metric not in _SNAPSHOT_KEY and t.metric not in ("errors", "rps"):
         raise ConfigError(f"bad threshold {spec!r}: {t.metric} is not in the live snapshots")
     w = parse_duration(window, "abort window")
