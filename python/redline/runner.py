@@ -188,6 +188,9 @@ def drive(
                     handle.stop()
     except KeyboardInterrupt:
         handle.stop()
+    except BaseException:
+        handle.stop()  # a watch that refused its threshold (an unknown name): no more load
+        raise
     result = Result(json.loads(handle.report()))
     failure = (result.data.get("cluster") or {}).get("failure")
     if failure:
