@@ -28,10 +28,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record  # noqa: E402
 import redline  # noqa: E402
+from consistency import assert_consistent  # noqa: E402
 from redline.find import find  # noqa: E402
+from redline.report import render_markdown  # noqa: E402
 
 
 @dataclass
@@ -144,17 +147,28 @@ def one(p: Probe, model: str, closed_max: float | None) -> dict[str, Any]:
         "limit": f"{lim.get('kind')}: {r['stop']['condition']}",
         "refused": lim.get("refused_share"),
         "verdict": verdict,
+        "consistent": consistent(r),
         "steps": len(r["steps"]),
         "seconds": took,
     }
+
+
+def consistent(r: dict[str, Any]) -> str:
+    """consistent: "yes" when the result and its Markdown report agree with themselves (the
+    tests' one check, tests/consistency.py), else the contradiction found."""
+    try:
+        assert_consistent(r, render_markdown(r))
+    except AssertionError as e:
+        return "NO: " + " ".join(str(e).split())[:80].replace("|", "/")
+    return "yes"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """table renders the rows as Markdown."""
     lines = [
         "| probe | model | truth | found ± | error | optimal users (truth) | peak at (truth)"
-        " | limit | refused | verdict | steps | time |",
-        "| --- | --- | ---: | ---: | ---: | --- | --- | --- | ---: | --- | ---: | ---: |",
+        " | limit | refused | verdict | consistent | steps | time |",
+        "| --- | --- | ---: | ---: | ---: | --- | --- | --- | ---: | --- | --- | ---: | ---: |",
     ]
     for r in rows:
         truth = "—" if r["truth"] is None else f"{r['truth']:,.0f}"
@@ -163,6 +177,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['probe']} | {r['model']} | {truth} | {r['found']:,.0f} ± {r['ci']:,.0f} |"
             f" {err} | {r['users']} | {r['peak_at']} | {r['limit']} | {refused} | {r['verdict']} |"
+            f" {r['consistent']} |"
             f" {r['steps']} | {r['seconds']:.0f} s |"
         )
     return "\n".join(lines)
