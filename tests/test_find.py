@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import redline
+from accounting import assert_books
 from consistency import assert_consistent
 from redline import cli
 from redline import find as finder
@@ -57,12 +58,11 @@ def test_find_lands_on_the_capacity_of_a_queue(queue, model):
         users = a["optimal"]["users"]
         assert abs(users - SLOTS) <= 0.15 * SLOTS, f"optimal users {users}, N = {SLOTS}"
         assert r["knee"]["load"] == users, "one definition of the knee"
-    # What redline counted is what the server served, give or take what was in flight when
-    # the run stopped (the VUs, or the open model's pool).
-    counted = sum(s["requests"] + s["errors"] for s in r["timeseries"])
+    # What the server saw is what redline's books say reached it, exactly: every request
+    # answered, failed after it was sent, or still out when the run stopped (unfinished).
+    books = assert_books(r["run"])
     served = queue.stats()["requests"]
-    bound = 1000 if model == "open" else 2 * SLOTS
-    assert counted <= served <= counted + bound, (counted, served)
+    assert served == books["answered"] + books["transport"] + books["unfinished"], (served, books)
 
 
 def test_errors_stop_the_search_and_are_named():
