@@ -597,6 +597,7 @@ impl Lane {
                     bytes_in: x.bytes_in,
                     expected: x.status >= 400 && expected.contains(&x.status),
                     at: done,
+                    ended: end,
                 };
                 rec.response(&resp);
                 Reply::Answered {

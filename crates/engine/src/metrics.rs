@@ -498,8 +498,13 @@ pub struct Response {
     pub bytes_in: u64,
     /// expected: a 4xx/5xx the scenario asked for (`status=404`), not an error.
     pub expected: bool,
-    /// at: when the thread saw it end (its request stops counting as in flight then).
+    /// at: when the thread saw it end.
     pub at: Instant,
+    /// ended: when its last bytes arrived, where its latency ends (`at`, or earlier: the
+    /// kernel's receive stamp when the thread napped through the arrival); its request
+    /// stops counting as in flight then, so that the in-flight mean and λW (Little's law)
+    /// measure one and the same span.
+    pub ended: Instant,
 }
 
 /// FlightClock counts the requests in flight on one thread and integrates that count over
@@ -542,9 +547,27 @@ impl FlightClock {
         self.count += 1;
     }
 
+    /// up_from counts a request seen going out at `at` as in flight since `from` (earlier:
+    /// the open model's intended send, which its latency is timed from): the area it missed
+    /// since then is added, within the current integration.
+    fn up_from(&mut self, at: Instant, from: Instant) {
+        self.up(at);
+        let missed = self.last.saturating_duration_since(from.max(self.since));
+        self.area_ns += missed.as_nanos();
+    }
+
     fn down(&mut self, at: Instant) {
         self.advance(at);
         self.count = self.count.saturating_sub(1);
+    }
+
+    /// down_at ends a request seen at `at` that really ended at `ended` (earlier: the
+    /// kernel's stamp of its arrival): the area it was counted for since then is taken back,
+    /// within the current integration.
+    fn down_at(&mut self, at: Instant, ended: Instant) {
+        self.down(at);
+        let over = self.last.saturating_duration_since(ended.max(self.since));
+        self.area_ns = self.area_ns.saturating_sub(over.as_nanos());
     }
 
     /// mean closes the integration at `at`: the mean count since the last close (the count
@@ -578,6 +601,9 @@ pub struct Recorder {
     /// flight: requests sent and not yet ended, and their time integral; a counter (one add
     /// per send, one subtract per end), so the interval reads it without walking the lanes.
     flight: FlightClock,
+    /// open: the open model, whose requests are timed (and counted in flight) from their
+    /// intended send.
+    open: bool,
     /// watch: answers and failures, for the run's outages (see [`crate::outage`]).
     watch: Watch,
 }
@@ -599,6 +625,7 @@ impl Recorder {
             totals: Totals::new(highest_us, names, open),
             open_connections: 0,
             flight: FlightClock::new(start),
+            open,
             watch: Watch::new(start),
         }
     }
@@ -634,7 +661,7 @@ impl Recorder {
     pub fn response(&mut self, r: &Response) {
         let lat = micros(r.latency);
         let failed = r.status >= 400 && !r.expected;
-        self.flight.down(r.at);
+        self.flight.down_at(r.at, r.ended);
         self.watch.answered(r.at);
         let iv = &mut self.interval;
         iv.requests += 1;
@@ -723,7 +750,10 @@ impl Recorder {
     ) {
         let lag = now.saturating_duration_since(intended);
         let lag_us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
-        self.flight.up(now);
+        // In flight from where its latency starts: the intended send in the open model (a
+        // hit the generator sent late waited in it), the actual send in the closed one.
+        let from = if self.open { intended.min(now) } else { now };
+        self.flight.up_from(now, from);
         self.interval.sends += 1;
         self.interval.max_send_lag_us = self.interval.max_send_lag_us.max(lag_us);
         if !self.measured(intended) {

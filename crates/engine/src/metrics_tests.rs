@@ -43,6 +43,7 @@ fn resp(intended: Instant, status: u16, ms: u64) -> Response {
         bytes_in: 100,
         expected: false,
         at: intended + Duration::from_millis(ms),
+        ended: intended + Duration::from_millis(ms),
     }
 }
 
@@ -356,12 +357,13 @@ fn in_flight_mean_is_the_time_weighted_mean_over_the_interval() {
         ),
         // Sent late in the interval: the end sample says 1, the mean is 0.1.
         ("sent just before the end", vec![Send(900)], 1000, 0.1, 1),
-        // An event stamped before the last one adds no area and does not go back.
+        // An event stamped before the last one does not move the clock back; the area its
+        // request was counted for after it is taken back: one out 0-300, one 400-1000.
         (
             "out of order",
             vec![Send(0), Send(400), Answer(300)],
             1000,
-            (400.0 + 600.0) / 1000.0,
+            (300.0 + 600.0) / 1000.0,
             1,
         ),
     ];
@@ -405,5 +407,63 @@ fn in_flight_mean_is_the_time_weighted_mean_over_the_interval() {
         (ia.in_flight_mean - 1.5).abs() < 1e-9,
         "{}",
         ia.in_flight_mean
+    );
+}
+
+#[test]
+fn in_flight_spans_what_the_latency_spans() {
+    // Little's law compares the in-flight mean with λW, W the latency: both must measure one
+    // span. Open model: a hit intended at 0 ms that the generator sent at 100 ms is in flight
+    // from 0 (its latency is timed from there); its answer arrived at 600 ms (the kernel's
+    // stamp, the latency's end) and was read at 900 ms: it stops counting at 600.
+    let t0 = start();
+    let ms = Duration::from_millis;
+    let mut r = Recorder::new(t0, t0, 0, 1, true);
+    r.send(t0 + ms(100), t0, 10, true, false);
+    r.response(&Response {
+        at: t0 + ms(900),
+        ended: t0 + ms(600),
+        ..resp(t0, 200, 600)
+    });
+    let iv = r.take_interval(t0 + ms(1000));
+    assert!(
+        (iv.in_flight_mean - 0.6).abs() < 1e-9,
+        "open: {}",
+        iv.in_flight_mean
+    );
+    // Closed model: from the actual send (the latency's start there), to the arrival.
+    let mut r = Recorder::new(t0, t0, 0, 1, false);
+    r.send(t0 + ms(100), t0, 10, false, false);
+    r.response(&Response {
+        at: t0 + ms(900),
+        ended: t0 + ms(600),
+        ..resp(t0, 200, 500)
+    });
+    let iv = r.take_interval(t0 + ms(1000));
+    assert!(
+        (iv.in_flight_mean - 0.5).abs() < 1e-9,
+        "closed: {}",
+        iv.in_flight_mean
+    );
+    // Only the current interval's area is taken back: an answer that arrived before the
+    // interval began takes back what this interval counted, no more.
+    let mut r = Recorder::new(t0, t0, 0, 1, true);
+    r.send(t0, t0, 10, false, false);
+    let first = r.take_interval(t0 + ms(1000));
+    assert!(
+        (first.in_flight_mean - 1.0).abs() < 1e-9,
+        "first: {}",
+        first.in_flight_mean
+    );
+    r.response(&Response {
+        at: t0 + ms(1500),
+        ended: t0 + ms(800),
+        ..resp(t0, 200, 800)
+    });
+    let second = r.take_interval(t0 + ms(2000));
+    assert!(
+        second.in_flight_mean.abs() < 1e-9,
+        "second: {}",
+        second.in_flight_mean
     );
 }
