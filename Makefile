@@ -40,9 +40,10 @@ test-rust:
 test-rust-checked: ## the engine's tests with integer-overflow checks and debug assertions (profile `checked`)
 	cargo test --profile checked -p redline-engine
 
+# -ra names every skip with its reason; --durations lists the slowest tests (CI's time budget).
 test-python:
-	$(PY) -m pytest -q tests
-	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -p leftovers tests
+	$(PY) -m pytest -q -ra --durations=15 tests
+	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -ra --durations=10 -p leftovers tests
 
 lint: install ## rustfmt, clippy, ruff, mypy
 	cargo fmt --all --check

@@ -24,7 +24,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from redline.analysis.outcome import Outcomes, outcomes
 from redline.errors import ConfigError
 from redline.options import parse_duration
 from redline.scenario.thresholds import Threshold, parse
@@ -108,6 +107,10 @@ def value(t: Threshold, snaps: list[dict[str, Any]], window_s: float) -> float |
     judge, e.g. a latency with no response in the window)."""
     requests = sum(int(s.get("requests", 0)) for s in snaps)
     if t.metric == "errors":
+        # Imported here: the analysis package loads numpy and scipy, which the CLI's start-up
+        # does without (tests/test_startup.py).
+        from redline.analysis.outcome import Outcomes, outcomes
+
         ends = sum(
             (
                 outcomes(s.get("requests", 0), s.get("errors", 0), s.get("errors_by_class"))
