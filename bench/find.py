@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record  # noqa: E402
 import redline  # noqa: E402
-from consistency import assert_consistent  # noqa: E402
+from consistency import consistency_of  # noqa: E402
 from redline.find import find  # noqa: E402
 from redline.report import render_markdown  # noqa: E402
 
@@ -147,20 +147,11 @@ def one(p: Probe, model: str, closed_max: float | None) -> dict[str, Any]:
         "limit": f"{lim.get('kind')}: {r['stop']['condition']}",
         "refused": lim.get("refused_share"),
         "verdict": verdict,
-        "consistent": consistent(r),
+        # The result and its Markdown report agree with themselves (the tests' one check).
+        "consistent": consistency_of(r, render_markdown(r)),
         "steps": len(r["steps"]),
         "seconds": took,
     }
-
-
-def consistent(r: dict[str, Any]) -> str:
-    """consistent: "yes" when the result and its Markdown report agree with themselves (the
-    tests' one check, tests/consistency.py), else the contradiction found."""
-    try:
-        assert_consistent(r, render_markdown(r))
-    except AssertionError as e:
-        return "NO: " + " ".join(str(e).split())[:80].replace("|", "/")
-    return "yes"
 
 
 def table(rows: list[dict[str, Any]]) -> str:

@@ -61,3 +61,13 @@ def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> No
             assert text[key] in markdown, key
         if result.get("usl", {}).get("agrees") is False:
             assert "predicted peak" not in markdown, "a contradicted USL peak stated as fact"
+
+
+def consistency_of(result: dict[str, Any], markdown: str | None = None) -> str:
+    """consistency_of is :func:`assert_consistent` for a table (the bench scripts): "yes", or "NO: "
+    and the contradiction found, on one line without table pipes."""
+    try:
+        assert_consistent(result, markdown)
+    except AssertionError as e:
+        return "NO: " + " ".join(str(e).split())[:80].replace("|", "/")
+    return "yes"
