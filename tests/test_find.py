@@ -318,6 +318,24 @@ def test_contention_peak_optimum_and_fall_on_the_real_probe():
     assert answered <= served <= answered + failed + 64, (answered, failed, served)
 
 
+@pytest.mark.parametrize("model", ["closed", "open"])
+def test_a_server_that_pauses_is_found_within_5_percent(model):
+    """8 x 10 ms that stops serving for 50 ms of every second: capacity 800 x (1 - 0.05) =
+    760 req/s (crates/testserver/src/pause.rs). The pauses are noise the search must see
+    through: neither a limit below the truth nor a queue read into a pause; the server's own
+    count equals the books."""
+    truth = CAPACITY * (1 - 0.05)
+    with redline.Target(
+        threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms", pause="50ms/1s"
+    ) as t:
+        r = valid(find(t.url + "/", model=model, max_time=90, **QUICK))
+        served = t.stats()["requests"]
+    cap = r["answers"]["limit"]["capacity_rps"]
+    assert abs(cap - truth) <= 0.05 * truth, f"{model}: found {cap:.0f}, truth {truth:.0f}"
+    assert r["stop"]["condition"] in ("plateau", "backlog"), r["stop"]
+    books = assert_books(r["run"])
+    assert served == books["answered"] + books["transport"] + books["unfinished"], (served, books)
+
 def test_load_shedding_is_found_and_named_by_its_503s_in_the_open_model():
     with redline.Target(
         threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms", queue_limit=8
