@@ -109,8 +109,14 @@ def test_demo_stops_everything_on_ctrl_c(tmp_path):
     assert_all_gone(seen)
 
 
-def _step(index: int, phase: str, load: float, answered_rps: float, ok: bool = True) -> dict:
-    return {"index": index, "phase": phase, "load": load, "answered_rps": answered_rps, "ok": ok}
+def _step(index: int, phase: str, tasks: float, answered_rps: float, ok: bool = True) -> dict:
+    return {
+        "index": index,
+        "phase": phase,
+        "throughput_rps": tasks,
+        "answered_rps": answered_rps,
+        "ok": ok,
+    }
 
 
 def test_the_tasks_line_gives_requests_a_second_with_or_without_a_confirmation():
@@ -120,10 +126,10 @@ def test_the_tasks_line_gives_requests_a_second_with_or_without_a_confirmation()
     from redline.demo import tasks_line
 
     answers = {"steady_state_throughput_rps": 300.0, "steady_state_load": 64}
-    searched = [_step(0, "search", 32, 900.0), _step(1, "search", 64, 1700.0)]
+    searched = [_step(0, "search", 160, 900.0), _step(1, "search", 300, 1700.0)]
     line = tasks_line({"answers": answers, "steps": searched}, "submit")
     assert "300 tasks a second" in line and "1,700 req/s" in line, line
-    over = _step(2, "search", 128, 2500.0, ok=False)
-    confirmed = [*searched, over, _step(3, "confirm", 64, 1650.0)]
+    over = _step(2, "search", 420, 2500.0, ok=False)
+    confirmed = [*searched, over, _step(3, "confirm", 290, 1650.0)]
     line = tasks_line({"answers": answers, "steps": confirmed}, "submit")
     assert "1,650 req/s" in line and "n/a" not in line, line

@@ -336,6 +336,7 @@ def test_a_server_that_pauses_is_found_within_5_percent(model):
     books = assert_books(r["run"])
     assert served == books["answered"] + books["transport"] + books["unfinished"], (served, books)
 
+
 def test_load_shedding_is_found_and_named_by_its_503s_in_the_open_model():
     with redline.Target(
         threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms", queue_limit=8

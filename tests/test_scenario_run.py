@@ -333,7 +333,7 @@ def test_abort_on_fail_stops_the_run_after_its_window(tmp_path):
 
 def test_a_request_names_abort_threshold_stops_the_run_on_that_name_alone(tmp_path):
     """slow:p95<10ms;abort=1s judges the slow request's own figures live: the run stops after
-    about a second although the run-wide p95 holds (four fast requests for every slow one);
+    about a second although a run-wide p95 bound every request meets holds;
     a name the scenario does not have is one line and exit 2 at its first interval."""
     path = tmp_path / "two.py"
     path.write_text(
@@ -351,7 +351,7 @@ def test_a_request_names_abort_threshold_stops_the_run_on_that_name_alone(tmp_pa
         before = t.stats()["requests"]
         p, doc = run_json(
             tmp_path, str(path), "--host", t.url, "--interval", "250ms",
-            "--threshold", "slow:p95<10ms;abort=1s", "--threshold", "p95<40ms;abort=1s",
+            "--threshold", "slow:p95<10ms;abort=1s", "--threshold", "p95<100ms;abort=1s",
         )  # fmt: skip
         served = t.stats()["requests"] - before
         bad = run_cli(
@@ -359,13 +359,13 @@ def test_a_request_names_abort_threshold_stops_the_run_on_that_name_alone(tmp_pa
         )
     assert p.returncode == 1, p.stderr
     assert "redline: threshold slow:p95<10ms failed over the last 1 s (p95 " in p.stderr
-    assert "p95<40ms failed" not in p.stderr, p.stderr
+    assert "p95<100ms failed" not in p.stderr, p.stderr
     assert 1.0 <= doc["duration_s"] < 5
     parts = assert_books(doc)
     assert parts["answered"] + parts["transport"] + parts["unfinished"] == served
     assert bad.returncode == 2, bad.stderr
     lines = bad.stderr.strip().splitlines()
-    assert len(lines) == 1 and "no request name 'nope' (names: fast, slow)" in lines[0], lines
+    assert len(lines) == 1 and "no request name 'nope' (names: fast, slow;" in lines[0], lines
 
 def test_abort_judges_the_window_as_a_whole(tmp_path):
     # The server freezes for the first 300 ms of every 2 s: the requests that arrive then are

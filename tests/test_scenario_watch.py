@@ -196,7 +196,7 @@ def test_live_errors_count_each_request_once():
 def test_an_unknown_request_name_is_one_line_at_the_first_interval():
     _, w = split("nope:p95<1s;abort=1s")
     assert w is not None
-    with pytest.raises(ConfigError, match=r"no request name 'nope' \(names: poll, submit\)"):
+    with pytest.raises(ConfigError, match=r"no request name 'nope' \(names: poll, submit;"):
         w.feed(named(0.5, {"submit": ([1.0], {}), "poll": ([1.0], {})}), INTERVAL_S)
     with pytest.raises(ConfigError, match="no request names"):
         w.feed(snap(0.5, [1.0]), INTERVAL_S)

@@ -218,11 +218,14 @@ def tasks_line(result: dict[str, Any], throughput: str) -> str:
     x = a.get("steady_state_throughput_rps")
     if x is None or not throughput.startswith("submit"):
         return "redline demo: throughput counts requests (the scenario was not available)."
-    # The step the steady state was read from: the confirmation when there is one, else the
-    # search's good step at that load (a search cut short by its budget has no confirmation).
-    at_load = [s for s in result["steps"] if s["ok"] and s["load"] == a.get("steady_state_load")]
-    steady = [s for s in at_load if s["phase"] == "confirm"] or at_load
-    requests = f"{steady[-1]['answered_rps']:,.0f} req/s" if steady else "n/a"
+    # The step the steady state was read from, as the answers chose it: the confirmation when
+    # there is one, else the good step with the most goodput (a search cut short by its
+    # budget has no confirmation).
+    good = [s for s in result["steps"] if s["ok"]]
+    confirmed = [s for s in good if s["phase"] == "confirm"]
+    best = max(good, key=lambda s: s["throughput_rps"], default=None)
+    step = confirmed[-1] if confirmed else best
+    requests = f"{step['answered_rps']:,.0f} req/s" if step else "n/a"
     ci = a.get("steady_state_throughput_ci") or 0.0
     drift = a.get("repeat_drift")
     spread = ""

@@ -354,7 +354,7 @@ class CommandMonitor(ProcessMonitor):
         """start launches the command, then samples it (see :meth:`Monitor.start`)."""
         self._ended = False
         try:
-            argv = tethered(self.argv)  # dies with redline, kill -9 included
+            argv = tethered(self.argv, cwd=self.cwd, env=self.env)  # dies with redline
         except ConfigError as e:
             raise ConfigError(f"--monitor-cmd: {e}") from None
         self._log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop)

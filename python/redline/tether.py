@@ -20,7 +20,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from redline.errors import ConfigError
 
@@ -35,17 +35,29 @@ os.execvp(argv[0], argv)
 """
 
 
-def tethered(argv: Sequence[str], sig: int = signal.SIGTERM) -> list[str]:
+def tethered(
+    argv: Sequence[str],
+    sig: int = signal.SIGTERM,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
     """tethered is ``argv`` wrapped so that the kernel sends the command ``sig`` when this
-    process dies (Linux; elsewhere ``argv`` unchanged). A command that cannot be executed is
-    a ConfigError here, as ``Popen`` would have raised it."""
+    process dies (Linux; elsewhere ``argv`` unchanged). A command that cannot be found where
+    ``Popen`` would look (``cwd`` for a path, ``env``'s PATH for a name) is a ConfigError here,
+    as ``Popen`` would have raised it."""
     argv = list(argv)
     if not argv:
         raise ConfigError("the command is empty")
     exe = argv[0]
-    found = exe if os.sep in exe else shutil.which(exe)
+    if os.sep in exe:
+        found: str | None = os.path.join(cwd, exe) if cwd is not None else exe
+    else:
+        found = shutil.which(exe, path=(os.environ if env is None else env).get("PATH"))
     if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
         raise ConfigError(f"cannot start {exe!r}: no such executable")
     if sys.platform != "linux":
         return argv
-    return [sys.executable, "-c", _WRAPPER, str(os.getpid()), str(int(sig)), *argv]
+    # -I: the wrapper's Python ignores PYTHON* variables and the service's directory (a
+    # ctypes.py there would shadow the real one).
+    return [sys.executable, "-I", "-c", _WRAPPER, str(os.getpid()), str(int(sig)), *argv]

@@ -513,8 +513,11 @@ pub struct Response {
 /// Each send and each end moves the count and adds `count x time since the last change` to
 /// the area: one subtraction and one multiply per event, with the timestamp the request
 /// path reads anyway (no clock read of its own). Events may come slightly out of order (a
-/// lane reuses its last completion time as "now"); an event earlier than the last one adds
-/// no area and does not move the clock back.
+/// lane reuses its last completion time as "now"); an event earlier than the last one does
+/// not move the clock back. A request that began or ended before it was seen (the open
+/// model's intended send, a kernel-stamped arrival) has its area added or taken back, within
+/// the current integration only: the part that fell in an interval already closed stays as
+/// that interval counted it.
 #[derive(Debug, Clone, Copy)]
 struct FlightClock {
     count: u64,

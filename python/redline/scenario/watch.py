@@ -6,13 +6,14 @@ The window is judged as one stretch of run, not interval by interval: a window w
 are half fast and half very slow has a failing p95 although some of its intervals pass, and
 judging each interval alone would never stop it. So percentiles come from the merged
 histograms of the window's intervals (each snapshot ships its interval's HdrHistogram), the
-mean is request-weighted, the max is the largest, ``errors`` is failed / (answered + failed)
-summed over the window and ``rps`` is the answered requests over the window's length.
+mean is request-weighted, the max is the largest, ``errors`` is failed outcomes over all
+outcomes summed over the window and ``rps`` is the answered requests over the window's length.
 
 Run-wide, the snapshots give ``p50 p90 p95 p99 p99.9 mean max``, ``errors`` and ``rps``. A
 scenario's snapshots also carry each request name's counts and histogram, so a ``NAME:``
 threshold on a percentile, ``errors`` or ``rps`` is judged live too (``submit:p95<300ms;abort=
-10s``); a name the run does not have is a ConfigError at its first interval. ``errors`` is
+10s``); a name the run does not have (a group's name included: groups are judged at the end
+only) is a ConfigError at its first interval. ``errors`` is
 failed outcomes ÷ all outcomes, each request once (:mod:`redline.analysis.outcome`): an
 answer with a bad status or a failed check is in the engine's ``requests`` and its
 ``errors`` both, and was counted twice.
@@ -97,7 +98,8 @@ class Watch:
         if not isinstance(part, dict):
             known = ", ".join(sorted(names))
             raise ConfigError(
-                f"threshold {self.threshold.text!r}: no request name {name!r} (names: {known})"
+                f"threshold {self.threshold.text!r}: no request name {name!r} (names: {known};"
+                " a group is judged at the end only, without ;abort=)"
             )
         return {**part, "t_s": snap.get("t_s", 0.0)}
 
