@@ -9,6 +9,7 @@ the mean. Results go to bench/results/demo.md (see bench/record.py).
 
     .venv/bin/python bench/demo.py             # three demos
     .venv/bin/python bench/demo.py --repeat 5
+    .venv/bin/python bench/demo.py --keep /tmp/demos   # and keep each result JSON
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from consistency import consistency_of  # noqa: E402
 DEMO = record.ROOT / "examples" / "demo.py"
 
 
-def one(i: int) -> dict[str, Any]:
-    """one runs the demo once and reads its result."""
+def one(i: int, keep: Path | None = None) -> dict[str, Any]:
+    """one runs the demo once and reads its result (kept as demo-<i>.json in ``keep``)."""
     with tempfile.TemporaryDirectory(prefix="redline-bench-demo-") as d:
         t0 = time.monotonic()
         p = subprocess.run(
@@ -43,6 +44,9 @@ def one(i: int) -> dict[str, Any]:
         if p.returncode != 0:
             raise SystemExit(f"demo {i} exited {p.returncode}: {p.stderr[-2000:]}")
         result = json.loads((Path(d) / "demo-result.json").read_text())
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"demo-{i}.json").write_text(json.dumps(result))
         markdown = (Path(d) / "demo-report.md").read_text()
     consistent = consistency_of(result, markdown)
     a = result["answers"]
@@ -92,11 +96,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="demos in a row")
     ap.add_argument("--no-record", action="store_true", help="print, do not append")
+    ap.add_argument("--keep", type=Path, help="keep each demo's result JSON in this directory")
     args = ap.parse_args()
     ctx = record.Context.now()
     rows = []
     for i in range(1, args.repeat + 1):
-        rows.append(one(i))
+        rows.append(one(i, args.keep))
         print(table([rows[-1]]).splitlines()[2], flush=True)
     text = table(rows)
     print(text)

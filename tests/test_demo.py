@@ -121,15 +121,17 @@ def _step(index: int, phase: str, tasks: float, answered_rps: float, ok: bool = 
 
 def test_the_tasks_line_gives_requests_a_second_with_or_without_a_confirmation():
     """The demo's line speaks in tasks and in requests from the step the steady state was read
-    from: the confirmation when there is one, else the search's good step at that load (a
-    search cut short by its budget has no confirmation; it printed 'n/a' then)."""
+    from: the confirmation when there is one, else the good step with the most goodput (a
+    search cut short by its budget has no confirmation; it printed 'n/a' then), not the
+    last good step (here a lighter one the optimum's bisection measured after it)."""
     from redline.demo import tasks_line
 
     answers = {"steady_state_throughput_rps": 300.0, "steady_state_load": 64}
     searched = [_step(0, "search", 160, 900.0), _step(1, "search", 300, 1700.0)]
+    searched.append(_step(2, "optimum", 200, 1150.0))
     line = tasks_line({"answers": answers, "steps": searched}, "submit")
     assert "300 tasks a second" in line and "1,700 req/s" in line, line
-    over = _step(2, "search", 420, 2500.0, ok=False)
-    confirmed = [*searched, over, _step(3, "confirm", 290, 1650.0)]
+    over = _step(3, "search", 420, 2500.0, ok=False)
+    confirmed = [*searched, over, _step(4, "confirm", 290, 1650.0)]
     line = tasks_line({"answers": answers, "steps": confirmed}, "submit")
     assert "1,650 req/s" in line and "n/a" not in line, line

@@ -422,3 +422,78 @@ def test_run_experiment_of_a_scenario_compares_its_request_names(tmp_path):
             row = rows[(name, figure)]
             assert row["verdict"] == "~" and row["windows"][0] >= 4, (name, figure, row)
             assert row["ci"] is not None and row["ci"][0] <= row["change"] <= row["ci"][1]
+
+
+# -- seed 002: taskqueue with one worker, then two ----------------------------------------------
+
+#: FACTORIALS: users of taskqueue who submit a factorial, poll its status every 200 ms until it
+#: is done and read the result; the workers compute the factorials.
+FACTORIALS = """
+from redline.scenario import Scenario, json_eq, json_in
+
+scenario = Scenario(host="http://127.0.0.1:8000", users=4, duration="10s")
+
+
+@scenario.flow()
+def factorial(u):
+    sub = u.post("/tasks/submissions", json={"type": "factorial", "n": 3000}, name="submit",
+                 status=202)
+    tid = sub.json("$.id")
+    u.poll(f"/tasks/submissions/{tid}", name="status", every="200ms", timeout="30s",
+           until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
+           checks=[json_eq("$.status", "SUCCEEDED")])
+    u.get(f"/tasks/{tid}", name="result", status=200)
+"""
+
+
+def test_taskqueue_with_one_worker_then_two_runs_end_to_end_and_stops_every_process(tmp_path):
+    """Seed 002's question as one command: taskqueue started fresh (its own port and data
+    directory) with --workers 1, then 2, each searched with the factorial flow, in tasks a
+    second. Every process it started (the servers and their pool workers) is gone after it;
+    the report draws both configurations in headless Chromium (screenshot kept)."""
+    from leftovers import alive_descendants
+    from test_report import _assert_drawn, _open_in_chromium
+
+    taskqueue = Path(sys.executable).parent / "taskqueue"
+    assert taskqueue.exists(), "make install puts taskqueue beside this Python"
+    flow = tmp_path / "factorials.py"
+    flow.write_text(FACTORIALS)
+    before = {p.pid for p in alive_descendants()}
+    command = f"{taskqueue} serve --port {{port}} --data-dir {{dir}} --workers {{workers}}"
+    argv = ["-m", "redline", "find", str(flow), "--host", "http://127.0.0.1:{port}"]
+    argv += ["--monitor-cmd", command, "--vary", "workers=1,2", "--throughput", "submit=tasks"]
+    argv += ["--max-time", "20s", "--min-step", "1s", "--max-step", "3s", "--confirm", "2s"]
+    argv += ["--json", str(tmp_path / "exp.json"), "--report", str(tmp_path / "exp.html"), "-q"]
+    p = subprocess.run(
+        [sys.executable, *argv],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        timeout=150,
+    )
+    assert p.returncode == 0, p.stderr
+    # This process is its descendants' subreaper (leftovers): an orphaned pool worker of
+    # either server would be a child of it now.
+    left = [q for q in alive_descendants() if q.pid not in before]
+    assert not left, [q.cmdline() for q in left]
+    doc = valid(json.loads((tmp_path / "exp.json").read_text()))
+    by = {c["label"]: c for c in doc["configurations"]}
+    assert list(by) == ["workers=1", "workers=2"]
+    for label, c in by.items():
+        (run,) = c["runs"]
+        assert f"--workers {label[-1]}" in run["command"] and "{" not in run["command"]
+        assert c["answers"]["unit"] == "tasks/s", c["answers"]
+        assert c["answers"]["steady_state_throughput_rps"] > 0, (label, c["answers"])
+        assert len(c["steps"]) >= 3, (label, c["steps"])
+    (cmp,) = doc["comparisons"]
+    assert (cmp["base"], cmp["new"]) == ("workers=1", "workers=2")
+    assert cmp["verdict"] in ("better", "worse", "~"), cmp
+    assert doc["best"]["label"] in by
+    seen = _open_in_chromium((tmp_path / "exp.html").read_text(), "experiment-taskqueue")
+    _assert_drawn(seen, {"percentiles", "goodput-time", "p99-time", "tput-load", "p99-tput"})
+    charts = page_charts((tmp_path / "exp.html").read_text())
+    for chart in ("tput-load", "p99-tput"):
+        series = [x["label"] for x in charts[chart]["series"]]
+        assert series == ["workers=1", "workers=2"], (chart, series)
+        drawn = [sum(v is not None for v in col) for col in charts[chart]["data"][1:]]
+        assert all(n >= 3 for n in drawn), (chart, drawn)

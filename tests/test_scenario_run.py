@@ -88,6 +88,7 @@ def test_a_scenario_speaks_http2_when_asked(tmp_path):
     assert seen["thanks_pages"] == doc["per_name"]["post+thanks (redirect)"]["requests"] > 0
     assert doc["errors_total"] == 0
 
+
 def test_failed_checks_are_failures_with_reasons_and_thresholds_exit_1(tmp_path):
     path = tmp_path / "checks.py"
     path.write_text(
@@ -366,6 +367,7 @@ def test_a_request_names_abort_threshold_stops_the_run_on_that_name_alone(tmp_pa
     assert bad.returncode == 2, bad.stderr
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and "no request name 'nope' (names: fast, slow;" in lines[0], lines
+
 
 def test_abort_judges_the_window_as_a_whole(tmp_path):
     # The server freezes for the first 300 ms of every 2 s: the requests that arrive then are

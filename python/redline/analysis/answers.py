@@ -8,6 +8,7 @@ Little's-law check per step and the leak check on the monitor's series.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,12 +60,21 @@ def limit_step(steps: Sequence[StepResult]) -> StepResult | None:
 
 
 def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, float | None]:
-    """capacity is the most goodput the service gave at any step of the search that did not
-    breach an SLO (unless by its backlog: then it served at capacity while the queue grew),
-    was not redline's own limit and did not collapse, with its uncertainty (two
-    standard errors; in the open model, when the best step was a good one and the first bad
-    load above it did not saturate, half the bracket between them as well). An overloaded
-    step that still served its best (a backlog, refusals) measured the capacity itself."""
+    """capacity is the goodput the service sustains at its best, from the steps of the search
+    that did not breach an SLO (unless by its backlog: then it served at capacity while the
+    queue grew), were not redline's own limit and did not collapse, with its uncertainty (two
+    standard errors). An overloaded step that still served its best (a backlog, refusals)
+    measured the capacity itself.
+
+    In the open model it is the most goodput of any such step (a good step's goodput is the
+    rate offered to it, so lighter steps say nothing of the capacity); when that step was a
+    good one and the first bad load above it did not saturate, the ± also covers half the
+    bracket between them. In the closed model every step at the plateau measures the same
+    capacity, and the most goodput of several noisy steps is biased up and moves from one
+    search to the next (on 2 shared cores the demo's limit moved 15 % between three runs, by
+    the step that happened to read high): it is the mean, weighted by precision, of the steps
+    that are not significantly under the plateau (:func:`plateau`), the confirmation
+    included."""
     pool = [
         s
         for s in steps
@@ -81,13 +91,56 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
         # a lightly overloaded step also spends the burst a limiter kept (a token bucket's
         # B requests over the step), so the most overloaded refusing step measures it.
         top = max(refusing, key=lambda s: (s.offered_rps or s.load, s.index))
+        return top.throughput_rps, 2 * (top.throughput_se or 0.0)
+    if model == "closed":
+        confirmed = [s for s in steps if s.phase == "confirm" and s.ok]
+        return plateau(pool + confirmed)
     ci = 2 * (top.throughput_se or 0.0)
-    if model == "open" and top.ok:
+    if top.ok:
         above = [s for s in steps if not s.ok and s.load > top.load]
         bad = min(above, key=lambda s: s.load, default=None)
         if bad is not None and bad.throughput_rps < 0.98 * top.throughput_rps:
             ci = max(ci, (bad.load - top.load) / 2)
     return top.throughput_rps, ci
+
+
+#: SE_FLOOR: a step's standard error is taken as at least this share of its goodput when
+#: steps are weighed (a step whose intervals happened to agree is not infinitely precise).
+SE_FLOOR = 0.005
+
+
+def plateau(steps: Sequence[StepResult]) -> tuple[float | None, float | None]:
+    """plateau is the goodput the steps at the top agree on, with two standard errors: the
+    mean of the steps weighted by 1/SE², after leaving out, one at a time and the farthest
+    first, every step significantly under the mean of the others (by more than two standard
+    errors of the difference): those were lighter loads, under the plateau (or past a
+    peak). A lone high reading of a noisy step stays in with the little weight its noise
+    earns it, so it moves the answer by little (taking the most moves it by all of it)."""
+    level = [s for s in steps if s.throughput_rps > 0]
+    if not level:
+        return None, None
+
+    def se(s: StepResult) -> float:
+        return max(s.throughput_se or 0.0, SE_FLOOR * s.throughput_rps)
+
+    def mean(group: Sequence[StepResult]) -> tuple[float, float]:
+        weights = [1 / se(s) ** 2 for s in group]
+        total = sum(weights)
+        m = sum(w * s.throughput_rps for w, s in zip(weights, group, strict=True)) / total
+        return m, 1 / math.sqrt(total)
+
+    def under(s: StepResult, group: Sequence[StepResult]) -> float:
+        """under: how many standard errors s reads under the mean of the rest of group."""
+        m, m_se = mean([o for o in group if o is not s])
+        return (m - s.throughput_rps) / math.hypot(se(s), m_se)
+
+    while len(level) > 1:
+        low = max(level, key=lambda s: under(s, level))
+        if under(low, level) <= 2:
+            break
+        level = [s for s in level if s is not low]
+    m, m_se = mean(level)
+    return m, 2 * m_se
 
 
 def repeat_drift(steady: StepResult | None, steps: Sequence[StepResult]) -> float | None:
@@ -386,7 +439,7 @@ def limit_sentence(
         upto = f" up to {fmt_load(max_load, model)}" if max_load is not None else ""
         head = f"No limit was found{upto}; the search stopped on '{reason}'."
         if lim.get("capacity_rps") is not None:
-            head += f" The most it served was {cap}."
+            head += f" At its best it sustained {cap}."
         return head
     if kind == "rate-limit" and model == "closed":
         head = (
@@ -412,25 +465,26 @@ def limit_sentence(
         head = f"Throughput peaks at {cap} and falls as load grows past it ({detail})."
     elif kind == "collapse":
         head = f"It broke at {at}: it collapsed ({detail}); it recovered when the load dropped."
-        head += f" The most it served before is {cap}."
+        head += f" Before, at its best, it sustained {cap}."
     elif kind == "no-recovery":
         head = (
             f"It broke at {at} and did not recover: {detail}. A service that stays down after"
-            f" the overload ends is a metastable failure. The most it served before is {cap}."
+            f" the overload ends is a metastable failure. Before, at its best, it sustained {cap}."
         )
     elif kind == "generator":
         head = (
             f"No limit of the service was found: redline ran out of CPU (or waited for one)"
             f" at {at} ({detail});"
-            f" the most it measured is {cap}."
+            f" at its best the service sustained {cap}."
         )
     elif kind == "knee":
         head = f"Not searched past the optimal point (--stop-at-knee): stopped at {at}."
     elif kind == "service-cpu":
         head = f"It reached the CPU limit set for the service at {at} ({detail})."
-        head += f" The most it served within it is {cap}."
+        head += f" Within it, at its best, it sustained {cap}."
     elif kind == "slo":
-        head = f"It broke its SLO at {at}: {detail}. Within the SLO it served at most {cap}."
+        head = f"It broke its SLO at {at}: {detail}."
+        head += f" Within the SLO, at its best, it sustained {cap}."
     else:
         head = f"It broke at {at}: '{reason}' fired" + (f" ({detail})." if detail else ".")
     parts = [head if head.endswith(".") else head + "."]
@@ -438,7 +492,7 @@ def limit_sentence(
     if errors and kind not in ("rate-limit",):
         listed = ", ".join(f"{v} {k}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
         parts.append(f"Errors by class: {listed} ({(lim.get('error_rate') or 0):.1%}).")
-    if lim.get("p99_ms") is not None and kind not in ("shedding",):
+    if lim.get("p99_ms") is not None and kind != "shedding" and "p99 was" not in detail:
         parts.append(f"p99 was {_ms(lim['p99_ms'])}.")
     svc = lim.get("service") or {}
     figures = []
@@ -514,15 +568,8 @@ def analyse(
         # (already said so in the report) is not judged by it.
         if s.steady is False or s.inflight_mean is None or s.mean_ms is None:
             continue
-        if s.fired and set(s.fired) & {
-            "backlog",
-            "slo",
-            "collapse",
-            "plateau",
-            "retrograde",
-            "generator",  # the open model's hits queued in a generator that fell behind
-        }:
-            continue  # a queue growing through the step: not stationary
+        if set(s.fired) & NOT_STATIONARY:
+            continue  # a queue growing through the step
         rate = s.answered_rps if s.answered_rps is not None else s.throughput_rps
         c = little_check(s.inflight_mean, rate, s.mean_ms)
         little.append({"step": s.index, **c.to_dict()})
@@ -533,6 +580,12 @@ def analyse(
         "knee": knee,
         "checks": {"little": little, "leaks": leaks},
     }
+
+
+#: NOT_STATIONARY: the conditions of a step whose queue grew through it, which Little's law
+#: does not judge (``generator``: the open model's hits queued in a generator that fell
+#: behind).
+NOT_STATIONARY = frozenset({"backlog", "slo", "collapse", "plateau", "retrograde", "generator"})
 
 
 def _usl_agrees(usl: UslFit, steps: Sequence[StepResult], model: str) -> bool | None:
