@@ -10,7 +10,10 @@ find.schema.json), so a change of those fields is adapted in this one module:
   those names get totals and no windows (shown, not judged).
 - a find: each answer is the step it was measured in (``answers`` names the optimal and the
   limit step; the steady state is the confirmation step), and the step's stretch is its
-  intervals in ``timeseries``.
+  intervals in ``timeseries``, counted in the search's unit of throughput
+  (``config.throughput``: a request name's requests, e.g. taskqueue's ``submit`` as tasks,
+  or a scenario's iterations), so a comparison's goodput is the answers' (latency stays the
+  whole step's, as the answers' latency is).
 """
 
 from __future__ import annotations
@@ -138,6 +141,32 @@ def _name_totals(stats: dict[str, Any]) -> dict[Figure, float | None]:
 
 
 def _find_stretches(data: dict[str, Any]) -> dict[str, Stretch]:
+    stretches = _answer_stretches(data)
+    what = (data.get("config") or {}).get("throughput") or "requests"
+    if what == "requests":
+        return stretches
+    return {k: Stretch([_metered(s, what) for s in v.snapshots]) for k, v in stretches.items()}
+
+
+def _metered(snap: dict[str, Any], what: str) -> dict[str, Any]:
+    """_metered: a snapshot whose counts are the meter's (``iterations``, or a request name's
+    requests) in the fields compare counts (``requests``, ``errors``, ``errors_by_class``):
+    a completed iteration is an answer that passed, a failed one an answer that failed."""
+    if what == "iterations":
+        it = snap.get("iterations") or {}
+        done, failed = int(it.get("completed") or 0), int(it.get("failed") or 0)
+        counts = {"requests": done + failed, "errors": failed, "errors_by_class": {"check": failed}}
+    else:
+        own = (snap.get("names") or {}).get(what) or {}
+        counts = {
+            "requests": int(own.get("requests") or 0),
+            "errors": int(own.get("errors") or 0),
+            "errors_by_class": dict(own.get("errors_by_class") or {}),
+        }
+    return {**snap, **counts}
+
+
+def _answer_stretches(data: dict[str, Any]) -> dict[str, Stretch]:
     answers = data["answers"]
     steps = [s for s in data["steps"] if isinstance(s, dict)]
     by_index = {s.get("index"): s for s in steps}
