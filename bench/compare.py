@@ -75,7 +75,7 @@ def record_runs(out: Path, duration: str, rate: int) -> None:
             argv = ["run", str(scenario), "--host", m.group(0).decode(), "--var", f"SLOW={slow}"]
             argv += ["--rate", str(rate), "-d", duration, "--interval", "1s", "-q"]
             argv += ["--json", str(out / f"{label}.json")]
-            runs.append(subprocess.Popen(redline(*argv)))
+            runs.append(subprocess.Popen(redline(*argv), stdout=log, stderr=log))
         for r in runs:
             if r.wait() != 0:
                 raise SystemExit(f"a run exited {r.returncode}")
@@ -131,12 +131,12 @@ def main() -> int:
         verdict = subprocess.run(
             redline("compare", str(base), str(new)), capture_output=True, text=True
         ).stdout
+        size = (base.stat().st_size + new.stat().st_size) / 2**20
     walls = [t for t, _ in timings]
     rss = max(r for _, r in timings)
-    size = (base.stat().st_size + new.stat().st_size) / 2**20
     ok = max(walls) < GOAL_S and rss < GOAL_MB
     lines = [
-        f"Two results of {doc.get('config', {}).get('duration_s', '?')} s runs"
+        f"Two results of {doc.get('duration_s', 0):.0f} s runs"
         f" ({args.duration}, {intervals} intervals, {names} request names, {size:.1f} MiB of JSON"
         f" together), compared {args.repeat} times as a fresh `redline compare` process each"
         " (with --markdown and --report):",

@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 #: LITTLE_TOLERANCE: the relative gap between L and λW beyond which a step is flagged.
 LITTLE_TOLERANCE = 0.2
@@ -93,6 +92,8 @@ def leak_check(
         return Trend(len(pairs))
     if np.ptp(y) == 0:
         return Trend(len(pairs), 0.0, 1.0, 0.0, False)
+    from scipy import stats  # here, not at the top: scipy.stats takes a second to import
+
     fit = stats.linregress(t, y)
     rise = float(fit.slope) * float(np.ptp(t))
     suspected = bool(

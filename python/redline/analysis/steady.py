@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 #: MIN_BATCHES: below this many batch means MSER has nothing to compare; no cut is made.
 MIN_BATCHES = 4
@@ -85,6 +84,8 @@ def relative_drift(values: Sequence[float] | np.ndarray) -> float:
     mean = float(np.mean(y))
     if mean == 0:
         return 0.0
+    from scipy import stats  # here, not at the top: scipy.stats takes a second to import
+
     slope = float(stats.theilslopes(y, np.arange(len(y)))[0])
     return slope * (len(y) - 1) / abs(mean)
 

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import OptimizeWarning, curve_fit
 
 #: MIN_POINTS: distinct concurrency levels needed for a three-parameter fit to mean anything.
 MIN_POINTS = 3
@@ -67,6 +66,10 @@ def fit_usl(load: Sequence[float], throughput: Sequence[float]) -> UslFit:
     """fit_usl fits the USL to (concurrency, throughput) points by bounded least squares
     (scipy's ``curve_fit``; λ, σ, κ ≥ 0, σ ≤ 1). It never raises on bad data: too few
     distinct levels, no throughput, or a failed fit come back as ``ok=False`` with a note."""
+    # Imported here, not at the top: scipy.optimize takes most of a second to import, which
+    # every reader of the analysis package (compare, the reports) would pay.
+    from scipy.optimize import OptimizeWarning, curve_fit
+
     n = np.asarray(load, dtype=float)
     x = np.asarray(throughput, dtype=float)
     if n.shape != x.shape:
