@@ -32,6 +32,11 @@ def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> No
         assert kind in BROKEN, f"'broke' said for a limit of kind {kind}: {text['limit']}"
     if kind == "none":
         assert "No limit was found" in text["limit"], text["limit"]
+    # No load whose confirmation broke a limit (or a heavier one) is called steady.
+    failed = [s["load"] for s in steps if s["phase"] == "confirm" and not s["ok"]]
+    at = answers.get("steady_state_load")
+    if failed and at is not None:
+        assert at < min(failed), f"steady at {at}, a confirmation broke a limit at {failed}"
     # The steady-state answer and the optimal point met every limit, the run's SLOs first.
     slos = result["config"].get("slos") or []
     steady = [s for s in steps if s["phase"] == "confirm" and s["ok"]]

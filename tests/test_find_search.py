@@ -14,7 +14,8 @@ from redline.analysis import answers as ans
 from redline.analysis.evidence import queue_rise_floor_ms, rate_se, steady_counts, trend
 from redline.analysis.outcome import Meter, error_rate, outcomes
 from redline.errors import ConfigError
-from redline.search import Limits, Plan, Search, Slo
+from redline.find import steady_answer
+from redline.search import Limits, Plan, Search, Slo, Step
 
 DT = 0.5
 
@@ -466,3 +467,49 @@ def test_stop_at_knee_stops_past_the_optimum_without_pushing_to_the_limit():
     # It stopped at the first step past the optimum, never at twice the capacity's users.
     assert max(engine.targets) <= 2 * 8
     assert out.optimal is not None and abs(out.optimal.load - 8) <= 1.2
+
+
+# -- the confirmation --------------------------------------------------------------------------
+
+
+def _held(index: int, load: float, x: float, phase: str, fired: tuple[str, ...] = ()) -> Step:
+    why = "p99 was 5603.3 ms (SLO p99<500ms)" if fired else ""
+    return Step(index=index, load=load, model="closed", throughput_rps=x, throughput_se=10.0,
+                p50_ms=5.0, p99_ms=5603.3 if fired else 60.0, mean_ms=8.0, phase=phase,
+                fired=list(fired), why=why)  # fmt: skip
+
+
+def _searched() -> Search:
+    s = Search(None, Plan(model="closed"), Limits())  # type: ignore[arg-type]
+    s.steps = [
+        _held(0, 1280, 516, "sweep"),
+        _held(1, 2560, 750, "sweep", ("slo",)),
+        _held(2, 1810, 697, "refine"),
+        _held(3, 2348, 929, "refine"),
+    ]
+    return s
+
+
+def test_a_confirmation_that_breaks_a_limit_moves_the_steady_state_under_it():
+    """Demo 2 of 2026-11-26 07:57: 2,348 users met the SLO in the search (929 tasks/s) and
+    broke it held again a minute later (p99 5.6 s); the answer said "sustains 929 at 2348
+    users". No load at or above a failed confirmation is steady: the search's steady step
+    under it, confirmed there when time allows, or said to be unconfirmed."""
+    s = _searched()
+    assert s.steady_load() == 2348 and s.steady_load(below=2348) == 1810
+    s.steps.append(_held(4, 2348, 722, "confirm", ("slo",)))
+    steady, notes = steady_answer(s.steps[3], s)
+    assert steady is s.steps[2], steady
+    assert "confirmation at 2348 users broke a limit (p99 was 5603.3 ms" in notes[0]
+    assert "at 1810 users, not confirmed" in notes[1]
+    s.steps.append(_held(5, 1810, 700, "confirm"))
+    steady, notes = steady_answer(s.steps[3], s)
+    assert steady is s.steps[5] and "Held at 1810 users instead, it held" in notes[-1]
+
+
+def test_a_confirmation_that_holds_is_the_steady_state():
+    s = _searched()
+    s.steps.append(_held(4, 2348, 930, "confirm"))
+    assert steady_answer(s.steps[3], s) == (s.steps[4], [])
+    s.steps.pop()
+    assert steady_answer(s.steps[3], s) == (s.steps[3], [])  # no confirmation: the search's

@@ -292,6 +292,12 @@ def find(
                 at = search.steady_load()
                 if at is not None and confirm > 0:
                     confirmed = search.hold(at, confirm, "confirm")
+                    # Held again, that load broke a limit: the steady state is lighter. Confirm
+                    # the search's answer under it, when --max-time leaves room for the step.
+                    lighter = None if confirmed.ok else search.steady_load(below=at)
+                    left = max_time - (time.monotonic() - started)
+                    if lighter is not None and left >= confirm + steps_plan.ramp + 1.0:
+                        confirmed = search.hold(lighter, confirm, "confirm")
                 if soak > 0 and outcome.optimal is not None:
                     soaked = search.hold(outcome.optimal.load, soak, "soak")
             except Ended:
@@ -316,12 +322,15 @@ def find(
         "throughput": meter.what,
         "stop_at_knee": stop_at_knee,
     }
+    steady, notes = steady_answer(outcome.best, search)
     return _result(
         url,
         model,
         outcome,
         report,
         live.timeseries,
+        steady,
+        notes,
         confirmed,
         soaked,
         monitor,
@@ -333,6 +342,36 @@ def find(
         scenario,
         meter,
     )
+
+
+def steady_answer(best: Step | None, search: Search) -> tuple[Step | None, list[str]]:
+    """steady_answer is the step that answers questions 1 and 2, with the notes that say
+    where it came from: the last confirmation that held; without a confirmation, the
+    search's own steady step (``best``). When every confirmation broke a limit, no load at
+    or above the lightest of them is called steady: the search's steady step under it,
+    said to be unconfirmed (a search step that met the SLO at a load whose confirmation a
+    minute later did not is no steady state)."""
+    confirms = [s for s in search.steps if s.phase == "confirm"]
+    failed = [c for c in confirms if not c.ok]
+    held = [c for c in confirms if c.ok]
+    unit = "users" if search.plan.model == "closed" else "req/s"
+    notes = [f"The confirmation at {c.load:g} {unit} broke a limit ({c.why})." for c in failed]
+    if held:
+        if failed:
+            notes.append(f"Held at {held[-1].load:g} {unit} instead, it held: the steady state.")
+        return held[-1], notes
+    if not failed:
+        return best, notes
+    floor = min(c.load for c in failed)
+    under = search.steady_step(below=floor)
+    if under is None:
+        notes.append("No lighter step of the search met every limit.")
+    else:
+        notes.append(
+            f"The steady-state answer is the search's step at {under.load:g} {unit},"
+            " not confirmed: the search ran out of --max-time for a confirmation there."
+        )
+    return under, notes
 
 
 def _meter(throughput: str, plan: dict[str, Any] | None) -> Meter:
@@ -381,6 +420,8 @@ def _result(
     outcome: Outcome,
     report: dict[str, Any],
     timeseries: list[dict[str, Any]],
+    steady: Step | None,
+    notes: list[str],
     confirmed: Step | None,
     soaked: Step | None,
     monitor: Any,
@@ -396,16 +437,7 @@ def _result(
 
     steps: list[Step] = list(outcome.steps)
     searched = [s for s in steps if s.phase not in ("confirm", "soak")]
-    steady: Step | None = outcome.best
-    notes: list[str] = []
-    if confirmed is not None:
-        if confirmed.ok:
-            steady = confirmed
-        else:
-            notes.append(
-                f"The confirmation at {confirmed.load:g} broke a limit ({confirmed.why}):"
-                " the steady-state answer is the search's own step at that load."
-            )
+    notes = list(notes)
     # The leak check looks at the service while the load held still: the soak, else the
     # confirmation step (over a stepped search fds rise with the load, which is no leak).
     held = soaked or confirmed

@@ -336,11 +336,16 @@ class Search:
         good = [s for s in self._good() if s.latency_ms > 0 and s.phase != "recover"]
         return max(good, key=_power, default=None)
 
-    def steady_step(self) -> Step | None:
+    def steady_step(self, below: float | None = None) -> Step | None:
         """steady_step is the load whose goodput answers "what does it sustain": in the open
         model the highest good rate; in the closed model the lightest good load that got
-        the most goodput (within its noise), since more users past it only queue."""
-        good = [s for s in self._good() if s.phase != "recover"]
+        the most goodput (within its noise), since more users past it only queue. ``below``
+        leaves out loads from it up (a confirmation there broke a limit)."""
+        good = [
+            s
+            for s in self._good()
+            if s.phase != "recover" and (below is None or s.load < below - 1e-9)
+        ]
         if not good:
             return None
         if self.plan.model == "open":
@@ -350,11 +355,12 @@ class Search:
         near = [s for s in good if s.throughput_rps >= top.throughput_rps - slack]
         return min(near, key=lambda s: s.load)
 
-    def steady_load(self) -> float | None:
+    def steady_load(self, below: float | None = None) -> float | None:
         """steady_load is where the confirmation holds: the steady step's load, but in the open
         model never closer to a measured capacity (an overloaded step's goodput) than the
-        resolution: at 100 % of capacity a queue is a random walk, not a steady state."""
-        best = self.steady_step()
+        resolution: at 100 % of capacity a queue is a random walk, not a steady state.
+        ``below``: under that load (where a confirmation broke a limit)."""
+        best = self.steady_step(below)
         if best is None:
             return None
         cap = self.measured_capacity()
