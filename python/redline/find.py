@@ -368,8 +368,9 @@ def steady_answer(best: Step | None, search: Search) -> tuple[Step | None, list[
         notes.append("No lighter step of the search met every limit.")
     else:
         notes.append(
-            f"The steady-state answer is the search's step at {under.load:g} {unit},"
-            " not confirmed: the search ran out of --max-time for a confirmation there."
+            f"The steady-state answer is the search's step at {under.load:g} {unit}, not"
+            " confirmed: no confirmation at or under it was held (no time left in --max-time)"
+            " or met every limit."
         )
     return under, notes
 
