@@ -415,8 +415,17 @@ impl Trip {
         }
     }
 
-    /// from_h2 classes an h2 error; `other` is the class for the phase.
+    /// from_h2 classes an h2 error; `other` is the class for the phase. A GOAWAY or
+    /// RST_STREAM that h2 sent itself, on seeing the server break the protocol (a frame not
+    /// allowed, one over the maximum size, a header block that does not decode), is a
+    /// protocol error; the server's own are its GOAWAY and its resets.
     fn from_h2(e: &h2::Error, other: ErrorClass) -> Trip {
+        if e.is_library() {
+            return Trip {
+                class: ErrorClass::Protocol,
+                connection: e.is_go_away(),
+            };
+        }
         if e.is_go_away() {
             return Trip {
                 class: ErrorClass::GoAway,

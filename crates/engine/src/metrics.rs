@@ -90,7 +90,8 @@ pub enum ErrorClass {
     Write,
     /// Reset: the peer reset the connection (ECONNRESET, EPIPE).
     Reset,
-    /// Protocol: the response was not valid HTTP.
+    /// Protocol: the response was not valid HTTP (HTTP/2: the server broke the protocol, e.g.
+    /// a frame it may not send, and h2 closed the connection or reset the stream).
     Protocol,
     /// GoAway: HTTP/2: the server's GOAWAY caught the request (a stream it will not answer,
     /// or a connection it closed with an error).

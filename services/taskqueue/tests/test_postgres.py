@@ -9,6 +9,8 @@ binaries these tests skip, except under CI=true, where they fail.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 import uuid
@@ -138,6 +140,45 @@ def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, 
         assert metric(c.get("/metrics").text, "taskqueue_lease_expiries_total") == 1
     _, alive = psutil.wait_procs(workers, timeout=5)
     assert not alive, f"the killed server's workers outlived it: {[p.pid for p in alive]}"
+
+
+def test_a_frozen_servers_late_outcome_is_dropped_and_counted(cluster, origin) -> None:
+    """The holder of a running task is frozen (SIGSTOP) past its lease; the other server takes
+    the task over and completes it. Thawed, the holder's outcome for its expired attempt
+    (its fetch's answer, or its own lease check giving up) is refused by the store's
+    compare-and-set: dropped, counted in taskqueue_stale_outcomes_total, and the task keeps
+    the other server's result."""
+    servers = cluster(*FAST_LEASES, n=2)
+    before = origin.hits("/slow")
+    with servers[0].client() as c:
+        body = {"type": "http-fetch", "url": origin.url("/slow?ms=1500"), "timeout_ms": 2000}
+        task_id = submit(c, body).json()["id"]
+    deadline = time.monotonic() + 10
+    holder = None
+    while holder is None:
+        for s in servers:
+            with s.client() as c:
+                if metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
+                    holder = s
+        assert time.monotonic() < deadline, "no server started the task"
+    other = servers[1] if holder is servers[0] else servers[0]
+    os.kill(holder.pid, signal.SIGSTOP)
+    try:
+        with other.client() as c:
+            doc = wait_final(c, task_id, timeout=30)
+        assert doc["status"] == "SUCCEEDED" and doc["attempts"] == 2, doc
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+    with holder.client() as c:
+        deadline = time.monotonic() + 10
+        while metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") < 1:
+            assert time.monotonic() < deadline, "the thawed holder's outcome was not dropped"
+            time.sleep(0.1)
+        assert metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") == 1
+        # The task is the other server's: its result, read on either server.
+        after = wait_final(c, task_id, timeout=5)
+    assert (after["status"], after["attempts"]) == ("SUCCEEDED", 2), after
+    assert origin.hits("/slow") - before == 2  # one fetch per attempt, as the origin saw
 
 
 def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
