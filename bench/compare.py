@@ -27,21 +27,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record  # noqa: E402
+from test_compare import TWO_NAMES  # noqa: E402
 
-#: SCENARIO: two request names; "slow" answers after --var SLOW (the base 10 ms, the new 15).
-SCENARIO = """\
-from redline.scenario import Scenario
-
-s = Scenario(users=8)
-
-
-@s.flow
-def visit(u):
-    u.get("/fast", params={"latency": "10ms"}, name="fast")
-    u.get("/slow", params={"latency": u.var("SLOW")}, name="slow")
-"""
+#: SCENARIO: two request names; "slow" answers after --var SLOW (the base 10 ms, the new 15),
+#: the scenario of the compare tests.
+SCENARIO = TWO_NAMES
 
 GOAL_S, GOAL_MB = 2.0, 200.0
 

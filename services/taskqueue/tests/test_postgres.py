@@ -111,21 +111,25 @@ def _workers_of(server: Server) -> list[psutil.Process]:
     return psutil.Process(server.pid).children(recursive=True)
 
 
+def _holder(servers: list[Server]) -> tuple[Server, Server]:
+    """_holder: of two servers, the one running the one task (it shows it RUNNING in its own
+    gauge) and the other; within 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        for s in servers:
+            with s.client() as c:
+                if metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
+                    return s, servers[1] if s is servers[0] else servers[0]
+        assert time.monotonic() < deadline, "no server started the task"
+
+
 def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, origin) -> None:
     servers = cluster(*FAST_LEASES, n=2)
     before = origin.hits("/slow")
     with servers[0].client() as c:
         body = {"type": "http-fetch", "url": origin.url("/slow?ms=1500"), "timeout_ms": 2000}
         task_id = submit(c, body).json()["id"]
-    deadline = time.monotonic() + 10
-    holder = None
-    while holder is None:  # whichever server claimed it shows it RUNNING in its own gauge
-        for s in servers:
-            with s.client() as c:
-                if metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
-                    holder = s
-        assert time.monotonic() < deadline, "no server started the task"
-    other = servers[1] if holder is servers[0] else servers[0]
+    holder, other = _holder(servers)
     workers = _workers_of(holder)
     assert workers, "the holder has no worker processes to check"
     t0 = time.monotonic()
@@ -153,15 +157,7 @@ def test_a_frozen_servers_late_outcome_is_dropped_and_counted(cluster, origin) -
     with servers[0].client() as c:
         body = {"type": "http-fetch", "url": origin.url("/slow?ms=1500"), "timeout_ms": 2000}
         task_id = submit(c, body).json()["id"]
-    deadline = time.monotonic() + 10
-    holder = None
-    while holder is None:
-        for s in servers:
-            with s.client() as c:
-                if metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
-                    holder = s
-        assert time.monotonic() < deadline, "no server started the task"
-    other = servers[1] if holder is servers[0] else servers[0]
+    holder, other = _holder(servers)
     os.kill(holder.pid, signal.SIGSTOP)
     try:
         with other.client() as c:
