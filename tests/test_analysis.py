@@ -22,7 +22,8 @@ from redline.analysis import (
     optimal_step,
     usl_throughput,
 )
-from redline.analysis.answers import NOT_STATIONARY, capacity
+from redline.analysis.answers import NOT_STATIONARY, capacity, plateau
+from redline.analysis.checks import little_of
 
 RNG_SEED = 20261123
 
@@ -513,6 +514,44 @@ def test_the_closed_models_capacity_is_the_plateau_the_steps_agree_on_not_the_lu
     assert abs(float(np.mean(ours)) / 700.0 - 1) < 0.01
     assert float(np.std(ours)) <= 0.6 * float(np.std(most)), (np.std(ours), np.std(most))
     assert float(np.mean(most)) / 700.0 - 1 > 0.02, "the old answer's bias is gone: re-check"
+
+
+def test_a_step_where_littles_law_fails_is_no_plateau_reading():
+    """A demo's steps near saturation (taskqueue, the seed-000 flows, tasks a second): the
+    3.5 s step at 3,200 users read 1,110 tasks/s while a backlog of the 10 s step before it
+    drained through its window, its in-flight mean 82 requests where its answers a second
+    times their mean latency make 143. That is no rate the service sustains: the capacity
+    is the level of the steps where Little's law holds, not pulled up by the transient (it
+    was 1,059 with it, where the steady steps around it read 912 and 923)."""
+
+    def step(i, users, x, se, answered, mean_ms, inflight):
+        return StepResult(
+            index=i,
+            load=users,
+            model="closed",
+            throughput_rps=x,
+            throughput_se=se,
+            answered_rps=answered,
+            mean_ms=mean_ms,
+            inflight_mean=inflight,
+            p50_ms=mean_ms,
+            p99_ms=4 * mean_ms,
+        )
+
+    steps = [
+        step(5, 2048, 756.0, 30.0, 3188.0, 7.43, 24.3),
+        step(6, 2560, 912.0, 30.0, 3844.0, 22.1, 83.9),
+        step(7, 3200, 1110.0, 25.0, 4472.0, 32.0, 81.6),
+        step(8, 4000, 923.0, 30.0, 5215.0, 32.9, 163.7),
+    ]
+    transient = little_of(steps[2])
+    assert transient is not None and not transient.ok and transient.ratio < 0.6
+    assert all(c is not None and c.ok for c in map(little_of, (steps[1], steps[3])))
+    cap, ci = capacity(steps, "closed")
+    # 912 and 923 agree (756 is under them); the transient is out.
+    assert cap == pytest.approx(917.5) and ci == pytest.approx(2 * 30 / math.sqrt(2))
+    # Without Little's law the transient's 1,110 would pull the plateau up past both.
+    assert plateau(steps)[0] > 1000
 
 
 def test_a_step_under_the_plateau_stays_out_of_it_and_the_sentence_says_sustained():

@@ -5,6 +5,7 @@ req/s). Every service an experiment starts must be gone when it returns, Ctrl-C 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from redline.compare import Stretch
 from redline.errors import ConfigError
 from redline.experiment import experiment, parse_vary, run_experiment
 from redline.experiment.configurations import check_templates, configurations, fill
+from redline.experiment.plan_file import merge_plan, read_plan
 from redline.experiment.ranking import Ranked, best, end_to_end
 from referencing import Registry, Resource
 
@@ -146,6 +148,73 @@ def test_bad_vary_on_the_command_line_is_one_line_and_exit_2(argv, message, caps
 def test_vary_needs_the_service_command(capsys):
     assert cli.main(["find", "http://127.0.0.1:9/", "--vary", "slots=1,2", "-q"]) == 2
     assert "--vary needs --monitor-cmd" in capsys.readouterr().err
+
+
+# -- --vary @FILE.toml: the experiment written down --------------------------------------------
+
+
+def test_an_experiment_file_says_what_the_flags_say(tmp_path):
+    f = tmp_path / "exp.toml"
+    f.write_text(
+        'monitor_cmd = "svc --port {port} -w {workers} -m {mode}"\nrepeat = 2\n'
+        '[vary]\nworkers = [1, 2]\nmode = ["fast", "slow"]\ncache = true\n'
+    )
+    plan = read_plan(str(f))
+    assert plan.vary == ("workers=1,2", "mode=fast,slow", "cache=true")
+    assert (plan.monitor_cmd, plan.repeat) == ("svc --port {port} -w {workers} -m {mode}", 2)
+    args = argparse.Namespace(vary=["x=a", f"@{f}"], monitor_cmd=None, repeat=None)
+    merge_plan(args)
+    assert args.vary == ["x=a", "workers=1,2", "mode=fast,slow", "cache=true"]
+    assert (args.monitor_cmd, args.repeat) == (plan.monitor_cmd, 2)
+    # The names keep the file's order, the first the slowest to change.
+    labels = [c.label for c in configurations(parse_vary(args.vary[1:3]))]
+    assert labels == [
+        "workers=1 mode=fast",
+        "workers=1 mode=slow",
+        "workers=2 mode=fast",
+        "workers=2 mode=slow",
+    ]
+
+
+def test_the_example_experiment_file_is_seed_002s(tmp_path):
+    plan = read_plan(str(EXAMPLES / "workers.toml"))
+    assert plan.vary == ("workers=1,2",) and plan.repeat is None
+    argv = check_templates(plan.monitor_cmd or "", "http://127.0.0.1:{port}", ["workers"])
+    assert argv[:2] == ["taskqueue", "serve"] and "{dir}" in argv
+
+
+@pytest.mark.parametrize(
+    ("text", "flags", "message"),
+    [
+        ("repat = 2\n[vary]\nslots = [2, 8]\n", [], "unknown key 'repat'"),
+        ('monitor_cmd = "x"\n', [], "needs a [vary] table"),
+        ("[vary\nslots = [2]\n", [], "not TOML"),
+        ('[vary]\nslots = ["2,8"]\n', [], "may not hold a comma"),
+        ("[vary]\nslots = [[2]]\n", [], "a string or a number"),
+        ("[vary]\nslots = [2, 2]\n", [], "listed twice"),
+        ('repeat = "2"\n[vary]\nslots = [2]\n', [], "repeat must be a whole number"),
+        (
+            f'monitor_cmd = "{TARGET}"\n[vary]\nslots = [2]\n',
+            ["--monitor-cmd", TARGET],
+            "--monitor-cmd is given twice",
+        ),
+        (
+            "repeat = 2\n[vary]\nslots = [2]\n",
+            ["--monitor-cmd", TARGET, "--repeat", "3"],
+            "--repeat is given twice",
+        ),
+        (None, ["--monitor-cmd", TARGET], "No such file"),
+    ],
+)
+def test_a_bad_experiment_file_is_one_line_and_exit_2(tmp_path, text, flags, message, capsys):
+    f = tmp_path / "exp.toml"
+    if text is not None:
+        f.write_text(text)
+    for verb in ("find", "run"):
+        assert cli.main([verb, "http://127.0.0.1:{port}/", "--vary", f"@{f}", *flags, "-q"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert not targets_alive()
 
 
 def test_a_service_that_exits_before_listening_is_one_line(capsys):
@@ -426,24 +495,8 @@ def test_run_experiment_of_a_scenario_compares_its_request_names(tmp_path):
 
 # -- seed 002: taskqueue with one worker, then two ----------------------------------------------
 
-#: FACTORIALS: users of taskqueue who submit a factorial, poll its status every 200 ms until it
-#: is done and read the result; the workers compute the factorials.
-FACTORIALS = """
-from redline.scenario import Scenario, json_eq, json_in
-
-scenario = Scenario(host="http://127.0.0.1:8000", users=4, duration="10s")
-
-
-@scenario.flow()
-def factorial(u):
-    sub = u.post("/tasks/submissions", json={"type": "factorial", "n": 20000}, name="submit",
-                 status=202)
-    tid = sub.json("$.id")
-    u.poll(f"/tasks/submissions/{tid}", name="status", every="200ms", timeout="30s",
-           until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
-           checks=[json_eq("$.status", "SUCCEEDED")])
-    u.get(f"/tasks/{tid}", name="result", status=200)
-"""
+#: EXAMPLES: seed 002's experiment as the examples ship it (factorials.py, workers.toml).
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def test_taskqueue_with_one_worker_then_two_runs_end_to_end_and_stops_every_process(tmp_path):
@@ -456,12 +509,17 @@ def test_taskqueue_with_one_worker_then_two_runs_end_to_end_and_stops_every_proc
 
     taskqueue = Path(sys.executable).parent / "taskqueue"
     assert taskqueue.exists(), "make install puts taskqueue beside this Python"
-    flow = tmp_path / "factorials.py"
-    flow.write_text(FACTORIALS)
+    # The example's experiment file, its taskqueue the one beside this Python (PATH may not
+    # hold the venv's bin).
+    plan = (EXAMPLES / "workers.toml").read_text()
+    assert '"taskqueue serve ' in plan
+    (tmp_path / "workers.toml").write_text(
+        plan.replace('"taskqueue serve ', f'"{taskqueue} serve ')
+    )
     before = {p.pid for p in alive_descendants()}
-    command = f"{taskqueue} serve --port {{port}} --data-dir {{dir}} --workers {{workers}}"
-    argv = ["-m", "redline", "find", str(flow), "--host", "http://127.0.0.1:{port}"]
-    argv += ["--monitor-cmd", command, "--vary", "workers=1,2", "--throughput", "submit=tasks"]
+    argv = ["-m", "redline", "find", str(EXAMPLES / "factorials.py")]
+    argv += ["--host", "http://127.0.0.1:{port}", "--vary", f"@{tmp_path / 'workers.toml'}"]
+    argv += ["--throughput", "submit=tasks"]
     # From 16 users (each about 4 tasks a second) the doubling sweep reaches the hundreds of
     # tasks a second where the service saturates on this machine within the 20 s.
     argv += ["--start", "16", "--max-time", "20s", "--min-step", "1s", "--max-step", "3s"]

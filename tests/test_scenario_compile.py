@@ -330,3 +330,33 @@ def test_thresholds():
     for bad in ("p99<", "p42<1ms", "errors<5ms", "lag>1"):
         with pytest.raises(Exception, match="bad threshold"):
             parse(bad)
+
+
+@pytest.mark.parametrize(("hedge", "field"), [(None, None), ("0", None), ("60", 60)])
+def test_a_setting_shapes_the_request_at_compile_time(hedge, field):
+    """examples/hedging.py: ``u.setting`` is the run variable's value when the scenario
+    compiles: HEDGE_MS=60 sends ``hedge_after_ms`` as a JSON number (taskqueue refuses a
+    string), and 0 or none leaves the field out."""
+    given = {"ORIGIN": "http://127.0.0.1:9/"} | ({"HEDGE_MS": hedge} if hedge else {})
+    c = load("examples/hedging.py", given)
+    (flow,) = c.plan["flows"]
+    template = flow["steps"][0]["body"]["template"]
+    text = "".join(p if isinstance(p, str) else "ORIGIN" for p in template)
+    body = json.loads(text)
+    assert body.get("hedge_after_ms") == field and body["timeout_ms"] == 300, body
+    assert c.plan["vars"]["var.HEDGE_MS"] == (hedge or "0")
+
+
+def test_a_setting_not_given_is_a_compile_error(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        s = Scenario()
+        @s.flow
+        def a(u):
+            u.get("/", params={"n": int(u.setting("N"))})
+        """,
+    )
+    with pytest.raises(ScenarioError, match="give --var N=VALUE") as e:
+        load(path)
+    assert e.value.line == 5

@@ -50,7 +50,7 @@ from redline.analysis.evidence import (
 from redline.analysis.outcome import Meter
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
-from redline.steps import aggregate_step, inflight_series
+from redline.steps import aggregate_step, inflight_series, little_holds
 
 #: CONDITIONS names every stop condition and says what it means, for the output.
 CONDITIONS = {
@@ -678,6 +678,10 @@ class Search:
         counts = [float(self.meter.count(s).total) for s in used]
         if not steady_counts(counts):
             return False
+        if not little_holds(used, len(used) * self.interval_s):
+            # A backlog of the step before still draining through the window (or one
+            # building): the rate is no sustained one yet.
+            return False
         rise = self._latency_trend(used)
         return not (rise.significant() and rise.rise > self._queue_floor())
 
@@ -746,7 +750,8 @@ class Search:
             offered_rps=offered_rps,
             steady=len(used) >= self._min_windows()
             and steady_counts(counts)
-            and _level(inflight_series(used)),
+            and _level(inflight_series(used))
+            and little_holds(used, span),
             latency_rise_ms=rise.rise if rise.points >= 3 else None,
             latency_rise_t=rise.t if rise.points >= 4 else None,
             queue_growth_rps=growth,

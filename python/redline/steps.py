@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline import _engine
+from redline.analysis.checks import little_check
 from redline.analysis.outcome import Meter
 
 #: QUANTILES are the step percentiles read from the merged histogram: field -> quantile.
@@ -107,6 +108,17 @@ def _inflight(snapshots: Sequence[dict[str, Any]]) -> float | None:
         float(s[key or "in_flight"]) for s in snapshots if s.get(key or "in_flight") is not None
     ]
     return sum(vals) / len(vals) if vals else None
+
+
+def little_holds(snapshots: Sequence[dict[str, Any]], span_s: float) -> bool:
+    """little_holds is Little's law on a window of intervals, as
+    :func:`redline.analysis.checks.little_of` judges a step: the mean in flight against
+    every answer a second times their mean latency. True when it cannot be judged."""
+    inflight, mean = _inflight(snapshots), _mean(snapshots)
+    if inflight is None or mean is None or span_s <= 0:
+        return True
+    rate = sum(int(s.get("requests", 0)) for s in snapshots) / span_s
+    return little_check(inflight, rate, mean).ok
 
 
 def inflight_series(snapshots: Sequence[dict[str, Any]]) -> list[float]:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from redline.analysis.checks import leak_checks, little_check
+from redline.analysis.checks import leak_checks, little_of
 from redline.analysis.knee import power
 from redline.analysis.step import StepResult
 from redline.analysis.usl import UslFit, fit_usl
@@ -94,7 +94,10 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
         return top.throughput_rps, 2 * (top.throughput_se or 0.0)
     if model == "closed":
         confirmed = [s for s in steps if s.phase == "confirm" and s.ok]
-        return plateau(pool + confirmed)
+        # A step where Little's law fails was no stationary state (a backlog draining
+        # through its window reads as more than the service sustains): not at the plateau.
+        stationary = [s for s in pool + confirmed if _stationary(s)]
+        return plateau(stationary or pool + confirmed)
     ci = 2 * (top.throughput_se or 0.0)
     if top.ok:
         above = [s for s in steps if not s.ok and s.load > top.load]
@@ -102,6 +105,12 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
         if bad is not None and bad.throughput_rps < 0.98 * top.throughput_rps:
             ci = max(ci, (bad.load - top.load) / 2)
     return top.throughput_rps, ci
+
+
+def _stationary(s: StepResult) -> bool:
+    """_stationary: Little's law holds on the step, or it cannot be judged."""
+    c = little_of(s)
+    return c is None or c.ok
 
 
 #: SE_FLOOR: a step's standard error is taken as at least this share of its goodput when
@@ -565,14 +574,12 @@ def analyse(
     little = []
     for s in steps:
         # Little's law holds for a stationary system only: a step that never became steady
-        # (already said so in the report) is not judged by it.
-        if s.steady is False or s.inflight_mean is None or s.mean_ms is None:
+        # (already said so in the report) or whose queue grew through it is not judged by it.
+        if s.steady is False or set(s.fired) & NOT_STATIONARY:
             continue
-        if set(s.fired) & NOT_STATIONARY:
-            continue  # a queue growing through the step
-        rate = s.answered_rps if s.answered_rps is not None else s.throughput_rps
-        c = little_check(s.inflight_mean, rate, s.mean_ms)
-        little.append({"step": s.index, **c.to_dict()})
+        c = little_of(s)
+        if c is not None:
+            little.append({"step": s.index, **c.to_dict()})
     leaks = {k: t.to_dict() for k, t in leak_checks(soak_samples).items()} if soak_samples else {}
     return {
         "answers": answers,

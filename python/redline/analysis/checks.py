@@ -53,6 +53,21 @@ def little_check(
     return LittleCheck(inflight, expected, ratio, ok)
 
 
+def little_of(step: Any) -> LittleCheck | None:
+    """little_of is :func:`little_check` on a step's own figures (a
+    :class:`~redline.analysis.step.StepResult`, or anything with its ``inflight_mean``,
+    ``answered_rps``, ``throughput_rps`` and ``mean_ms``): λ is every answer a second (the
+    requests in flight are every request), W their mean latency. None when the step lacks
+    the figures. A step where it fails was no stationary state over its window: a backlog
+    built in the step before draining through it (its answers' latencies are longer than
+    the in-flight count over the window can hold), or one building; its rate is no rate the
+    service sustains."""
+    if step.inflight_mean is None or step.mean_ms is None:
+        return None
+    rate = step.answered_rps if step.answered_rps is not None else step.throughput_rps
+    return little_check(step.inflight_mean, rate, step.mean_ms)
+
+
 @dataclass(frozen=True)
 class Trend:
     """Trend is a least-squares line through a resource series: slope per second, its

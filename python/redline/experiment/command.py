@@ -37,7 +37,8 @@ def add_vary_flags(parser: argparse.ArgumentParser, verb: str) -> None:
         metavar="NAME=V1,V2",
         help=f"an experiment: {what} the --monitor-cmd service once per value of its {{NAME}}"
         " placeholder (repeatable: every combination), fresh each time ({port}: a free port,"
-        " in the command and the URL; {dir}: an empty directory), and compare the results",
+        " in the command and the URL; {dir}: an empty directory), and compare the results;"
+        " @FILE.toml reads the experiment from a file ([vary], monitor_cmd, repeat)",
     )
     group.add_argument(
         "--repeat", type=int, metavar="N", help=f"with --vary: {what} each configuration N times"
@@ -56,10 +57,12 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
     configuration's service run at the load the flags give (a URL, or a scenario file with
     its --host a template), each run's summary printed as it ends, then the table; writes
     the files asked for."""
+    from redline.experiment.plan_file import merge_plan
     from redline.experiment.runner import run_experiment
     from redline.experiment.tables import render_text, write_outputs
     from redline.summary import render
 
+    merge_plan(args)
     if not args.vary:
         raise ConfigError(
             "--monitor-cmd and --repeat go with --vary on redline run (the configurations)"
@@ -142,12 +145,14 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def cmd_experiment(args: argparse.Namespace) -> int:
     """cmd_experiment runs the experiment the ``redline find`` flags describe, prints each
     configuration's answers and then the table, and writes the files asked for."""
+    from redline.experiment.plan_file import merge_plan
     from redline.experiment.runner import experiment
     from redline.experiment.tables import render_text, write_outputs
     from redline.find import answers_text
     from redline.find_flags import find_options
     from redline.find_view import FindView
 
+    merge_plan(args)
     if not args.vary:
         raise ConfigError("--repeat goes with --vary (the configurations to repeat)")
     if args.monitor_cmd is None:

@@ -185,6 +185,17 @@ class User:
         self._define("var." + name)
         return Var("var." + name)
 
+    def setting(self, name: str, default: str | None = None) -> str:
+        """setting: a run variable's value itself (``--var NAME=VALUE``, or ``default``), read
+        when the scenario compiles, for what shapes the requests rather than fills them: a
+        JSON number, whether a field is sent at all. :meth:`var` is the one to put in a
+        request's text. A run variable with neither is an error at compile time."""
+        value = self._c.run_vars.get(name, default)
+        if value is None:
+            raise self._error(f"run variable {name!r} is not set: give --var {name}=VALUE")
+        self._c.used_vars[name] = str(value)
+        return str(value)
+
     def choice(self, options: list[Any]) -> Var:
         """choice: one of ``options`` drawn at random, once per use of this step."""
         if not options:
