@@ -554,6 +554,41 @@ def test_a_step_where_littles_law_fails_is_no_plateau_reading():
     assert plateau(steps)[0] > 1000
 
 
+def test_the_confirmation_is_a_reading_of_the_plateau_in_finds_answers():
+    """find passes the search's steps and the confirmation as ``steady``: the capacity reads
+    the confirmation too (an experiment's taskqueue with 2 workers: the search read 236-270
+    tasks/s at 80-125 users, the confirmation of 80 users 339 a minute later, on 2 shared
+    cores). Without it the page said "sustains 339 ± 70" and "stops growing at 236 ± 61"."""
+
+    def step(i, users, x, se, phase="sweep", fired=()):
+        return StepResult(
+            index=i,
+            load=users,
+            model="closed",
+            phase=phase,
+            throughput_rps=x,
+            throughput_se=se,
+            p50_ms=5.0,
+            p99_ms=50.0,
+            mean_ms=8.0,
+            fired=list(fired),
+        )
+
+    searched = [
+        step(0, 40, 190.0, 10.0),
+        step(1, 80, 270.0, 17.0),
+        step(2, 100, 236.0, 3.0),
+        step(3, 125, 225.0, 9.0),
+        step(4, 156, 212.0, 30.0, fired=["plateau"]),
+    ]
+    confirm = step(5, 80, 339.0, 7.0, phase="confirm")
+    a = build_answers(searched, model="closed", steady=confirm)
+    cap, ci = a["limit"]["capacity_rps"], a["limit"]["capacity_ci"]
+    assert a["steady_state_throughput_rps"] == 339.0
+    assert 339.0 <= 1.05 * cap + ci, (cap, ci)
+    assert cap == pytest.approx(capacity([*searched, confirm], "closed")[0])
+
+
 def test_a_step_under_the_plateau_stays_out_of_it_and_the_sentence_says_sustained():
     steps = [
         StepResult(

@@ -5,6 +5,7 @@ target server."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import re
@@ -124,6 +125,40 @@ def test_noise_alone_is_never_a_change():
         small_p += next(r for r in rows if r.figure is Figure.P99).p < 0.05  # type: ignore[operator]
     assert flagged == 0
     assert small_p <= 1
+
+
+#: RECORDED: two 60 s runs of one server (the target answering in 20 ms, 16 connections, 0.5 s
+#: intervals with their histograms), recorded by tests/data/same_server.py.
+RECORDED = Path(__file__).resolve().parent / "data" / "same-server.json.gz"
+
+
+def test_the_same_server_twice_is_no_change_on_recorded_intervals():
+    """Two runs of the same server, recorded (real intervals, the machine's noise in them):
+    20 fixed draws of a 20 s stretch from each run, each compared in 2 s windows (10 a
+    side), come out "~" on every figure in at least 19 of the 20. The data and the seeds are
+    fixed, so the count is too: the test is exact, not flaky."""
+    doc = json.loads(gzip.decompress(RECORDED.read_bytes()))
+    a, b = ([s for s in run if not s.get("warmup")] for run in doc["runs"])
+    assert len(a) >= 100 and len(b) >= 100 and all(s.get("histogram") for s in a + b)
+    span = 40  # intervals of 0.5 s
+    # The second run's answers cut by a fifth: the same draws must see that goodput fell.
+    slower = [{**s, "requests": round(0.8 * s["requests"])} for s in b]
+    rng = random.Random(2026)
+    quiet, flagged, fell = 0, [], 0
+    for _ in range(20):
+        i, j = rng.randrange(len(a) - span), rng.randrange(len(b) - span)
+        base = {"all": Stretch(a[i : i + span])}
+        rows = compare.compare_stretches(base, {"all": Stretch(b[j : j + span])}, window_s=2.0)
+        assert len(rows) == 6 and all(r.evidence.n == (10, 10) for r in rows)
+        changed = [(r.figure.value, r.verdict.value) for r in rows if r.verdict is not Verdict.SAME]
+        quiet += not changed
+        flagged += changed
+        cut_rows = compare.compare_stretches(
+            base, {"all": Stretch(slower[j : j + span])}, window_s=2.0
+        )
+        fell += any(r.figure is Figure.RPS and r.verdict is Verdict.WORSE for r in cut_rows)
+    assert quiet >= 19, flagged
+    assert fell == 20
 
 
 def test_too_few_windows_are_not_judged():

@@ -24,7 +24,7 @@ from redline.errors import ConfigError
 from redline.experiment import experiment, parse_vary, run_experiment
 from redline.experiment.configurations import check_templates, configurations, fill
 from redline.experiment.plan_file import merge_plan, read_plan
-from redline.experiment.ranking import Ranked, best, end_to_end
+from redline.experiment.ranking import Ranked, best, comparison_record, end_to_end
 from referencing import Registry, Resource
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "docs/schema"
@@ -250,6 +250,33 @@ def test_the_best_has_the_most_throughput_then_the_lower_p99():
     assert (b["label"], b["configuration"], b["runner_up"]) == ("w=3", 2, "w=2")
     assert b["verdict"] == "?", "no interval data: not judged"
     assert best([Ranked("w=4", {"w": "4"}, [found(None, 1.0)])], 5.0) is None
+
+
+def open_ended(throughput: float, top_users: float) -> dict[str, Any]:
+    """open_ended: a find result whose search ran out of time before any limit."""
+    r = found(throughput, 3.0)
+    r["stop"] = {"condition": "max-time"}
+    r["steps"] = [{"load": u} for u in (top_users / 2, top_users)]
+    return r
+
+
+def test_a_search_that_found_no_limit_is_a_lower_bound_and_decides_no_best():
+    """Seed 002's experiment with too little --max-time: one worker searched up to 8 users
+    (39 tasks/s), two up to 4 (20 tasks/s), neither found a limit. Saying one worker runs
+    best would be false: two may sustain far more than the load they were given."""
+    one = Ranked("workers=1", {"workers": "1"}, [open_ended(39.0, 8)])
+    two = Ranked("workers=2", {"workers": "2"}, [open_ended(20.0, 4)])
+    assert two.unbounded == "it stopped on max-time at 4 users"
+    b = best([one, two], 5.0)
+    assert b is not None and b["decided"] is False and b["verdict"] == "?"
+    assert b["text"].startswith("best: not decided: the search of workers=2 found no limit")
+    # The best at the top of its search is still the best when the others found their limit:
+    # it sustains at least its throughput, more than theirs at most.
+    bounded = Ranked("workers=2", {"workers": "2"}, [found(20.0, 3.0)])
+    b = best([one, bounded], 5.0)
+    assert b is not None and b["decided"] is True and b["label"] == "workers=1"
+    text = comparison_record(None, bounded, one)["text"]
+    assert "not compared" in text and "workers=1 found no limit" in text
 
 
 @pytest.mark.parametrize(

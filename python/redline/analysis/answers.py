@@ -300,7 +300,10 @@ def build_answers(
         reason = limit.fired[0] if limit is not None and limit.fired else "none"
     if detail is None:
         detail = limit.why if limit is not None else ""
-    cap, cap_ci = capacity(steps, model)
+    # The confirmation is a reading of the plateau too (find passes the search's steps, and
+    # the confirmation as ``steady``).
+    held = [steady] if steady is not None and steady.phase == "confirm" else []
+    cap, cap_ci = capacity([*steps, *(s for s in held if all(s is not o for o in steps))], model)
     drift = repeat_drift(steady, steps)
     steady_ci = 2 * (steady.throughput_se or 0.0) if steady else None
     if drift is not None and steady is not None:

@@ -24,6 +24,9 @@ from redline.compare.significance import MIN_EFFECT
 from redline.compare.tables import shown
 from redline.experiment.measures import Measure
 
+#: UNBOUNDED: the stop conditions of a search that found no limit.
+UNBOUNDED = ("max-time", "max-load")
+
 
 @dataclasses.dataclass
 class Ranked:
@@ -66,6 +69,24 @@ class Ranked:
         """p99: the median repeat's headline p99 (ms)."""
         i = self.representative
         return None if i is None else self.measure.p99(self.results[i])
+
+    @property
+    def unbounded(self) -> str | None:
+        """unbounded: for a search, why its throughput is no capacity: its median repeat
+        found no limit (it stopped on its time or its load cap), so its steady state is a
+        load it was given, a lower bound of the most it sustains. None when it found one,
+        and for a run (a fixed load is compared as the load it is)."""
+        i = self.representative
+        if self.measure is not Measure.FIND or i is None:
+            return None
+        r = self.results[i]
+        stop = (r.get("stop") or {}).get("condition")
+        if stop not in UNBOUNDED:
+            return None
+        loads = [float(s["load"]) for s in r.get("steps") or [] if s.get("load") is not None]
+        unit = "users" if r.get("model", "closed") == "closed" else "req/s offered"
+        top = f" at {max(loads):g} {unit}" if loads else ""
+        return f"it stopped on {stop}{top}"
 
     def spread(self) -> dict[str, dict[str, float] | None]:
         """spread: each of the measure's spread figures' min, median and max over the
@@ -149,7 +170,16 @@ def comparison_record(c: Comparison | None, base: Ranked, new: Ranked) -> dict[s
 def sentence(c: Comparison | None, base: Ranked, new: Ranked) -> str:
     """sentence: the comparison in words, e.g. "workers=2: 1.8x the throughput of
     workers=1 (412/s against 229/s) at the same p99, significant (p=0.001)"; at the same
-    throughput (a run at a fixed rate), the p99's verdict."""
+    throughput (a run at a fixed rate), the p99's verdict. A search that found no limit is
+    named: its throughput is a load it was given, not its capacity."""
+    return _verdict_sentence(c, base, new) + "".join(
+        f"; {r.label} found no limit ({r.unbounded}): a lower bound"
+        for r in (base, new)
+        if r.unbounded
+    )
+
+
+def _verdict_sentence(c: Comparison | None, base: Ranked, new: Ranked) -> str:
     headline = base.measure.headline
     rps = c.row(Figure.RPS, headline) if c is not None else None
     if rps is None or rps.base is None or rps.new is None:
@@ -215,6 +245,9 @@ def best(ranked: Sequence[Ranked], window_s: float) -> dict[str, Any] | None:
 
     order = sorted(scored, key=key)
     top = order[0]
+    # A search that found no limit sustains at least its throughput, perhaps far more: the
+    # best is known only when every other configuration's throughput is a capacity.
+    open_ended = [r for r in order[1:] if r.unbounded]
     out: dict[str, Any] = {
         "configuration": ranked.index(top),
         "label": top.label,
@@ -227,6 +260,7 @@ def best(ranked: Sequence[Ranked], window_s: float) -> dict[str, Any] | None:
         "throughput_ratio": None,
         "text": f"{top.label} runs best: {shown(Figure.RPS, top.throughput)}"
         + (" in a steady state" if top.measure is Measure.FIND else ""),
+        "decided": not open_ended,
     }
     if len(order) == 1:
         return out
@@ -238,6 +272,16 @@ def best(ranked: Sequence[Ranked], window_s: float) -> dict[str, Any] | None:
         p99_verdict=record["p99_verdict"],
         throughput_ratio=record["throughput_ratio"],
     )
+    if open_ended:
+        other = open_ended[0]
+        out.update(verdict=Verdict.UNKNOWN.value, p99_verdict=Verdict.UNKNOWN.value)
+        out["text"] = (
+            f"best: not decided: the search of {other.label} found no limit ({other.unbounded}),"
+            f" so its {shown(Figure.RPS, other.throughput)} is a load it was given, not the most"
+            f" it sustains (against {shown(Figure.RPS, top.throughput)} of {top.label}):"
+            " search longer (--max-time) or from a higher load (--start)"
+        )
+        return out
     lower_p99 = record["p99_verdict"] == Verdict.BETTER.value
     if record["verdict"] == Verdict.BETTER.value or (
         record["verdict"] == Verdict.SAME.value and lower_p99
