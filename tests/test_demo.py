@@ -16,6 +16,8 @@ import jsonschema
 import psutil
 import pytest
 from consistency import assert_consistent
+from redline.demo import SCENARIO, truth
+from redline.scenario.compiler import load
 
 REDLINE = str(Path(sys.executable).parent / "redline")
 SCHEMA = json.loads(
@@ -80,6 +82,16 @@ def test_demo_quick_end_to_end(tmp_path):
     assert (tmp_path / "demo-report.html").stat().st_size > 1000
     assert len(seen) >= 2, out
     assert_all_gone(seen)
+    # Known truth: taskqueue cannot complete more tasks than its fetch connections allow
+    # (demo.truth: 10 connections to an origin answering in 40 ms, one factorial for five
+    # fetches: 300 tasks a second). No answer exceeds it by more than its own ±.
+    bound = truth(load(SCENARIO, {"ORIGIN": "http://127.0.0.1:9/"}).plan)
+    assert bound == pytest.approx(300.0)
+    assert f"{bound:,.0f} tasks a second" in out, out
+    x, x_ci = a["steady_state_throughput_rps"], a["steady_state_throughput_ci"] or 0.0
+    assert x - x_ci <= 1.05 * bound, (x, x_ci, bound)
+    cap, cap_ci = a["limit"].get("capacity_rps"), a["limit"].get("capacity_ci") or 0.0
+    assert cap is None or cap - cap_ci <= 1.05 * bound, (cap, cap_ci, bound)
 
 
 def test_demo_stops_everything_on_ctrl_c(tmp_path):

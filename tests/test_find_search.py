@@ -513,3 +513,87 @@ def test_a_confirmation_that_holds_is_the_steady_state():
     assert steady_answer(s.steps[3], s) == (s.steps[4], [])
     s.steps.pop()
     assert steady_answer(s.steps[3], s) == (s.steps[3], [])  # no confirmation: the search's
+
+
+def test_no_steady_state_under_a_failed_confirmation_is_none_not_the_best_step():
+    """Every confirmation broke a limit and no lighter step of the search met every limit:
+    steady_answer says None, and the answers keep it None (they used to fall back to the
+    good step with the most throughput, at or above the load that failed)."""
+    from redline.analysis.answers import build_answers
+
+    s = Search(None, Plan(model="closed"), Limits())  # type: ignore[arg-type]
+    s.steps = [_held(0, 2348, 929, "sweep"), _held(1, 2348, 722, "confirm", ("slo",))]
+    steady, notes = steady_answer(s.steps[0], s)
+    assert steady is None and "No lighter step" in notes[-1]
+    searched = s.steps[:1]
+    a = build_answers(searched, model="closed", steady=steady, pick_steady=False)
+    assert a["steady_state_throughput_rps"] is None, a["text"]["throughput"]
+    assert a["text"]["throughput"].startswith("No steady state was confirmed"), a["text"]
+    assert build_answers(searched, model="closed")["steady_state_throughput_rps"] == 929
+
+
+def _flow_snaps(n: int, iterations: int, requests: int = 400) -> list[dict[str, Any]]:
+    """_flow_snaps: n steady 0.5 s intervals of a scenario run, each with ``iterations``
+    ended and ``requests`` answered in 2 ms."""
+    return [
+        {"t_s": 0.5 * (i + 1), "requests": requests, "errors": 0, "mean_ms": 2.0,
+         "in_flight_mean": requests / 0.5 * 0.002, "iterations": {"completed": iterations,
+         "failed": 0, "started": iterations}}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def test_a_step_lasts_at_least_one_iteration_of_its_users():
+    """Demo 3 of 11:09: doubled from 2,000 to 4,000 users, the seed-000 flows' step ended
+    after 3 s at 424 tasks/s, over the 300 a second taskqueue's fetch connections allow: the
+    2,000 users who had just joined had not been through their flow once (submit, polls
+    while the queue inside taskqueue grew, result). 4,000 users ending 421 iterations a
+    second take 9.5 s an iteration: a step of them lasts that long."""
+    s = Search(None, Plan(model="closed"), Limits(), interval_s=0.5)  # type: ignore[arg-type]
+    short = _flow_snaps(6, iterations=210)  # 3 s, 420 iterations a second
+    assert s._cycle_s(short, 4000) == pytest.approx(4000 / 420)
+    assert not s._enough(short, None, 4000)
+    assert s._enough(short, None, 64)  # 64 users cycle in 0.15 s: 3 s is plenty
+    assert s._enough(_flow_snaps(20, iterations=210), None, 4000)  # 10 s
+    # A URL run (no iterations) and the open model have no users cycling through a flow.
+    url = [{k: v for k, v in x.items() if k != "iterations"} for x in short]
+    assert s._cycle_s(url, 4000) is None
+    open_model = Search(None, Plan(model="open"), Limits(), interval_s=0.5)  # type: ignore[arg-type]
+    assert open_model._cycle_s(short, 4000) is None
+
+
+class _Scripted:
+    """_Scripted: a live run that answers each snapshot from a list (then ends)."""
+
+    def __init__(self, snaps: list[dict[str, Any]]):
+        self.snaps, self.t, self.done = snaps, 0.0, False
+
+    def set_target(self, value: float, ramp_s: float = 0.0) -> float:
+        return self.t
+
+    def next_snapshot(self, timeout_s: float) -> dict[str, Any] | None:
+        if not self.snaps:
+            self.done = True
+            return None
+        snap = self.snaps.pop(0)
+        self.t = float(snap["t_s"])
+        return snap
+
+
+def test_a_held_load_of_users_is_measured_after_their_first_iteration():
+    """The confirmation of the same demo (1,280 users, after lighter optimum steps) read
+    322 tasks/s over a bound of 300: the burst of the users who joined at it. A held load
+    starts its clock once as many iterations ended as there are users (here 1,280 users at
+    200 iterations a second: 6.4 s), then holds its seconds."""
+    burst = _flow_snaps(13, iterations=100)  # 6.5 s: 1,300 iterations ended
+    for x in burst:
+        x["requests"] = 900  # the joiners' submits
+    steady = [{**x, "t_s": x["t_s"] + 6.5} for x in _flow_snaps(10, iterations=100)]
+    s = Search(_Scripted(burst + steady), Plan(model="closed"), Limits(), interval_s=0.5)  # type: ignore[arg-type]
+    step = s.hold(1280, 5.0, "confirm")
+    # The ramp (Plan.ramp) settles first; then 1,280 iterations end (6.5 s) before the clock.
+    assert step.start_s >= 6.5 and step.answered_rps == pytest.approx(800), step
+    # A URL run's held load has no flow to wait for.
+    url = [{k: v for k, v in x.items() if k != "iterations"} for x in burst + steady]
+    s = Search(_Scripted(url), Plan(model="closed"), Limits(), interval_s=0.5)  # type: ignore[arg-type]
+    assert s.hold(1280, 5.0, "confirm").start_s == pytest.approx(1.0)  # after the ramp only

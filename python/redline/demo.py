@@ -33,6 +33,13 @@ START_TIMEOUT_S = 30.0
 
 _URL = re.compile(rb"(http://127\.0\.0\.1:[0-9]+)")
 
+#: ORIGIN_LATENCY_MS: how long the http-fetch origin takes to answer, as a remote API would
+#: (the target answers after ?latency=). FETCH_PER_HOST: taskqueue's connections to one
+#: origin host. Together they bound the service's fetches at FETCH_PER_HOST / latency a
+#: second, a capacity of known truth the demo's answer can be held to (:func:`truth`).
+ORIGIN_LATENCY_MS = 40
+FETCH_PER_HOST = 10
+
 #: The search's time budget (seconds): the whole demo stays under 3 minutes, 1 with --quick.
 BUDGET = {"full": 150.0, "quick": 45.0}
 
@@ -125,6 +132,7 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
         )
         taskqueue = [_bin("taskqueue"), "serve", "--port", "0", "--data-dir", str(tmp / "data")]
         taskqueue += ["--allow-fetch-cidr", "127.0.0.0/8"]
+        taskqueue += ["--fetch-per-host", str(FETCH_PER_HOST)]
         base, proc = stack.enter_context(service(taskqueue, tmp / "tq.log"))
         print(
             f"redline demo: origin {origin} (pid {origin_proc.pid}),"
@@ -133,6 +141,15 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
         )
         workload = _workload(base, origin, quick)
         print(f"redline demo: searching {workload['what']}", flush=True)
+        if workload.get("bound"):
+            print(
+                f"redline demo: the origin answers in {ORIGIN_LATENCY_MS} ms, as a remote API"
+                f" would, and taskqueue fetches over {FETCH_PER_HOST} connections to it: at"
+                f" most {FETCH_PER_HOST * 1000 // ORIGIN_LATENCY_MS} fetches, so"
+                f" {workload['bound']:,.0f} tasks a second (one factorial for five fetches),"
+                " unless its CPU gives out first",
+                flush=True,
+            )
         monitor = _monitor(proc.pid)
         max_step = 6.0 if quick else 10.0
         view = FindView(budget, max_step, monitor=monitor) if live else None
@@ -183,7 +200,7 @@ def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
     try:
         from redline.scenario.compiler import load
 
-        compiled = load(SCENARIO, {"ORIGIN": origin + "/"})
+        compiled = load(SCENARIO, {"ORIGIN": f"{origin}/?latency={ORIGIN_LATENCY_MS}ms"})
     except (ImportError, OSError):
         url = submit(base)
         return {
@@ -198,7 +215,9 @@ def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
         }
     # Each user makes about two requests a second (think time, one poll a second): start
     # with enough users to measure, and allow the hundreds it takes to load the service.
+    bound = truth(compiled.plan)
     return {
+        "bound": bound,
         "url": base,
         "plan": compiled.plan,
         "scenario": str(SCENARIO),
@@ -209,6 +228,20 @@ def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
         "ramp": 2.0,
         "what": f"taskqueue with the seed-000 scenario {SCENARIO.name}",
     }
+
+
+def truth(plan: dict[str, Any]) -> float | None:
+    """truth is the most tasks a second the demo's taskqueue can complete whatever its CPU:
+    its fetches go over FETCH_PER_HOST connections to an origin answering in
+    ORIGIN_LATENCY_MS, so at most FETCH_PER_HOST / latency fetches a second, and the
+    scenario's flows (weights) say what share of the tasks fetch. None without a fetch
+    flow."""
+    weights = {f["name"]: float(f.get("weight", 1)) for f in plan.get("flows") or []}
+    total = sum(weights.values())
+    if not total or not weights.get("fetch"):
+        return None
+    fetches = FETCH_PER_HOST / (ORIGIN_LATENCY_MS / 1000.0)
+    return fetches * total / weights["fetch"]
 
 
 def tasks_line(result: dict[str, Any], throughput: str) -> str:

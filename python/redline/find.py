@@ -460,6 +460,8 @@ def _result(
         unit=meter.unit,
         statuses=report.get("status_codes") or {},
         collapse=collapse,
+        # steady_answer chose: None is no steady state, not "the best good step".
+        pick_steady=False,
     )
     answers = analysed["answers"]
     drift = answers.get("repeat_drift")

@@ -620,6 +620,13 @@ class Search:
         at = self.engine.set_target(load, self.plan.ramp)
         settle = at + self.plan.ramp
         got: list[dict[str, Any]] = []
+        # A held load (the confirmation, the soak) of a scenario's users in the closed model
+        # is measured once they have been through their flow once on average (as many
+        # iterations ended as there are users): users who joined at it submit in a burst
+        # that the service's own queue (which their polls hide) takes that long to show.
+        # At most max_step of it, so a service that ends no iteration still gets measured.
+        cycling = fixed_s is not None and self.plan.model == "closed"
+        ended = 0.0
         while True:
             if fixed_s is None and self.clock() >= self.deadline:
                 # Out of time: a step with too few intervals to judge is abandoned, not
@@ -640,6 +647,15 @@ class Search:
             if not got and t1 - self.interval_s < settle - 0.001:
                 # An interval that began before the new load settled measures the ramp.
                 continue
+            if (
+                cycling
+                and not got
+                and isinstance(snap.get("iterations"), dict)
+                and ended < load
+                and t1 < settle + self.plan.max_step_s
+            ):
+                ended += _ends(snap)
+                continue
             if got and t1 - float(got[-1]["t_s"]) < 0.9 * self.interval_s:
                 # The run's last, partial interval (cut short by its end) is no rate sample.
                 continue
@@ -651,7 +667,7 @@ class Search:
                 continue
             if span >= self.plan.max_step_s:
                 break
-            if span >= self.plan.min_step_s and self._enough(got, prev):
+            if span >= self.plan.min_step_s and self._enough(got, prev, load):
                 break
         step = self._measure(len(self.steps), phase, load, got)
         self._judge(step, prev)
@@ -660,7 +676,7 @@ class Search:
             self.on_step(step)
         return step
 
-    def _enough(self, got: list[dict[str, Any]], prev: Step | None) -> bool:
+    def _enough(self, got: list[dict[str, Any]], prev: Step | None, load: float) -> bool:
         """_enough: the step can be judged now: plainly bad, or steady with enough outcomes."""
         used = got[self._cut(got) :]
         ends = self.meter.total(used)
@@ -678,12 +694,30 @@ class Search:
         counts = [float(self.meter.count(s).total) for s in used]
         if not steady_counts(counts):
             return False
+        cycle = self._cycle_s(used, load)
+        if cycle is not None and len(used) * self.interval_s < cycle:
+            # Fewer seconds than one iteration of the users: users who joined at this step
+            # have not been through their flow once (a queue inside the service, which
+            # their polls hide, has not shown in the rate yet).
+            return False
         if not little_holds(used, len(used) * self.interval_s):
             # A backlog of the step before still draining through the window (or one
             # building): the rate is no sustained one yet.
             return False
         rise = self._latency_trend(used)
         return not (rise.significant() and rise.rise > self._queue_floor())
+
+    def _cycle_s(self, used: Sequence[dict[str, Any]], users: float) -> float | None:
+        """_cycle_s is how long one iteration of a scenario's users takes over ``used``
+        (Little's law on the users: users ÷ iterations ended a second), in the closed model;
+        None for a URL run or the open model (no users cycling through a flow)."""
+        if self.plan.model != "closed" or not used:
+            return None
+        ended = [_ends(s) for s in used if isinstance(s.get("iterations"), dict)]
+        if len(ended) < len(used):
+            return None
+        rate = sum(ended) / (len(used) * self.interval_s)
+        return users / rate if rate > 0 else math.inf
 
     def _min_windows(self) -> int:
         return max(4, math.ceil(2.0 / self.interval_s))

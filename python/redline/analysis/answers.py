@@ -273,11 +273,14 @@ def build_answers(
     unit: str = "req/s",
     statuses: dict[str, int] | None = None,
     collapse: dict[str, Any] | None = None,
+    pick_steady: bool = True,
 ) -> dict[str, Any]:
     """build_answers returns the ``answers`` object of the result.
 
     ``steady`` is the step whose figures answer questions 1 and 2 (default: the good step
-    with the most throughput; pass the confirmation step when there is one); ``latency_ms``
+    with the most throughput; pass the confirmation step when there is one; with
+    ``pick_steady=False`` None means there is none, as :func:`redline.find.steady_answer`
+    decided: no load at or above a failed confirmation is a steady state); ``latency_ms``
     overrides its percentiles (e.g. read from the confirmation's merged histogram).
     ``optimal`` defaults to :func:`optimal_step`, ``limit`` to :func:`limit_step`, ``reason``
     to the first condition it fired (or "none") and ``detail`` to its ``why``. ``unit`` is
@@ -286,7 +289,7 @@ def build_answers(
     recover. ``text`` holds one sentence per question.
     """
     good = [s for s in steps if s.ok]
-    if steady is None:
+    if steady is None and pick_steady:
         steady = max(good, key=lambda s: s.throughput_rps, default=None)
     latency: dict[str, float | None] = {k: None for k in LATENCY_KEYS}
     if steady is not None:
@@ -396,7 +399,16 @@ def answer_sentences(
     unit = answers.get("unit") or "req/s"
     x = answers.get("steady_state_throughput_rps")
     lat = answers.get("latency_ms") or {}
-    if x is None:
+    if x is None and answers.get("optimal") is not None:
+        # Steps met every limit, but the confirmation of the load held after the search broke
+        # one, and no lighter step did (redline.find.steady_answer).
+        throughput = (
+            "No steady state was confirmed: the load held again after the search broke a"
+            " limit, and no lighter step met every limit, so there is no steady-state"
+            " throughput to report."
+        )
+        latency = "No steady-state latency either: no step that met every limit was confirmed."
+    elif x is None:
         throughput = "No step met every limit, so there is no steady-state throughput to report."
         latency = "No steady-state latency either: every step broke a limit."
     else:

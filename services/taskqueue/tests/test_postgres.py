@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -123,13 +124,21 @@ def _holder(servers: list[Server]) -> tuple[Server, Server]:
         assert time.monotonic() < deadline, "no server started the task"
 
 
-def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, origin) -> None:
+def _slow_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, int]:
+    """_slow_task_on_two: two servers on one store with short leases, one http-fetch task
+    that takes the origin 1.5 s submitted to the first; its id, the server that runs it, the
+    other, and the origin's /slow hits before it."""
     servers = cluster(*FAST_LEASES, n=2)
     before = origin.hits("/slow")
     with servers[0].client() as c:
         body = {"type": "http-fetch", "url": origin.url("/slow?ms=1500"), "timeout_ms": 2000}
         task_id = submit(c, body).json()["id"]
     holder, other = _holder(servers)
+    return task_id, holder, other, before
+
+
+def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, origin) -> None:
+    task_id, holder, other, before = _slow_task_on_two(cluster, origin)
     workers = _workers_of(holder)
     assert workers, "the holder has no worker processes to check"
     t0 = time.monotonic()
@@ -152,12 +161,7 @@ def test_a_frozen_servers_late_outcome_is_dropped_and_counted(cluster, origin) -
     (its fetch's answer, or its own lease check giving up) is refused by the store's
     compare-and-set: dropped, counted in taskqueue_stale_outcomes_total, and the task keeps
     the other server's result."""
-    servers = cluster(*FAST_LEASES, n=2)
-    before = origin.hits("/slow")
-    with servers[0].client() as c:
-        body = {"type": "http-fetch", "url": origin.url("/slow?ms=1500"), "timeout_ms": 2000}
-        task_id = submit(c, body).json()["id"]
-    holder, other = _holder(servers)
+    task_id, holder, other, before = _slow_task_on_two(cluster, origin)
     os.kill(holder.pid, signal.SIGSTOP)
     try:
         with other.client() as c:
