@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -516,6 +517,14 @@ def test_the_closed_models_capacity_is_the_plateau_the_steps_agree_on_not_the_lu
     assert float(np.mean(most)) / 700.0 - 1 > 0.02, "the old answer's bias is gone: re-check"
 
 
+def _reading(index: int, users: float, x: float, se: float, **figures: Any) -> StepResult:
+    """_reading: a closed-model step of ``users`` that read ``x`` ± ``se`` (p50 5 ms, p99
+    50 ms, mean 8 ms unless ``figures`` say otherwise)."""
+    base: dict[str, Any] = {"p50_ms": 5.0, "p99_ms": 50.0, "mean_ms": 8.0}
+    return StepResult(index=index, load=users, model="closed", throughput_rps=x,
+                      throughput_se=se, **(base | figures))  # fmt: skip
+
+
 def test_a_step_where_littles_law_fails_is_no_plateau_reading():
     """A demo's steps near saturation (taskqueue, the seed-000 flows, tasks a second): the
     3.5 s step at 3,200 users read 1,110 tasks/s while a backlog of the 10 s step before it
@@ -525,18 +534,8 @@ def test_a_step_where_littles_law_fails_is_no_plateau_reading():
     was 1,059 with it, where the steady steps around it read 912 and 923)."""
 
     def step(i, users, x, se, answered, mean_ms, inflight):
-        return StepResult(
-            index=i,
-            load=users,
-            model="closed",
-            throughput_rps=x,
-            throughput_se=se,
-            answered_rps=answered,
-            mean_ms=mean_ms,
-            inflight_mean=inflight,
-            p50_ms=mean_ms,
-            p99_ms=4 * mean_ms,
-        )
+        return _reading(i, users, x, se, answered_rps=answered, mean_ms=mean_ms,
+                        inflight_mean=inflight, p50_ms=mean_ms, p99_ms=4 * mean_ms)  # fmt: skip
 
     steps = [
         step(5, 2048, 756.0, 30.0, 3188.0, 7.43, 24.3),
@@ -561,18 +560,7 @@ def test_the_confirmation_is_a_reading_of_the_plateau_in_finds_answers():
     cores). Without it the page said "sustains 339 ± 70" and "stops growing at 236 ± 61"."""
 
     def step(i, users, x, se, phase="sweep", fired=()):
-        return StepResult(
-            index=i,
-            load=users,
-            model="closed",
-            phase=phase,
-            throughput_rps=x,
-            throughput_se=se,
-            p50_ms=5.0,
-            p99_ms=50.0,
-            mean_ms=8.0,
-            fired=list(fired),
-        )
+        return _reading(i, users, x, se, phase=phase, fired=list(fired))
 
     searched = [
         step(0, 40, 190.0, 10.0),
