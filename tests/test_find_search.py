@@ -597,3 +597,7 @@ def test_a_held_load_of_users_is_measured_after_their_first_iteration():
     url = [{k: v for k, v in x.items() if k != "iterations"} for x in burst + steady]
     s = Search(_Scripted(url), Plan(model="closed"), Limits(), interval_s=0.5)  # type: ignore[arg-type]
     assert s.hold(1280, 5.0, "confirm").start_s == pytest.approx(1.0)  # after the ramp only
+    # No warm-up past the time the confirmation was given (--max-time): none here.
+    run = _Scripted(burst + steady)
+    s = Search(run, Plan(model="closed"), Limits(), interval_s=0.5, clock=lambda: run.t)  # type: ignore[arg-type]
+    assert s.hold(1280, 5.0, "confirm", end_by=5.0).start_s == pytest.approx(1.0)

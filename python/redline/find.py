@@ -290,14 +290,16 @@ def find(
             # users joining at the spawn rate, the judged window after the ramp.
             try:
                 at = search.steady_load()
+                # The search's deadline left confirm + 2 s of --max-time for this.
+                end_by = search.deadline + confirm + 2.0
                 if at is not None and confirm > 0:
-                    confirmed = search.hold(at, confirm, "confirm")
+                    confirmed = search.hold(at, confirm, "confirm", end_by)
                     # Held again, that load broke a limit: the steady state is lighter. Confirm
                     # the search's answer under it, when --max-time leaves room for the step.
                     lighter = None if confirmed.ok else search.steady_load(below=at)
                     left = max_time - (time.monotonic() - started)
                     if lighter is not None and left >= confirm + steps_plan.ramp + 1.0:
-                        confirmed = search.hold(lighter, confirm, "confirm")
+                        confirmed = search.hold(lighter, confirm, "confirm", end_by)
                 if soak > 0 and outcome.optimal is not None:
                     soaked = search.hold(outcome.optimal.load, soak, "soak")
             except Ended:

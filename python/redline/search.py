@@ -607,13 +607,20 @@ class Search:
 
     # -- one step -------------------------------------------------------------------------
 
-    def hold(self, load: float, seconds: float, phase: str) -> Step:
+    def hold(self, load: float, seconds: float, phase: str, end_by: float | None = None) -> Step:
         """hold holds ``load`` for ``seconds`` after its ramp, whatever the steadiness (the
-        confirmation and the soak), and judges the step like any other."""
-        return self._hold(load, phase, None, fixed_s=seconds)
+        confirmation and the soak), and judges the step like any other; a scenario's users
+        are held from their first iteration on, as long as that still ends the step by
+        ``end_by`` (on the search's clock)."""
+        return self._hold(load, phase, None, fixed_s=seconds, end_by=end_by)
 
     def _hold(
-        self, load: float, phase: str, prev: Step | None, fixed_s: float | None = None
+        self,
+        load: float,
+        phase: str,
+        prev: Step | None,
+        fixed_s: float | None = None,
+        end_by: float | None = None,
     ) -> Step:
         """_hold sets the load, waits out the ramp, collects intervals until the step is
         steady (or plainly bad, or the maximum step time passes), and judges it."""
@@ -624,7 +631,8 @@ class Search:
         # is measured once they have been through their flow once on average (as many
         # iterations ended as there are users): users who joined at it submit in a burst
         # that the service's own queue (which their polls hide) takes that long to show.
-        # At most max_step of it, so a service that ends no iteration still gets measured.
+        # At most max_step of it, so a service that ends no iteration still gets measured,
+        # and none past what keeps the step inside the time it was given (``end_by``).
         cycling = fixed_s is not None and self.plan.model == "closed"
         ended = 0.0
         while True:
@@ -653,6 +661,7 @@ class Search:
                 and isinstance(snap.get("iterations"), dict)
                 and ended < load
                 and t1 < settle + self.plan.max_step_s
+                and (end_by is None or self.clock() + (fixed_s or 0.0) < end_by)
             ):
                 ended += _ends(snap)
                 continue
