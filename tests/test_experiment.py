@@ -411,6 +411,46 @@ def test_ctrl_c_in_a_search_stops_its_service_and_keeps_what_ran():
     valid(doc)
 
 
+def test_ctrl_c_in_a_taskqueue_search_stops_the_server_and_its_pool_workers():
+    """Seed 002's experiment interrupted: Ctrl-C in the first configuration's search stops
+    that taskqueue and its factorial worker processes (its whole tree, as it stood when the
+    interrupt came), and no second configuration starts."""
+    from redline.scenario.compiler import load
+
+    taskqueue = Path(sys.executable).parent / "taskqueue"
+    command = f"{taskqueue} serve --port {{port}} --data-dir {{dir}} --workers {{workers}}"
+    compiled = load(EXAMPLES / "factorials.py")
+    started: list[int] = []
+    tree: list[psutil.Process] = []
+    seen: list[dict[str, Any]] = []
+
+    def interrupt(snap, load, phase):
+        seen.append(snap)
+        if len(seen) == 8:
+            server = psutil.Process(started[0])
+            tree.extend([server, *server.children(recursive=True)])
+            raise KeyboardInterrupt
+
+    doc = experiment(
+        "http://127.0.0.1:{port}",
+        command,
+        {"workers": [1, 2]},
+        plan=compiled.plan,
+        throughput="submit=tasks",
+        on_start=lambda c, r, s: started.append(s.monitor.pid),
+        on_snapshot=interrupt,
+        start=16,
+        max_time=30.0,
+        min_step=1.0,
+        max_step=3.0,
+        confirm=2.0,
+    )
+    assert doc["interrupted"] is True and len(started) == 1
+    assert len(tree) >= 2, "the server and at least one pool worker"
+    alive = [p for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, [p.cmdline() for p in alive]
+
+
 # -- redline run --vary: configurations at a fixed load -----------------------------------------
 
 
