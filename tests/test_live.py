@@ -843,6 +843,18 @@ def test_ui_starts_a_run_from_the_form_in_chromium(target):
             page.click("#stop")
             page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
             served = target.stats()["requests"] - before
+            # The stop button's "status" event can come before the run's "done", which
+            # carries the run's exact totals: wait for those (the assertion below says so
+            # if they never come).
+            try:
+                page.wait_for_function(
+                    "(n) => document.getElementById('f-total').innerText"
+                    ".replace(/,/g, '').startsWith(n + ' answered')",
+                    arg=str(served),
+                    timeout=5_000,
+                )
+            except Exception:  # a timeout: the assertion below shows the figures
+                pass
             totals = page.inner_text("#f-total")
             start_enabled = page.is_enabled("#start")
             page.screenshot(path=str(artifacts() / "ui-page.png"), full_page=True)
