@@ -843,18 +843,6 @@ def test_ui_starts_a_run_from_the_form_in_chromium(target):
             page.click("#stop")
             page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
             served = target.stats()["requests"] - before
-            # The stop button's "status" event can come before the run's "done", which
-            # carries the run's exact totals: wait for those (the assertion below says so
-            # if they never come).
-            try:
-                page.wait_for_function(
-                    "(n) => document.getElementById('f-total').innerText"
-                    ".replace(/,/g, '').startsWith(n + ' answered')",
-                    arg=str(served),
-                    timeout=5_000,
-                )
-            except Exception:  # a timeout: the assertion below shows the figures
-                pass
             totals = page.inner_text("#f-total")
             start_enabled = page.is_enabled("#start")
             page.screenshot(path=str(artifacts() / "ui-page.png"), full_page=True)
@@ -871,9 +859,14 @@ def test_ui_starts_a_run_from_the_form_in_chromium(target):
     # 20 s at most (the stop takes effect at the next interval).
     assert 200 * 4 < served < full / 2
     answered = int(re.search(r"([\d,]+) answered", totals).group(1).replace(",", ""))  # type: ignore[union-attr]
-    assert answered == served  # what the page shows is what the server saw
+    # What the page shows is what the server saw, but for the requests still out when the
+    # stop cut the run off: the server may have answered them after the client stopped
+    # waiting (the run's summary counts them as unfinished).
+    left = re.search(r"Unfinished: (\d+) requests", out)
+    unfinished = int(left.group(1)) if left else 0
+    assert answered <= served <= answered + unfinished, (answered, served, unfinished, out)
     assert start_enabled  # the form can start the next run
-    assert code == 0 and f"{served} requests in" in out, (code, out, err)
+    assert code == 0 and f"{answered} requests in" in out, (code, out, err)
 
 
 @pytest.mark.parametrize(
