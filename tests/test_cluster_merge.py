@@ -48,7 +48,14 @@ def test_a_late_snapshot_joins_its_merged_interval_as_if_it_had_come_in_time(run
     snaps = [_first(r) for r in runs]
     at_once = merge_snapshots(snaps, injectors=3)
     late = merge_snapshots([merge_snapshots(snaps[:2], injectors=3), snaps[2]], injectors=3)
-    assert late == at_once
+    assert late.keys() == at_once.keys()
+    for key, value in at_once.items():
+        if isinstance(value, float):
+            # Sums and weighted means of floats depend on the order of the additions
+            # (a fresh-clone CI saw the mean differ in its 17th digit): equal to rounding.
+            assert late[key] == pytest.approx(value, rel=1e-12), key
+        else:
+            assert late[key] == value, key
 
 
 def test_reports_add_up_and_balance(runs) -> None:
