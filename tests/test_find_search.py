@@ -396,6 +396,29 @@ def test_a_recovery_is_judged_by_its_goodput_in_the_closed_model(label, slower, 
     assert (s.collapse is not None) is collapsed, label
 
 
+@pytest.mark.parametrize(
+    ("label", "busy", "reason"),
+    [
+        ("the service's own collapse", 0.1, "no-recovery"),
+        # redline out of CPU in the overload: what followed cannot be laid on the service.
+        (
+            "an overload that was the generator's",
+            lambda users: 0.97 if users >= 20 else 0.1,
+            "generator",
+        ),
+    ],
+)
+def test_a_recovery_after_a_starved_overload_names_the_generator_not_a_collapse(
+    label, busy, reason
+):
+    out, s, _ = search(Aftermath(3.0, 0.3), "closed", recover_s=10.0, busy=busy)
+    assert out.reason == reason, (label, out.reason, out.detail)
+    assert (s.collapse is not None) is (reason == "no-recovery"), label
+    if reason == "generator":
+        assert "generator" in out.broke.fired and "redline" in out.detail, out.detail
+        assert out.broke.load >= 20, "the generator is named at the overload, not the check"
+
+
 class SlowRefusals(Bucket):
     """SlowRefusals: a token bucket of R whose refusals come after a 400 ms hold (a gateway
     that waits for a token before it gives up): past R the step's p99 breaks a 500 ms SLO

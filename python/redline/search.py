@@ -229,6 +229,15 @@ class OutOfTime(Exception):
     """OutOfTime: the search's deadline passed before a step had enough intervals."""
 
 
+class Starved(Exception):
+    """Starved: a recovery could not be judged because redline itself was out of CPU, in the
+    overload or in the check after it; ``step`` is the step that named the generator."""
+
+    def __init__(self, step: Step) -> None:
+        super().__init__(step.why)
+        self.step = step
+
+
 @dataclass
 class Collapse:
     """Collapse records a service that did not recover: the overloaded step, the load it was
@@ -322,6 +331,8 @@ class Search:
             self._recover(self._highest_good())
         except OutOfTime:
             pass  # the steps measured so far are the answer
+        except Starved as e:
+            return self._outcome("generator", e.step.why, broke=e.step)
         except Ended:
             return self._outcome("max-time", "the run ended before the search did")
         return self._outcome()
@@ -392,8 +403,10 @@ class Search:
         bad = [s for s in self.steps if not s.ok and s.phase not in JUDGED_ELSEWHERE]
         return min(bad, key=lambda s: (s.load, s.index), default=None)
 
-    def _outcome(self, reason: str | None = None, detail: str | None = None) -> Outcome:
-        broke = self._first_bad()
+    def _outcome(
+        self, reason: str | None = None, detail: str | None = None, broke: Step | None = None
+    ) -> Outcome:
+        broke = broke or self._first_bad()
         if self.collapse is not None:
             broke = self.steps[self.collapse.step]
             reason = reason or "no-recovery"
@@ -549,6 +562,13 @@ class Search:
                 return True
             waited = self.clock() - started
             if waited >= self.plan.recover_s:
+                # A recovery judged while redline was out of CPU is redline's, not the
+                # service's: the overload's own step or the check named the generator (seen
+                # on the immediate answer: "no-recovery" at 64,000 req/s where the overload
+                # was the generator's). The search stops there, naming the generator.
+                for s in (last, check):
+                    if "generator" in s.fired:
+                        raise Starved(s)
                 self.collapse = Collapse(
                     step=last.index,
                     load=last.load,
