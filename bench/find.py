@@ -16,11 +16,13 @@ go to bench/results/find.md (see bench/record.py).
 
     .venv/bin/python bench/find.py                       # every probe
     .venv/bin/python bench/find.py --only bucket-500 --repeat 5
+    .venv/bin/python bench/find.py --only immediate --repeat 5 --keep /tmp/finds
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -102,12 +104,18 @@ PROBES = [
 ]
 
 
-def one(p: Probe, model: str, closed_max: float | None) -> dict[str, Any]:
-    """one searches one probe in one model and returns the row."""
+def one(p: Probe, model: str, closed_max: float | None, keep: Path | None) -> dict[str, Any]:
+    """one searches one probe in one model and returns the row (and keeps the result's JSON
+    in ``keep``, when given, to read a surprising row's steps afterwards)."""
     with redline.Target(threads=1, **p.target) as t:
         t0 = time.monotonic()
         r = find(t.url + "/", model=model, **p.options)
         took = time.monotonic() - t0
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        n = len(list(keep.glob("*.json")))
+        name = "".join(c if c.isalnum() else "-" for c in p.name)
+        (keep / f"{n:02d}-{name}-{model}.json").write_text(json.dumps(r, indent=1, default=str))
     a = r["answers"]
     lim = a["limit"]
     found = lim.get("capacity_rps") or 0.0
@@ -180,6 +188,7 @@ def main() -> int:
     ap.add_argument("--model", choices=("closed", "open"), help="one model only")
     ap.add_argument("--repeat", type=int, default=1, help="searches per probe and model")
     ap.add_argument("--no-record", action="store_true", help="print, do not append")
+    ap.add_argument("--keep", type=Path, help="write each search's JSON result into this folder")
     args = ap.parse_args()
     ctx = record.Context.now()
     rows = []
@@ -190,7 +199,7 @@ def main() -> int:
             if args.model and model != args.model and not (p.truth is None and model == "closed"):
                 continue
             for _ in range(args.repeat):
-                row = one(p, model, closed_max)
+                row = one(p, model, closed_max, args.keep)
                 if p.truth is None and model == "closed":
                     # The most any closed search of this run found: the strictest truth.
                     closed_max = max(closed_max or 0.0, row["found"])
