@@ -1,6 +1,8 @@
 """Seed 000: users of the task queue (services/taskqueue). Five http-fetch submissions for
 every factorial one; each polls the task's status every second until SUCCEEDED or FAILED
-(FAILED fails the check) and then reads the result. Stats: submit, status, result.
+(FAILED fails the check) and then reads the result. Stats: submit, status, result; the
+status polls are tallied by what they said (QUEUED, RUNNING, SUCCEEDED, FAILED), so the run's
+report charts the queue filling and draining as the users saw it.
 
     taskqueue serve --port 0 --data-dir /tmp/tq --allow-fetch-cidr 127.0.0.0/8 &
     redline run examples/taskqueue.py --host http://127.0.0.1:PORT \
@@ -24,6 +26,7 @@ def task(u, submission):
         timeout="60s",
         until=json_in("$.status", DONE),
         checks=[json_eq("$.status", "SUCCEEDED")],
+        tally="$.status",
     )
     u.get(f"/tasks/{tid}", name="result", status=200)
     u.think(between(1, 2))

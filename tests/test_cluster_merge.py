@@ -96,3 +96,26 @@ def test_an_outage_is_one_every_injector_saw(label, spans, want) -> None:
     ]
     got = [(o["start_s"], o["end_s"]) for o in common_outages(full)]
     assert got == want, label
+
+
+def test_tallies_add_up_across_injectors(runs) -> None:
+    """A scenario's tallies (per name, per interval and over the run) add value by value."""
+
+    def name_of(snap: dict[str, Any]) -> dict[str, Any]:
+        keys = ("requests", "errors", "errors_by_class", "histogram")
+        return {k: snap[k] for k in keys}
+
+    snaps = [
+        {**_first(r), "names": {"status": {**name_of(_first(r)), "tally": t}}}
+        for r, t in zip(runs, ({"RUNNING": 2}, {"RUNNING": 1, "DONE": 4}, {}), strict=True)
+    ]
+    m = merge_snapshots(snaps, injectors=3)
+    assert m["names"]["status"]["tally"] == {"RUNNING": 3, "DONE": 4}
+    docs = []
+    for r, t in zip(runs, ({"DONE": 5}, {"DONE": 1, "FAILED": 2}, None), strict=True):
+        d = {**r.data, "per_name": {k: dict(v) for k, v in r.data["per_name"].items()}}
+        if t is not None:
+            d["per_name"][next(iter(d["per_name"]))]["tally"] = t
+        docs.append(d)
+    merged = merge_report(docs, timeseries=[])
+    assert next(iter(merged["per_name"].values()))["tally"] == {"DONE": 6, "FAILED": 2}

@@ -544,6 +544,69 @@ def test_prometheus_counts_a_scenario_per_name(target, tmp_path):
     assert counts == answered
 
 
+TALLIED = """\
+from redline.scenario import Scenario, json_eq, json_in
+s = Scenario(users=3)
+@s.flow
+def f(u):
+    tid = u.post("/tasks/submissions", json={"type": "factorial"}, name="submit",
+                 status=202).json("$.id")
+    u.poll(f"/tasks/submissions/{tid}", name="status", every=0, timeout="5s",
+           until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
+           checks=[json_eq("$.status", "SUCCEEDED")], tally="$.status")
+"""
+
+
+def test_prometheus_exports_a_tally_as_the_report_and_the_server_count_it(target, tmp_path):
+    """``tally="$.status"``: ``redline_tally_total{name, value}`` counts the status polls by
+    what they answered, equal to the report's tally and to the RUNNING answers the task app
+    counted; the live page's per-name rows carry it."""
+    scenario = tmp_path / "tally.py"
+    scenario.write_text(TALLIED)
+    out = tmp_path / "run.json"
+    before = target.stats()
+    cli = Cli(
+        "run", str(scenario), "--host", target.url, "-d", "1.5s", "--interval", "0.25s",
+        "--prometheus", "0", "--linger", "1s", "--json", str(out), "-q",
+    )  # fmt: skip
+    try:
+        url = cli.wait_line(r"Prometheus metrics at (\S+)").group(1)
+        cli.wait_line("serving the final figures")
+        families = _scrape(url)
+        code, _, err = cli.finish()
+    finally:
+        cli.kill()
+    assert code == 0, err
+    seen = {k: v - before[k] for k, v in target.stats().items()}
+    result = json.loads(out.read_text())
+    exported = {
+        (s.labels["name"], s.labels["value"]): s.value for s in families["redline_tally"].samples
+    }
+    assert families["redline_tally"].type == "counter"
+    running = seen["tasks_running"]
+    assert exported == {
+        ("status", "RUNNING"): running,
+        ("status", "SUCCEEDED"): seen["tasks_polled"] - running,
+    }
+    assert 0 < running and exported[("status", "SUCCEEDED")] > 0
+    assert {v: n for (_, v), n in exported.items()} == result["per_name"]["status"]["tally"]
+
+
+def test_ledger_keeps_each_names_tally_for_the_page_and_the_exposition(snapshots):
+    part = {k: snapshots[1][k] for k in ("requests", "errors_by_class", "histogram")}
+    ledger = Ledger()
+    odd = 'say "hi"\\now'
+    for tally in ({"RUNNING": 3, odd: 1}, {"RUNNING": 2, "SUCCEEDED": 4}):
+        ledger.add({**snapshots[1], "names": {"status": {**part, "tally": tally}, "get": part}})
+    rows = {r["name"]: r for r in ledger.table()}
+    assert rows["status"]["tally"] == {"RUNNING": 5, odd: 1, "SUCCEEDED": 4}
+    assert rows["get"]["tally"] == {}
+    families = {f.name: f for f in text_string_to_metric_families(ledger.exposition().decode())}
+    got = {s.labels["value"]: s.value for s in families["redline_tally"].samples}
+    assert got == {"RUNNING": 5, odd: 1, "SUCCEEDED": 4}
+    assert {s.labels["name"] for s in families["redline_tally"].samples} == {"status"}
+
+
 class OtlpReceiver:
     """OtlpReceiver is a local OpenTelemetry collector stand-in: OTLP/HTTP on 127.0.0.1,
     port 0, keeping each ExportMetricsServiceRequest it is sent to /v1/metrics."""

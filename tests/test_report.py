@@ -570,3 +570,52 @@ def test_an_outage_is_named_in_the_notes(find_result):
     assert "stopped answering at 2.01 s (connect: 67 errors) and came back at 4.03 s" in said
     result["outages"] = []
     assert "stopped answering" not in " ".join(notes(result))
+
+
+# -- tallies (what the service said) ---------------------------------------------------------
+
+
+def _tallied_timeseries(values: int = 3) -> list[dict[str, Any]]:
+    """Four 0.5 s intervals of a status poll tallied by its answer: RUNNING falls as
+    SUCCEEDED rises, plus ``values`` - 2 rarer values (one answer each per interval)."""
+    ts = []
+    for i in range(4):
+        tally = {"RUNNING": 40 - 10 * i, "SUCCEEDED": 10 * i}
+        tally.update({f"rare{k}": 1 for k in range(values - 2)})
+        tally = {k: v for k, v in tally.items() if v}
+        ts.append({"t_s": 0.5 * (i + 1), "names": {"status": {"tally": tally}, "get": {}}})
+    return ts
+
+
+def test_a_tally_is_charted_over_time_in_answers_a_second():
+    from redline.charts import TALLY_SERIES, tally_charts
+
+    (chart,) = tally_charts(_tallied_timeseries())
+    assert chart.id == "tally-status" and "status" in chart.title
+    labels = [s.label for s in chart.series]
+    assert labels == ["RUNNING", "SUCCEEDED", "rare0"]
+    assert chart.data[0] == [0.5, 1.0, 1.5, 2.0]
+    assert chart.data[1] == [80.0, 60.0, 40.0, 20.0]  # 40, 30, 20, 10 in 0.5 s
+    assert chart.data[2] == [0.0, 20.0, 40.0, 60.0]
+    # Past TALLY_SERIES values the rarest are one line, their sum.
+    (many,) = tally_charts(_tallied_timeseries(values=TALLY_SERIES + 5))
+    assert len(many.series) == TALLY_SERIES + 1
+    assert many.series[-1].label == "5 other values"
+    assert many.data[-1] == [10.0] * 4  # five values, one answer each, per 0.5 s
+    assert tally_charts([{"t_s": 1.0, "names": {"get": {}}}]) == []
+
+
+def test_a_tally_is_in_the_run_report_the_find_report_and_the_terminal_table(find_result):
+    from redline.scenario.table import render as render_table
+
+    tally = {"RUNNING": 300, "SUCCEEDED": 100}
+    entry = {"requests": 400, "errors": 0, "latency_ms": {}, "tally": tally}
+    run = {"rps": 1.0, "per_name": {"status": entry}, "timeseries": _tallied_timeseries()}
+    page = render_run_html(run)
+    assert "RUNNING 300 (75%) · SUCCEEDED 100 (25%)" in page
+    assert "tally-status" in {s["id"] for s in _chart_specs(page)}
+    found = {**find_result, "run": {**find_result.get("run", {}), "per_name": {"status": entry}}}
+    assert "- **status**: RUNNING 300 (75%) · SUCCEEDED 100 (25%)" in render_markdown(found)
+    assert 'id="tally"' in render_html(found)
+    table = render_table({"duration_s": 1.0, "per_name": {"status": entry}})
+    assert re.search(r"status\s+RUNNING\s+300\s+75.0%", table), table

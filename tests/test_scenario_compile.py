@@ -83,6 +83,17 @@ MISTAKES = [
         "does not parse",
     ),
     (
+        "bad tally path",
+        """\
+        s = Scenario()
+        @s.flow
+        def a(u):
+            u.get("/", tally="$.status[")
+        """,
+        5,
+        "tally: JSON path '$.status[' does not parse",
+    ),
+    (
         "missing data file",
         """\
         s = Scenario()

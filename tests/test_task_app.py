@@ -8,10 +8,12 @@ import json
 import textwrap
 from pathlib import Path
 
+import jsonschema
 import redline
 from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULT_SCHEMA = json.loads((ROOT / "docs/schema/result.schema.json").read_text())
 
 
 def run_json(tmp_path: Path, *argv: str) -> tuple[int, str, dict]:
@@ -65,3 +67,45 @@ def test_a_failed_task_fails_the_status_check(tmp_path):
     assert status["errors"] == 6 == doc["errors"]["check"]
     assert status["failure_reasons"] == {'$.status is "FAILED", expected "SUCCEEDED"': 6}
     assert doc["scenario"]["iterations"]["failed"] == 6
+
+
+def test_a_tally_counts_what_the_service_said_as_the_server_said_it(tmp_path):
+    """tally="$.status": each answer counted by its status, per name and per interval; the
+    server counts the RUNNING answers it gave, the truth the tally is held to."""
+    path = tmp_path / "tally.py"
+    path.write_text(
+        textwrap.dedent("""\
+        from redline.scenario import Scenario, json_eq, json_in
+        s = Scenario(users=3)
+        @s.flow
+        def f(u):
+            tid = u.post("/tasks/submissions", json={"type": "factorial"}, name="submit",
+                         status=202, tally="$.status").json("$.id")
+            u.poll(f"/tasks/submissions/{tid}", name="status", every=0, timeout="5s",
+                   until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
+                   checks=[json_eq("$.status", "SUCCEEDED")], tally="$.status")
+            u.get(f"/tasks/{tid}", name="result", status=200, tally="$.status")
+        """)
+    )
+    with redline.Target(threads=1) as t:
+        code, err, doc = run_json(
+            tmp_path, str(path), "--host", t.url, "-d", "1.5s", "--interval", "0.25s"
+        )
+        seen = t.stats()
+    assert code == 0, err
+    jsonschema.validate(doc, RESULT_SCHEMA)
+    names = doc["per_name"]
+    polled, running = seen["tasks_polled"], seen["tasks_running"]
+    assert 0 < running < polled, seen
+    # Every answer tallied once, as the server said it.
+    assert names["submit"]["tally"] == {"QUEUED": seen["tasks_submitted"]}
+    assert names["status"]["tally"] == {"RUNNING": running, "SUCCEEDED": polled - running}
+    # The result is 100!'s digits: a JSON number, which has no $.status.
+    assert names["result"]["tally"] == {"(missing)": seen["tasks_results"]}
+    # The intervals add up to the run's tally (no warm-up: every interval is measured).
+    by_interval: dict[str, int] = {}
+    for snap in doc["timeseries"]:
+        for value, n in snap["names"]["status"].get("tally", {}).items():
+            by_interval[value] = by_interval.get(value, 0) + n
+    assert by_interval == names["status"]["tally"]
+    assert sum(1 for s in doc["timeseries"] if s["names"]["status"].get("tally")) >= 3

@@ -220,6 +220,55 @@ def errors_over_time_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
     )
 
 
+#: TALLY_SERIES: the most values a tally chart draws as lines of their own (the most
+#: frequent); the others are summed into one line.
+TALLY_SERIES = 8
+
+
+def tally_charts(ts: Sequence[dict[str, Any]]) -> list[Chart]:
+    """tally_charts: for each request name with a ``tally`` (scenario runs), its answers a
+    second by the value the service gave (``tally="$.status"``: QUEUED, RUNNING, SUCCEEDED,
+    FAILED), interval by interval: a queue filling and draining, seen from outside."""
+    names = sorted({n for s in ts for n, e in (s.get("names") or {}).items() if e.get("tally")})
+    charts = []
+    for name in names:
+        totals: dict[str, int] = {}
+        for s in ts:
+            for v, n in ((s.get("names") or {}).get(name, {}).get("tally") or {}).items():
+                totals[v] = totals.get(v, 0) + int(n)
+        ranked = sorted(totals, key=lambda v: (-totals[v], v))
+        shown, rest = ranked[:TALLY_SERIES], ranked[TALLY_SERIES:]
+        x: Column = []
+        cols: list[Column] = [[] for _ in range(len(shown) + (1 if rest else 0))]
+        prev = 0.0
+        for s in ts:
+            t = _num(s.get("t_s"))
+            if t is None:
+                continue
+            length = max(t - prev, 1e-9)
+            prev = t
+            counts = (s.get("names") or {}).get(name, {}).get("tally") or {}
+            x.append(t)
+            for col, v in zip(cols, shown, strict=False):
+                col.append(int(counts.get(v, 0)) / length)
+            if rest:
+                cols[-1].append(sum(int(counts.get(v, 0)) for v in rest) / length)
+        labels = shown + ([f"{len(rest)} other values"] if rest else [])
+        colors = _colors(len(labels))
+        charts.append(
+            Chart(
+                "tally-" + "".join(c if c.isalnum() else "-" for c in name),
+                f"What '{name}' answered over time",
+                "time (s)",
+                "answers/s",
+                [Series(label, color) for label, color in zip(labels, colors, strict=True)],
+                [x, *cols],
+                note="Each answer counted by the value at the request's tally path.",
+            )
+        )
+    return charts
+
+
 # -- per step (find) -------------------------------------------------------------------------
 
 
@@ -380,6 +429,7 @@ def find_charts(result: dict[str, Any]) -> list[Chart]:
         resources_chart(samples),
         usl_chart(steps, result.get("usl"), model),
         hockey_chart(steps),
+        *tally_charts(ts),
     ]
     return [c for c in charts if c is not None]
 
@@ -394,5 +444,6 @@ def run_charts(result: dict[str, Any]) -> list[Chart]:
         errors_over_time_chart(ts),
         cpu_chart(monitor_samples(result)),
         resources_chart(monitor_samples(result)),
+        *tally_charts(ts),
     ]
     return [c for c in charts if c is not None]

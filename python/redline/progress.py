@@ -41,7 +41,21 @@ def describe(s: dict[str, Any]) -> str:
     cluster = injectors_text(s)
     if cluster:
         line += f"  {cluster}"
+    for name, said in interval_tallies(s):
+        line += f"  {name}: {said}"
     return line
+
+
+def interval_tallies(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """interval_tallies: what each request name with a tally (``tally="$.status"``) was
+    answered in the interval, most frequent first (``RUNNING 34, SUCCEEDED 10``)."""
+    out = []
+    for name, part in sorted((s.get("names") or {}).items()):
+        tally = part.get("tally") or {}
+        if tally:
+            ranked = sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
+            out.append((name, ", ".join(f"{v} {n:,}" for v, n in ranked)))
+    return out
 
 
 def injectors_text(s: dict[str, Any]) -> str:
@@ -159,6 +173,8 @@ def view(tally: Tally, goal: Goal) -> Any:
         f"{tally.requests:,}  connections {s.get('active_connections', 0)}"
         + ("  (warm-up)" if s.get("warmup") else ""),
     )
+    for name, said in interval_tallies(s):
+        grid.add_row(f"{name} said", f"{said}  (last interval)")
     cluster = injectors_text(s)
     if cluster:
         grid.add_row("injectors", Text(cluster, "red"))

@@ -466,7 +466,33 @@ def render_html(result: dict[str, Any]) -> str:
         f'<h2 id="steps">Steps</h2><div class="scroll">{_steps_html(result)}</div>'
         f'<h2 id="models">Models</h2>{_models_html(result)}{_config_html(result)}'
     )
+    said = tallies(result)
+    if said:
+        body += (
+            '<h2 id="tally">What the service said</h2><ul class="notes">'
+            + "".join(
+                f"<li><b>{html.escape(name)}</b>: {html.escape(text)}</li>" for name, text in said
+            )
+            + "</ul>"
+        )
     return _page("redline capacity report", _meta(result), body, find_charts(result))
+
+
+def tallies(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """tallies are the (name, :func:`tally_text`) of each request name with a tally, over
+    the whole run (a find result keeps its run's per-name figures under ``run``)."""
+    per_name = result.get("per_name") or (result.get("run") or {}).get("per_name") or {}
+    return [(n, tally_text(e["tally"])) for n, e in sorted(per_name.items()) if e.get("tally")]
+
+
+def tally_text(tally: dict[str, int] | None) -> str:
+    """tally_text is a name's tally in one line, most frequent first, with shares:
+    ``RUNNING 1,204 (75%) · SUCCEEDED 400 (25%)``; empty without one."""
+    if not tally:
+        return ""
+    total = sum(tally.values()) or 1
+    ranked = sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
+    return " · ".join(f"{v} {n:,} ({n / total:.0%})" for v, n in ranked)
 
 
 def _run_sentences(result: dict[str, Any]) -> dict[str, str]:
@@ -531,13 +557,15 @@ def render_run_html(result: dict[str, Any]) -> str:
                 f"<td>{fmt((v.get('latency_ms') or {}).get(k))}</td>"
                 for k in ("p50", "p90", "p99", "max")
             )
+            + f'<td style="text-align:left">{html.escape(tally_text(v.get("tally")))}</td>'
             + "</tr>"
             for name, v in sorted(per_name.items())
         )
         body += (
             '<h2 id="per-name">Requests by name</h2><table class="steps"><thead><tr>'
             "<th>name</th><th>requests</th><th>errors</th><th>p50 ms</th><th>p90 ms</th>"
-            f"<th>p99 ms</th><th>max ms</th></tr></thead><tbody>{rows}</tbody></table>"
+            "<th>p99 ms</th><th>max ms</th><th>tally</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
         )
     injectors = (result.get("cluster") or {}).get("injectors")
     if injectors:
@@ -614,6 +642,10 @@ def render_markdown(result: dict[str, Any]) -> str:
     if models:
         items = [html.unescape(i.split("</li>")[0]) for i in models.split("<li>")[1:]]
         out += ["", "## Models", ""] + [f"- {i}" for i in items]
+    said = tallies(result)
+    if said:
+        out += ["", "## What the service said", ""]
+        out += [f"- **{_md_cell(name)}**: {_md_cell(text)}" for name, text in said]
     samples = monitor_samples(result)
     if samples:
         out += ["", f"Service monitor: {len(samples)} samples (see the HTML report's charts)."]

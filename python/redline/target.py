@@ -125,8 +125,8 @@ class Target:
         (in service now), ``contention_peak`` (most at once) and ``contention_served``; with a
         rate limit ``rate_accepted`` and ``rate_refused``; the form app's ``form_pages``,
         ``sessions_issued``, ``forms_posted``, ``forms_invalid``, ``missing_cookie`` and
-        ``thanks_pages``; and the task app's ``tasks_submitted``, ``tasks_polled``,
-        ``tasks_results`` and ``tasks_refused``."""
+        ``thanks_pages``; and the task app's ``tasks_submitted``, ``tasks_polled`` (of which
+        ``tasks_running`` answered RUNNING), ``tasks_results`` and ``tasks_refused``."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

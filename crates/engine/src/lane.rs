@@ -758,6 +758,10 @@ impl Transport for LaneIo<'_> {
         }
     }
 
+    fn tally(&mut self, intended: Instant, stat: usize, value: &str) {
+        self.s.rec.borrow_mut().tally(intended, stat, value);
+    }
+
     fn iteration(&mut self, intended: Instant, took: Duration, ok: bool) {
         let mut rec = self.s.rec.borrow_mut();
         rec.iteration_ended(ok);

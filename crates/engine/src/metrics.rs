@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::flight::Sent;
 use crate::outage::{ThreadWatch, Watch};
 use crate::scenario::stats::FlowTotals;
+use crate::scenario::tally::Tally;
 
 /// SIGFIG is the HdrHistogram precision: 3 significant digits (0.1% value error).
 pub const SIGFIG: u8 = 3;
@@ -203,6 +204,8 @@ pub struct NameInterval {
     pub errors_by_class: ErrorCounts,
     /// latency: corrected latency of its responses, µs.
     pub latency: Histogram<u64>,
+    /// tally: its answers counted by the value at its `tally` path (empty without one).
+    pub tally: Tally,
 }
 
 impl NameInterval {
@@ -212,6 +215,7 @@ impl NameInterval {
             errors: 0,
             errors_by_class: ErrorCounts::default(),
             latency: new_histogram(highest_us),
+            tally: Tally::default(),
         }
     }
 
@@ -316,6 +320,7 @@ impl IntervalData {
                 a.errors += b.errors;
                 a.errors_by_class.merge(&b.errors_by_class);
                 let _ = a.latency.add(&b.latency);
+                a.tally.merge(&b.tally);
             }
         }
     }
@@ -337,6 +342,7 @@ impl IntervalData {
             n.errors = 0;
             n.errors_by_class = ErrorCounts::default();
             n.latency.reset();
+            n.tally.reset();
         }
     }
 }
@@ -350,6 +356,8 @@ pub struct NameStats {
     pub errors: u64,
     /// latency: corrected latency, µs.
     pub latency: Histogram<u64>,
+    /// tally: its answers counted by the value at its `tally` path (empty without one).
+    pub tally: Tally,
 }
 
 /// Totals is one thread's (or, merged, the run's) post-warmup summary.
@@ -440,6 +448,7 @@ impl Totals {
                     requests: 0,
                     errors: 0,
                     latency: new_histogram(highest_us),
+                    tally: Tally::default(),
                 })
                 .collect(),
             flow: FlowTotals::default(),
@@ -477,6 +486,7 @@ impl Totals {
             a.requests += b.requests;
             a.errors += b.errors;
             let _ = a.latency.add(&b.latency);
+            a.tally.merge(&b.tally);
         }
         self.flow.merge(&o.flow);
     }
@@ -654,6 +664,19 @@ impl Recorder {
             it.completed += 1;
         } else {
             it.failed += 1;
+        }
+    }
+
+    /// tally counts an answer of name `stat` by `value` (see [`crate::scenario::tally`]): in
+    /// the interval whatever its part of the run, in the totals when measured.
+    pub fn tally(&mut self, intended: Instant, stat: usize, value: &str) {
+        if let Some(n) = self.interval.names.get_mut(stat) {
+            n.tally.add(value, 1);
+        }
+        if self.measured(intended) {
+            if let Some(n) = self.totals.per_name.get_mut(stat) {
+                n.tally.add(value, 1);
+            }
         }
     }
 

@@ -467,3 +467,43 @@ fn in_flight_spans_what_the_latency_spans() {
         second.in_flight_mean
     );
 }
+
+#[test]
+fn tallies_count_per_name_per_interval_and_keep_warmup_out_of_the_totals() {
+    let t0 = start();
+    let warm_end = t0 + Duration::from_secs(1);
+    let mut r = Recorder::new(t0, warm_end, 0, 2, false);
+    r.track_names(2);
+    r.tally(t0, 1, "RUNNING");
+    r.tally(warm_end, 1, "RUNNING");
+    r.tally(warm_end, 1, "SUCCEEDED");
+    r.tally(warm_end, 0, "QUEUED");
+    let first = r.take_interval(warm_end);
+    let counts = |iv: &IntervalData, i: usize| iv.names[i].tally.counts();
+    assert_eq!(
+        counts(&first, 1)["RUNNING"],
+        2,
+        "the interval sees the warm-up too"
+    );
+    assert_eq!(counts(&first, 1)["SUCCEEDED"], 1);
+    assert_eq!(counts(&first, 0)["QUEUED"], 1);
+    r.tally(warm_end, 1, "SUCCEEDED");
+    let second = r.take_interval(warm_end + Duration::from_secs(1));
+    assert_eq!(
+        counts(&second, 1).len(),
+        1,
+        "a new interval starts from zero"
+    );
+    assert_eq!(counts(&second, 1)["SUCCEEDED"], 1);
+    assert!(counts(&second, 0).is_empty());
+    let totals = &r.totals.per_name[1].tally;
+    assert_eq!(
+        (totals.counts()["RUNNING"], totals.counts()["SUCCEEDED"]),
+        (1, 2)
+    );
+    // Threads merge value by value.
+    let mut other = Recorder::new(t0, t0, 0, 2, false);
+    other.tally(t0, 1, "RUNNING");
+    r.totals.merge(&other.totals);
+    assert_eq!(r.totals.per_name[1].tally.counts()["RUNNING"], 2);
+}

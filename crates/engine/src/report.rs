@@ -98,6 +98,10 @@ pub struct NameSnapshot {
     pub errors_by_class: ErrorCounts,
     /// histogram: latency of its responses (µs), encoded as the interval's `histogram`.
     pub histogram: String,
+    /// tally: its answers in the interval by the value at its `tally` path (absent without
+    /// one; see [`crate::scenario::tally`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tally: BTreeMap<String, u64>,
 }
 
 impl IntervalSnapshot {
@@ -166,6 +170,7 @@ impl IntervalSnapshot {
                     errors: n.errors,
                     errors_by_class: n.errors_by_class,
                     histogram: encode_histogram(&n.latency),
+                    tally: n.tally.counts(),
                 };
                 (name.clone(), s)
             })
@@ -191,6 +196,10 @@ pub struct NameReport {
     /// histogram: its latency histogram (µs, encoded as [`Histograms::latency`]), so that
     /// several runs' per-name figures merge exactly (a cluster's injectors).
     pub histogram: String,
+    /// tally: scenario runs: its measured answers by the value at its `tally` path, value ->
+    /// count (absent without one; see [`crate::scenario::tally`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tally: BTreeMap<String, u64>,
 }
 
 /// Limit is what held the run's load back, as measured.
@@ -397,6 +406,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
                 latency_ms: LatencySummary::from_histogram(&s.latency),
                 failure_reasons: crate::scenario::summary::reasons(&t.flow, i),
                 histogram: encode_histogram(&s.latency),
+                tally: s.tally.counts(),
             };
             (name.clone(), r)
         })

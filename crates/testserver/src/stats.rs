@@ -52,6 +52,9 @@ pub struct TargetStats {
     pub tasks_submitted: u64,
     /// tasks_polled: `GET /tasks/submissions/ID` answered 200 (any status).
     pub tasks_polled: u64,
+    /// tasks_running: the status polls among them that answered `RUNNING` (the others said
+    /// the task was done: a tally's truth).
+    pub tasks_running: u64,
     /// tasks_results: `GET /tasks/ID` answered 200 (a finished task's result).
     pub tasks_results: u64,
     /// tasks_refused: the task app's other answers (400, 404, 405, 409, 413, 422).
@@ -61,7 +64,7 @@ pub struct TargetStats {
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 22] {
+    pub fn fields(&self) -> [(&'static str, u64); 23] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -83,6 +86,7 @@ impl TargetStats {
             ("thanks_pages", self.thanks_pages),
             ("tasks_submitted", self.tasks_submitted),
             ("tasks_polled", self.tasks_polled),
+            ("tasks_running", self.tasks_running),
             ("tasks_results", self.tasks_results),
             ("tasks_refused", self.tasks_refused),
         ]
@@ -114,6 +118,7 @@ pub(crate) struct Counters {
     thanks_pages: AtomicU64,
     tasks_submitted: AtomicU64,
     tasks_polled: AtomicU64,
+    tasks_running: AtomicU64,
     tasks_results: AtomicU64,
     tasks_refused: AtomicU64,
 }
@@ -149,7 +154,12 @@ impl Counters {
     pub(crate) fn add_task(&self, outcome: &TaskOutcome) {
         let counter = match outcome {
             TaskOutcome::Submitted(_) => &self.tasks_submitted,
-            TaskOutcome::Status { .. } => &self.tasks_polled,
+            TaskOutcome::Status { done, .. } => {
+                if !done {
+                    self.tasks_running.fetch_add(1, Ordering::Relaxed);
+                }
+                &self.tasks_polled
+            }
             TaskOutcome::Result(_) => &self.tasks_results,
             _ => &self.tasks_refused,
         };
@@ -190,6 +200,7 @@ impl Board {
                 thanks_pages: sum.thanks_pages + get(&c.thanks_pages),
                 tasks_submitted: sum.tasks_submitted + get(&c.tasks_submitted),
                 tasks_polled: sum.tasks_polled + get(&c.tasks_polled),
+                tasks_running: sum.tasks_running + get(&c.tasks_running),
                 tasks_results: sum.tasks_results + get(&c.tasks_results),
                 tasks_refused: sum.tasks_refused + get(&c.tasks_refused),
                 ..sum

@@ -191,6 +191,9 @@ def _merge_names(names: list[dict[str, Any]]) -> dict[str, Any]:
             "errors_by_class": add_counts(m["errors_by_class"] for m in mine),
             "histogram": merge_histograms([m["histogram"] for m in mine]),
         }
+        tally = add_counts(m.get("tally") or {} for m in mine)
+        if tally:
+            out[name]["tally"] = tally
     return out
 
 
@@ -208,6 +211,10 @@ def _merge_per_name(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
         reasons = add_counts(m.get("failure_reasons", {}) for m in mine)
         if reasons:
             entry["failure_reasons"] = reasons
+        # Each injector bounds its own values; added, the run's may hold a few more.
+        tally = add_counts(m.get("tally") or {} for m in mine)
+        if tally:
+            entry["tally"] = tally
         out[name] = entry
     return out
 

@@ -48,7 +48,7 @@ def figures(snap: dict[str, Any]) -> dict[str, Any]:
 
 def final_names(run: dict[str, Any], live: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """final_names is the per-name table at the end: the report's ``per_name`` figures
-    (requests, errors, p50/p95/p99), in the live table's order, with the live table's
+    (requests, errors, p50/p95/p99, tally), in the live table's order, with the live table's
     ``errors_by_class`` (the report has no classes per name). Without a ``per_name``
     (a run that never started), the live table as it stands."""
     per_name = run.get("per_name")
@@ -70,6 +70,7 @@ def final_names(run: dict[str, Any], live: Sequence[dict[str, Any]]) -> list[dic
                 "p50_ms": lat.get("p50"),
                 "p95_ms": lat.get("p95"),
                 "p99_ms": lat.get("p99"),
+                "tally": figures_.get("tally") or {},
             }
         )
     return rows

@@ -3,6 +3,8 @@
     redline_requests_total{name, outcome}        counter: outcome ``ok`` or the error class
     redline_intended_total                       counter: requests the run intended
     redline_request_duration_seconds{name}       histogram: latency from the intended send
+    redline_tally_total{name, value}             counter: a scenario request's answers by
+                                                 the value at its ``tally`` path
     redline_vus                                  gauge: virtual users (closed model)
     redline_connections, redline_in_flight       gauges
     redline_run_done                             gauge: 1 once the run ended (final figures)
@@ -188,9 +190,11 @@ class NameBook:
     cumulative bucket counts, sum, least and greatest value (seconds), read from each
     interval's histogram as it comes; and the histogram of the run so far, for the live
     page's percentiles, merged only when read (a merge re-encodes with deflate, the costliest
-    step; a run nobody watches merges every :data:`PENDING_MAX` intervals)."""
+    step; a run nobody watches merges every :data:`PENDING_MAX` intervals); and its tally
+    (answers by the value at its ``tally`` path; the engine bounds its values)."""
 
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    tally: dict[str, int] = field(default_factory=dict)
     count: int = 0
     buckets: list[int] = field(default_factory=lambda: [0] * len(BOUNDS_S))
     sum_s: float = 0.0
@@ -209,6 +213,8 @@ class NameBook:
         self.outcomes["ok"] += max(requests - answered_bad, 0)
         for cls, n in classes.items():
             self.outcomes[cls] = self.outcomes.get(cls, 0) + n
+        for value, n in (part.get("tally") or {}).items():
+            self.tally[value] = self.tally.get(value, 0) + int(n)
         hist = part.get("histogram")
         if not isinstance(hist, str) or not hist:
             return
@@ -255,6 +261,7 @@ class NameReading:
     sum_s: float
     min_s: float
     max_s: float
+    tally: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -361,7 +368,8 @@ class Ledger:
     def table(self) -> list[dict[str, Any]]:
         """table is the live page's per-name rows, in the order names first answered:
         ``name``, ``requests`` (answered), ``errors``, ``errors_by_class`` (the non-zero
-        ones) and the run so far's ``p50_ms``, ``p95_ms``, ``p99_ms``."""
+        ones), the run so far's ``p50_ms``, ``p95_ms``, ``p99_ms`` and ``tally`` (value ->
+        answers, empty for a request without one)."""
         with self._lock:
             books = [(n, dict(b.outcomes), b) for n, b in self._names.items()]
             rows = []
@@ -379,6 +387,7 @@ class Ledger:
                         "p50_ms": p50,
                         "p95_ms": p95,
                         "p99_ms": p99,
+                        "tally": dict(book.tally),
                     }
                 )
         return rows
@@ -396,6 +405,7 @@ class Ledger:
                         b.sum_s,
                         b.min_s or 0.0,
                         b.max_s or 0.0,
+                        dict(b.tally),
                     )
                     for n, b in self._names.items()
                 },
@@ -444,6 +454,17 @@ class Ledger:
             out.sample(f"{hist}_bucket", {"name": name, "le": "+Inf"}, b.count)
             out.sample(f"{hist}_count", {"name": name}, b.count)
             out.sample(f"{hist}_sum", {"name": name}, b.sum_s)
+        tallied = [(name, b.tally) for name, b in sorted(books.names.items()) if b.tally]
+        if tallied:
+            out.family(
+                "redline_tally_total",
+                "counter",
+                "Answers by the value at the request's tally path (what the service said), "
+                "after warm-up.",
+            )
+            for name, tally in tallied:
+                for said, n in sorted(tally.items()):
+                    out.sample("redline_tally_total", {"name": name, "value": said}, n)
         gauges: list[tuple[str, str, float | int | None]] = [
             ("redline_vus", "Active virtual users (closed model).", books.vus),
             ("redline_connections", "Connections open.", books.connections),

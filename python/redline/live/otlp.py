@@ -166,8 +166,11 @@ class OtlpExport:
 
         cumulative = AggregationTemporality.CUMULATIVE
         start, now = self._start_ns, time.time_ns()
-        durations, requests = [], []
+        durations, requests, tallies = [], [], []
         for name, b in sorted(books.names.items()):
+            for value, n in sorted(b.tally.items()):
+                attrs = {"redline.request.name": name, "redline.tally.value": value}
+                tallies.append(NumberDataPoint(attrs, start, now, n))
             per_bucket = [b.buckets[0]] + [
                 hi - lo for lo, hi in zip(b.buckets, b.buckets[1:], strict=False)
             ]
@@ -209,6 +212,15 @@ class OtlpExport:
                 Sum([NumberDataPoint({}, start, now, books.intended)], cumulative, True),
             ),
         ]
+        if tallies:
+            metrics.append(
+                Metric(
+                    "redline.tally",
+                    "Answers by the value at the request's tally path, after warm-up.",
+                    "{response}",
+                    Sum(tallies, cumulative, True),
+                )
+            )
         if books.vus is not None:
             metrics.append(
                 Metric(

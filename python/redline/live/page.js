@@ -87,10 +87,13 @@
       var tr = document.createElement("tr");
       if (r.errors) tr.className = "bad";
       var classes = Object.keys(r.errors_by_class || {}).map(function (k) { return k + " " + num(r.errors_by_class[k]); });
-      [r.name, num(r.requests), num(r.errors), ms(r.p50_ms), ms(r.p95_ms), ms(r.p99_ms), classes.join(" · ")].forEach(function (v, i) {
+      // What the service said: the answers by the value at the request's tally path.
+      var tally = r.tally || {};
+      var said = Object.keys(tally).sort(function (a, b) { return tally[b] - tally[a]; }).map(function (k) { return k + " " + num(tally[k]); });
+      [r.name, num(r.requests), num(r.errors), ms(r.p50_ms), ms(r.p95_ms), ms(r.p99_ms), classes.join(" · "), said.join(" · ")].forEach(function (v, i) {
         var td = document.createElement("td");
         td.textContent = v;
-        if (i === 0 || i === 6) td.style.textAlign = "left";
+        if (i === 0 || i >= 6) td.style.textAlign = "left";
         tr.appendChild(td);
       });
       body.appendChild(tr);

@@ -88,7 +88,7 @@ def render_page(
     )
     name_heads = "".join(
         f"<th>{h}</th>"
-        for h in ("name", "requests", "errors", "p50", "p95", "p99", "error classes")
+        for h in ("name", "requests", "errors", "p50", "p95", "p99", "error classes", "tally")
     )
     per_name = (
         '<section id="per-name" hidden><h2>Per request name</h2><div class="scroll">'

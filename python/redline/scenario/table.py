@@ -1,6 +1,7 @@
 """table: the end-of-run tables of a scenario run, laid out as Locust and JMeter users know
 them: per request name and per group (requests, failures, rps, mean, min, max, p50, p90,
-p95, p99), the failure reasons, and the iteration counts."""
+p95, p99), the failure reasons, what the service said (each name's tally: its answers by
+the value at its ``tally`` path) and the iteration counts."""
 
 from __future__ import annotations
 
@@ -58,6 +59,18 @@ def render(data: dict[str, Any]) -> str:
         lines.append("Failures")
         lines += _grid(
             [["Name", "Count", "Reason"]] + [[name, str(n), reason] for name, reason, n in reasons]
+        )
+    tallies = [
+        (name, value, n, sum(e["tally"].values()))
+        for name, e in sorted(data.get("per_name", {}).items())
+        if e.get("tally")
+        for value, n in sorted(e["tally"].items(), key=lambda x: -x[1])
+    ]
+    if tallies:
+        lines.append("Tallies (answers by the value at each request's tally path)")
+        lines += _grid(
+            [["Name", "Value", "Count", "Share"]]
+            + [[name, value, str(n), f"{n / total:.1%}"] for name, value, n, total in tallies]
         )
     it = sc.get("iterations")
     if it:

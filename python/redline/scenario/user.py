@@ -228,10 +228,13 @@ class User:
         status: int | tuple[int, ...] | None = None,
         checks: list[Check] | tuple[Check, ...] = (),
         follow_redirects: bool = False,
+        tally: str | None = None,
     ) -> Response:
         """request: one HTTP request. ``path`` and the values of ``params``, ``headers``,
         ``json``, ``form`` and ``body`` may hold Vars. ``name`` labels its statistics
-        (default ``METHOD path-template``). ``status`` is shorthand for a status check."""
+        (default ``METHOD path-template``). ``status`` is shorthand for a status check.
+        ``tally`` (a JSON path, ``"$.status"``) counts each answer by the value there, per
+        interval and over the run, under the request's name (every poll of a ``poll``)."""
         if not isinstance(method, str) or not _METHOD.match(method):
             raise self._error(f"bad HTTP method {method!r}")
         path_t = self._use(parts(path))
@@ -271,6 +274,11 @@ class User:
             if not isinstance(c, Check):
                 raise self._error(f"checks must be made by status(), json_eq(), ...; got {c!r}")
             step["checks"].append(dict(c.spec))
+        if tally is not None:
+            try:
+                step["tally"] = {"path": parse_path(tally), "text": tally}
+            except ValueError as e:
+                raise self._error(f"tally: {e}") from None
         self._add(step)
         return Response(self, step)
 

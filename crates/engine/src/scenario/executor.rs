@@ -65,6 +65,9 @@ pub trait Transport {
     fn started(&mut self, intended: Instant);
     /// iteration records the end of an iteration meant to start at `intended`.
     fn iteration(&mut self, intended: Instant, took: Duration, ok: bool);
+    /// tally counts an answer of `stat`, meant to start at `intended`, by `value` (the
+    /// request's `tally`).
+    fn tally(&mut self, intended: Instant, stat: usize, value: &str);
 }
 
 /// Vu is one virtual user's state between requests and iterations.
@@ -85,6 +88,8 @@ pub struct Vu {
     groups: Vec<(usize, Instant)>,
     setup_done: bool,
     location: String,
+    /// tallied: the value the last answer is tallied by (reused: no allocation per answer).
+    tallied: String,
     /// locs: per variable slot, the capture storage of the regex extraction that sets it.
     locs: Vec<Option<regex::bytes::CaptureLocations>>,
     /// sent: when the last request was meant to start (its failures are booked by it, so
@@ -124,6 +129,7 @@ impl Vu {
             groups: Vec::new(),
             setup_done: false,
             location: String::new(),
+            tallied: String::new(),
             locs: Vec::new(),
             sent: Instant::now(),
             stat: 0,
@@ -358,6 +364,7 @@ impl Vu {
                 self.jar.store(c);
             }
             if status >= 400 && !req.expected_errors.contains(&status) {
+                self.tally(req, t, intended);
                 t.reason(intended, stat, &format!("HTTP {status}"));
                 return Err(Failed);
             }
@@ -367,6 +374,7 @@ impl Vu {
                 .then(|| self.parsed.header(&self.raw, "location"))
                 .flatten()
             else {
+                self.tally(req, t, intended);
                 return Ok((status, latency));
             };
             self.location.clear();
@@ -382,6 +390,15 @@ impl Vu {
             self.render(script, req, Some(&loc));
             self.location = loc;
             intended = t.now();
+        }
+    }
+
+    /// tally counts the answer just parsed, which ends `req`, by the value at its `tally`
+    /// path, under the request's own name (a redirect it followed included).
+    fn tally<T: Transport>(&mut self, req: &Request, t: &mut T, intended: Instant) {
+        if let Some(path) = &req.tally {
+            super::tally::value_of(&self.parsed.body, path, &mut self.tallied);
+            t.tally(intended, req.stat, &self.tallied);
         }
     }
 

@@ -18,6 +18,7 @@ struct Fake<F: FnMut(&str) -> (u16, String)> {
     reasons: Vec<(usize, String)>,
     groups: Vec<(usize, Duration, bool)>,
     iterations: Vec<bool>,
+    tallies: Vec<(usize, String)>,
     started: u32,
     paused: Duration,
 }
@@ -33,6 +34,7 @@ impl<F: FnMut(&str) -> (u16, String)> Fake<F> {
             reasons: Vec::new(),
             groups: Vec::new(),
             iterations: Vec::new(),
+            tallies: Vec::new(),
             started: 0,
             paused: Duration::ZERO,
         }
@@ -86,6 +88,9 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
     fn iteration(&mut self, _: Instant, _: Duration, ok: bool) {
         self.iterations.push(ok);
     }
+    fn tally(&mut self, _: Instant, stat: usize, value: &str) {
+        self.tallies.push((stat, value.to_string()));
+    }
 }
 
 fn http(status: u16, headers: &str, body: &str) -> String {
@@ -108,10 +113,11 @@ fn seed000() -> Script {
     let p = json!({"file": "t.py", "vars": {"var.ORIGIN": "http://o/\"x\""}, "flows": [{"name": "f", "steps": [
         {"step": "request", "name": "submit", "method": "POST", "path": ["/tasks/submissions"],
          "body": {"type": "json", "template": ["{\"url\":\"", {"var": "var.ORIGIN"}, "\"}"]},
-         "checks": [{"check": "status", "in": [202]}],
+         "checks": [{"check": "status", "in": [202]}], "tally": {"path": ["status"], "text": "$.status"},
          "extract": [{"from": "json", "var": "id", "path": ["id"], "text": "$.id"}]},
         {"step": "poll", "interval_s": 1.0, "timeout_s": 10.0, "request":
             {"name": "status", "method": "GET", "path": ["/tasks/submissions/", {"var": "id"}],
+             "tally": {"path": ["status"], "text": "$.status"},
              "checks": [{"check": "json", "path": ["status"], "op": "in", "values": ["SUCCEEDED"], "text": "$.status"}]},
          "until": [{"check": "json", "path": ["status"], "op": "in", "values": ["SUCCEEDED", "FAILED"], "text": "$.status"}]},
         {"step": "request", "name": "result", "method": "GET", "path": ["/tasks/", {"var": "id"}]}
@@ -173,6 +179,39 @@ fn seed000_polls_until_done_then_fetches() {
     assert!(t.failed.is_empty() && t.reasons.is_empty());
     assert_eq!(t.iterations, [true]);
     assert_eq!(t.started, 1);
+}
+
+#[test]
+fn each_answer_is_tallied_by_its_value_under_its_name() {
+    let s = seed000();
+    let mut t = Fake::new(queue("SUCCEEDED", 3));
+    let mut vu = Vu::new(&s, 0);
+    let now = t.clock;
+    assert!(block(vu.iterate(&s, &mut t, 0, now)));
+    let want = [
+        (0, "QUEUED"),
+        (1, "RUNNING"),
+        (1, "RUNNING"),
+        (1, "SUCCEEDED"),
+    ];
+    let got: Vec<(usize, &str)> = t.tallies.iter().map(|(i, v)| (*i, v.as_str())).collect();
+    assert_eq!(
+        got, want,
+        "every poll is an answer; the result has no tally"
+    );
+    // An error status is what the service said too: tallied, then the iteration ends.
+    let mut t = Fake::new(|_: &str| (503, http(503, "", "busy")));
+    let now = t.clock;
+    assert!(!block(Vu::new(&s, 0).iterate(&s, &mut t, 0, now)));
+    assert_eq!(
+        t.tallies,
+        [(0, crate::scenario::tally::NOT_JSON.to_string())]
+    );
+    // A transport failure has no answer to tally.
+    let mut t = Fake::new(|_: &str| (0, String::new()));
+    let now = t.clock;
+    assert!(!block(Vu::new(&s, 0).iterate(&s, &mut t, 0, now)));
+    assert!(t.tallies.is_empty());
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! [`Op`]s with jumps (so the executor is a plain loop over a program counter, without
 //! recursion or boxed futures). Modules, in dependency order: `spec` (the JSON), `template`,
 //! `response`, `extract`, `check`, `cookies`, `rng`, this builder, then `executor` (one
-//! iteration of one VU over a [`executor::Transport`]) and `stats` (what it records).
+//! iteration of one VU over a [`executor::Transport`]), `stats` (what it records) and `tally`
+//! (the values a request counts of its answers).
 
 pub mod check;
 pub mod cookies;
@@ -19,6 +20,7 @@ pub mod rng;
 pub mod spec;
 pub mod stats;
 pub mod summary;
+pub mod tally;
 pub mod template;
 
 use std::collections::HashMap;
@@ -84,6 +86,9 @@ pub struct Request {
     /// expected_errors: the 4xx/5xx statuses its status check lists (`status=404`): such a
     /// response is what the flow wants, not an error (other 4xx/5xx stay errors).
     pub expected_errors: Vec<u16>,
+    /// tally: the JSON path whose value each answer that ends the request is counted by
+    /// (`tally="$.status"`; see [`tally`]).
+    pub tally: Option<Vec<spec::PathSeg>>,
 }
 
 /// Think is a pause's distribution.
@@ -411,6 +416,7 @@ impl Builder<'_> {
             extract,
             checks,
             expected_errors,
+            tally: r.tally.as_ref().map(|t| t.path.clone()),
         });
         Ok(self.requests.len() - 1)
     }

@@ -153,9 +153,22 @@ pub struct RequestSpec {
     /// checks: conditions the response must meet.
     #[serde(default)]
     pub checks: Vec<CheckSpec>,
+    /// tally: count each answer by the value at this JSON path.
+    #[serde(default)]
+    pub tally: Option<TallySpec>,
     /// line: the scenario line.
     #[serde(default)]
     pub line: Option<u32>,
+}
+
+/// TallySpec is a request's `tally="$.status"`: the path, parsed, and as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TallySpec {
+    /// path: the parsed path.
+    pub path: Vec<PathSeg>,
+    /// text: the path as written.
+    #[serde(default)]
+    pub text: String,
 }
 
 /// StepSpec is one step of a flow.
