@@ -105,3 +105,25 @@ def test_a_run_that_is_not_live_refuses_targets_and_bad_values_are_refused():
         assert target.stats()["requests"] - before == parts["answered"] + parts["unfinished"]
         # report() is repeatable.
         assert live.report() == live.report()
+
+
+def test_a_trickle_that_puts_the_next_hit_past_the_end_leaves_every_thread_sending():
+    """A search drops the rate to a trickle between steps; at 0.05 req/s each thread's next
+    hit falls past the run's planned end. The lanes must idle, not end: when the rate comes
+    back, the server counts all of it (the old engine ended them, and a thread left without
+    lanes sent nothing again: a recovery check got exactly half its rate)."""
+    with redline.Target() as target:
+        handle = _engine.start_run(live_config(target.url + "/", rate=400.0, duration_s=8.0))
+        snapshots(handle, 4)
+        handle.set_target(0.05)
+        snapshots(handle, 4)
+        handle.set_target(400.0)
+        snapshots(handle, 2)
+        before = target.stats()["requests"]
+        t0 = time.monotonic()
+        snapshots(handle, 8)
+        counted = target.stats()["requests"] - before
+        rate = counted / (time.monotonic() - t0)
+        handle.stop()
+        json.loads(handle.report())
+    assert 340 < rate < 460, f"server counted {rate:.0f} req/s after the trickle"

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -381,15 +382,26 @@ def test_the_report_draws_both_configurations_in_a_browser(two_slots):
     assert doc["best"]["text"] in seen["answers"]
 
 
-def test_ctrl_c_in_a_search_stops_its_service_and_keeps_what_ran():
-    started: list[int] = []
-    seen: list[dict[str, Any]] = []
+def _interrupt_after(
+    n: int, before: Callable[[], None] = lambda: None
+) -> Callable[[dict[str, Any], float, str], None]:
+    """_interrupt_after is a search's on_snapshot that presses Ctrl-C at its ``n``-th
+    snapshot (after calling ``before``, to look at the processes as they stood)."""
+    seen = 0
 
-    def interrupt(snap, load, phase):
-        seen.append(snap)
-        if len(seen) == 12:
+    def interrupt(snap: dict[str, Any], load: float, phase: str) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == n:
+            before()
             raise KeyboardInterrupt
 
+    return interrupt
+
+
+def test_ctrl_c_in_a_search_stops_its_service_and_keeps_what_ran():
+    started: list[int] = []
+    interrupt = _interrupt_after(12)
     doc = experiment(
         "http://127.0.0.1:{port}/",
         TARGET,
@@ -422,15 +434,12 @@ def test_ctrl_c_in_a_taskqueue_search_stops_the_server_and_its_pool_workers():
     compiled = load(EXAMPLES / "factorials.py")
     started: list[int] = []
     tree: list[psutil.Process] = []
-    seen: list[dict[str, Any]] = []
 
-    def interrupt(snap, load, phase):
-        seen.append(snap)
-        if len(seen) == 8:
-            server = psutil.Process(started[0])
-            tree.extend([server, *server.children(recursive=True)])
-            raise KeyboardInterrupt
+    def keep_tree() -> None:
+        server = psutil.Process(started[0])
+        tree.extend([server, *server.children(recursive=True)])
 
+    interrupt = _interrupt_after(8, keep_tree)
     doc = experiment(
         "http://127.0.0.1:{port}",
         command,

@@ -27,6 +27,12 @@ pub const FOLLOW_TICK: Duration = Duration::from_millis(10);
 /// its own instant on it, not at its next recheck.
 pub const RECHECK_S: f64 = 0.1;
 
+/// OPEN_RECHECK_S is how long, in a live open-model run, a lane whose next hit the current
+/// rate puts past the run's end (a trickle, a rate of 0) idles before asking again. The rate
+/// changes only by a new target, which wakes idle lanes at once, so this is a backstop, long
+/// enough that a thousand idle lanes cost nothing.
+pub const OPEN_RECHECK_S: f64 = 1.0;
+
 /// LoadControl is the live profile of a run, shared by the caller and the worker threads.
 #[derive(Debug, Default)]
 pub struct LoadControl {

@@ -100,6 +100,7 @@ impl Shared {
                 end,
                 limit: cfg.requests,
                 stride,
+                recheck: cfg.live.then_some(crate::control::OPEN_RECHECK_S),
             }),
         };
         // Lanes come in groups of `streams` (one connection each), shared out by connection.
@@ -229,6 +230,18 @@ pub(crate) async fn grow_pool(s: Rc<Shared>) {
         let pace = s.pacer.borrow().pace(start.elapsed(), s.hits.get(), 0);
         let at = match pace {
             Pace::Due(at) => start + at,
+            Pace::Idle(at) => {
+                // A live run's trickle or pause: nothing falls due before the end at this
+                // rate; look again when the rate changes (or at the recheck).
+                let changed = s.retarget.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                tokio::select! {
+                    () = tokio::time::sleep_until((start + at).into()) => {}
+                    () = &mut changed => {}
+                }
+                continue;
+            }
             _ => return,
         };
         let check = at.max(Instant::now()) + LATE_SLACK;

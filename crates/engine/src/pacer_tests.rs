@@ -89,6 +89,7 @@ fn open_pacer_schedules_hits_at_the_rate() {
         end,
         limit,
         stride,
+        recheck: None,
     };
     // label, pacer, hits so far, expected
     let cases = [
@@ -176,6 +177,7 @@ fn open_pacer_threads_split_a_limit_exactly() {
                     stride: threads,
                     offset: t,
                 },
+                recheck: None,
             };
             let mut hits = 0;
             while p.pace(Duration::ZERO, hits, 0) != Pace::Stop {
@@ -284,6 +286,7 @@ fn open_pacer_counts_the_hits_due_by_a_time() {
         end,
         limit,
         stride,
+        recheck: None,
     };
     // label, pacer, elapsed, due
     let cases = [
@@ -451,6 +454,7 @@ fn open_pacer_stays_continuous_across_a_retarget() {
         end: Some(60.0),
         limit: None,
         stride: ONE,
+        recheck: None,
     };
     let before = p.due_by(secs(10.0));
     p.rate.retarget(10.0, 1000.0, 0.0);
@@ -580,4 +584,39 @@ fn a_joining_vu_is_jittered_within_the_gap_between_two_joins() {
             "{label}: {got:?}, want {want:?}"
         );
     }
+}
+
+#[test]
+fn open_pacer_in_a_live_run_idles_lanes_whose_next_hit_falls_past_the_end() {
+    // A trickle of 0.05/s from 2 s: hit 201 (the one after the last at 100/s) is due at
+    // 2 + 1/0.05 = 22 s, past the 8 s end. A live run's lane idles and asks again; any other
+    // stops.
+    let mut rate = Profile::constant(100.0);
+    rate.retarget(2.0, 0.05, 0.0);
+    let mut p = OpenPacer {
+        rate,
+        end: Some(8.0),
+        limit: None,
+        stride: ONE,
+        recheck: Some(1.0),
+    };
+    assert_eq!(p.pace(secs(3.0), 201, 0), Pace::Idle(secs(4.0)));
+    assert_eq!(
+        p.pace(secs(7.5), 201, 0),
+        Pace::Stop,
+        "no recheck past the end"
+    );
+    // The rate back at 100/s from 4 s: the same hit is due 9 ms later (0.1 of it accrued).
+    p.rate.retarget(4.0, 100.0, 0.0);
+    match p.pace(secs(4.0), 201, 0) {
+        Pace::Due(d) => assert!(close(d.as_secs_f64(), 4.009), "{d:?}"),
+        other => panic!("{other:?}"),
+    }
+    p.recheck = None;
+    p.rate.retarget(5.0, 0.05, 0.0);
+    assert_eq!(
+        p.pace(secs(5.0), 301, 0),
+        Pace::Stop,
+        "not live: the lane is done"
+    );
 }
