@@ -21,6 +21,10 @@ use crate::pacer::Profile;
 /// change starts on that thread.
 pub const FOLLOW_TICK: Duration = Duration::from_millis(10);
 
+/// CHANGE_LEAD is how far ahead of a [`LoadControl::set_target`] call its change starts: two
+/// [`FOLLOW_TICK`]s, so a worker thread whose tick came a little late has installed it too.
+pub const CHANGE_LEAD: Duration = Duration::from_millis(20);
+
 /// RECHECK_S is how often, in a live closed-model run, a VU above the current count wakes to
 /// see whether the count has risen (a lowered target leaves VUs idle, not gone). A new
 /// target wakes them at once as well (`Shared::retarget`), so a VU joining a ramp starts at
@@ -77,8 +81,9 @@ impl LoadControl {
 
     /// set_target moves the load to `value` (VUs in the closed model, requests per second in
     /// the open one), ramping linearly over `ramp` from the load at the moment of the call,
-    /// then holding. It returns the moment of the change, in seconds since the run's start,
-    /// so the caller can line the per-interval snapshots up with its steps.
+    /// then holding, from [`CHANGE_LEAD`] after the call. It returns the moment of the change,
+    /// in seconds since the run's start, so the caller can line the per-interval snapshots
+    /// up with its steps.
     pub fn set_target(&self, value: f64, ramp: Duration) -> Result<f64, EngineError> {
         if !(value.is_finite() && value > 0.0) {
             return Err(EngineError::config(format!(
@@ -93,7 +98,15 @@ impl LoadControl {
             )));
         }
         let mut live = self.live();
-        let at = live.start.map_or(0.0, |s| s.elapsed().as_secs_f64());
+        // The change starts CHANGE_LEAD from now, by when every worker thread has installed
+        // it (each looks once per FOLLOW_TICK); until then the old profile holds, for the
+        // threads and in the new profile alike. Starting it at once let the threads send
+        // the old rate's hits for up to a tick past the change, and a drop to a trickle then
+        // found them ahead of its schedule and sent nothing until it caught up (46,100 to
+        // 5 req/s: one tick's 461 hits, over 90 s of silence).
+        let at = live.start.map_or(0.0, |s| {
+            s.elapsed().as_secs_f64() + CHANGE_LEAD.as_secs_f64()
+        });
         let profile = live.profile.as_mut().ok_or_else(|| {
             EngineError::config("this run is not live: start it with live set to change its load")
         })?;

@@ -206,7 +206,8 @@ fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
     let load = live.control.load().clone();
     let ramp = |label: &str| {
         let from = seen.first_requests().len();
-        let set = std::time::Instant::now();
+        // The change starts CHANGE_LEAD after the call: the ramp's instants count from there.
+        let set = std::time::Instant::now() + redline_engine::control::CHANGE_LEAD;
         load.set_target(1000.0, Duration::from_secs(1))
             .expect("live");
         let snaps = live.next(6); // 1.5 s: the ramp and the first answers after it
@@ -230,7 +231,7 @@ fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
         let p90 = late.get(late.len() * 9 / 10).copied().unwrap_or_default();
         let worst = late.last().copied().unwrap_or_default();
         eprintln!("{label}: off its instant on the ramp: p90 {p90:?}, furthest {worst:?}");
-        // The 10 ms the threads take to see the change, the jitter (1 ms here) and the
+        // The threads see the change by its start (up to 10 ms late on a busy one), the jitter (1 ms here) and the
         // scheduling of a busy box, which holds a few users back by tens of ms (seen: 52 ms in
         // CI); an idle VU waiting for its 100 ms recheck instead of being woken by the change
         // is late by up to 100 ms, evenly: most of them, not a few. Hence the bound on the
@@ -262,4 +263,37 @@ fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
     ramp("after a fall");
     let r = live.finish();
     assert!(r.requests > 0);
+}
+
+#[test]
+fn a_drop_to_a_trickle_sends_the_trickle_at_once() {
+    // 20,000/s, then 20/s: hits the threads sent at the old rate after the change would be
+    // ahead of the trickle's schedule (one 10 ms tick: up to 200 hits, 10 s of silence at
+    // 20/s). The change starts when every thread has it, so the trickle goes out at once.
+    let server = start(Mode::Ok {
+        delay: Duration::ZERO,
+    });
+    let run = go(RunConfig {
+        rate: Some(20_000.0),
+        ..live(server.url("/"))
+    });
+    run.next(4);
+    let at = run
+        .control
+        .load()
+        .set_target(20.0, Duration::ZERO)
+        .expect("live");
+    let after = run.next(10);
+    let report = run.finish();
+    // The intervals wholly after the change: 20/s, 5 a quarter second, every one of them.
+    let trickle: Vec<_> = after.iter().filter(|s| s.t_s - 0.25 >= at).collect();
+    assert!(trickle.len() >= 7, "{} intervals", trickle.len());
+    let sent: f64 = trickle.iter().map(|s| s.achieved_rate * 0.25).sum();
+    let want = 20.0 * 0.25 * trickle.len() as f64;
+    assert!(
+        (sent - want).abs() <= 0.2 * want + 1.0,
+        "sent {sent} in the trickle's {} intervals, schedule {want}",
+        trickle.len()
+    );
+    assert!(report.requests > 0);
 }
