@@ -30,17 +30,22 @@ def snapshots(handle: _engine.RunHandle, n: int) -> list[dict]:
     return got
 
 
+def served_rate(handle: _engine.RunHandle, target: redline.Target) -> float:
+    """served_rate is the rate the server counted over eight intervals, from a whole
+    interval after a change (the change's own interval and the next are left out)."""
+    snapshots(handle, 2)
+    before = target.stats()["requests"]
+    t0 = time.monotonic()
+    snapshots(handle, 8)
+    return (target.stats()["requests"] - before) / (time.monotonic() - t0)
+
+
 def test_set_target_changes_the_rate_the_server_counts():
     with redline.Target() as target:
         handle = _engine.start_run(live_config(target.url + "/", rate=200.0))
         snapshots(handle, 4)
         at = handle.set_target(800.0)
-        snapshots(handle, 2)  # the change, then a whole interval after it
-        before = target.stats()["requests"]
-        t0 = time.monotonic()
-        snapshots(handle, 8)
-        counted = target.stats()["requests"] - before
-        rate = counted / (time.monotonic() - t0)
+        rate = served_rate(handle, target)
         handle.stop()
         report = json.loads(handle.report())
         seen = target.stats()["requests"]
@@ -118,12 +123,7 @@ def test_a_trickle_that_puts_the_next_hit_past_the_end_leaves_every_thread_sendi
         handle.set_target(0.05)
         snapshots(handle, 4)
         handle.set_target(400.0)
-        snapshots(handle, 2)
-        before = target.stats()["requests"]
-        t0 = time.monotonic()
-        snapshots(handle, 8)
-        counted = target.stats()["requests"] - before
-        rate = counted / (time.monotonic() - t0)
+        rate = served_rate(handle, target)
         handle.stop()
         json.loads(handle.report())
     assert 340 < rate < 460, f"server counted {rate:.0f} req/s after the trickle"

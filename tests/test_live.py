@@ -504,15 +504,17 @@ def test_prometheus_counters_equal_the_report_and_linger(target, tmp_path):
         urllib.request.urlopen(url, timeout=WAIT_S)
 
 
-def test_prometheus_counts_a_scenario_per_name(target, tmp_path):
-    """A scenario run (the survey: a form, its post and the redirect): one series per
-    request name, each name's counters the sum of the intervals' own and what the server
-    served (its form pages, posts and thank-you pages), ``_count`` its answered requests."""
+def _scrape_a_run(
+    target: redline.Target, tmp_path: Any, scenario: str, *argv: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
+    """_scrape_a_run runs a scenario against the target with ``--prometheus`` and a linger,
+    scrapes the final figures while it lingers, and returns the metric families, the JSON
+    result and what the server counted meanwhile."""
     out = tmp_path / "run.json"
     before = target.stats()
     cli = Cli(
-        "run", "examples/survey.py", "--host", target.url, "-u", "4", "-d", "1.5s",
-        "--interval", "0.25s", "--prometheus", "0", "--linger", "1s", "--json", str(out), "-q",
+        "run", scenario, "--host", target.url, *argv, "--interval", "0.25s",
+        "--prometheus", "0", "--linger", "1s", "--json", str(out), "-q",
     )  # fmt: skip
     try:
         url = cli.wait_line(r"Prometheus metrics at (\S+)").group(1)
@@ -523,7 +525,16 @@ def test_prometheus_counts_a_scenario_per_name(target, tmp_path):
         cli.kill()
     assert code == 0, err
     seen = {k: v - before[k] for k, v in target.stats().items()}
-    result = json.loads(out.read_text())
+    return families, json.loads(out.read_text()), seen
+
+
+def test_prometheus_counts_a_scenario_per_name(target, tmp_path):
+    """A scenario run (the survey: a form, its post and the redirect): one series per
+    request name, each name's counters the sum of the intervals' own and what the server
+    served (its form pages, posts and thank-you pages), ``_count`` its answered requests."""
+    families, result, seen = _scrape_a_run(
+        target, tmp_path, "examples/survey.py", "-u", "4", "-d", "1.5s"
+    )
     answered: dict[str, float] = {}
     for sample in families["redline_requests"].samples:
         if sample.labels["outcome"] in ("ok", "status", "check"):
@@ -563,22 +574,7 @@ def test_prometheus_exports_a_tally_as_the_report_and_the_server_count_it(target
     counted; the live page's per-name rows carry it."""
     scenario = tmp_path / "tally.py"
     scenario.write_text(TALLIED)
-    out = tmp_path / "run.json"
-    before = target.stats()
-    cli = Cli(
-        "run", str(scenario), "--host", target.url, "-d", "1.5s", "--interval", "0.25s",
-        "--prometheus", "0", "--linger", "1s", "--json", str(out), "-q",
-    )  # fmt: skip
-    try:
-        url = cli.wait_line(r"Prometheus metrics at (\S+)").group(1)
-        cli.wait_line("serving the final figures")
-        families = _scrape(url)
-        code, _, err = cli.finish()
-    finally:
-        cli.kill()
-    assert code == 0, err
-    seen = {k: v - before[k] for k, v in target.stats().items()}
-    result = json.loads(out.read_text())
+    families, result, seen = _scrape_a_run(target, tmp_path, str(scenario), "-d", "1.5s")
     exported = {
         (s.labels["name"], s.labels["value"]): s.value for s in families["redline_tally"].samples
     }
