@@ -429,31 +429,40 @@ def test_find_answers_are_read_from_their_steps():
     assert d.facts["limit reason"] == "knee" and d.facts["optimal load"] == "1 users"
 
 
-@pytest.mark.parametrize("what", ["submit", "iterations"])
-def test_a_find_in_tasks_is_compared_in_tasks(what):
-    """A search that counted one request name (taskqueue's submit, as tasks) or a scenario's
-    iterations gives its answers in that unit; compare's goodput of its steps is the same
-    unit: 50 tasks a second, not the 200 requests a second of submits, polls and reads. One
-    submit of the 50 was refused (503): 49 good."""
+@pytest.mark.parametrize(
+    ("what", "good", "failed"),
+    [("submit", 49.0, 0.02), ("iterations", 49.0, 0.02), ("status:SUCCEEDED", 45.0, 0.1)],
+)
+def test_a_find_in_tasks_is_compared_in_tasks(what, good, failed):
+    """A search that counted one request name (taskqueue's submit, as tasks), a scenario's
+    iterations, or the status polls that said SUCCEEDED gives its answers in that unit;
+    compare's goodput of its steps is the same unit: 50 tasks a second, not the 200 requests
+    a second of submits, polls and reads. One submit of the 50 was refused (503): 49 good; of
+    the tasks polled to their end, 45 said SUCCEEDED and 5 FAILED (a failed check)."""
     ts = []
     for i in range(1, 9):
         snap = _snap(float(i), 200, histogram=None)
         snap["names"] = {
             "submit": {"requests": 50, "errors": 1, "errors_by_class": {"status": 1}},
-            "status": {"requests": 150, "errors": 0},
+            "status": {
+                "requests": 150,
+                "errors": 5,
+                "errors_by_class": {"check": 5},
+                "tally": {"QUEUED": 70, "RUNNING": 30, "SUCCEEDED": 45, "FAILED": 5},
+            },
         }
         snap["iterations"] = {"completed": 49, "failed": 1}
         ts.append(snap)
     steps = [{"index": 0, "phase": "confirm", "load": 8, "start_s": 0.0, "end_s": 8.0}]
     answers = {"steady_state_load": 8, "optimal": None, "limit": {}}
     data = {"model": "closed", "answers": answers, "steps": steps, "timeseries": ts}
-    for throughput, rps in ((what, 49.0), ("requests", 200.0)):
+    for throughput, rps, rate in ((what, good, failed), ("requests", 200.0, 0.0)):
         d = compare.read({**data, "config": {"throughput": throughput}}, "f.json")
         c = compare.compare(d, d)
         row = c.row(Figure.RPS, "steady state")
         assert row is not None and row.base == pytest.approx(rps), (throughput, row)
         errors = c.row(Figure.ERRORS, "steady state")
-        assert errors is not None and errors.base == pytest.approx(0.0 if rps == 200 else 0.02)
+        assert errors is not None and errors.base == pytest.approx(rate), (throughput, errors)
 
 
 def test_the_u_test_gives_scipys_p_values():

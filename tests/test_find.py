@@ -205,12 +205,29 @@ def test_ctrl_c_keeps_the_steps_that_ran(queue):
         (["--max-errors", "lots"], "--max-errors"),
         (["--max-time", "5s"], "--max-time"),
         (["--service-cpu", "50"], "monitored"),
+        (["--throughput", "status:"], "--throughput status:: ':' takes a request name"),
+        (["--throughput", "status:SUCCEEDED"], "only a scenario has iterations, names"),
     ],
 )
 def test_bad_find_options_are_one_line(argv, message, capsys):
     assert cli.main(["find", "http://127.0.0.1:9/", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("throughput", "message"),
+    [
+        ("submit:SUCCEEDED", "the scenario's 'submit' requests have no tally"),
+        ("poll:SUCCEEDED", "not a request name of the scenario (names: result, status, submit)"),
+    ],
+)
+def test_a_tally_meter_needs_a_tallied_name_of_the_scenario(throughput, message, capsys):
+    scenario = str(Path(__file__).resolve().parents[1] / "examples" / "taskqueue.py")
+    argv = ["find", scenario, "--host", "http://127.0.0.1:9", "--throughput", throughput]
+    assert cli.main([*argv, "--var", "ORIGIN=http://127.0.0.1:9/"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err, err
 
 
 def test_monitor_cmd_starts_watches_and_stops_the_service(tmp_path, capsys):

@@ -184,15 +184,23 @@ def search(service: Service, model: str, limits: Limits | None = None, **plan: A
     engine = FakeEngine(service, model, seed=plan.pop("seed", 1), jitter_ms=plan.pop("jitter", 0))
     busy = plan.pop("busy", 0.1)
     wait = plan.pop("wait", 0.02)
+    machine = plan.pop("machine", None)
+
+    def sample(t0: float, t1: float) -> dict[str, float]:
+        figures = {
+            "generator_busy": busy(engine.load) if callable(busy) else busy,
+            "generator_wait": wait(engine.load) if callable(wait) else wait,
+        }
+        if machine is not None:
+            figures["machine_busy"], figures["generator_share"] = machine(engine.load)
+        return figures
+
     p = Plan(model=model, start=1.0 if model == "closed" else 50.0, **plan)
     s = Search(
         engine,
         p,
         limits or Limits(),
-        sample=lambda t0, t1: {
-            "generator_busy": busy(engine.load) if callable(busy) else busy,
-            "generator_wait": wait(engine.load) if callable(wait) else wait,
-        },
+        sample=sample,
         clock=engine.clock,
         interval_s=DT,
     )
@@ -312,6 +320,40 @@ def test_every_answer_a_503_is_a_100_percent_error_rate():
     assert Meter().count(timeouts).total == 13
 
 
+def test_a_tally_meter_counts_the_answers_that_said_its_value():
+    """status:SUCCEEDED counts a task when a user's poll saw it done: of 150 status answers,
+    45 said SUCCEEDED (good), 5 said FAILED and failed their check (failed), the QUEUED and
+    RUNNING ones are neither; a name's timeout is failed too."""
+    snap = {
+        "requests": 200,
+        "names": {
+            "status": {
+                "requests": 150,
+                "errors": 7,
+                "errors_by_class": {"check": 5, "timeout": 2},
+                "tally": {"QUEUED": 70, "RUNNING": 30, "SUCCEEDED": 45, "FAILED": 5},
+            },
+        },
+    }
+    m = Meter.parse("status:SUCCEEDED=tasks")
+    assert (m.what, m.value, m.label, m.unit, m.spec) == (
+        "status",
+        "SUCCEEDED",
+        "tasks",
+        "tasks/s",
+        "status:SUCCEEDED",
+    )
+    o = m.count(snap)
+    assert (o.good, o.failed, o.failed_checks, o.refused) == (45, 7, 5, 0)
+    assert o.error_rate == pytest.approx(7 / 52)
+    # A name not seen yet in an interval, or a value not said in it, counts nothing.
+    assert Meter.parse("status:LOST").count(snap).good == 0
+    assert Meter.parse("result:SUCCEEDED").count(snap).total == 0
+    for bad in ("status:", ":SUCCEEDED", "requests:x", "iterations:x", "status=a b"):
+        with pytest.raises(ValueError):
+            Meter.parse(bad)
+
+
 def test_errors_stop_the_search_and_are_named():
     out, _, _ = search(Slots(50, 10.0, queue_limit=20), "open")
     assert out.reason in ("errors", "backlog")
@@ -357,6 +399,41 @@ def test_a_generator_starved_of_cpu_on_a_failing_step_is_named(label, service, w
     else:
         truth = service.rate if isinstance(service, Bucket) else service.capacity
         assert abs(capacity_of(out, "open") - truth) <= 0.03 * truth
+
+
+def _shared_past(load: float, busy: float = 0.97, share: float = 0.45):
+    """_shared_past: the machine's (busy, redline's share) of the immediate answer on 2
+    shared cores (bench/results/find.md): saturated, redline on 33-50 % of it, past ``load``
+    (req/s or users), and idle-ish under it."""
+    return lambda x: (busy, share) if x > load else (0.5, 0.1)
+
+
+@pytest.mark.parametrize(
+    ("label", "service", "model", "machine", "named"),
+    [
+        # The immediate answer on 2 shared cores: past 20,000 req/s (8 users) the machine
+        # is saturated and redline runs on 45 % of it, its workers waiting only 10 %.
+        ("immediate, open", Slots(4, 0.1), "open", _shared_past(20_000), True),
+        ("immediate, closed", Slots(4, 0.1), "closed", _shared_past(8), True),
+        # A saturated machine where redline runs on a tenth of it (make demo: 8-12 %): the
+        # service's own queue is the limit.
+        ("light generator", Slots(8, 10.0), "open", _shared_past(0, share=0.1), False),
+        # redline on half of a machine not saturated: the service has CPU to spare.
+        ("spare CPU", Slots(8, 10.0), "open", _shared_past(0, busy=0.7, share=0.5), False),
+        # Refusals are the service's answer, whoever took the CPU.
+        ("a rate limit", Bucket(500.0), "open", _shared_past(0), False),
+    ],
+)
+def test_a_generator_sharing_a_saturated_machine_is_named(label, service, model, machine, named):
+    out, _, _ = search(service, model, wait=0.1, machine=machine)
+    assert (out.reason == "generator") == named, (label, out.reason, out.detail)
+    assert all(x.fired != ["generator"] for x in out.steps), label
+    if named:
+        assert "machine's CPUs were 97% busy" in out.detail, out.detail
+        assert "ran on 45% of them" in out.detail, out.detail
+    else:
+        truth = service.rate if isinstance(service, Bucket) else service.capacity
+        assert abs(capacity_of(out, model) - truth) <= 0.03 * truth, (label, out.reason)
 
 
 class Aftermath(Slots):

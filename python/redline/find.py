@@ -25,7 +25,7 @@ from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
 from redline.runner import ClusterOptions, build_config, start_handle
 from redline.search import CONDITIONS, Ended, Limits, Outcome, Plan, Search, Slo, Step
-from redline.usage import worker_cpu_s
+from redline.usage import machine_cpu_s, worker_cpu_s
 
 #: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).
 CONFIRM_S = 10.0
@@ -43,6 +43,9 @@ class LiveRun:
         #: _injector_cpu: a cluster run's worker CPU, per injector, at each snapshot
         #: ([ran_s, waited_s, threads], as :func:`worker_cpu_s`).
         self._injector_cpu: list[tuple[float, dict[str, list[float]]]] = []
+        #: _machine: at each local snapshot, the workers' run time and the machine's busy and
+        #: total CPU time (seconds; :func:`machine_cpu_s`).
+        self._machine: list[tuple[float, float, float, float]] = []
 
     def set_target(self, value: float, ramp_s: float = 0.0) -> float:
         return float(self.handle.set_target(value, ramp_s))
@@ -58,6 +61,9 @@ class LiveRun:
             cpu = worker_cpu_s()
             if cpu is not None:
                 self._cpu.append((float(snap["t_s"]), *cpu))
+                machine = machine_cpu_s()
+                if machine is not None:
+                    self._machine.append((float(snap["t_s"]), cpu[0], *machine))
         self.timeseries.append(snap)
         return snap
 
@@ -78,6 +84,21 @@ class LiveRun:
         load, and the figures then describe the machine."""
         shares = self._worker_shares(t0, t1)
         return None if shares is None else shares[1]
+
+    def machine(self, t0: float, t1: float) -> tuple[float, float] | None:
+        """machine is how busy this machine's CPUs were over [t0, t1] and the share of them
+        redline's workers ran on (both shares of the machine's CPU time): a load generator
+        that takes a good part of a saturated machine takes it from a service on the same
+        machine. None on a cluster (the injectors' machines are not this one's)."""
+        if self._injector_cpu:
+            return None
+        inside = [x for x in self._machine if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
+        if len(inside) < 2:
+            return None
+        (_, ra, ba, ta), (_, rb, bb, tb) = inside[0], inside[-1]
+        if tb <= ta:
+            return None
+        return (bb - ba) / (tb - ta), (rb - ra) / (tb - ta)
 
     def _worker_shares(self, t0: float, t1: float) -> tuple[float, float] | None:
         """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time;
@@ -262,6 +283,9 @@ def find(
         wait = live.generator_wait(t0, t1)
         if wait is not None:
             figures["generator_wait"] = wait
+        machine = live.machine(t0, t1)
+        if machine is not None:
+            figures["machine_busy"], figures["generator_share"] = machine
         if monitor is not None:
             figures.update(monitor.window(t0, t1))
         return figures
@@ -321,7 +345,7 @@ def find(
         "soak_s": soak,
         "interval_s": interval,
         "threads": config.get("threads"),
-        "throughput": meter.what,
+        "throughput": meter.spec,
         "stop_at_knee": stop_at_knee,
     }
     steady, notes = steady_answer(outcome.best, search)
@@ -378,34 +402,45 @@ def steady_answer(best: Step | None, search: Search) -> tuple[Step | None, list[
 
 
 def _meter(throughput: str, plan: dict[str, Any] | None) -> Meter:
-    """_meter checks what ``--throughput`` counts: requests, a scenario's iterations, or one
-    of its request names, optionally labelled (``submit=tasks`` answers in tasks/s)."""
-    what, _, label = throughput.partition("=")
-    if label and not label.isidentifier():
-        raise ConfigError(f"--throughput {throughput}: the label after '=' must be a word")
-    if what == "requests":
-        return Meter(label=label or None)
+    """_meter checks what ``--throughput`` counts: requests, a scenario's iterations, one of
+    its request names, or the answers of a tallied name that said one value, optionally
+    labelled (``submit=tasks`` and ``status:SUCCEEDED=tasks`` answer in tasks/s)."""
+    try:
+        meter = Meter.parse(throughput)
+    except ValueError as e:
+        raise ConfigError(f"--throughput {e}") from None
+    if meter.what == "requests":
+        return meter
     if plan is None:
-        raise ConfigError(f"--throughput {throughput}: only a scenario has iterations or names")
-    if what == "iterations":
-        return Meter("iterations", label or None)
+        raise ConfigError(
+            f"--throughput {throughput}: only a scenario has iterations, names or tallies"
+        )
+    if meter.what == "iterations":
+        return meter
     names = _plan_names(plan)
-    if what not in names:
+    if meter.what not in names:
         listed = ", ".join(sorted(names)) or "none"
         raise ConfigError(
-            f"--throughput {what}: not a request name of the scenario (names: {listed})"
+            f"--throughput {meter.what}: not a request name of the scenario (names: {listed})"
         )
-    return Meter(what, label or None)
+    if meter.value is not None and meter.what not in _plan_names(plan, tallied=True):
+        raise ConfigError(
+            f"--throughput {throughput}: the scenario's '{meter.what}' requests have no"
+            f' tally (write tally="$.status" on them)'
+        )
+    return meter
 
 
-def _plan_names(plan: dict[str, Any]) -> set[str]:
-    """_plan_names are the request names a compiled plan records under."""
+def _plan_names(plan: dict[str, Any], tallied: bool = False) -> set[str]:
+    """_plan_names are the request names a compiled plan records under (``tallied``: only
+    those of requests that tally a value)."""
     out: set[str] = set()
 
     def walk(v: Any) -> None:
         if isinstance(v, dict):
             name = v.get("name")
-            if isinstance(name, str) and ("method" in v or "path" in v or "url" in v):
+            request = "method" in v or "path" in v or "url" in v
+            if isinstance(name, str) and request and (v.get("tally") or not tallied):
                 out.add(name)
             for x in v.values():
                 walk(x)

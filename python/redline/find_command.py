@@ -57,9 +57,10 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument(
         "--throughput",
         default="requests",
-        metavar="requests|iterations|NAME[=LABEL]",
-        help="what throughput counts: requests (default), a scenario's iterations, or the"
-        " requests of one name; '=LABEL' names the unit (e.g. submit=tasks: tasks/s)",
+        metavar="requests|iterations|NAME[:VALUE][=LABEL]",
+        help="what throughput counts: requests (default), a scenario's iterations, the"
+        " requests of one name, or its answers whose tally said VALUE; '=LABEL' names the"
+        " unit (e.g. status:SUCCEEDED=tasks: tasks/s)",
     )
     f.add_argument(
         "--stop-at-knee",

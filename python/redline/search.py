@@ -112,6 +112,14 @@ MIN_DEFICIT = 0.02
 #: 10 ms capacity queue's under 5 %.
 STARVED = 0.25
 
+#: MACHINE_BUSY, SHARED: a failing step on a machine whose CPUs were this busy, of which
+#: redline's workers ran on this share or more, is the machine's limit: the generator took
+#: the CPU a service on the same machine needed. Seen on 2 shared cores: the immediate
+#: target's failing open-model steps had the workers at 33-50 % of the machine (and waiting
+#: for a CPU only 9-21 % of their time, under STARVED); `make demo`'s at 8-12 % of it.
+MACHINE_BUSY = 0.9
+SHARED = 0.25
+
 #: LATENCY_FAILURES: the conditions a starved generator explains (it cannot explain refusals).
 LATENCY_FAILURES = frozenset({"backlog", "slo", "collapse", "plateau", "retrograde"})
 
@@ -203,6 +211,10 @@ class Step(StepResult):
     generator_busy: float | None = None
     #: generator_wait: the share of the generator workers' time spent runnable without a CPU.
     generator_wait: float | None = None
+    #: machine_busy: how busy this machine's CPUs were over the step (a share of their time).
+    machine_busy: float | None = None
+    #: generator_share: the share of this machine's CPU time redline's workers ran on.
+    generator_share: float | None = None
     #: latency_rise_t: the latency rise in standard errors of its trend.
     latency_rise_t: float | None = None
     #: stalled: closed model: "flat" or "fell" when the users added bought no significant
@@ -820,6 +832,8 @@ class Search:
             queue_growth_rps=growth,
             generator_busy=figures.pop("generator_busy", None),
             generator_wait=figures.pop("generator_wait", None),
+            machine_busy=figures.pop("machine_busy", None),
+            generator_share=figures.pop("generator_share", None),
             service=figures,
             # Percentiles from the merged histograms, errors by class, mean in-flight.
             **aggregate_step(used, self.meter),
@@ -864,20 +878,22 @@ class Search:
             )
         if self.plan.model == "closed" and phase_compares(step.phase):
             self._judge_growth(step, fire, why, unit)
-        starved = step.generator_wait is not None and step.generator_wait >= STARVED
         if (
             lim.generator_busy is not None
-            and starved
             and set(step.fired) & LATENCY_FAILURES
             # Errors are the service's own answer (refusals, failures): starvation explains
             # a latency, never an error status.
             and not set(step.fired) & {"generator", "errors"}
         ):
-            fire(
-                "generator",
-                f"redline's worker threads waited for a CPU {step.generator_wait:.0%} of the"
-                " time: the machine's CPUs, shared with the service, were the limit",
-            )
+            shared = _shared_machine(step)
+            if step.generator_wait is not None and step.generator_wait >= STARVED:
+                fire(
+                    "generator",
+                    f"redline's worker threads waited for a CPU {step.generator_wait:.0%} of"
+                    " the time: the machine's CPUs, shared with the service, were the limit",
+                )
+            elif shared is not None:
+                fire("generator", shared)
         if self.plan.stop_at_knee and not step.fired and phase_compares(step.phase):
             lighter = [s for s in self._good() if s.load < step.load and s.latency_ms > 0]
             top = max(lighter, key=_power, default=None)
@@ -1053,6 +1069,20 @@ def _overloaded(last: Step, good: Step) -> bool:
     if last.errors_by_class.get("timeout"):
         return True
     return last.latency_ms > 2 * good.latency_ms + 1.0
+
+
+def _shared_machine(step: Step) -> str | None:
+    """_shared_machine says why a failing step is the machine's limit when its CPUs were
+    saturated (:data:`MACHINE_BUSY`) and redline's workers ran on :data:`SHARED` of them or
+    more; None otherwise (or where the machine was not measured: a cluster's injectors)."""
+    busy, share = step.machine_busy, step.generator_share
+    if busy is None or share is None or busy < MACHINE_BUSY or share < SHARED:
+        return None
+    return (
+        f"this machine's CPUs were {busy:.0%} busy and redline's worker threads ran on"
+        f" {share:.0%} of them: the load generator took the CPU a service on the same machine"
+        " needed, so the machine's CPUs were the limit (give each its own cores: taskset)"
+    )
 
 
 def _no_recovery_detail(c: Collapse, model: str, meter: Meter) -> str:

@@ -31,3 +31,19 @@ def worker_cpu_s() -> tuple[float, float, int] | None:
     except OSError:
         return None
     return ran, waited, threads
+
+
+def machine_cpu_s() -> tuple[float, float] | None:
+    """machine_cpu_s is the CPU time of the whole machine so far, in seconds summed over its
+    CPUs: the time they were busy (any process, the kernel, a hypervisor's steal) and their
+    total. Over a span, busy ÷ total is how saturated the machine was, and redline's
+    workers' run time ÷ total their share of it. None where it cannot be read."""
+    try:
+        import psutil
+
+        t = psutil.cpu_times()
+    except (ImportError, OSError):
+        return None
+    total = float(sum(t))
+    idle = float(t.idle) + float(getattr(t, "iowait", 0.0))
+    return total - idle, total

@@ -13,7 +13,9 @@ throughput of "13k req/s" counted refusals the service never served. Here:
 - the **error rate** is failed outcomes ÷ all outcomes: ``errors / outcomes``.
 
 :class:`Meter` says what one unit of throughput is: a request (default), a scenario iteration
-(``iterations``) or the requests of one name (``submit``), so a task queue answers in tasks/s.
+(``iterations``), the requests of one name (``submit``), or the answers of one name that said
+one value at its tally path (``status:SUCCEEDED``: the tasks the users saw complete), so a task
+queue answers in tasks/s.
 """
 
 from __future__ import annotations
@@ -74,22 +76,44 @@ def error_rate(requests: int, errors: int, by_class: Mapping[str, Any] | None) -
 @dataclass(frozen=True)
 class Meter:
     """Meter is what one unit of throughput is: ``requests`` (every request), ``iterations``
-    (a scenario's iterations: completed is good, failed is failed) or a request name (that
-    name's requests only, from the snapshot's per-name figures); ``label`` names the unit
-    (``tasks`` for a task queue's ``submit``)."""
+    (a scenario's iterations: completed is good, failed is failed), a request name (that
+    name's requests only, from the snapshot's per-name figures) or a name and one value of
+    its tally (``value``: that name's answers whose tally path said it are good, its failed
+    requests failed); ``label`` names the unit (``tasks`` for a task queue's ``submit``)."""
 
     what: str = "requests"
     label: str | None = None
+    value: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Meter:
+        """parse reads ``requests``, ``iterations``, ``NAME`` or ``NAME:VALUE``, each with an
+        optional ``=LABEL`` (``status:SUCCEEDED=tasks``); it checks the spelling only (which
+        names a scenario has is the caller's to check)."""
+        spec, _, label = text.partition("=")
+        what, colon, value = spec.partition(":")
+        if not what:
+            raise ValueError(f"{text}: a name before ':' or '='")
+        if label and not label.isidentifier():
+            raise ValueError(f"{text}: the label after '=' must be a word")
+        if colon and (not value or what in ("requests", "iterations")):
+            raise ValueError(f"{text}: ':' takes a request name before it and a value after it")
+        return cls(what, label or None, value if colon else None)
+
+    @property
+    def spec(self) -> str:
+        """spec is what the meter counts, as :meth:`parse` reads it (without the label)."""
+        return self.what if self.value is None else f"{self.what}:{self.value}"
 
     @property
     def unit(self) -> str:
         """unit: how a rate of this meter is written (``req/s``, ``iterations/s``, ``submit/s``,
-        or ``tasks/s`` for a name given a label)."""
+        ``SUCCEEDED/s``, or ``tasks/s`` for a meter given a label)."""
         if self.label:
             return f"{self.label}/s"
         if self.what == "requests":
             return "req/s"
-        return f"{self.what}/s"
+        return f"{self.value or self.what}/s"
 
     def count(self, snap: Mapping[str, Any]) -> Outcomes:
         """count is the snapshot's outcomes in this meter's unit (zero where the snapshot does
@@ -104,11 +128,17 @@ class Meter:
             it = snap.get("iterations") or {}
             return Outcomes(int(it.get("completed", 0)), int(it.get("failed", 0)))
         named = (snap.get("names") or {}).get(self.what) or {}
-        return outcomes(
+        own = outcomes(
             int(named.get("requests", 0)),
             int(named.get("errors", 0)),
             named.get("errors_by_class") or {},
         )
+        if self.value is None:
+            return own
+        # A passing answer that said another value (QUEUED while polling) is neither good
+        # nor failed in this unit: only the value counted is a unit of throughput.
+        said = int((named.get("tally") or {}).get(self.value, 0))
+        return Outcomes(said, own.failed, own.refused, own.failed_checks)
 
     def total(self, snaps: Iterable[Mapping[str, Any]]) -> Outcomes:
         """total adds the outcomes of several snapshots."""

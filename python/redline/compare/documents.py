@@ -24,6 +24,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from redline.analysis.outcome import Meter
 from redline.compare.figures import Figure
 from redline.compare.windows import Stretch
 from redline.errors import RedlineError
@@ -145,24 +146,29 @@ def _find_stretches(data: dict[str, Any]) -> dict[str, Stretch]:
     what = (data.get("config") or {}).get("throughput") or "requests"
     if what == "requests":
         return stretches
+    try:
+        Meter.parse(str(what))
+    except ValueError as e:
+        raise RedlineError(f"config.throughput {e}") from None
     return {k: Stretch([_metered(s, what) for s in v.snapshots]) for k, v in stretches.items()}
 
 
 def _metered(snap: dict[str, Any], what: str) -> dict[str, Any]:
-    """_metered: a snapshot whose counts are the meter's (``iterations``, or a request name's
-    requests) in the fields compare counts (``requests``, ``errors``, ``errors_by_class``):
-    a completed iteration is an answer that passed, a failed one an answer that failed."""
-    if what == "iterations":
-        it = snap.get("iterations") or {}
-        done, failed = int(it.get("completed") or 0), int(it.get("failed") or 0)
-        counts = {"requests": done + failed, "errors": failed, "errors_by_class": {"check": failed}}
-    else:
-        own = (snap.get("names") or {}).get(what) or {}
-        counts = {
-            "requests": int(own.get("requests") or 0),
-            "errors": int(own.get("errors") or 0),
-            "errors_by_class": dict(own.get("errors_by_class") or {}),
-        }
+    """_metered: a snapshot whose counts are the meter's (``iterations``, a request name's
+    requests, or its answers that said one value) in the fields compare counts
+    (``requests``, ``errors``, ``errors_by_class``), so that compare's goodput and error
+    rate are the search's (:class:`redline.analysis.outcome.Meter`)."""
+    o = Meter.parse(what).count(snap)
+    by_class = {
+        "status": o.refused,
+        "check": o.failed_checks,
+        "transport": o.failed - o.refused - o.failed_checks,
+    }
+    counts = {
+        "requests": o.good + o.refused + o.failed_checks,
+        "errors": o.failed,
+        "errors_by_class": {k: n for k, n in by_class.items() if n},
+    }
     return {**snap, **counts}
 
 
