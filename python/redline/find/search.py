@@ -50,7 +50,7 @@ from redline.analysis.evidence import (
 from redline.analysis.outcome import Meter
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
-from redline.steps import aggregate_step, inflight_series, little_holds
+from redline.find.steps import aggregate_step, inflight_series, little_holds
 
 #: CONDITIONS names every stop condition and says what it means, for the output.
 CONDITIONS = {
