@@ -23,8 +23,10 @@ from typing import Any
 
 from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
+from redline.find.rules import CONDITIONS, Limits, Slo
+from redline.find.search import Ended, Outcome, Plan, Search
+from redline.find.step import Step
 from redline.runner import ClusterOptions, build_config, start_handle
-from redline.find.search import CONDITIONS, Ended, Limits, Outcome, Plan, Search, Slo, Step
 from redline.usage import machine_cpu_s, worker_cpu_s
 
 #: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).

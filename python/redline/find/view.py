@@ -9,7 +9,7 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the search pulls in numpy/scipy: `redline run` must not pay for them
-    from redline.find.search import Step
+    from redline.find.step import Step
 
 
 class FindView:
