@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from redline.search import CONDITIONS, PERCENTILES
+from redline.find.rules import CONDITIONS, PERCENTILES
 
 #: BROKEN: the kinds of limit where the service broke (errors, an SLO, a collapse).
 BROKEN = {"errors", "slo", "collapse", "no-recovery", "shedding", "rate-limit"}

@@ -15,8 +15,7 @@ import redline
 from accounting import assert_books
 from consistency import assert_consistent
 from redline import cli
-from redline import find as finder
-from redline.find import find
+from redline.find import find, finder
 from redline.monitor import ProcessMonitor
 
 SCHEMA = json.loads(

@@ -15,7 +15,9 @@ from redline.analysis.evidence import queue_rise_floor_ms, rate_se, steady_count
 from redline.analysis.outcome import Meter, error_rate, outcomes
 from redline.errors import ConfigError
 from redline.find import steady_answer
-from redline.search import Limits, Plan, Search, Slo, Step
+from redline.find.rules import Limits, Slo
+from redline.find.search import Plan, Search
+from redline.find.step import Step
 
 DT = 0.5
 

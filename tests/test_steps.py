@@ -1,4 +1,4 @@
-"""Tests of redline.steps: a step's figures from its interval snapshots (table-driven on
+"""Tests of redline.find.steps: a step's figures from its interval snapshots (table-driven on
 hand-made histograms), and a real short run whose snapshots carry what the step needs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import zlib
 import pytest
 import redline
 from redline import _engine
-from redline.steps import aggregate_step
+from redline.find.steps import aggregate_step
 
 
 def hdr(values_us: list[int]) -> str:

@@ -17,7 +17,7 @@ from redline.cluster.command import add_cluster_flags, cluster_options, lost_exi
 from redline.compare.command import add_compare_parser
 from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags
-from redline.find_command import add_demo_parser, add_find_parser
+from redline.find.command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
 from redline.progress import Goal, for_stream

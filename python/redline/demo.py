@@ -119,8 +119,8 @@ def _terminate_on_sigterm() -> None:
 
 def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool = True) -> int:
     """demo runs the whole walk-through; returns the exit status."""
-    from redline import find as finder
-    from redline.find_view import FindView, write_outputs
+    from redline.find import finder
+    from redline.find.view import FindView, write_outputs
 
     _terminate_on_sigterm()
     budget = BUDGET["quick" if quick else "full"]

@@ -149,8 +149,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from redline.experiment.runner import experiment
     from redline.experiment.tables import render_text, write_outputs
     from redline.find import answers_text
-    from redline.find_flags import find_options
-    from redline.find_view import FindView
+    from redline.find.flags import find_options
+    from redline.find.view import FindView
 
     merge_plan(args)
     if not args.vary:

@@ -30,7 +30,6 @@ engine hands out and an injected clock, so the tests drive it with a fake engine
 from __future__ import annotations
 
 import math
-import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -48,114 +47,30 @@ from redline.analysis.evidence import (
     trend,
 )
 from redline.analysis.outcome import Meter
-from redline.analysis.step import StepResult
 from redline.errors import ConfigError
-from redline.steps import aggregate_step, inflight_series, little_holds
-
-#: CONDITIONS names every stop condition and says what it means, for the output.
-CONDITIONS = {
-    "errors": "the error rate went over the limit",
-    "slo": "a latency percentile went over its SLO bound",
-    "backlog": "the service completed less than was offered: a queue grew through the step",
-    "collapse": "throughput fell far below what a lighter load got: the service collapsed",
-    "plateau": "more load bought no more throughput over two consecutive steps",
-    "retrograde": "throughput fell as the load grew, over two consecutive steps",
-    "no-recovery": "after an overload the service did not recover when the load was dropped",
-    "knee": "the optimal point was passed and --stop-at-knee asked to stop there",
-    "service-cpu": "the service's CPU went over the limit",
-    "generator": "redline itself ran out of CPU: the limit found is redline's, not the service's",
-    "max-load": "the load reached the search's ceiling without a stop condition",
-    "max-time": "the search ran out of time",
-    "interrupted": "the search was interrupted (Ctrl-C) before it found a limit",
-}
-
-#: PERCENTILES are the percentiles an SLO may bound: the ones each interval snapshot carries.
-PERCENTILES = {
-    "p50": "p50_ms",
-    "p90": "p90_ms",
-    "p95": "p95_ms",
-    "p99": "p99_ms",
-    "max": "max_ms",
-}
-
-#: LINEAR: an elasticity at or above this is still linear scaling (keep doubling the load).
-LINEAR = 0.9
-
-#: QUEUEING: an open-model step whose mean latency is over this multiple of the service's
-#: own (plus 0.5 ms) shows a queue forming; the sweep then grows by near_growth, not x2.
-QUEUEING = 1.1
-
-#: COLLAPSED: an overloaded step whose goodput fell under this share of the best lighter
-#: step's has collapsed rather than saturated.
-COLLAPSED = 0.8
-
-#: KNEE_DROP: with --stop-at-knee, the search stops once a step's power is this much under
-#: the best lighter step's (past the optimal point).
-KNEE_DROP = 0.05
-
-#: FLAT: a closed-model step is flat when even the upper bound of its gain is under this
-#: share of the load it added (proportional scaling would gain all of it).
-FLAT = 0.25
-
-#: SATURATED_SE: an overloaded step's goodput stands for the capacity only when its standard
-#: error is within this share of it.
-SATURATED_SE = 0.02
-
-#: MIN_DEFICIT: a backlog must miss at least this share of the offered rate (plus noise).
-MIN_DEFICIT = 0.02
-
-#: STARVED: a failing step whose generator workers sat runnable without a CPU for this share
-#: of their time or more is the machine's limit, not the service's: a worker that waits for
-#: a CPU a quarter of the time sends and reads late by scheduler slices (milliseconds), which
-#: on a service answering in 0.1 ms is the whole latency measured. Seen on 2 shared cores:
-#: the immediate target's failing open-model steps had their workers waiting 45-55 %, a
-#: 10 ms capacity queue's under 5 %.
-STARVED = 0.25
-
-#: MACHINE_BUSY, SHARED: a failing step on a machine whose CPUs were this busy, of which
-#: redline's workers ran on this share or more, is the machine's limit: the generator took
-#: the CPU a service on the same machine needed. Seen on 2 shared cores: the immediate
-#: target's failing open-model steps had the workers at 33-50 % of the machine (and waiting
-#: for a CPU only 9-21 % of their time, under STARVED); `make demo`'s at 8-12 % of it.
-MACHINE_BUSY = 0.9
-SHARED = 0.25
-
-#: LATENCY_FAILURES: the conditions a starved generator explains (it cannot explain refusals).
-LATENCY_FAILURES = frozenset({"backlog", "slo", "collapse", "plateau", "retrograde"})
-
-_SLO = re.compile(r"^\s*(p50|p90|p95|p99|max)\s*<\s*([0-9.]+)\s*(us|ms|s)\s*$")
-
-
-@dataclass(frozen=True)
-class Slo:
-    """Slo bounds one latency percentile of every step, e.g. ``p99<100ms``."""
-
-    percentile: str
-    bound_ms: float
-
-    @classmethod
-    def parse(cls, text: str) -> Slo:
-        """parse reads ``p99<100ms`` (p50, p90, p95, p99 or max; us, ms or s)."""
-        m = _SLO.match(text)
-        if not m:
-            raise ConfigError(
-                f"--slo: expected e.g. 'p99<100ms' (p50, p90, p95, p99 or max), got {text!r}"
-            )
-        scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(3)]
-        return cls(m.group(1), float(m.group(2)) * scale)
-
-    def __str__(self) -> str:
-        return f"{self.percentile}<{self.bound_ms:g}ms"
-
-
-@dataclass
-class Limits:
-    """Limits are the stop conditions' thresholds; None switches a condition off."""
-
-    max_errors: float | None = 0.01
-    slos: Sequence[Slo] = ()
-    service_cpu: float | None = None
-    generator_busy: float | None = 0.9
+from redline.find.rules import (
+    COLLAPSED,
+    CONDITIONS,
+    FLAT,
+    JUDGED_ELSEWHERE,
+    KNEE_DROP,
+    LATENCY_FAILURES,
+    LINEAR,
+    MIN_DEFICIT,
+    PERCENTILES,
+    QUEUEING,
+    STARVED,
+    Limits,
+    level,
+    overloaded,
+    phase_compares,
+    power,
+    priority,
+    saturated,
+    shared_machine,
+)
+from redline.find.step import Step
+from redline.find.steps import aggregate_step, inflight_series, little_holds
 
 
 @dataclass
@@ -197,29 +112,6 @@ class Plan:
     def ramp(self) -> float:
         """ramp is the step change's duration in seconds."""
         return float(self.ramp_s or 0.0)
-
-
-@dataclass
-class Step(StepResult):
-    """Step is one held load as the search measured it: :class:`StepResult` plus how many
-    intervals it kept after the warm-up cut and the generator's busy share over it."""
-
-    intervals: int = 0
-    #: judged_from_s: where the judged window starts, after the transition MSER cut off
-    #: (``start_s`` when nothing was cut); the latency chart marks the cut intervals.
-    judged_from_s: float | None = None
-    generator_busy: float | None = None
-    #: generator_wait: the share of the generator workers' time spent runnable without a CPU.
-    generator_wait: float | None = None
-    #: machine_busy: how busy this machine's CPUs were over the step (a share of their time).
-    machine_busy: float | None = None
-    #: generator_share: the share of this machine's CPU time redline's workers ran on.
-    generator_share: float | None = None
-    #: latency_rise_t: the latency rise in standard errors of its trend.
-    latency_rise_t: float | None = None
-    #: stalled: closed model: "flat" or "fell" when the users added bought no significant
-    #: goodput over the best lighter step (two in a row fire plateau or retrograde).
-    stalled: str | None = None
 
 
 class Engine(Protocol):
@@ -339,7 +231,7 @@ class Search:
                 if first is not None and "retrograde" in first.fired:
                     # Throughput peaked and fell: refine the peak itself (its users).
                     self._maximise(lambda s: s.throughput_rps, "peak", allow_flat=True)
-                self._maximise(_power, "optimum")
+                self._maximise(power, "optimum")
             self._recover(self._highest_good())
         except OutOfTime:
             pass  # the steps measured so far are the answer
@@ -357,7 +249,7 @@ class Search:
         """optimal is the good step with the most throughput per unit of latency (Kleinrock's
         power): where the service runs best, and where a soak holds the load."""
         good = [s for s in self._good() if s.latency_ms > 0 and s.phase != "recover"]
-        return max(good, key=_power, default=None)
+        return max(good, key=power, default=None)
 
     def steady_step(self, below: float | None = None) -> Step | None:
         """steady_step is the load whose goodput answers "what does it sustain": in the open
@@ -399,7 +291,7 @@ class Search:
             for b in self.steps
             if not b.ok
             and b.phase in ("sweep", "refine")
-            and any(_saturated(b, g) for g in self._good() if g.load < b.load)
+            and any(saturated(b, g) for g in self._good() if g.load < b.load)
         ]
         return statistics.fmean(sat) if sat else None
 
@@ -424,7 +316,7 @@ class Search:
             reason = reason or "no-recovery"
         if reason is None:
             if broke is not None:
-                reason = min(broke.fired, key=_priority)
+                reason = min(broke.fired, key=priority)
             elif self.clock() >= self.deadline:
                 reason = "max-time"
             else:
@@ -497,7 +389,7 @@ class Search:
             if good.throughput_se and good.throughput_rps > 0:
                 rel = max(rel, 2 * good.throughput_se / good.throughput_rps)
             mid = math.sqrt(good.load * bad.load)
-            if self.plan.model == "open" and _saturated(bad, good):
+            if self.plan.model == "open" and saturated(bad, good):
                 capacity = bad.throughput_rps
                 if good.load >= capacity * (1 - rel) or good.load >= bad.load * (1 - rel):
                     return
@@ -559,7 +451,7 @@ class Search:
         if self.collapse is not None:
             return False
         last = self.steps[-1] if self.steps else None
-        if good is None or last is None or last.ok or not _overloaded(last, good):
+        if good is None or last is None or last.ok or not overloaded(last, good):
             return True
         started = self.clock()
         trickle = (
@@ -825,7 +717,7 @@ class Search:
             offered_rps=offered_rps,
             steady=len(used) >= self._min_windows()
             and steady_counts(counts)
-            and _level(inflight_series(used))
+            and level(inflight_series(used))
             and little_holds(used, span),
             latency_rise_ms=rise.rise if rise.points >= 3 else None,
             latency_rise_t=rise.t if rise.points >= 4 else None,
@@ -885,7 +777,7 @@ class Search:
             # a latency, never an error status.
             and not set(step.fired) & {"generator", "errors"}
         ):
-            shared = _shared_machine(step)
+            shared = shared_machine(step)
             if step.generator_wait is not None and step.generator_wait >= STARVED:
                 fire(
                     "generator",
@@ -896,12 +788,12 @@ class Search:
                 fire("generator", shared)
         if self.plan.stop_at_knee and not step.fired and phase_compares(step.phase):
             lighter = [s for s in self._good() if s.load < step.load and s.latency_ms > 0]
-            top = max(lighter, key=_power, default=None)
-            if top is not None and _power(step) < (1 - KNEE_DROP) * _power(top):
+            top = max(lighter, key=power, default=None)
+            if top is not None and power(step) < (1 - KNEE_DROP) * power(top):
                 fire(
                     "knee",
-                    f"throughput per unit of latency fell from {_power(top):.3g} at"
-                    f" {top.load:g} to {_power(step):.3g}: past the optimal point",
+                    f"throughput per unit of latency fell from {power(top):.3g} at"
+                    f" {top.load:g} to {power(step):.3g}: past the optimal point",
                 )
         if step.fired:
             step.steady = step.steady and "backlog" not in step.fired
@@ -993,38 +885,6 @@ class Search:
             why.append(text)
 
 
-#: JUDGED_ELSEWHERE: phases whose bad steps are not the limit: a recovery check is judged by
-#: the recovery (a collapse), a confirmation or a soak by the answers.
-JUDGED_ELSEWHERE = ("recover", "confirm", "soak")
-
-#: PRIORITY: which fired condition names a bad step's failure, most telling first.
-PRIORITY = (
-    "generator",
-    "collapse",
-    "errors",
-    "slo",
-    "backlog",
-    "service-cpu",
-    "retrograde",
-    "plateau",
-    "knee",
-)
-
-
-def _priority(name: str) -> int:
-    return PRIORITY.index(name) if name in PRIORITY else len(PRIORITY)
-
-
-def phase_compares(phase: str) -> bool:
-    """phase_compares: steps of this phase take part in the plateau test (the recovery
-    checks and the confirmation repeat a load; they are not new evidence of growth)."""
-    return phase in ("sweep", "refine", "peak", "optimum")
-
-
-def _power(s: StepResult) -> float:
-    return s.throughput_rps / s.latency_ms if s.latency_ms > 0 else 0.0
-
-
 def _ends(snap: dict[str, Any]) -> float:
     """_ends is how many scheduled hits ended in the interval: iterations for a scenario (the
     open model schedules iterations), else requests (answers and transport failures)."""
@@ -1034,55 +894,6 @@ def _ends(snap: dict[str, Any]) -> float:
     by = snap.get("errors_by_class") or {}
     answered_failures = int(by.get("status", 0) or 0) + int(by.get("check", 0) or 0)
     return float(int(snap.get("requests", 0)) + int(snap.get("errors", 0)) - answered_failures)
-
-
-def _level(series: Sequence[float]) -> bool:
-    """_level: the requests in flight held level through the step (no significant trend of
-    over 10 % of their mean): a queue growing or draining is no steady state, and Little's
-    law, which the analysis checks on steady steps, holds only for a stationary one."""
-    if len(series) < 4:
-        return True
-    tr = trend([float(i) for i in range(len(series))], list(series))
-    return not (tr.significant() and abs(tr.rise) > 0.1 * max(tr.mean, 1.0))
-
-
-def _saturated(bad: Step, good: Step) -> bool:
-    """_saturated: an overloaded open-model step that still got (about) its best goodput:
-    a backlog or refusals at capacity (an SLO its queue breached included), not a collapse,
-    and a goodput steady enough to be the capacity (its standard error within 2 %; a step
-    that stalled part of the way measured a transient, not the capacity)."""
-    kinds = set(bad.fired)
-    precise = (bad.throughput_se or 0.0) <= SATURATED_SE * bad.throughput_rps
-    return (
-        bool(kinds & {"backlog", "errors"})
-        and not kinds & {"collapse", "generator"}
-        and precise
-        and bad.throughput_rps >= COLLAPSED * good.throughput_rps
-    )
-
-
-def _overloaded(last: Step, good: Step) -> bool:
-    """_overloaded: the last step may have left a queue behind (a backlog, a collapse,
-    timeouts, or latency far above the good step's), so the next must wait for a drain."""
-    if set(last.fired) & {"backlog", "collapse", "slo"}:
-        return True
-    if last.errors_by_class.get("timeout"):
-        return True
-    return last.latency_ms > 2 * good.latency_ms + 1.0
-
-
-def _shared_machine(step: Step) -> str | None:
-    """_shared_machine says why a failing step is the machine's limit when its CPUs were
-    saturated (:data:`MACHINE_BUSY`) and redline's workers ran on :data:`SHARED` of them or
-    more; None otherwise (or where the machine was not measured: a cluster's injectors)."""
-    busy, share = step.machine_busy, step.generator_share
-    if busy is None or share is None or busy < MACHINE_BUSY or share < SHARED:
-        return None
-    return (
-        f"this machine's CPUs were {busy:.0%} busy and redline's worker threads ran on"
-        f" {share:.0%} of them: the load generator took the CPU a service on the same machine"
-        " needed, so the machine's CPUs were the limit (give each its own cores: taskset)"
-    )
 
 
 def _no_recovery_detail(c: Collapse, model: str, meter: Meter) -> str:

@@ -1,4 +1,4 @@
-"""find_command: the ``redline find`` and ``redline demo`` subcommands (parsing and the live
+"""command: the ``redline find`` and ``redline demo`` subcommands (parsing and the live
 view only; the work is :func:`redline.find.find` and :mod:`redline.demo`)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 from redline.cluster.command import add_cluster_flags
 from redline.errors import ConfigError, RedlineError
 from redline.experiment.command import add_vary_flags
-from redline.find_flags import find_options
-from redline.find_view import FindView, write_outputs
+from redline.find.flags import find_options
+from redline.find.view import FindView, write_outputs
 from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import parse_duration
 
@@ -137,7 +137,7 @@ def cmd_find(args: argparse.Namespace) -> int:
         from redline.experiment.command import cmd_experiment
 
         return cmd_experiment(args)
-    from redline import find as finder
+    from redline.find import finder
 
     url, plan, scenario = args.url, None, None
     if args.url.endswith(".py"):

@@ -1,4 +1,4 @@
-"""find_flags: ``redline find``'s flags as the search's keywords, one place for ``redline
+"""flags: ``redline find``'s flags as the search's keywords, one place for ``redline
 find`` and its experiments."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""find: ``redline find`` as a function. One live engine run: the search over it, then a
+"""finder: ``redline find`` as a function. One live engine run: the search over it, then a
 confirmation step at the answer in the same run, and the four answers.
 
-    >>> import redline.find
-    >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)
+    >>> from redline.find import find
+    >>> result = find("http://127.0.0.1:8080/", model="closed", max_time=60)
     >>> result["answers"]["steady_state_throughput_rps"]
 
 The result is a plain dict (the ``--json`` document): ``answers``, ``steps``, ``timeseries``,
@@ -23,8 +23,10 @@ from typing import Any
 
 from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
+from redline.find.rules import CONDITIONS, Limits, Slo
+from redline.find.search import Ended, Outcome, Plan, Search
+from redline.find.step import Step
 from redline.runner import ClusterOptions, build_config, start_handle
-from redline.search import CONDITIONS, Ended, Limits, Outcome, Plan, Search, Slo, Step
 from redline.usage import machine_cpu_s, worker_cpu_s
 
 #: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).

@@ -1,4 +1,4 @@
-"""find_view: what a user sees of a search: the live view as it goes (:class:`FindView`) and
+"""view: what a user sees of a search: the live view as it goes (:class:`FindView`) and
 the files written at the end (:func:`write_outputs`), shared by ``redline find``, its
 experiments and the demo."""
 
@@ -9,7 +9,7 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the search pulls in numpy/scipy: `redline run` must not pay for them
-    from redline.search import Step
+    from redline.find.step import Step
 
 
 class FindView:
@@ -113,7 +113,7 @@ def write_outputs(
     result: dict[str, Any], json_path: str | None, html: str | None, markdown: str | None
 ) -> None:
     """write_outputs writes the JSON document and the reports that were asked for."""
-    from redline import find as finder
+    from redline.find import finder
 
     if json_path:
         finder.write_json(result, json_path)

@@ -1,0 +1,18 @@
+"""find: ``redline find``, the capacity search, and what it owns.
+
+- :mod:`.finder`: :func:`find` as a function: one live engine run, the search over it, the
+  confirmation at the answer, the four answers and the result document;
+- :mod:`.search`: how the search moves (sweep, bisection, recovery) and judges each step
+  against the named stop conditions;
+- :mod:`.steps`: a step's figures from its interval snapshots;
+- :mod:`.command`, :mod:`.flags`, :mod:`.view`: the command line (``redline find`` and
+  ``redline demo``'s parser), its flags as :func:`find`'s keywords, and the live view and
+  outputs.
+
+    >>> import redline.find
+    >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)
+"""
+
+from redline.find.finder import LiveRun, answers_text, find, steady_answer, write_json
+
+__all__ = ["LiveRun", "answers_text", "find", "steady_answer", "write_json"]

@@ -1,0 +1,202 @@
+"""rules: what the capacity search judges a step by. The stop conditions and what each
+means, the thresholds behind them (each with the figures it was set from), the SLO bound
+grammar (``p99<100ms``), the limits a search is given, and the judgements on one step or
+two that the search (:mod:`redline.find.search`) applies: is it saturated or collapsed, did
+it leave a queue behind, was the machine's CPU the limit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from redline.analysis.evidence import trend
+from redline.analysis.step import StepResult
+from redline.errors import ConfigError
+from redline.find.step import Step
+
+#: CONDITIONS names every stop condition and says what it means, for the output.
+CONDITIONS = {
+    "errors": "the error rate went over the limit",
+    "slo": "a latency percentile went over its SLO bound",
+    "backlog": "the service completed less than was offered: a queue grew through the step",
+    "collapse": "throughput fell far below what a lighter load got: the service collapsed",
+    "plateau": "more load bought no more throughput over two consecutive steps",
+    "retrograde": "throughput fell as the load grew, over two consecutive steps",
+    "no-recovery": "after an overload the service did not recover when the load was dropped",
+    "knee": "the optimal point was passed and --stop-at-knee asked to stop there",
+    "service-cpu": "the service's CPU went over the limit",
+    "generator": "redline itself ran out of CPU: the limit found is redline's, not the service's",
+    "max-load": "the load reached the search's ceiling without a stop condition",
+    "max-time": "the search ran out of time",
+    "interrupted": "the search was interrupted (Ctrl-C) before it found a limit",
+}
+
+#: PERCENTILES are the percentiles an SLO may bound: the ones each interval snapshot carries.
+PERCENTILES = {
+    "p50": "p50_ms",
+    "p90": "p90_ms",
+    "p95": "p95_ms",
+    "p99": "p99_ms",
+    "max": "max_ms",
+}
+
+#: LINEAR: an elasticity at or above this is still linear scaling (keep doubling the load).
+LINEAR = 0.9
+
+#: QUEUEING: an open-model step whose mean latency is over this multiple of the service's
+#: own (plus 0.5 ms) shows a queue forming; the sweep then grows by near_growth, not x2.
+QUEUEING = 1.1
+
+#: COLLAPSED: an overloaded step whose goodput fell under this share of the best lighter
+#: step's has collapsed rather than saturated.
+COLLAPSED = 0.8
+
+#: KNEE_DROP: with --stop-at-knee, the search stops once a step's power is this much under
+#: the best lighter step's (past the optimal point).
+KNEE_DROP = 0.05
+
+#: FLAT: a closed-model step is flat when even the upper bound of its gain is under this
+#: share of the load it added (proportional scaling would gain all of it).
+FLAT = 0.25
+
+#: SATURATED_SE: an overloaded step's goodput stands for the capacity only when its standard
+#: error is within this share of it.
+SATURATED_SE = 0.02
+
+#: MIN_DEFICIT: a backlog must miss at least this share of the offered rate (plus noise).
+MIN_DEFICIT = 0.02
+
+#: STARVED: a failing step whose generator workers sat runnable without a CPU for this share
+#: of their time or more is the machine's limit, not the service's: a worker that waits for
+#: a CPU a quarter of the time sends and reads late by scheduler slices (milliseconds), which
+#: on a service answering in 0.1 ms is the whole latency measured. Seen on 2 shared cores:
+#: the immediate target's failing open-model steps had their workers waiting 45-55 %, a
+#: 10 ms capacity queue's under 5 %.
+STARVED = 0.25
+
+#: MACHINE_BUSY, SHARED: a failing step on a machine whose CPUs were this busy, of which
+#: redline's workers ran on this share or more, is the machine's limit: the generator took
+#: the CPU a service on the same machine needed. Seen on 2 shared cores: the immediate
+#: target's failing open-model steps had the workers at 33-50 % of the machine (and waiting
+#: for a CPU only 9-21 % of their time, under STARVED); `make demo`'s at 1-10 % of it.
+MACHINE_BUSY = 0.9
+SHARED = 0.25
+
+#: LATENCY_FAILURES: the conditions a starved generator explains (it cannot explain refusals).
+LATENCY_FAILURES = frozenset({"backlog", "slo", "collapse", "plateau", "retrograde"})
+
+_SLO = re.compile(r"^\s*(p50|p90|p95|p99|max)\s*<\s*([0-9.]+)\s*(us|ms|s)\s*$")
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Slo bounds one latency percentile of every step, e.g. ``p99<100ms``."""
+
+    percentile: str
+    bound_ms: float
+
+    @classmethod
+    def parse(cls, text: str) -> Slo:
+        """parse reads ``p99<100ms`` (p50, p90, p95, p99 or max; us, ms or s)."""
+        m = _SLO.match(text)
+        if not m:
+            raise ConfigError(
+                f"--slo: expected e.g. 'p99<100ms' (p50, p90, p95, p99 or max), got {text!r}"
+            )
+        scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(3)]
+        return cls(m.group(1), float(m.group(2)) * scale)
+
+    def __str__(self) -> str:
+        return f"{self.percentile}<{self.bound_ms:g}ms"
+
+
+@dataclass
+class Limits:
+    """Limits are the stop conditions' thresholds; None switches a condition off."""
+
+    max_errors: float | None = 0.01
+    slos: Sequence[Slo] = ()
+    service_cpu: float | None = None
+    generator_busy: float | None = 0.9
+
+
+#: JUDGED_ELSEWHERE: phases whose bad steps are not the limit: a recovery check is judged by
+#: the recovery (a collapse), a confirmation or a soak by the answers.
+JUDGED_ELSEWHERE = ("recover", "confirm", "soak")
+
+#: PRIORITY: which fired condition names a bad step's failure, most telling first.
+PRIORITY = (
+    "generator",
+    "collapse",
+    "errors",
+    "slo",
+    "backlog",
+    "service-cpu",
+    "retrograde",
+    "plateau",
+    "knee",
+)
+
+
+def priority(name: str) -> int:
+    return PRIORITY.index(name) if name in PRIORITY else len(PRIORITY)
+
+
+def phase_compares(phase: str) -> bool:
+    """phase_compares: steps of this phase take part in the plateau test (the recovery
+    checks and the confirmation repeat a load; they are not new evidence of growth)."""
+    return phase in ("sweep", "refine", "peak", "optimum")
+
+
+def power(s: StepResult) -> float:
+    return s.throughput_rps / s.latency_ms if s.latency_ms > 0 else 0.0
+
+
+def level(series: Sequence[float]) -> bool:
+    """_level: the requests in flight held level through the step (no significant trend of
+    over 10 % of their mean): a queue growing or draining is no steady state, and Little's
+    law, which the analysis checks on steady steps, holds only for a stationary one."""
+    if len(series) < 4:
+        return True
+    tr = trend([float(i) for i in range(len(series))], list(series))
+    return not (tr.significant() and abs(tr.rise) > 0.1 * max(tr.mean, 1.0))
+
+
+def saturated(bad: Step, good: Step) -> bool:
+    """_saturated: an overloaded open-model step that still got (about) its best goodput:
+    a backlog or refusals at capacity (an SLO its queue breached included), not a collapse,
+    and a goodput steady enough to be the capacity (its standard error within 2 %; a step
+    that stalled part of the way measured a transient, not the capacity)."""
+    kinds = set(bad.fired)
+    precise = (bad.throughput_se or 0.0) <= SATURATED_SE * bad.throughput_rps
+    return (
+        bool(kinds & {"backlog", "errors"})
+        and not kinds & {"collapse", "generator"}
+        and precise
+        and bad.throughput_rps >= COLLAPSED * good.throughput_rps
+    )
+
+
+def overloaded(last: Step, good: Step) -> bool:
+    """_overloaded: the last step may have left a queue behind (a backlog, a collapse,
+    timeouts, or latency far above the good step's), so the next must wait for a drain."""
+    if set(last.fired) & {"backlog", "collapse", "slo"}:
+        return True
+    if last.errors_by_class.get("timeout"):
+        return True
+    return last.latency_ms > 2 * good.latency_ms + 1.0
+
+
+def shared_machine(step: Step) -> str | None:
+    """_shared_machine says why a failing step is the machine's limit when its CPUs were
+    saturated (:data:`MACHINE_BUSY`) and redline's workers ran on :data:`SHARED` of them or
+    more; None otherwise (or where the machine was not measured: a cluster's injectors)."""
+    busy, share = step.machine_busy, step.generator_share
+    if busy is None or share is None or busy < MACHINE_BUSY or share < SHARED:
+        return None
+    return (
+        f"this machine's CPUs were {busy:.0%} busy and redline's worker threads ran on"
+        f" {share:.0%} of them: the load generator took the CPU a service on the same machine"
+        " needed, so the machine's CPUs were the limit (give each its own cores: taskset)"
+    )
