@@ -10,19 +10,9 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::error::EngineError;
-use crate::pacer::Profile;
+use crate::pacer::{Profile, Stage};
+use crate::target::Target;
 use crate::tls::TlsSettings;
-
-/// Stage is one leg of a ramp: move linearly to `target` over `duration_s`, like k6's stages.
-/// The target is VUs in the closed model and requests per second in the open model.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Stage {
-    /// duration_s: how long this leg lasts, in seconds (> 0).
-    pub duration_s: f64,
-    /// target: the VU count or rate reached at the end of the leg (>= 0).
-    pub target: f64,
-}
 
 /// RunConfig is what to run. It is deserialised from the JSON the Python package builds;
 /// omitted fields take the defaults below and unknown fields are rejected.
@@ -193,23 +183,6 @@ pub enum Model {
     Open,
 }
 
-/// Target is where requests go, split out of the URL once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// host: the host name or address as written in the URL.
-    pub host: String,
-    /// port: the TCP port (80 when the URL gives none).
-    pub port: u16,
-    /// path_and_query: the request target, e.g. `/api?x=1`.
-    pub path_and_query: String,
-    /// authority: the `Host` header value.
-    pub authority: String,
-    /// path: the path alone, used to name the request (`GET /api`).
-    pub path: String,
-    /// https: whether the scheme is https.
-    pub https: bool,
-}
-
 /// Checked is a validated configuration: typed, consistent, ready for the workers.
 #[derive(Debug, Clone)]
 pub struct Checked {
@@ -278,7 +251,7 @@ impl RunConfig {
 
     /// check validates the configuration and resolves it into [`Checked`] settings.
     pub fn check(&self) -> Result<Checked, EngineError> {
-        let target = parse_url(&self.url)?;
+        let target = Target::parse(&self.url)?;
         let tls = if target.https {
             Some(TlsSettings::new(
                 &target.host,
@@ -582,54 +555,6 @@ fn check_stages(stages: &[Stage]) -> Result<Vec<Stage>, EngineError> {
         ));
     }
     Ok(stages.to_vec())
-}
-
-fn parse_url(raw: &str) -> Result<Target, EngineError> {
-    let url = url::Url::parse(raw).map_err(|e| match e {
-        url::ParseError::RelativeUrlWithoutBase => EngineError::config(format!(
-            "bad URL {raw:?}: no scheme (write http://{raw} or https://{raw})"
-        )),
-        e => EngineError::config(format!("bad URL {raw:?}: {e}")),
-    })?;
-    let https = match url.scheme() {
-        "http" => false,
-        "https" => true,
-        other => {
-            return Err(EngineError::config(format!(
-                "unsupported scheme {other:?} in {raw:?}: use http or https"
-            )))
-        }
-    };
-    let host = match url.host() {
-        Some(url::Host::Domain(d)) => d.to_string(),
-        Some(url::Host::Ipv4(a)) => a.to_string(),
-        Some(url::Host::Ipv6(a)) => a.to_string(),
-        None => return Err(EngineError::config(format!("bad URL {raw:?}: no host"))),
-    };
-    if url.port() == Some(0) {
-        return Err(EngineError::config(format!(
-            "bad URL {raw:?}: port 0 is not a destination"
-        )));
-    }
-    let port = url.port_or_known_default().unwrap_or(80);
-    let authority = match (url.host_str(), url.port()) {
-        (Some(h), Some(p)) => format!("{h}:{p}"),
-        (Some(h), None) => h.to_string(),
-        (None, _) => host.clone(),
-    };
-    let path = url.path().to_string();
-    let path_and_query = match url.query() {
-        Some(q) => format!("{path}?{q}"),
-        None => path.clone(),
-    };
-    Ok(Target {
-        host,
-        port,
-        path_and_query,
-        authority,
-        path,
-        https,
-    })
 }
 
 /// check_method accepts any RFC 9110 token (`M-SEARCH`, `PROPFIND`) and sends it upper case.

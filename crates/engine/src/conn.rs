@@ -20,8 +20,9 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
+use crate::failure::ErrorClass;
 use crate::http::ResponseReader;
-use crate::metrics::{ConnectionGauge, ErrorClass};
+use crate::metrics::ConnectionGauge;
 use crate::tls::{self, TlsSettings};
 
 /// READ_BUF is the initial read buffer per connection (wrk uses 8 KiB as well); bodies are

@@ -1,5 +1,6 @@
-//! Changing a live run's load: [`LoadControl`] holds the run's VU or rate [`Profile`], and
-//! [`follow`] brings each worker thread's pacer up to date with it.
+//! Steering a run from outside: [`RunControl`] stops it (Ctrl-C) and, in a live run, holds
+//! the [`LoadControl`] through which its load changes. [`LoadControl`] holds the run's VU or
+//! rate [`Profile`]; each worker thread follows it (`worker::follow`).
 //!
 //! The capacity search runs one engine run for all its steps, so connections stay warm and a
 //! step lasts as long as steadiness takes. The caller decides the next target; the engine only
@@ -8,13 +9,12 @@
 //! changes is the profile it is handed. Workers look at a version number once per
 //! [`FOLLOW_TICK`], never per request, and take the lock only when it moved.
 
-use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::EngineError;
-use crate::lane::{lane_share, spawn_lane, Shared};
 use crate::pacer::Profile;
 
 /// FOLLOW_TICK is how often a worker thread checks for a new target: the bound on how late a
@@ -36,6 +36,47 @@ pub const RECHECK_S: f64 = 0.1;
 /// changes only by a new target, which wakes idle lanes at once, so this is a backstop, long
 /// enough that a thousand idle lanes cost nothing.
 pub const OPEN_RECHECK_S: f64 = 1.0;
+
+/// RunControl is a shared handle to stop a run early (Ctrl-C) and, in a live run, to change
+/// its load ([`RunControl::load`]); share it in an `Arc`.
+#[derive(Debug, Default)]
+pub struct RunControl {
+    stopped: AtomicBool,
+    load: Arc<LoadControl>,
+}
+
+impl RunControl {
+    /// new makes a handle that has not been stopped.
+    pub fn new() -> Self {
+        RunControl::default()
+    }
+
+    /// linked is a fresh stop flag that shares this handle's load control: the run stops its
+    /// workers through its own flag, while the caller's target changes reach them.
+    pub(crate) fn linked(&self) -> Self {
+        RunControl {
+            stopped: AtomicBool::new(false),
+            load: self.load.clone(),
+        }
+    }
+
+    /// load is the live run's load control: `control.load().set_target(..)` changes the VUs
+    /// or the rate while the run goes on (the configuration must set `live`).
+    pub fn load(&self) -> &Arc<LoadControl> {
+        &self.load
+    }
+
+    /// stop asks the run to stop; workers notice within a few tens of milliseconds and the
+    /// report of what ran still comes back (with `interrupted: true`).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    /// is_stopped says whether `stop` was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+}
 
 /// LoadControl is the live profile of a run, shared by the caller and the worker threads.
 #[derive(Debug, Default)]
@@ -133,56 +174,5 @@ impl LoadControl {
         // Read under the lock: set_target bumps the version while holding it.
         let v = self.version();
         live.profile.clone().map(|p| (v, p))
-    }
-}
-
-/// follow keeps one worker thread's pacer on the live profile: once per [`FOLLOW_TICK`] it
-/// compares the version, and on a change installs the new profile and, in the closed model,
-/// starts the lanes the new peak needs (up to the thread's share of `max_vus`). It runs until
-/// the thread's lanes are dropped with the runtime.
-pub(crate) async fn follow(s: Rc<Shared>, control: std::sync::Arc<LoadControl>) {
-    let mut seen = 0;
-    let mut tick = tokio::time::interval(FOLLOW_TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if control.version() == seen {
-            continue;
-        }
-        let Some((version, profile)) = control.profile() else {
-            continue;
-        };
-        let peak = profile.peak();
-        // No borrow of the pacer lives across an await, so this cannot collide with a lane.
-        let Ok(mut pacer) = s.pacer.try_borrow_mut() else {
-            continue;
-        };
-        pacer.set_profile(profile);
-        drop(pacer);
-        seen = version;
-        // Lanes waiting on the old profile look at the new one now: idle VUs (each then waits
-        // for its own instant) and hits claimed under the old rate (their due time moved).
-        s.retarget.notify_waiters();
-        if !s.open {
-            let cfg = &s.job.cfg;
-            let total = (peak.ceil() as u32).min(cfg.max_vus);
-            let want = lane_share(total, cfg.threads, s.job.index).min(s.max_lanes);
-            while s.next_lane.get() < want {
-                spawn_lane(&s);
-            }
-        }
-    }
-}
-
-/// lanes_done_after_end resolves when a live run's thread is finished: its send window is
-/// over and its lanes have ended (a thread with no lanes must not end early, since a rising
-/// target may give it some).
-pub(crate) async fn lanes_done_after_end(s: &Shared) {
-    match s.job.cfg.duration {
-        Some(d) => tokio::time::sleep_until((s.job.start + d).into()).await,
-        None => std::future::pending().await,
-    }
-    while s.lanes.get() > 0 {
-        s.all_done.notified().await;
     }
 }

@@ -15,7 +15,7 @@
 
 use std::fmt::Write as _;
 
-use crate::config::Target;
+use crate::target::Target;
 
 /// MAX_HEAD is the largest response head we accept (status line, headers and the blank line):
 /// the head is bounded by size, not by its number of headers, since real responses carry
@@ -380,6 +380,15 @@ fn last_token_is(value: &[u8], token: &[u8]) -> bool {
     tokens(value)
         .last()
         .is_some_and(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// idempotent says whether `method` is idempotent (RFC 9110 9.2.2): POST, PATCH, CONNECT and
+/// unknown methods are not.
+pub fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
 }
 
 #[cfg(test)]

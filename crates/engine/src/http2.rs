@@ -35,7 +35,8 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use crate::conn::{classify, Deadline, Exchange, Failure};
-use crate::metrics::{ConnectionGauge, ErrorClass};
+use crate::failure::ErrorClass;
+use crate::metrics::ConnectionGauge;
 use crate::tls::TlsSettings;
 
 /// WINDOW is the receive window the client grants, per stream and per connection (h2load's

@@ -257,7 +257,7 @@ fn pipelined_responses_leave_the_next_one_untouched() {
 
 #[test]
 fn renders_requests_once_with_host_and_length() {
-    let target = crate::config::Target {
+    let target = crate::target::Target {
         host: "127.0.0.1".into(),
         port: 8080,
         path_and_query: "/a?b=1".into(),

@@ -16,9 +16,11 @@ use tokio::time::Sleep;
 use crate::backoff::{Backoff, Turn};
 use crate::config::{Model, Protocol};
 use crate::conn::{Conn, Deadline};
+use crate::failure::ErrorClass;
 use crate::flight::{Flight, Flights, Sent};
 use crate::http2::{Link, Stream};
-use crate::metrics::{ErrorClass, Recorder, Response};
+use crate::job::{latency_ceiling, Job, LATE_SLACK};
+use crate::metrics::{Recorder, Response};
 use crate::metronome::Metronome;
 use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
 use crate::plan::{Plan, RequestStep, Step};
@@ -26,7 +28,6 @@ use crate::scenario::executor::{Reply, Transport, Vu};
 use crate::scenario::response::MAX_CAPTURE;
 use crate::scenario::rng::Rng;
 use crate::wire::{Outgoing, Wire};
-use crate::worker::{latency_ceiling, Job, LATE_SLACK};
 
 /// MAX_UNSENT_RECORDS bounds the histogram records of the hits never sent at the end of a
 /// run: past it they are recorded in batches, each at its latest due time (a lower bound).
@@ -39,7 +40,7 @@ pub(crate) struct Shared {
     /// plan: the flows, rendered once.
     pub(crate) plan: Plan,
     /// pacer: when the next hit goes out. A RefCell because a live run's new target is
-    /// installed by [`crate::control::follow`]; never borrowed across an await.
+    /// installed by `worker::follow`; never borrowed across an await.
     pub(crate) pacer: RefCell<AnyPacer>,
     /// rec: this thread's measurements.
     pub(crate) rec: RefCell<Recorder>,
@@ -151,6 +152,19 @@ impl Shared {
 }
 
 impl Shared {
+    /// retarget_or waits for `wait` or for a new target ([`Shared::retarget`]), whichever
+    /// comes first, and says whether the target changed. It registers for the change before
+    /// `wait` is first polled, so a change made in between is not missed.
+    pub(crate) async fn retarget_or(&self, wait: impl std::future::Future<Output = ()>) -> bool {
+        let changed = self.retarget.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        tokio::select! {
+            () = wait => false,
+            () = &mut changed => true,
+        }
+    }
+
     /// settle closes this thread's books at `cutoff`, when it stops running its lanes (the
     /// grace period is over, the run was stopped, or every lane finished): a request still
     /// out is `unfinished`, and an open-model hit due by then that never went out (claimed
@@ -233,13 +247,8 @@ pub(crate) async fn grow_pool(s: Rc<Shared>) {
             Pace::Idle(at) => {
                 // A live run's trickle or pause: nothing falls due before the end at this
                 // rate; look again when the rate changes (or at the recheck).
-                let changed = s.retarget.notified();
-                tokio::pin!(changed);
-                changed.as_mut().enable();
-                tokio::select! {
-                    () = tokio::time::sleep_until((start + at).into()) => {}
-                    () = &mut changed => {}
-                }
+                s.retarget_or(tokio::time::sleep_until((start + at).into()))
+                    .await;
                 continue;
             }
             _ => return,
@@ -382,10 +391,7 @@ impl Lane {
                 Pace::Idle(at) => {
                     self.close(s);
                     self.pace.as_mut().reset((start + at).into());
-                    tokio::select! {
-                        _ = self.pace.as_mut() => {}
-                        _ = s.retarget.notified() => {}
-                    }
+                    s.retarget_or(self.pace.as_mut()).await;
                     self.joining = true;
                     continue;
                 }
@@ -446,21 +452,11 @@ impl Lane {
     async fn wait_due(&mut self, s: &Rc<Shared>, hit: u64, mut due: Instant) -> Instant {
         let start = s.job.start;
         loop {
-            let changed = s.retarget.notified();
-            tokio::pin!(changed);
-            // Registered before the wait starts, so a change in between is not missed.
-            changed.as_mut().enable();
             let moved = match &s.metronome {
-                Some(m) => tokio::select! {
-                    () = m.wait_until(due) => false,
-                    () = &mut changed => true,
-                },
+                Some(m) => s.retarget_or(m.wait_until(due)).await,
                 None => {
                     self.pace.as_mut().reset(due.into());
-                    tokio::select! {
-                        () = self.pace.as_mut() => false,
-                        () = &mut changed => true,
-                    }
+                    s.retarget_or(self.pace.as_mut()).await
                 }
             };
             if !moved {

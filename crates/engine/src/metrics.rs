@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::failure::{ErrorClass, ErrorCounts};
 use crate::flight::Sent;
 use crate::outage::{ThreadWatch, Watch};
 use crate::scenario::stats::FlowTotals;
@@ -25,7 +26,7 @@ pub const MIN_HIGHEST_US: u64 = 60_000_000;
 /// new_histogram makes a microsecond histogram from 1 µs to at least `highest_us`. Values
 /// above are clamped to the top so a record cannot fail; the recorder counts each clamp
 /// ([`Totals::clamped`]) so a clamped figure is never silent. Size it to what the run can
-/// produce (see `worker::latency_ceiling`).
+/// produce (see `job::latency_ceiling`).
 pub fn new_histogram(highest_us: u64) -> Histogram<u64> {
     let high = highest_us.max(MIN_HIGHEST_US);
     // Only invalid bounds (high < 2, sigfig > 5) make this fail, and ours are fixed and valid:
@@ -75,121 +76,6 @@ impl ConnectionGauge {
     /// peak is the most connections open at once so far, over all threads.
     pub fn peak(&self) -> u64 {
         self.peak.load(Ordering::Relaxed)
-    }
-}
-
-/// ErrorClass is why a request failed; per-request failures are counted, never raised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// Connect: the TCP connect (or, for https, the TLS handshake) failed or timed out.
-    Connect,
-    /// Timeout: no complete response within the request timeout.
-    Timeout,
-    /// Read: reading the response failed or the connection closed mid-response.
-    Read,
-    /// Write: sending the request failed.
-    Write,
-    /// Reset: the peer reset the connection (ECONNRESET, EPIPE).
-    Reset,
-    /// Protocol: the response was not valid HTTP (HTTP/2: the server broke the protocol, e.g.
-    /// a frame it may not send, and h2 closed the connection or reset the stream).
-    Protocol,
-    /// GoAway: HTTP/2: the server's GOAWAY caught the request (a stream it will not answer,
-    /// or a connection it closed with an error).
-    GoAway,
-    /// RstStream: HTTP/2: the server reset the request's stream (RST_STREAM).
-    RstStream,
-    /// Status: the response status was >= 400.
-    Status,
-    /// Check: a scenario request was answered but failed a check or an extraction (its
-    /// reason is counted under the request's name).
-    Check,
-}
-
-impl ErrorClass {
-    /// ALL lists the classes in report order.
-    pub const ALL: [ErrorClass; 10] = [
-        ErrorClass::Connect,
-        ErrorClass::Timeout,
-        ErrorClass::Read,
-        ErrorClass::Write,
-        ErrorClass::Reset,
-        ErrorClass::Protocol,
-        ErrorClass::GoAway,
-        ErrorClass::RstStream,
-        ErrorClass::Status,
-        ErrorClass::Check,
-    ];
-}
-
-/// ErrorCounts counts errors by class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct ErrorCounts {
-    /// connect: failed TCP connects.
-    pub connect: u64,
-    /// timeout: requests that timed out.
-    pub timeout: u64,
-    /// read: read failures and truncated responses.
-    pub read: u64,
-    /// write: write failures.
-    pub write: u64,
-    /// reset: connection resets.
-    pub reset: u64,
-    /// protocol: unparseable responses.
-    pub protocol: u64,
-    /// goaway: HTTP/2 requests caught by the server's GOAWAY.
-    pub goaway: u64,
-    /// rst_stream: HTTP/2 requests whose stream the server reset.
-    pub rst_stream: u64,
-    /// status: responses with status >= 400.
-    pub status: u64,
-    /// check: scenario responses that failed a check or an extraction.
-    pub check: u64,
-}
-
-impl ErrorCounts {
-    /// add counts one error of `class`.
-    pub fn add(&mut self, class: ErrorClass) {
-        match class {
-            ErrorClass::Connect => self.connect += 1,
-            ErrorClass::Timeout => self.timeout += 1,
-            ErrorClass::Read => self.read += 1,
-            ErrorClass::Write => self.write += 1,
-            ErrorClass::Reset => self.reset += 1,
-            ErrorClass::Protocol => self.protocol += 1,
-            ErrorClass::GoAway => self.goaway += 1,
-            ErrorClass::RstStream => self.rst_stream += 1,
-            ErrorClass::Status => self.status += 1,
-            ErrorClass::Check => self.check += 1,
-        }
-    }
-
-    /// merge adds another set of counts.
-    pub fn merge(&mut self, o: &ErrorCounts) {
-        self.connect += o.connect;
-        self.timeout += o.timeout;
-        self.read += o.read;
-        self.write += o.write;
-        self.reset += o.reset;
-        self.protocol += o.protocol;
-        self.goaway += o.goaway;
-        self.rst_stream += o.rst_stream;
-        self.status += o.status;
-        self.check += o.check;
-    }
-
-    /// total is the sum over all classes.
-    pub fn total(&self) -> u64 {
-        self.connect
-            + self.timeout
-            + self.read
-            + self.write
-            + self.reset
-            + self.protocol
-            + self.goaway
-            + self.rst_stream
-            + self.status
-            + self.check
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::metrics::{ErrorClass, ErrorCounts};
+use crate::failure::{ErrorClass, ErrorCounts};
 
 /// MIN_ERRORS is how many failures, with no answer among them, make an outage: fewer are a
 /// blip (one reset between two answers of a slow server), not a target that stopped.

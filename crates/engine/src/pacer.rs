@@ -11,7 +11,18 @@
 
 use std::time::Duration;
 
-use crate::config::Stage;
+use serde::Deserialize;
+
+/// Stage is one leg of a ramp: move linearly to `target` over `duration_s`, like k6's stages.
+/// The target is VUs in the closed model and requests per second in the open model.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// duration_s: how long this leg lasts, in seconds (> 0).
+    pub duration_s: f64,
+    /// target: the VU count or rate reached at the end of the leg (>= 0).
+    pub target: f64,
+}
 
 /// Pace is a pacer's answer to "what next?".
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::Checked;
-use crate::http::render_request;
+use crate::http::{idempotent, render_request};
 use crate::scenario::Script;
 
 /// RequestStep is one HTTP request, rendered to bytes once.
@@ -27,15 +27,6 @@ pub struct RequestStep {
     /// idempotent: whether sending it twice does no more than sending it once (RFC 9110
     /// 9.2.2), so it may be resent after a kept-alive connection closed under it.
     pub idempotent: bool,
-}
-
-/// idempotent says whether `method` is idempotent (RFC 9110 9.2.2): POST, PATCH, CONNECT and
-/// unknown methods are not.
-pub fn idempotent(method: &str) -> bool {
-    matches!(
-        method,
-        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
-    )
 }
 
 /// Step is one thing a flow does.

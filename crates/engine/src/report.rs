@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::config::{Checked, Model};
-use crate::metrics::{
-    encode_histogram, ErrorCounts, IntervalData, IterationCounts, LatencySummary, Totals,
-};
+use crate::failure::ErrorCounts;
+use crate::metrics::{encode_histogram, IntervalData, IterationCounts, LatencySummary, Totals};
 use crate::usage::CpuTimes;
 
 /// REPORT_VERSION is the version of the report document's shape.

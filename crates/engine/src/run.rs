@@ -7,66 +7,25 @@
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Checked, Model, Protocol, RunConfig};
-use crate::control::LoadControl;
+use crate::control::{LoadControl, RunControl};
 use crate::error::EngineError;
+use crate::job::{latency_ceiling, Job};
 use crate::metrics::{ConnectionGauge, IntervalData, Totals};
 use crate::outage::{ThreadWatch, Tracker};
 use crate::plan::Plan;
 use crate::report::{build_report, IntervalSnapshot, Report, RunFacts};
 use crate::tls::Alpn;
 use crate::usage::CpuTimes;
-use crate::worker::{latency_ceiling, run_thread, Job, Msg, StartGate};
+use crate::worker::{run_thread, Msg, StartGate};
 
 /// PREFLIGHT_TIMEOUT bounds the preflight connect.
 pub const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// RunControl is a shared handle to stop a run early (Ctrl-C) and, in a live run, to change
-/// its load ([`RunControl::load`]); share it in an `Arc`.
-#[derive(Debug, Default)]
-pub struct RunControl {
-    stopped: AtomicBool,
-    load: Arc<LoadControl>,
-}
-
-impl RunControl {
-    /// new makes a handle that has not been stopped.
-    pub fn new() -> Self {
-        RunControl::default()
-    }
-
-    /// linked is a fresh stop flag that shares this handle's load control: the run stops its
-    /// workers through its own flag, while the caller's target changes reach them.
-    fn linked(&self) -> Self {
-        RunControl {
-            stopped: AtomicBool::new(false),
-            load: self.load.clone(),
-        }
-    }
-
-    /// load is the live run's load control: `control.load().set_target(..)` changes the VUs
-    /// or the rate while the run goes on (the configuration must set `live`).
-    pub fn load(&self) -> &Arc<LoadControl> {
-        &self.load
-    }
-
-    /// stop asks the run to stop; workers notice within a few tens of milliseconds and the
-    /// report of what ran still comes back (with `interrupted: true`).
-    pub fn stop(&self) {
-        self.stopped.store(true, Ordering::Relaxed);
-    }
-
-    /// is_stopped says whether `stop` was called.
-    pub fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Relaxed)
-    }
-}
 
 /// run is a blocking load test: it spawns the worker threads, calls `on_interval` from the
 /// calling thread once per interval with the merged snapshot, and returns the report when

@@ -3,72 +3,19 @@
 //! per interval and once at the end; that channel is the only place threads meet.
 
 use std::cell::Cell;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::config::{Checked, Model};
-use crate::lane::{grow_pool, initial_lanes, spawn_lane, Shared};
-use crate::metrics::{ConnectionGauge, IntervalData, Totals};
-use crate::run::RunControl;
+use crate::control::{LoadControl, RunControl, FOLLOW_TICK};
+use crate::job::{grace, Job};
+use crate::lane::{grow_pool, initial_lanes, lane_share, spawn_lane, Shared};
+use crate::metrics::{IntervalData, Totals};
 use crate::usage::CpuTimes;
-
-/// LATE_SLACK is how late an open-model send may be before it counts as late (and before
-/// the pool grows for it): wake-ups on a busy machine routinely slip by a millisecond.
-pub const LATE_SLACK: Duration = Duration::from_millis(2);
-
-/// GRACE bounds how long requests in flight at the end of a timed run may take to finish
-/// (never longer than the request timeout).
-pub const GRACE: Duration = Duration::from_secs(5);
 
 /// STOP_POLL is how often a worker checks the shared stop flag (the bound on stop latency).
 pub const STOP_POLL: Duration = Duration::from_millis(10);
-
-/// grace is how long requests in flight at the end of a timed run may take to finish.
-pub(crate) fn grace(cfg: &Checked) -> Duration {
-    cfg.timeout.min(GRACE)
-}
-
-/// latency_ceiling is the largest latency the run can measure, to size its histograms: a
-/// response is at most a timeout after its send (a later one is a timeout), and in the open
-/// model, which times from the intended send, a hit can wait from the schedule's start to the
-/// end of the grace period. A latency above it (an open run whose generator fell behind a
-/// schedule with no duration) is clamped and counted (`clamped`), never silent.
-pub(crate) fn latency_ceiling(cfg: &Checked) -> Duration {
-    let second = Duration::from_secs(1);
-    let response = cfg.timeout.saturating_add(second);
-    if cfg.model == Model::Closed {
-        return response;
-    }
-    let schedule = cfg.duration.or_else(|| {
-        let n = cfg.requests?;
-        let t = cfg.profile.time_of(n as f64)?;
-        Some(Duration::try_from_secs_f64(t).unwrap_or(Duration::MAX))
-    });
-    let queued = schedule.map_or(Duration::ZERO, |d| {
-        d.saturating_add(grace(cfg)).saturating_add(second)
-    });
-    response.max(queued)
-}
-
-/// Job is what the coordinator hands one worker thread.
-#[derive(Debug, Clone)]
-pub struct Job {
-    /// index: this thread's number, 0-based.
-    pub index: u32,
-    /// cfg: the checked configuration.
-    pub cfg: Arc<Checked>,
-    /// addr: the resolved target address.
-    pub addr: SocketAddr,
-    /// start: the common start instant of all threads (set when the [`StartGate`] opens).
-    pub start: Instant,
-    /// control: the shared stop handle.
-    pub control: Arc<RunControl>,
-    /// gauge: connections open over all threads (for the run's true peak).
-    pub gauge: Arc<ConnectionGauge>,
-}
 
 /// Msg is what a worker thread sends the coordinator.
 #[derive(Debug)]
@@ -211,7 +158,7 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     }
     if shared.job.cfg.live {
         let load = shared.job.control.load().clone();
-        tokio::task::spawn_local(crate::control::follow(shared.clone(), load));
+        tokio::task::spawn_local(follow(shared.clone(), load));
     }
     if shared.metronome.is_some() {
         let s = shared.clone();
@@ -233,7 +180,7 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     let live = job.cfg.live;
     let stopped = tokio::select! {
         _ = all_lanes_done(&shared), if !live => false,
-        _ = crate::control::lanes_done_after_end(&shared), if live => false,
+        _ = lanes_done_after_end(&shared), if live => false,
         _ = wait_stop(&job.control) => true,
         _ = sleep_until_opt(deadline) => false,
     };
@@ -303,42 +250,53 @@ async fn report_intervals(shared: Rc<Shared>, tx: Sender<Msg>, last: Rc<Cell<Opt
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::RunConfig;
-
-    #[test]
-    fn the_latency_ceiling_covers_what_the_run_can_produce() {
-        // label, config, ceiling in seconds
-        let cases = [
-            (
-                "closed: a timeout past the last send",
-                r#"{"url":"http://h/","connections":2,"duration_s":600,"timeout_s":30}"#,
-                31.0,
-            ),
-            (
-                "open, timed: the whole schedule, the grace and a second",
-                r#"{"url":"http://h/","rate":10,"duration_s":120,"timeout_s":30}"#,
-                126.0,
-            ),
-            (
-                "open, counted: the schedule of N hits",
-                r#"{"url":"http://h/","rate":10,"requests":1000,"timeout_s":2}"#,
-                103.0,
-            ),
-            (
-                "open, short: still a timeout past a send",
-                r#"{"url":"http://h/","rate":10,"duration_s":1,"timeout_s":30}"#,
-                31.0,
-            ),
-        ];
-        for (label, json, want) in cases {
-            let cfg = RunConfig::from_json(json)
-                .and_then(|c| c.check())
-                .expect("valid");
-            let got = latency_ceiling(&cfg).as_secs_f64();
-            assert!((got - want).abs() < 1e-6, "{label}: {got} s, want {want} s");
+/// follow keeps one worker thread's pacer on the live profile: once per [`FOLLOW_TICK`] it
+/// compares the version, and on a change installs the new profile and, in the closed model,
+/// starts the lanes the new peak needs (up to the thread's share of `max_vus`). It runs until
+/// the thread's lanes are dropped with the runtime.
+async fn follow(s: Rc<Shared>, control: Arc<LoadControl>) {
+    let mut seen = 0;
+    let mut tick = tokio::time::interval(FOLLOW_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if control.version() == seen {
+            continue;
         }
+        let Some((version, profile)) = control.profile() else {
+            continue;
+        };
+        let peak = profile.peak();
+        // No borrow of the pacer lives across an await, so this cannot collide with a lane.
+        let Ok(mut pacer) = s.pacer.try_borrow_mut() else {
+            continue;
+        };
+        pacer.set_profile(profile);
+        drop(pacer);
+        seen = version;
+        // Lanes waiting on the old profile look at the new one now: idle VUs (each then waits
+        // for its own instant) and hits claimed under the old rate (their due time moved).
+        s.retarget.notify_waiters();
+        if !s.open {
+            let cfg = &s.job.cfg;
+            let total = (peak.ceil() as u32).min(cfg.max_vus);
+            let want = lane_share(total, cfg.threads, s.job.index).min(s.max_lanes);
+            while s.next_lane.get() < want {
+                spawn_lane(&s);
+            }
+        }
+    }
+}
+
+/// lanes_done_after_end resolves when a live run's thread is finished: its send window is
+/// over and its lanes have ended (a thread with no lanes must not end early, since a rising
+/// target may give it some).
+async fn lanes_done_after_end(s: &Shared) {
+    match s.job.cfg.duration {
+        Some(d) => tokio::time::sleep_until((s.job.start + d).into()).await,
+        None => std::future::pending().await,
+    }
+    while s.lanes.get() > 0 {
+        s.all_done.notified().await;
     }
 }

@@ -17,7 +17,7 @@ use super::cookies::CookieJar;
 use super::response::Parsed;
 use super::rng::Rng;
 use super::{Body, Op, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
-use crate::metrics::ErrorClass;
+use crate::failure::ErrorClass;
 
 /// MAX_REDIRECTS bounds the redirects one request follows.
 pub const MAX_REDIRECTS: u32 = 5;

@@ -405,7 +405,7 @@ impl Builder<'_> {
             stat,
             hop_stat,
             head: method == "HEAD",
-            idempotent: crate::plan::idempotent(&method),
+            idempotent: crate::http::idempotent(&method),
             method,
             path,
             query,
