@@ -506,3 +506,23 @@ def test_prometheus_monitor_reads_taskqueue_metrics():
     assert s.fds is not None and s.fds > 3
     assert s.extra == {'taskqueue_tasks{status="queued"}': 5.0}
     assert s.threads is None  # the process collector has no thread count
+
+
+def test_the_machines_cpu_time_counts_this_process_burning_cpu():
+    """machine_cpu_s (the find's saturation check): half a second of this process burning a
+    CPU adds at least most of it to the machine's busy time, and the busy time added is
+    bounded by what every CPU could have done in the wall time, as is the total."""
+    from redline.usage import machine_cpu_s
+
+    first = machine_cpu_s()
+    assert first is not None
+    t0, c0 = time.monotonic(), time.process_time()
+    while time.process_time() - c0 < 0.5:
+        pass
+    wall = time.monotonic() - t0
+    second = machine_cpu_s()
+    assert second is not None
+    busy, total = second[0] - first[0], second[1] - first[1]
+    cpus = psutil.cpu_count() or 1
+    assert busy >= 0.4, (busy, wall)
+    assert busy <= total <= cpus * wall * 1.1 + 0.05, (busy, total, cpus, wall)

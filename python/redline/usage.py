@@ -44,6 +44,7 @@ def machine_cpu_s() -> tuple[float, float] | None:
         t = psutil.cpu_times()
     except (ImportError, OSError):
         return None
-    total = float(sum(t))
+    # Linux counts a guest's time inside user and nice as well: counted once.
+    total = float(sum(t)) - float(getattr(t, "guest", 0.0)) - float(getattr(t, "guest_nice", 0.0))
     idle = float(t.idle) + float(getattr(t, "iowait", 0.0))
     return total - idle, total
