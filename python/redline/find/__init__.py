@@ -13,6 +13,21 @@
     >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)
 """
 
-from redline.find.finder import LiveRun, answers_text, find, steady_answer, write_json
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from redline.find.finder import LiveRun, answers_text, find, steady_answer, write_json
 
 __all__ = ["LiveRun", "answers_text", "find", "steady_answer", "write_json"]
+
+
+def __getattr__(name: str) -> Any:
+    # Loaded on first use: the search pulls in numpy, which `redline --help` and every
+    # subcommand but find must not pay for at start-up (tests/test_startup.py).
+    if name in __all__:
+        from redline.find import finder
+
+        return getattr(finder, name)
+    raise AttributeError(f"module 'redline.find' has no attribute {name!r}")
