@@ -147,18 +147,18 @@ def _find_stretches(data: dict[str, Any]) -> dict[str, Stretch]:
     if what == "requests":
         return stretches
     try:
-        Meter.parse(str(what))
+        meter = Meter.parse(str(what))
     except ValueError as e:
         raise RedlineError(f"config.throughput {e}") from None
-    return {k: Stretch([_metered(s, what) for s in v.snapshots]) for k, v in stretches.items()}
+    return {k: Stretch([_metered(s, meter) for s in v.snapshots]) for k, v in stretches.items()}
 
 
-def _metered(snap: dict[str, Any], what: str) -> dict[str, Any]:
+def _metered(snap: dict[str, Any], meter: Meter) -> dict[str, Any]:
     """_metered: a snapshot whose counts are the meter's (``iterations``, a request name's
     requests, or its answers that said one value) in the fields compare counts
     (``requests``, ``errors``, ``errors_by_class``), so that compare's goodput and error
     rate are the search's (:class:`redline.analysis.outcome.Meter`)."""
-    o = Meter.parse(what).count(snap)
+    o = meter.count(snap)
     by_class = {
         "status": o.refused,
         "check": o.failed_checks,
