@@ -1,6 +1,7 @@
 //! A scenario's requests reuse their VU's buffers: templated paths, query and headers, checks
 //! and header/regex extractions allocate (next to) nothing per request once warmed up, as on
-//! the single-URL path (see alloc.rs; JSON checks parse a document and do allocate).
+//! the single-URL path (see alloc.rs; JSON checks parse a document and do allocate), and a
+//! request written with `tally="$.status"` counts what the service said without allocating.
 
 mod common;
 
@@ -13,6 +14,9 @@ use serde_json::json;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
+
+/// ONE_AT_A_TIME: the allocation count is the process's, so the tests here take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// plan: two GETs per iteration; the second's path carries what the first extracted.
 fn plan() -> serde_json::Value {
@@ -32,19 +36,43 @@ fn plan() -> serde_json::Value {
     ]}]})
 }
 
+/// TALLIED: what the status polls of `tallied` answer (seed 000's task status).
+const TALLIED: &str = r#"{"id":"t-1","status":"RUNNING","attempts":1,"progress":0.5}"#;
+
+/// tallied: one GET per iteration, tallied by its answer's status.
+fn tallied() -> serde_json::Value {
+    json!({"file": "tally.py",
+    "flows": [{"name": "f", "steps": [
+      {"step": "request", "name": "status", "method": "GET", "path": ["/t"],
+       "checks": [{"check": "status", "in": [200]}],
+       "tally": {"path": ["status"], "text": "$.status"}}
+    ]}]})
+}
+
 fn allocations_for(url: &str, iterations: u64) -> u64 {
+    allocations_of(url, plan(), 2, iterations)
+}
+
+/// allocations_of runs `iterations` iterations of `plan` (`per` requests each) and returns
+/// the allocations the whole run made.
+fn allocations_of(url: &str, plan: serde_json::Value, per: u64, iterations: u64) -> u64 {
     let cfg = RunConfig {
         url: url.to_string(),
         connections: 4,
         threads: Some(2),
         requests: Some(i64::try_from(iterations).expect("a small count")),
         interval_s: 60.0,
-        plan: Some(plan()),
+        plan: Some(plan),
         ..RunConfig::default()
     };
     let before = allocations();
     let r = run(cfg, Arc::new(RunControl::new()), &mut |_| {}).expect("run");
-    assert_eq!(r.requests, 2 * iterations);
+    assert_eq!(r.requests, per * iterations);
+    if let Some(n) = r.per_name.get("status") {
+        // The tally counted every answer, by what it said.
+        let want = std::collections::BTreeMap::from([("RUNNING".to_string(), iterations)]);
+        assert_eq!(n.tally, want);
+    }
     assert_eq!(r.errors_total, 0, "{:?}", r.per_name);
     let it = r
         .scenario
@@ -63,6 +91,7 @@ const MAX_PER_REQUEST: f64 = 0.02;
 
 #[test]
 fn flow_requests_do_not_allocate() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = common::start(common::Mode::Ok {
         delay: Duration::ZERO,
     });
@@ -74,5 +103,20 @@ fn flow_requests_do_not_allocate() {
     assert!(
         per_request < MAX_PER_REQUEST,
         "{per_request:.3} allocations per request"
+    );
+}
+
+#[test]
+fn tallied_answers_do_not_allocate() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = common::start(common::Mode::Body(TALLIED));
+    let url = server.url("/");
+    let small = allocations_of(&url, tallied(), 1, 500);
+    let large = allocations_of(&url, tallied(), 1, 5_500);
+    let per_request = large.saturating_sub(small) as f64 / 5_000.0;
+    eprintln!("{small} vs {large} allocations, {per_request:.3} per extra tallied answer");
+    assert!(
+        per_request < MAX_PER_REQUEST,
+        "{per_request:.3} allocations per tallied answer"
     );
 }

@@ -13,7 +13,7 @@
 //! at the path, not in fields skipped over. A duplicated key is found as a map would keep
 //! it: the last occurrence wins.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -28,33 +28,141 @@ pub struct NotJson;
 /// find returns the value at `path` in the JSON document `body` (None: no such value), or
 /// [`NotJson`].
 pub fn find(body: &[u8], path: &[PathSeg]) -> Result<Option<Value>, NotJson> {
-    let mut de = serde_json::Deserializer::from_slice(body);
     let mut out = None;
-    Find {
-        path,
-        out: &mut out,
-    }
-    .deserialize(&mut de)
-    .map_err(|_| NotJson)?;
-    de.end().map_err(|_| NotJson)?;
+    find_into(body, path, &mut out)?;
     Ok(out)
 }
 
-/// Find reads one value, storing the part of it at `path` (if any) into `out`.
-struct Find<'p> {
-    path: &'p [PathSeg],
-    out: &'p mut Option<Value>,
+/// find_into reads the document `body` and hands the value at `path`, if any, to `leaf`.
+pub fn find_into<L: Leaf>(body: &[u8], path: &[PathSeg], leaf: &mut L) -> Result<(), NotJson> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    Find { path, out: leaf }
+        .deserialize(&mut de)
+        .map_err(|_| NotJson)?;
+    de.end().map_err(|_| NotJson)
 }
 
-impl<'de> DeserializeSeed<'de> for Find<'_> {
+/// Leaf is what receives the value at the path: the value itself (`Option<Value>`, for checks
+/// and extractions, which compare or keep it) or only its text ([`Text`], for tallies).
+pub trait Leaf {
+    /// forget drops what an earlier occurrence of a duplicated key left.
+    fn forget(&mut self);
+    /// read takes the value at the path from the document.
+    fn read<'de, D: Deserializer<'de>>(&mut self, d: D) -> Result<(), D::Error>;
+    /// keep takes the value at the path already parsed (after a negative index).
+    fn keep(&mut self, v: &Value);
+}
+
+impl Leaf for Option<Value> {
+    fn forget(&mut self) {
+        *self = None;
+    }
+    fn read<'de, D: Deserializer<'de>>(&mut self, d: D) -> Result<(), D::Error> {
+        *self = Some(Value::deserialize(d)?);
+        Ok(())
+    }
+    fn keep(&mut self, v: &Value) {
+        *self = Some(v.clone());
+    }
+}
+
+/// Text writes the value at the path as text into a buffer the caller keeps: a string as
+/// itself, any other value as its JSON text (what `Value::to_string` gives). A string,
+/// number, boolean or null is written without building a `Value`, so a tally counts the
+/// status of ten thousand answers a second without allocating; an object or array at the
+/// path (rare) is parsed to be written. `found` says whether the path held a value.
+pub struct Text<'a> {
+    /// out receives the text.
+    pub out: &'a mut String,
+    /// found: the path held a value.
+    pub found: bool,
+}
+
+impl Leaf for Text<'_> {
+    fn forget(&mut self) {
+        self.out.clear();
+        self.found = false;
+    }
+    fn read<'de, D: Deserializer<'de>>(&mut self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(Write(self.out))?;
+        self.found = true;
+        Ok(())
+    }
+    fn keep(&mut self, v: &Value) {
+        match v {
+            Value::String(s) => self.out.push_str(s),
+            v => {
+                let _ = write!(self.out, "{v}");
+            }
+        }
+        self.found = true;
+    }
+}
+
+/// Write writes the value it visits into a string, as [`Text`] says.
+struct Write<'a>(&'a mut String);
+
+impl<'de> Visitor<'de> for Write<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        // serde_json writes a parsed (so finite) float as its Number does.
+        match serde_json::Number::from_f64(v) {
+            Some(n) => {
+                let _ = write!(self.0, "{n}");
+            }
+            None => self.0.push_str("null"),
+        }
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(v);
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.0.push_str("null");
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let v = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        let v = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        let _ = write!(self.0, "{v}");
+        Ok(())
+    }
+}
+
+/// Find reads one value, handing the part of it at `path` (if any) to `out`.
+struct Find<'p, L> {
+    path: &'p [PathSeg],
+    out: &'p mut L,
+}
+
+impl<'de, L: Leaf> DeserializeSeed<'de> for Find<'_, L> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         match self.path.split_first() {
-            None => {
-                *self.out = Some(Value::deserialize(d)?);
-                Ok(())
-            }
+            None => self.out.read(d),
             Some((seg, rest)) => d.deserialize_any(Walk {
                 seg,
                 rest,
@@ -66,13 +174,13 @@ impl<'de> DeserializeSeed<'de> for Find<'_> {
 
 /// Walk visits a value that path segment `seg` (then `rest`) must enter; a value the segment
 /// does not fit (a key into an array, anything into a scalar) holds nothing at the path.
-struct Walk<'p> {
+struct Walk<'p, L> {
     seg: &'p PathSeg,
     rest: &'p [PathSeg],
-    out: &'p mut Option<Value>,
+    out: &'p mut L,
 }
 
-impl<'de> Visitor<'de> for Walk<'_> {
+impl<'de, L: Leaf> Visitor<'de> for Walk<'_, L> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -109,7 +217,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
         while let Some(hit) = map.next_key_seed(KeyIs(want))? {
             if hit {
                 // A later duplicate replaces an earlier one, as in a parsed map.
-                *self.out = None;
+                self.out.forget();
                 map.next_value_seed(Find {
                     path: self.rest,
                     out: &mut *self.out,
@@ -137,8 +245,12 @@ impl<'de> Visitor<'de> for Walk<'_> {
                 items.push(v);
             }
             let at = items.len() as i64 + i;
-            if let Some(v) = usize::try_from(at).ok().and_then(|at| items.get(at)) {
-                *self.out = lookup(v, self.rest).cloned();
+            if let Some(v) = usize::try_from(at)
+                .ok()
+                .and_then(|at| items.get(at))
+                .and_then(|v| lookup(v, self.rest))
+            {
+                self.out.keep(v);
             }
             return Ok(());
         }
@@ -215,53 +327,56 @@ mod tests {
             .collect()
     }
 
+    const DOCS: &[&str] = &[
+        r#"{"id":"ab","n":[1,2,{"k":[true,null]}],"o":{"k":true},"s":"x\"y\u00e9"}"#,
+        r#"{"a":1,"a":{"b":2}}"#,
+        r#"{"a":{"b":2},"a":1}"#,
+        r#"[10,[20,21],{"x":"y"}]"#,
+        r#"  {"\u0069d": 7, "e": 1e3, "neg": -4, "big": 18446744073709551615}  "#,
+        r#"{"e":1.5,"neg":-0.0,"big":123456789012345678901234567890,"id":false}"#,
+        r#""just a string""#,
+        "42",
+        "null",
+        r#"{"a":1} trailing"#,
+        r#"{"a":1"#,
+        r#"{"a":[1,2,]}"#,
+        "",
+        "not json",
+    ];
+
+    const PATHS: &[&[&str]] = &[
+        &[],
+        &["id"],
+        &["n"],
+        &["n", "0"],
+        &["n", "-1"],
+        &["n", "-1", "k", "1"],
+        &["n", "2", "k", "-2"],
+        &["n", "3"],
+        &["n", "-4"],
+        &["o", "k"],
+        &["o", "k", "z"],
+        &["s"],
+        &["a"],
+        &["a", "b"],
+        &["0"],
+        &["1", "1"],
+        &["-1", "x"],
+        &["2", "x"],
+        &["e"],
+        &["neg"],
+        &["big"],
+        &["zz"],
+    ];
+
     /// Every case must agree with parsing the whole document and following the path in it
     /// (the behaviour this module replaces), including what is not JSON.
     #[test]
     fn agrees_with_the_parsed_document() {
-        let docs: &[&str] = &[
-            r#"{"id":"ab","n":[1,2,{"k":[true,null]}],"o":{"k":true},"s":"x\"y\u00e9"}"#,
-            r#"{"a":1,"a":{"b":2}}"#,
-            r#"{"a":{"b":2},"a":1}"#,
-            r#"[10,[20,21],{"x":"y"}]"#,
-            r#"  {"\u0069d": 7, "e": 1e3, "neg": -4, "big": 18446744073709551615}  "#,
-            r#""just a string""#,
-            "42",
-            "null",
-            r#"{"a":1} trailing"#,
-            r#"{"a":1"#,
-            r#"{"a":[1,2,]}"#,
-            "",
-            "not json",
-        ];
-        let paths: &[&[&str]] = &[
-            &[],
-            &["id"],
-            &["n"],
-            &["n", "0"],
-            &["n", "-1"],
-            &["n", "-1", "k", "1"],
-            &["n", "2", "k", "-2"],
-            &["n", "3"],
-            &["n", "-4"],
-            &["o", "k"],
-            &["o", "k", "z"],
-            &["s"],
-            &["a"],
-            &["a", "b"],
-            &["0"],
-            &["1", "1"],
-            &["-1", "x"],
-            &["2", "x"],
-            &["e"],
-            &["neg"],
-            &["big"],
-            &["zz"],
-        ];
         let mut checked = 0;
-        for doc in docs {
+        for doc in DOCS {
             let parsed: Result<Value, _> = serde_json::from_str(doc);
-            for p in paths {
+            for p in PATHS {
                 let p = path(p);
                 let want = match &parsed {
                     Ok(v) => Ok(lookup(v, &p).cloned()),
@@ -271,7 +386,33 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(checked, docs.len() * paths.len());
+        assert_eq!(checked, DOCS.len() * PATHS.len());
+    }
+
+    /// Text, which writes a scalar without building a Value, must say what the Value would:
+    /// a string as itself, anything else as `Value::to_string`.
+    #[test]
+    fn text_agrees_with_the_value_it_does_not_build() {
+        let mut out = String::from("stale");
+        for doc in DOCS {
+            for p in PATHS {
+                let p = path(p);
+                let want = find(doc.as_bytes(), &p).map(|v| {
+                    v.map(|v| match v {
+                        Value::String(s) => s,
+                        v => v.to_string(),
+                    })
+                });
+                out.clear();
+                let mut text = Text {
+                    out: &mut out,
+                    found: false,
+                };
+                let got = find_into(doc.as_bytes(), &p, &mut text).map(|()| text.found);
+                let got = got.map(|found| found.then(|| out.clone()));
+                assert_eq!(got, want, "{doc} {p:?}");
+            }
+        }
     }
 
     #[test]

@@ -10,9 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
-use super::json::find;
+use super::json::{find_into, Text};
 use super::spec::PathSeg;
 
 /// MAX_VALUES bounds the distinct values kept per request name.
@@ -84,14 +82,27 @@ impl Tally {
 }
 
 /// value_of writes into `out` what a tally counts for `body`: the string at `path` as itself,
-/// any other JSON value as its JSON text, else [`MISSING`], [`NOT_JSON`] or [`LONG`].
+/// any other JSON value as its JSON text, else [`MISSING`], [`NOT_JSON`] or [`LONG`]. A
+/// scalar at the path is written straight from the body into `out` (no `Value`, no
+/// allocation once `out` has grown to the values' length).
 pub fn value_of(body: &[u8], path: &[PathSeg], out: &mut String) {
     out.clear();
-    match find(body, path) {
-        Err(_) => out.push_str(NOT_JSON),
-        Ok(None) => out.push_str(MISSING),
-        Ok(Some(Value::String(s))) => out.push_str(&s),
-        Ok(Some(v)) => out.push_str(&v.to_string()),
+    let mut text = Text {
+        out: &mut *out,
+        found: false,
+    };
+    let read = find_into(body, path, &mut text);
+    let found = text.found;
+    match read {
+        Err(_) => {
+            out.clear();
+            out.push_str(NOT_JSON);
+        }
+        Ok(()) if !found => {
+            out.clear();
+            out.push_str(MISSING);
+        }
+        Ok(()) => {}
     }
     if out.len() > MAX_LEN {
         out.clear();

@@ -19,6 +19,8 @@ use tokio::net::{TcpListener, TcpStream};
 pub enum Mode {
     /// Ok answers 200 after `delay`.
     Ok { delay: Duration },
+    /// Body answers 200 with this body at once (a JSON document for the tally tests).
+    Body(&'static str),
     /// Stall holds requests arriving in [from, to) after the first request until `to`.
     Stall { from: Duration, to: Duration },
     /// Silent reads requests and never answers.
@@ -231,7 +233,14 @@ async fn serve(
     } else {
         ""
     };
-    let resp = format!("HTTP/1.1 {status} X\r\n{close}Content-Length: 2\r\n\r\nok");
+    let body = match mode {
+        Mode::Body(b) => b,
+        _ => "ok",
+    };
+    let resp = format!(
+        "HTTP/1.1 {status} X\r\n{close}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
     let mut served = 0u32;
     loop {
         // One request head (the engine sends GETs without bodies here).
@@ -291,6 +300,7 @@ async fn serve(
                 return;
             }
             Mode::Status(_)
+            | Mode::Body(_)
             | Mode::Close
             | Mode::Drop
             | Mode::ResetReused
