@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from redline.find.rules import CONDITIONS, PERCENTILES
+from redline.find.rules import CONDITIONS, PERCENTILES, Slo
 
 #: BROKEN: the kinds of limit where the service broke (errors, an SLO, a collapse).
 BROKEN = {"errors", "slo", "collapse", "no-recovery", "shedding", "rate-limit"}
@@ -45,14 +45,13 @@ def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> No
     steady = [s for s in steps if s["phase"] == "confirm" and s["ok"]]
     held = steady[-1] if steady else None
     opt = answers.get("optimal")
-    for slo in slos:
-        name, bound = slo.split("<")
-        field = PERCENTILES[name]
-        bound_ms = float(bound.removesuffix("ms"))
+    for text in slos:
+        slo = Slo.parse(text)
+        field, name = PERCENTILES[slo.percentile], slo.percentile.replace(".", "_")
         if held is not None and held.get(field) is not None:
-            assert held[field] <= bound_ms, f"steady state breaks {slo}: {held[field]}"
+            assert not slo.breached(held[field]), f"steady state breaks {slo}: {held[field]}"
         if answers["latency_ms"].get(name) is not None:
-            assert answers["latency_ms"][name] <= bound_ms, (slo, answers["latency_ms"])
+            assert not slo.breached(answers["latency_ms"][name]), (slo, answers["latency_ms"])
     if opt is not None:
         step = next(s for s in steps if s["index"] == opt["step"])
         assert step["ok"], f"the optimal step broke a limit: {step}"

@@ -528,6 +528,10 @@ def test_max_time_bounds_the_search():
         ("p50 < 2s", "p50", 2000.0),
         ("max<500us", "max", 0.5),
         ("p95<20ms", "p95", 20.0),
+        # The thresholds' grammar: the same figures as --threshold, a bare number in ms.
+        ("p99.9<1s", "p99.9", 1000.0),
+        ("mean<=50ms", "mean", 50.0),
+        ("p99<250", "p99", 250.0),
     ],
 )
 def test_slo_parses(text, percentile, bound):
@@ -535,7 +539,10 @@ def test_slo_parses(text, percentile, bound):
     assert (slo.percentile, slo.bound_ms) == (percentile, bound)
 
 
-@pytest.mark.parametrize("bad", ["p99>100ms", "p98<100ms", "p99<fast", ""])
+@pytest.mark.parametrize(
+    "bad",
+    ["p99>100ms", "p98<100ms", "p99<fast", "", "submit:p99<100ms", "errors<1%", "rps>100"],
+)
 def test_bad_slo_is_one_clear_error(bad):
     with pytest.raises(ConfigError, match="--slo"):
         Slo.parse(bad)

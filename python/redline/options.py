@@ -19,7 +19,8 @@ from typing import Any
 from redline.errors import ConfigError
 
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
-_UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+#: UNIT_S: seconds per duration unit, the one table (durations, thresholds' and SLOs' bounds).
+UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_duration(value: str | float | int, what: str = "duration") -> float:
@@ -34,7 +35,7 @@ def parse_duration(value: str | float | int, what: str = "duration") -> float:
         m = _DURATION.match(str(value))
         if not m:
             raise ConfigError(f"{what}: expected a duration like 15s, 250ms or 2m, got {value!r}")
-        seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
+        seconds = float(m.group(1)) * UNIT_S[m.group(2)]
     if not _finite(seconds):
         raise ConfigError(f"{what}: expected a finite duration, got {value!r}")
     return seconds

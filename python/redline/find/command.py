@@ -51,7 +51,13 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="scenario: a run variable (repeatable)",
     )
     f.add_argument("--model", choices=("closed", "open"), default="closed")
-    f.add_argument("--slo", action="append", default=[], help="e.g. 'p99<100ms' (repeatable)")
+    f.add_argument(
+        "--slo",
+        action="append",
+        default=[],
+        help="a latency bound every step must meet, in --threshold's grammar:"
+        " p50|p90|p95|p99|p99.9|mean|max < N us|ms|s, e.g. 'p99<100ms' (repeatable)",
+    )
     f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
     f.add_argument("--max-time", default="2m", help="bound on the whole search (default 2m)")
     f.add_argument(

@@ -6,7 +6,6 @@ it leave a queue behind, was the machine's CPU the limit."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,6 +13,8 @@ from redline.analysis.evidence import trend
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
 from redline.find.step import Step
+from redline.scenario.thresholds import SNAPSHOT_KEY, Threshold
+from redline.scenario.thresholds import parse as parse_threshold
 
 #: CONDITIONS names every stop condition and says what it means, for the output.
 CONDITIONS = {
@@ -32,14 +33,9 @@ CONDITIONS = {
     "interrupted": "the search was interrupted (Ctrl-C) before it found a limit",
 }
 
-#: PERCENTILES are the percentiles an SLO may bound: the ones each interval snapshot carries.
-PERCENTILES = {
-    "p50": "p50_ms",
-    "p90": "p90_ms",
-    "p95": "p95_ms",
-    "p99": "p99_ms",
-    "max": "max_ms",
-}
+#: PERCENTILES are the latency figures an SLO may bound: the ones each step carries (the
+#: thresholds' table, so that ``--slo`` and ``--threshold`` read one grammar).
+PERCENTILES = SNAPSHOT_KEY
 
 #: LINEAR: an elasticity at or above this is still linear scaling (keep doubling the load).
 LINEAR = 0.9
@@ -86,8 +82,6 @@ SHARED = 0.25
 #: LATENCY_FAILURES: the conditions a starved generator explains (it cannot explain refusals).
 LATENCY_FAILURES = frozenset({"backlog", "slo", "collapse", "plateau", "retrograde"})
 
-_SLO = re.compile(r"^\s*(p50|p90|p95|p99|max)\s*<\s*([0-9.]+)\s*(us|ms|s)\s*$")
-
 
 @dataclass(frozen=True)
 class Slo:
@@ -98,14 +92,23 @@ class Slo:
 
     @classmethod
     def parse(cls, text: str) -> Slo:
-        """parse reads ``p99<100ms`` (p50, p90, p95, p99 or max; us, ms or s)."""
-        m = _SLO.match(text)
-        if not m:
+        """parse reads ``p99<100ms``: a threshold (:mod:`redline.scenario.thresholds`'s
+        grammar) that bounds one of the latency figures a step carries from above."""
+        try:
+            t: Threshold | None = parse_threshold(text)
+        except ConfigError:
+            t = None
+        bounded = t is not None and t.name is None and t.op in ("<", "<=")
+        if t is None or not bounded or t.metric not in PERCENTILES:
             raise ConfigError(
-                f"--slo: expected e.g. 'p99<100ms' (p50, p90, p95, p99 or max), got {text!r}"
+                f"--slo: expected a latency bound such as 'p99<100ms' ({', '.join(PERCENTILES)};"
+                f" us, ms or s), got {text!r}"
             )
-        scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(3)]
-        return cls(m.group(1), float(m.group(2)) * scale)
+        return cls(t.metric, t.value)
+
+    def breached(self, figure: float) -> bool:
+        """breached: a step's figure is over the bound."""
+        return figure > self.bound_ms
 
     def __str__(self) -> str:
         return f"{self.percentile}<{self.bound_ms:g}ms"

@@ -758,7 +758,7 @@ class Search:
             figure = getattr(step, PERCENTILES[slo.percentile])
             if figure is None:
                 continue  # snapshots without histograms carry no p95
-            if float(figure) > slo.bound_ms:
+            if slo.breached(float(figure)):
                 fire("slo", f"{slo.percentile} was {float(figure):.1f} ms (SLO {slo})")
         if self.plan.model == "open":
             self._judge_backlog(step, fire)

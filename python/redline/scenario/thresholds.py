@@ -5,6 +5,11 @@
 A threshold is ``[NAME:]METRIC OP VALUE``: over the whole run, or over one request name or
 group (``NAME:``). ``errors`` is the share of failed requests (failed checks, 4xx/5xx and
 transport failures; over the whole run, unfinished and unsent requests too).
+
+This is the one grammar of a bound: the live watch (:mod:`redline.scenario.watch`) judges
+these thresholds over a window of snapshots, and ``redline find``'s ``--slo`` is a latency
+threshold judged on each step (:class:`redline.find.rules.Slo`). :data:`SNAPSHOT_KEY` and
+:data:`QUANTILE` are the latency figures both read.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline.errors import ConfigError
+from redline.options import UNIT_S
 
 _SPEC = re.compile(
     r"^\s*(?:(?P<name>.+):)?(?P<metric>p\d+(?:\.\d+)?|mean|min|max|errors|rps)\s*"
-    r"(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|ms|s|%)?\s*$"
+    r"(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|%)?\s*$"
 )
 _QUANTILES = {
     "p50": "p50",
@@ -28,7 +34,19 @@ _QUANTILES = {
     "p99.9": "p99_9",
     "p99.99": "p99_99",
 }
-_UNIT_MS = {None: 1.0, "ms": 1.0, "s": 1e3, "us": 1e-3}
+#: SNAPSHOT_KEY: the latency figures each interval snapshot and each search step carry (ms),
+#: by the metric a threshold names: what the live watch and find's SLOs can judge.
+SNAPSHOT_KEY = {
+    "p50": "p50_ms",
+    "p90": "p90_ms",
+    "p95": "p95_ms",
+    "p99": "p99_ms",
+    "p99.9": "p99_9_ms",
+    "mean": "mean_ms",
+    "max": "max_ms",
+}
+#: QUANTILE: the percentiles among them, as quantiles (read from merged histograms).
+QUANTILE = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
 
 #: TRANSPORT_REASONS: the failure reasons of requests that got no response (the engine's
 #: names for its error classes), which count as attempts besides the answered requests.
@@ -89,7 +107,7 @@ def parse(text: str) -> Threshold:
     else:
         if unit == "%":
             raise ConfigError(f"bad threshold {text!r}: latency takes ms, s or us")
-        value *= _UNIT_MS[unit]
+        value *= UNIT_S[unit] * 1e3 if unit else 1.0  # a bare number is milliseconds
     return Threshold(text.strip(), m["name"], metric, m["op"], value)
 
 

@@ -27,21 +27,11 @@ from typing import Any
 
 from redline.errors import ConfigError
 from redline.options import parse_duration
-from redline.scenario.thresholds import Threshold, parse
+from redline.scenario.thresholds import QUANTILE, SNAPSHOT_KEY, Threshold, parse
 
-_SNAPSHOT_KEY = {
-    "p50": "p50_ms",
-    "p90": "p90_ms",
-    "p95": "p95_ms",
-    "p99": "p99_ms",
-    "p99.9": "p99_9_ms",
-    "mean": "mean_ms",
-    "max": "max_ms",
-}
-_QUANTILE = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
 #: _PER_NAME: what a NAME: threshold can judge live (a name's part of a snapshot has counts
 #: and a histogram, no mean or max of its own).
-_PER_NAME = (*_QUANTILE, "errors", "rps")
+_PER_NAME = (*QUANTILE, "errors", "rps")
 _EPS = 1e-9
 
 
@@ -142,9 +132,9 @@ def _percentile(snaps: list[dict[str, Any]], metric: str) -> float | None:
 
     hists = [s.get("histogram") for s in snaps]
     if not all(isinstance(h, str) and h for h in hists):
-        return _weighted(snaps, _SNAPSHOT_KEY[metric])
+        return _weighted(snaps, SNAPSHOT_KEY[metric])
     merged = hists[0] if len(hists) == 1 else _engine.merge_histograms([str(h) for h in hists])
-    count, (v,) = _engine.histogram_quantiles(str(merged), [_QUANTILE[metric]])
+    count, (v,) = _engine.histogram_quantiles(str(merged), [QUANTILE[metric]])
     return v / 1000.0 if count else None
 
 
@@ -180,7 +170,7 @@ def split(spec: str) -> tuple[Threshold, Watch | None]:
             f"bad threshold {spec!r}: a request name's live figures are"
             f" {', '.join(_PER_NAME)}; {t.metric} is judged at the end only"
         )
-    if t.metric not in _SNAPSHOT_KEY and t.metric not in ("errors", "rps"):
+    if t.metric not in SNAPSHOT_KEY and t.metric not in ("errors", "rps"):
         raise ConfigError(f"bad threshold {spec!r}: {t.metric} is not in the live snapshots")
     w = parse_duration(window, "abort window")
     if w <= 0:
