@@ -205,3 +205,69 @@ def test_ctrl_c_stops_every_injector_and_keeps_the_result(target, tmp_path: Path
     served = target.stats()["requests"] - before
     assert 0 < doc["requests"] <= served
     no_ray_left()  # so no injector still sends
+
+
+def test_kill_9_of_the_cli_leaves_no_ray_process_and_no_load(target, tmp_path: Path) -> None:
+    """A kill -9 of redline runs none of its cleanup: the local Ray it started (GCS, raylet,
+    the injector actors) must still end with it, and no injector may go on loading the
+    server."""
+    before = target.stats()["requests"]
+    proc = _start(target, tmp_path)
+    try:
+        _until_loaded(target, proc, before)
+        assert len(_injectors(proc)) == 2
+        proc.kill()
+        proc.communicate(timeout=RAY_RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == -signal.SIGKILL
+    no_ray_left()
+    # Nothing sends any more: the server's count stands still.
+    served = target.stats()["requests"]
+    time.sleep(1.0)
+    assert target.stats()["requests"] == served
+
+
+def test_a_find_that_loses_an_injector_stops_names_it_and_keeps_its_steps(
+    target, tmp_path: Path
+) -> None:
+    """find on local:2 under --on-injector-loss fail: one injector killed mid-search stops
+    the search as interrupted, with the loss in one line (status 1), and no step measured
+    after it; the reports have the per-injector table."""
+    before = target.stats()["requests"]
+    out = tmp_path / "f"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "redline", "find", "--cluster", "local:2", "-q"]
+    cmd += ["--start", "2", "--min-step", "1s", "--max-step", "2s", "--max-time", "60s"]
+    cmd += ["--json", f"{out}.json", "--markdown", f"{out}.md"]
+    cmd += ["--report", f"{out}.html", target.url]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        _until_loaded(target, proc, before)
+        time.sleep(6.0)  # a step or two measured
+        victims = _injectors(proc)
+        assert len(victims) == 2, [v.cmdline() for v in victims]
+        victims[1].kill()
+        _, err = proc.communicate(timeout=RAY_RUN_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, err
+    line = [x for x in err.splitlines() if x.startswith("redline: error:")]
+    assert len(line) == 1 and "died" in line[0] and "--on-injector-loss fail" in line[0], err
+    doc = json.loads(Path(f"{out}.json").read_text())
+    assert doc["interrupted"] and doc["stop"]["condition"] == "interrupted", doc["stop"]
+    assert "died" in doc["stop"]["detail"]
+    assert doc["run"]["cluster"]["failure"] and len(doc["run"]["cluster"]["injectors"]) == 2
+    assert doc["steps"], "the steps measured before the loss are kept"
+    # No step's window holds an interval the lost injector did not report.
+    short = [x["t_s"] for x in doc["timeseries"] if x["injectors_reported"] < x["injectors"]]
+    for s in doc["steps"]:
+        inside = [t for t in short if s["judged_from_s"] < t <= s["end_s"]]
+        assert not inside, (s["index"], s["judged_from_s"], s["end_s"], short)
+    assert "## Injectors" in Path(f"{out}.md").read_text()
+    assert 'id="injectors"' in Path(f"{out}.html").read_text()
+    no_ray_left()

@@ -475,7 +475,17 @@ def render_html(result: dict[str, Any]) -> str:
             )
             + "</ul>"
         )
+    cluster = _cluster(result)
+    if cluster.get("injectors"):
+        from redline.cluster.table import render_html as injectors_html
+
+        body += injectors_html(cluster["injectors"])
     return _page("redline capacity report", _meta(result), body, find_charts(result))
+
+
+def _cluster(result: dict[str, Any]) -> dict[str, Any]:
+    """_cluster is a find result's cluster section (its run's: injectors, loss), {} if none."""
+    return dict((result.get("run") or {}).get("cluster") or {})
 
 
 def tallies(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -649,4 +659,9 @@ def render_markdown(result: dict[str, Any]) -> str:
     samples = monitor_samples(result)
     if samples:
         out += ["", f"Service monitor: {len(samples)} samples (see the HTML report's charts)."]
+    cluster = _cluster(result)
+    if cluster.get("injectors"):
+        from redline.cluster.table import render_markdown as injectors_markdown
+
+        out += ["", "## Injectors", "", injectors_markdown(cluster["injectors"])]
     return "\n".join(out) + "\n"

@@ -18,6 +18,7 @@ from typing import Any
 from redline import _engine
 from redline.cluster.address import Address, Kind
 from redline.cluster.injector import Injector
+from redline.cluster.reaper import Reaper
 from redline.errors import ClusterError
 
 #: INSTALL_HINT: the one line said when Ray is missing.
@@ -63,10 +64,14 @@ class Connection:
     """Connection is an open cluster with its injectors placed; ``close`` ends them (and the
     Ray this connection started)."""
 
-    def __init__(self, ray: Any, members: list[Member], owns_ray: bool):
+    def __init__(
+        self, ray: Any, members: list[Member], owns_ray: bool, reaper: Reaper | None = None
+    ):
         self.ray = ray
         self.members = members
         self.owns_ray = owns_ray
+        #: reaper: ends the local Ray this connection started if redline dies before close.
+        self.reaper = reaper
         self.closed = False
 
     @classmethod
@@ -77,15 +82,19 @@ class Connection:
         ``ray://`` cluster: one per alive node when not given), then checks their versions."""
         ray = import_ray()
         owns = False
+        reaper = None
         if not ray.is_initialized():
             owns = True
+            # A local Ray's processes are this machine's: they must not outlive redline,
+            # however it ends (see redline.cluster.reaper).
+            reaper = Reaper() if address.kind is Kind.LOCAL else None
             try:
                 with warnings.catch_warnings():
                     # Ray Client warns on a timeout before it raises: the error says it once.
                     warnings.simplefilter("ignore")
                     _init(ray, address, runtime_env)
             except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError...
-                shutdown_ray(ray)
+                shutdown_ray(ray, reaper)
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ClusterError(
                     f"cannot reach the Ray cluster {address.text}: {first}"
@@ -95,9 +104,9 @@ class Connection:
             members = _place(ray, n)
         except BaseException:
             if owns:
-                shutdown_ray(ray)
+                shutdown_ray(ray, reaper)
             raise
-        conn = cls(ray, members, owns)
+        conn = cls(ray, members, owns, reaper)
         try:
             check_versions(_engine.__version__, members)
         except ClusterError:
@@ -117,7 +126,7 @@ class Connection:
             except Exception:  # already dead: nothing to end
                 pass
         if self.owns_ray:
-            shutdown_ray(self.ray)
+            shutdown_ray(self.ray, self.reaper)
 
 
 def check_versions(driver: str, members: list[Member]) -> None:
@@ -191,10 +200,19 @@ def _place(ray: Any, n: int) -> list[Member]:
 REAP_WAIT_S = 3.0
 
 
-def shutdown_ray(ray: Any) -> None:
+def shutdown_ray(ray: Any, reaper: Reaper | None = None) -> None:
     """shutdown_ray stops the Ray this process started and every process of it: ray.shutdown()
     ends the raylet and GCS, whose own children (the dashboard agent, log monitor) would
-    otherwise linger for seconds, orphaned; none may outlive the CLI."""
+    otherwise linger for seconds, orphaned; none may outlive the CLI. The ``reaper`` watching
+    them is released once they are gone."""
+    try:
+        _shutdown(ray)
+    finally:
+        if reaper is not None:
+            reaper.release()
+
+
+def _shutdown(ray: Any) -> None:
     import psutil
 
     ours = [p for p in _children() if _is_ray(p)]

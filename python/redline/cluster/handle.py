@@ -170,6 +170,8 @@ class ClusterHandle:
         change began (seconds since the shared start)."""
         self.total = value
         live = self._running()
+        if not live:  # the run is over (every injector stopped or lost): nothing to steer
+            return 0.0
         shares = split_value(value, [self.weights[f.member.index] for f in live], self.closed_model)
         refs = [
             f.member.actor.set_target.remote(s, ramp_s) for f, s in zip(live, shares, strict=True)

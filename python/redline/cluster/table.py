@@ -156,6 +156,36 @@ def render_html(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def render_markdown(rows: list[dict[str, Any]]) -> str:
+    """render_markdown: the per-injector table for the Markdown find report, with the loss
+    line when an injector was lost."""
+
+    def cell(v: Any, spec: str = "") -> str:
+        return "-" if v is None else format(v, spec).replace("|", "\\|")
+
+    out = [
+        "| injector | host (pid) | requests | req/s | CPU s | CPU µs/req | busy % "
+        "| send lag ms | clock skew ms | verdict |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        busy = None if r.get("busy_ratio") is None else 100 * r["busy_ratio"]
+        cells = [
+            cell(r["index"]),
+            cell(f"{r['host']} ({r['pid']})"),
+            cell(r.get("requests")),
+            cell(r.get("rps"), ".1f"),
+            cell(r.get("cpu_s"), ".2f"),
+            cell(r.get("cpu_us_per_request"), ".1f"),
+            cell(busy, ".0f"),
+            cell(r.get("max_send_lag_ms"), ".1f"),
+            cell(r.get("clock_skew_ms"), ".1f"),
+            cell(r.get("verdict")),
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def _lost_line(rows: list[dict[str, Any]]) -> str:
     lost = [r for r in rows if r["lost"]]
     if not lost:

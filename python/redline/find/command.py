@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from redline.cluster.command import add_cluster_flags
+from redline.cluster.command import EXIT_LOST, add_cluster_flags
 from redline.errors import ConfigError, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find.flags import find_options
@@ -207,6 +207,11 @@ def cmd_find(args: argparse.Namespace) -> int:
         if live.stop_requested:
             print("redline: stopped from the web page", file=sys.stderr)
         live.close()
+    failure = ((result.get("run") or {}).get("cluster") or {}).get("failure")
+    if failure:
+        # As `redline run`: the partial result is written, and the loss is one line, status 1.
+        print(f"redline: error: {failure}", file=sys.stderr)
+        return EXIT_LOST
     return 130 if result.get("interrupted") else 0
 
 

@@ -73,6 +73,12 @@ class LiveRun:
     def done(self) -> bool:
         return bool(self.handle.done)
 
+    @property
+    def failure(self) -> str | None:
+        """failure: why a cluster run stopped on an injector it lost (None otherwise)."""
+        failure = getattr(self.handle, "failure", None)
+        return str(failure) if failure else None
+
     def generator_busy(self, t0: float, t1: float) -> float | None:
         """generator_busy is the CPU the workers wanted over [t0, t1] (ran or waited for) as a
         share of their threads' wall time."""
@@ -311,6 +317,8 @@ def find(
         except KeyboardInterrupt:
             # Ctrl-C: the answers of the steps that ran, no confirmation.
             outcome, interrupted = search.interrupted(), True
+        # A cluster that lost an injector stopped the run: nothing is left to confirm.
+        interrupted = interrupted or live.failure is not None
         if not interrupted and outcome.collapse is None:
             # The confirmation is a step of the live run at the answer: warm connections,
             # users joining at the spawn rate, the judged window after the ramp.
@@ -334,6 +342,10 @@ def find(
         interrupted = True
     finally:
         report = live.finish()
+        if live.failure:
+            # A cluster that lost an injector stopped the run: what ran is kept, as after
+            # a Ctrl-C, and the search's outcome names the injector.
+            interrupted = True
         if monitor is not None:
             monitor.stop()
     settings = {

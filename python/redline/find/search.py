@@ -238,8 +238,19 @@ class Search:
         except Starved as e:
             return self._outcome("generator", e.step.why, broke=e.step)
         except Ended:
+            lost = self.lost()
+            if lost:
+                # A cluster stopped on an injector lost (--on-injector-loss fail): the load
+                # after it was not what was asked, so the search ends where it was.
+                return self._outcome("interrupted", lost)
             return self._outcome("max-time", "the run ended before the search did")
         return self._outcome()
+
+    def lost(self) -> str | None:
+        """lost is why a cluster run stopped on an injector it lost (None: it did not, or
+        this is no cluster)."""
+        failure = getattr(self.engine, "failure", None)
+        return str(failure) if failure else None
 
     def interrupted(self) -> Outcome:
         """interrupted is the outcome of the steps that ran, after a Ctrl-C."""
@@ -569,7 +580,8 @@ class Search:
             snap = self.engine.next_snapshot(1.0)
             if snap is None:
                 if self.engine.done:
-                    if got:
+                    # A step cut short by a lost injector measured less load than it says.
+                    if got and not self.lost():
                         break
                     raise Ended()
                 continue

@@ -241,3 +241,65 @@ def test_database_outage_answers_503_quickly_and_recovers(cluster, pg: LocalPost
             time.sleep(0.2)
         assert wait_final(ca, r.json()["id"])["status"] == "SUCCEEDED"
         assert ca.get("/healthz").status_code == 200
+
+
+def test_a_database_outage_under_load_on_two_servers_loses_no_accepted_task(
+    cluster, pg: LocalPostgres
+) -> None:
+    """Two servers under a steady stream of submissions while the database crashes and comes
+    back: every request is answered within the bound (202 or 503 with Retry-After, no other
+    5xx, no hang), both servers recover by themselves, and every task a 202 accepted, before,
+    during or after the outage, completes and reads the same on either server."""
+    a, b = cluster(n=2)
+    accepted: list[str] = []
+    answers: dict[int, int] = {}
+    slowest = [0.0]
+    stop = threading.Event()
+    problems: list[str] = []
+
+    def submitter(server: Server) -> None:
+        with httpx.Client(base_url=server.url, timeout=30.0) as c:
+            n = 0
+            while not stop.is_set() and n < 2000:  # bounded in count as well as in time
+                n += 1
+                t0 = time.monotonic()
+                try:
+                    r = submit(c, {"type": "factorial", "n": 20 + n % 50})
+                except httpx.HTTPError as e:
+                    problems.append(f"{server.url}: {type(e).__name__}")
+                    continue
+                slowest[0] = max(slowest[0], time.monotonic() - t0)
+                answers[r.status_code] = answers.get(r.status_code, 0) + 1
+                if r.status_code == 202:
+                    accepted.append(r.json()["id"])
+                elif r.status_code != 503 or r.headers.get("retry-after") != "1":
+                    problems.append(f"{server.url}: {r.status_code} {r.text[:80]}")
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=submitter, args=(s,)) for s in (a, b)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.5)
+        before = len(accepted)
+        pg.stop("immediate")  # a crash under load: no shutdown checkpoint
+        time.sleep(2.0)
+        pg.start()
+        deadline = time.monotonic() + 20
+        while len(accepted) < before + 20 or answers.get(503, 0) == 0:
+            assert time.monotonic() < deadline, (before, len(accepted), answers)
+            time.sleep(0.2)
+        time.sleep(1.0)  # both servers taking work again
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert not problems, problems[:5]
+    assert slowest[0] < OUTAGE_503_WITHIN_S, slowest[0]
+    assert answers.get(503, 0) > 0 and before > 0, answers  # the outage was seen under load
+    with a.client() as ca, b.client() as cb:
+        for client in (ca, cb):
+            assert submit(client, {"type": "factorial", "n": 3}).status_code == 202
+        for i, task in enumerate(accepted):
+            done = wait_final(ca if i % 2 else cb, task)
+            assert done["status"] == "SUCCEEDED", done
