@@ -754,7 +754,7 @@ impl Transport for LaneIo<'_> {
         let mut rec = self.s.rec.borrow_mut();
         if rec.measured(start) {
             let high = rec.totals.latency.high();
-            let us = crate::metrics::micros(took);
+            let us = crate::hdr::micros(took);
             rec.totals.flow.group(g, us, ok, high);
         }
     }
@@ -776,7 +776,7 @@ impl Transport for LaneIo<'_> {
         rec.iteration_ended(ok);
         if rec.measured(intended) {
             let high = rec.totals.latency.high();
-            let us = crate::metrics::micros(took);
+            let us = crate::hdr::micros(took);
             rec.totals.flow.iteration(us, ok, high);
         }
     }

@@ -1,5 +1,8 @@
 use super::*;
+use crate::failure::ErrorCounts;
 use crate::flight::Sent;
+use crate::hdr::{encode_histogram, new_histogram, LatencySummary};
+use hdrhistogram::Histogram;
 
 #[test]
 fn histogram_covers_one_microsecond_to_sixty_seconds_at_three_digits() {

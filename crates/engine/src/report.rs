@@ -9,7 +9,9 @@ use serde::Serialize;
 
 use crate::config::{Checked, Model};
 use crate::failure::ErrorCounts;
-use crate::metrics::{encode_histogram, IntervalData, IterationCounts, LatencySummary, Totals};
+use crate::hdr::{encode_histogram, LatencySummary};
+use crate::interval::{IntervalData, IterationCounts};
+use crate::totals::Totals;
 use crate::usage::CpuTimes;
 
 /// REPORT_VERSION is the version of the report document's shape.

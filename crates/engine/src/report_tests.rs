@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::config::RunConfig;
-use crate::metrics::Totals;
+use crate::totals::Totals;
 
 fn checked(json: &str) -> Checked {
     RunConfig::from_json(json)
@@ -325,7 +325,7 @@ fn interval_snapshot_carries_mean_tail_in_flight_and_its_histogram() {
             .expect("V2 deflate")
     };
     // 1..=1000 ms, one response each: mean 500.5 ms, p99.9 999 ms.
-    let mut d = crate::metrics::IntervalData::new(0);
+    let mut d = crate::interval::IntervalData::new(0);
     for ms in 1..=1000u64 {
         d.latency.record(ms * 1000).expect("in range");
     }
@@ -355,8 +355,13 @@ fn interval_snapshot_carries_mean_tail_in_flight_and_its_histogram() {
     }
 
     // An empty interval: zeros, and a histogram that decodes empty (merges as nothing).
-    let e =
-        IntervalSnapshot::from_data(&crate::metrics::IntervalData::new(0), 0.0, 1.0, false, None);
+    let e = IntervalSnapshot::from_data(
+        &crate::interval::IntervalData::new(0),
+        0.0,
+        1.0,
+        false,
+        None,
+    );
     assert_eq!((e.mean_ms, e.p99_9_ms, e.in_flight), (0.0, 0.0, 0));
     assert!(decode(&e.histogram).is_empty());
 }

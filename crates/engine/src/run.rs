@@ -15,12 +15,14 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::{Checked, Model, Protocol, RunConfig};
 use crate::control::{LoadControl, RunControl};
 use crate::error::EngineError;
+use crate::interval::IntervalData;
 use crate::job::{latency_ceiling, Job};
-use crate::metrics::{ConnectionGauge, IntervalData, Totals};
+use crate::metrics::ConnectionGauge;
 use crate::outage::{ThreadWatch, Tracker};
 use crate::plan::Plan;
 use crate::report::{build_report, IntervalSnapshot, Report, RunFacts};
 use crate::tls::Alpn;
+use crate::totals::Totals;
 use crate::usage::CpuTimes;
 use crate::worker::{run_thread, Msg, StartGate};
 

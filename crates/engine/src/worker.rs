@@ -9,9 +9,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::control::{LoadControl, RunControl, FOLLOW_TICK};
+use crate::interval::IntervalData;
 use crate::job::{grace, Job};
 use crate::lane::{grow_pool, initial_lanes, lane_share, spawn_lane, Shared};
-use crate::metrics::{IntervalData, Totals};
+use crate::totals::Totals;
 use crate::usage::CpuTimes;
 
 /// STOP_POLL is how often a worker checks the shared stop flag (the bound on stop latency).

@@ -6,7 +6,7 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use pyo3::prelude::*;
-use redline_engine::metrics::LatencySummary;
+use redline_engine::hdr::LatencySummary;
 
 use crate::errors::ConfigError;
 

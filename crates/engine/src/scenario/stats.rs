@@ -1,17 +1,12 @@
 //! What flows add to a thread's totals: failure reasons per request name, iterations
 //! (started, completed, failed, and their duration), and groups timed as a whole. It merges
-//! across threads with the rest of [`crate::metrics::Totals`]; plain runs leave it empty.
+//! across threads with the rest of [`crate::totals::Totals`]; plain runs leave it empty.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
-/// new_histogram: microseconds from 1 to `highest_us`, 3 significant digits (as the
-/// engine's other histograms; this module stays free of `metrics`, which holds it).
-fn new_histogram(highest_us: u64) -> Histogram<u64> {
-    Histogram::new_with_bounds(1, highest_us.max(2), 3)
-        .unwrap_or_else(|_| Histogram::new(3).expect("3 significant digits is valid"))
-}
+use crate::hdr::new_histogram;
 
 /// MAX_REASONS bounds the distinct failure reasons kept per name (a reason quoting a value
 /// that changes every time must not grow memory without end); the rest count as "other".

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::stats::FlowTotals;
 use super::Script;
-use crate::metrics::LatencySummary;
+use crate::hdr::LatencySummary;
 
 /// IterationReport counts iterations: a started one ends completed or failed, or is still
 /// under way when the run ends (`started - completed - failed` of them).
