@@ -45,8 +45,8 @@ def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> No
     steady = [s for s in steps if s["phase"] == "confirm" and s["ok"]]
     held = steady[-1] if steady else None
     opt = answers.get("optimal")
-    for text in slos:
-        slo = Slo.parse(text)
+    for spec in slos:
+        slo = Slo.parse(spec)
         field, name = PERCENTILES[slo.percentile], slo.percentile.replace(".", "_")
         if held is not None and held.get(field) is not None:
             assert not slo.breached(held[field]), f"steady state breaks {slo}: {held[field]}"
