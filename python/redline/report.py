@@ -13,19 +13,14 @@ from __future__ import annotations
 
 import html
 import json
-import math
-from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
-from importlib import resources
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from redline.analysis import answer_sentences
-from redline.charts import Chart, _num, find_charts, monitor_samples, run_charts
+from redline.charts import _num, find_charts, monitor_samples, run_charts
 from redline.errors import RedlineError
-
-#: UPLOT_VERSION is the version of the vendored charting library (see assets/README.md).
-UPLOT_VERSION = "1.6.32"
+from redline.page import page, sanitise
 
 #: QUESTIONS: the four questions, in the order every report answers them.
 QUESTIONS = (
@@ -96,23 +91,6 @@ def fmt(v: Any, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
 def _pct(v: Any) -> str:
     f = _num(v)
     return DASH if f is None else f"{100 * f:.2f}"
-
-
-def _sanitise(v: Any) -> Any:
-    """_sanitise replaces NaN and infinities (which JSON lacks) by None, recursively."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _sanitise(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_sanitise(x) for x in v]
-    return v
-
-
-def _script_json(v: Any) -> str:
-    """_script_json is JSON safe inside a <script> element (no '</script>' can close it)."""
-    text = json.dumps(_sanitise(v), allow_nan=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def sentences(result: dict[str, Any]) -> dict[str, str]:
@@ -340,90 +318,8 @@ def _config_html(result: dict[str, Any]) -> str:
     config = result.get("config") or result.get("limits")
     if not config:
         return ""
-    text = json.dumps(_sanitise(config), indent=2, sort_keys=True, default=str)
+    text = json.dumps(sanitise(config), indent=2, sort_keys=True, default=str)
     return f"<details><summary>Configuration</summary><pre>{html.escape(text)}</pre></details>"
-
-
-# -- the page --------------------------------------------------------------------------------
-
-
-def _asset(name: str) -> str:
-    return resources.files("redline").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
-
-
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1b1f24;
-background:#fafbfc}
-main{max-width:1200px;margin:0 auto;padding:24px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px}
-.meta{color:#57606a;margin:0 0 16px}
-.answers{display:grid;grid-template-columns:repeat(auto-fit,minmax(250px,1fr));gap:12px}
-.answer{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px 14px}
-.answer h3{font-size:12px;text-transform:uppercase;letter-spacing:.05em;color:#57606a;margin:0}
-.answer .figure{font-size:22px;font-weight:600;margin:4px 0}
-.answer p{margin:0;color:#24292f}
-.notes{background:#fff8c5;border:1px solid #d4a72c;border-radius:8px;padding:8px 14px 8px 30px}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:14px}
-figure.chart{background:#fff;border:1px solid #d0d7de;border-radius:8px;margin:0;padding:8px}
-figure.chart figcaption{font-weight:600;margin:0 0 4px}
-figure.chart .note{color:#57606a;font-size:12px}
-table.steps{border-collapse:collapse;background:#fff;font-size:12.5px;width:100%}
-table.steps th,table.steps td{border:1px solid #d0d7de;padding:3px 6px;text-align:right;
-white-space:nowrap}
-table.steps th{background:#f3f4f6}
-table.steps tr.bad td{background:#fff1f0}table.steps tr.optimal td{background:#e6f6e6;
-font-weight:600}table.steps tr.limit td:last-child{color:#b42318;font-weight:600}
-.scroll{overflow-x:auto}pre{background:#fff;border:1px solid #d0d7de;padding:8px;overflow:auto}
-footer{color:#57606a;font-size:12px;margin-top:28px}
-"""
-
-#: RENDERER draws every chart spec with the shared chart code (``assets/chart.js``, the live
-#: page's too) and records, per chart, that it was drawn.
-RENDERER = """
-(function () {
-  var specs = JSON.parse(document.getElementById("redline-charts").textContent);
-  var drawn = (window.redlineCharts = []);
-  specs.forEach(function (spec) {
-    var box = document.querySelector('[data-chart="' + spec.id + '"] .plot');
-    var state = { id: spec.id, draws: 0 };
-    drawn.push(state);
-    window.redlineChart(spec, spec.data, box, state);
-  });
-})();
-"""
-
-
-def _charts_html(charts: Sequence[Chart]) -> str:
-    figs = []
-    for c in charts:
-        note = f'<div class="note">{html.escape(c.note)}</div>' if c.note else ""
-        figs.append(
-            f'<figure class="chart" id="chart-{c.id}" data-chart="{c.id}">'
-            f"<figcaption>{html.escape(c.title)}</figcaption>{note}"
-            '<div class="plot"></div></figure>'
-        )
-    return '<div class="charts">' + "".join(figs) + "</div>"
-
-
-def _page(title: str, meta: str, body: str, charts: Sequence[Chart]) -> str:
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{html.escape(title)}</title>"
-        f"<style>{_asset('uPlot.min.css')}</style><style>{CSS}</style></head>"
-        f'<body><main><h1>{html.escape(title)}</h1><p class="meta">{html.escape(meta)}</p>'
-        f"{body}"
-        f'<h2 id="charts">Charts</h2>{_charts_html(charts)}'
-        f"<footer>Generated by redline on {generated}. Charts by uPlot {UPLOT_VERSION} "
-        "(MIT licence, embedded).</footer></main>"
-        f'<script type="application/json" id="redline-charts">'
-        f"{_script_json([c.to_dict() for c in charts])}</script>"
-        f"<script>{_asset('uPlot.iife.min.js')}</script>"
-        f"<script>{_asset('chart.js')}</script>"
-        f"<script>{RENDERER}</script></body></html>\n"
-    )
 
 
 def _answers_html(result: dict[str, Any]) -> str:
@@ -480,7 +376,7 @@ def render_html(result: dict[str, Any]) -> str:
         from redline.cluster.table import render_html as injectors_html
 
         body += injectors_html(cluster["injectors"])
-    return _page("redline capacity report", _meta(result), body, find_charts(result))
+    return page("redline capacity report", _meta(result), body, find_charts(result))
 
 
 def _cluster(result: dict[str, Any]) -> dict[str, Any]:
@@ -591,7 +487,7 @@ def render_run_html(result: dict[str, Any]) -> str:
             f"{fmt(result.get('duration_s'))} s",
         )
     )
-    return _page("redline run report", meta, body, run_charts(result))
+    return page("redline run report", meta, body, run_charts(result))
 
 
 # -- Markdown --------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 overlaid (latency by percentile, goodput and p99 over time; for find results the throughput
 against the load and the latency against the throughput of each configuration).
 
-The page is built by the report's page template (:func:`redline.report._page`: uPlot and its
+The page is built by the report's page template (:func:`redline.page.page`: uPlot and its
 renderer embedded, so it opens offline) and the chart types of :mod:`redline.charts`.
 """
 
@@ -33,7 +33,7 @@ _STYLE = (
 
 def render_html(comparisons: Sequence[Comparison]) -> str:
     """render_html is the page for comparisons that share a base."""
-    from redline.report import _page
+    from redline.page import page as _page
 
     if not comparisons:
         raise ValueError("render_html needs at least one comparison")

@@ -2,8 +2,10 @@
 
 - :mod:`.finder`: :func:`find` as a function: one live engine run, the search over it, the
   confirmation at the answer, the four answers and the result document;
-- :mod:`.search`: how the search moves (sweep, bisection, recovery) and judges each step
-  against the named stop conditions;
+- :mod:`.search`: how the search moves (sweep, bisection, recovery) and measures each step;
+- :mod:`.judge`: the named stop conditions that hold for a step, against the steps before it;
+- :mod:`.rules`: the conditions' thresholds (with the figures behind them), the SLO, the
+  one-step rules; :mod:`.step`: the search's step;
 - :mod:`.steps`: a step's figures from its interval snapshots;
 - :mod:`.command`, :mod:`.flags`, :mod:`.view`: the command line (``redline find`` and
   ``redline demo``'s parser), its flags as :func:`find`'s keywords, and the live view and

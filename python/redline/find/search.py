@@ -40,7 +40,6 @@ from redline.analysis import mser_cut
 from redline.analysis.evidence import (
     Z,
     elasticity,
-    gain,
     queue_rise_floor_ms,
     rate_se,
     steady_counts,
@@ -48,26 +47,18 @@ from redline.analysis.evidence import (
 )
 from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
+from redline.find.judge import Judge
 from redline.find.rules import (
-    COLLAPSED,
     CONDITIONS,
-    FLAT,
     JUDGED_ELSEWHERE,
-    KNEE_DROP,
-    LATENCY_FAILURES,
     LINEAR,
-    MIN_DEFICIT,
-    PERCENTILES,
     QUEUEING,
-    STARVED,
     Limits,
     level,
     overloaded,
-    phase_compares,
     power,
     priority,
     saturated,
-    shared_machine,
 )
 from redline.find.step import Step
 from redline.find.steps import aggregate_step, inflight_series, little_holds
@@ -216,6 +207,7 @@ class Search:
         self.interval_s = interval_s
         self.meter = meter or Meter()
         self.collapse: Collapse | None = None
+        self.judge = Judge(limits, plan.model, plan.stop_at_knee, self.meter, self._queue_floor)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -615,7 +607,7 @@ class Search:
             if span >= self.plan.min_step_s and self._enough(got, prev, load):
                 break
         step = self._measure(len(self.steps), phase, load, got)
-        self._judge(step, prev)
+        self.judge(step, prev, self.steps)
         self.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
@@ -742,159 +734,6 @@ class Search:
             # Percentiles from the merged histograms, errors by class, mean in-flight.
             **aggregate_step(used, self.meter),
         )
-
-    def _judge(self, step: Step, prev: Step | None) -> None:
-        """_judge fires the stop conditions that hold for ``step``, naming each with its
-        figures; in the closed model it also compares the step with the best lighter one
-        (a plateau or a fall fires on the second such step in a row)."""
-        lim = self.limits
-        why: list[str] = []
-        unit = self.meter.unit
-
-        def fire(name: str, text: str) -> None:
-            step.fired.append(name)
-            why.append(text)
-
-        if lim.generator_busy is not None and (step.generator_busy or 0) > lim.generator_busy:
-            fire(
-                "generator",
-                f"redline's worker threads ran or waited for a CPU {step.generator_busy:.0%}"
-                " of the time",
-            )
-        if lim.max_errors is not None and step.error_rate > lim.max_errors and step.errors >= 3:
-            fire(
-                "errors",
-                f"{step.error_rate:.1%} of requests failed (limit {lim.max_errors:.1%})",
-            )
-        for slo in lim.slos:
-            figure = getattr(step, PERCENTILES[slo.percentile])
-            if figure is None:
-                continue  # snapshots without histograms carry no p95
-            if slo.breached(float(figure)):
-                fire("slo", f"{slo.percentile} was {float(figure):.1f} ms (SLO {slo})")
-        if self.plan.model == "open":
-            self._judge_backlog(step, fire)
-        if lim.service_cpu is not None and step.service.get("cpu_percent", 0) > lim.service_cpu:
-            fire(
-                "service-cpu",
-                f"the service used {step.service['cpu_percent']:.0f} % CPU"
-                f" (limit {lim.service_cpu:g} %)",
-            )
-        if self.plan.model == "closed" and phase_compares(step.phase):
-            self._judge_growth(step, fire, why, unit)
-        if (
-            lim.generator_busy is not None
-            and set(step.fired) & LATENCY_FAILURES
-            # Errors are the service's own answer (refusals, failures): starvation explains
-            # a latency, never an error status.
-            and not set(step.fired) & {"generator", "errors"}
-        ):
-            shared = shared_machine(step)
-            if step.generator_wait is not None and step.generator_wait >= STARVED:
-                fire(
-                    "generator",
-                    f"redline's worker threads waited for a CPU {step.generator_wait:.0%} of"
-                    " the time: the machine's CPUs, shared with the service, were the limit",
-                )
-            elif shared is not None:
-                fire("generator", shared)
-        if self.plan.stop_at_knee and not step.fired and phase_compares(step.phase):
-            lighter = [s for s in self._good() if s.load < step.load and s.latency_ms > 0]
-            top = max(lighter, key=power, default=None)
-            if top is not None and power(step) < (1 - KNEE_DROP) * power(top):
-                fire(
-                    "knee",
-                    f"throughput per unit of latency fell from {power(top):.3g} at"
-                    f" {top.load:g} to {power(step):.3g}: past the optimal point",
-                )
-        if step.fired:
-            step.steady = step.steady and "backlog" not in step.fired
-        step.why = "; ".join(why)
-
-    def _judge_backlog(self, step: Step, fire: Callable[[str, str], None]) -> None:
-        """_judge_backlog (open model): requests were offered faster than they ended by more
-        than noise and 2 %, or latency rose through the step by more than its noise and more
-        than is material (:func:`queue_rise_floor_ms`): a queue growing without bound. An
-        overloaded step whose goodput fell far under the best lighter step's also fires
-        ``collapse``."""
-        if step.offered_rps is None:
-            return
-        growth = step.queue_growth_rps
-        noise = Z * max(step.throughput_se or 0.0, 0.0) + MIN_DEFICIT * step.offered_rps
-        rise = step.latency_rise_ms
-        floor = self._queue_floor()
-        reasons = []
-        if growth is not None and growth > noise:
-            reasons.append(
-                f"offered {step.offered_rps:.0f}/s, {growth:.0f}/s more than ended"
-                f" ({step.throughput_rps:.0f} {self.meter.unit} good)"
-            )
-        if rise is not None and rise > floor and (step.latency_rise_t or 0.0) > Z:
-            reasons.append(f"mean latency rose {rise:.1f} ms through the step")
-        if not reasons:
-            return
-        fire("backlog", "; ".join(reasons))
-        best = max(
-            (s for s in self.steps if s.ok and s.load < step.load),
-            key=lambda s: s.throughput_rps,
-            default=None,
-        )
-        if best is not None and step.throughput_rps < COLLAPSED * best.throughput_rps:
-            fire(
-                "collapse",
-                f"goodput fell to {step.throughput_rps:.0f} {self.meter.unit} from"
-                f" {best.throughput_rps:.0f} at {best.load:g}/s offered",
-            )
-
-    def _judge_growth(
-        self, step: Step, fire: Callable[[str, str], None], why: list[str], unit: str
-    ) -> None:
-        """_judge_growth (closed model): did the users added buy throughput? Compared with the
-        best lighter step, a gain whose upper confidence bound is under a quarter of the users
-        added is ``flat`` and a significant loss ``fell``; anything else grew, or was too
-        noisy to tell (not a stall). The second such
-        step in a row (by load) fires ``plateau``, or ``retrograde`` if it fell below the
-        first."""
-        lighter = [s for s in self.steps if s.load < step.load and s.ok and phase_compares(s.phase)]
-        best = max(lighter, key=lambda s: s.throughput_rps, default=None)
-        if best is None or step.fired:
-            return
-        rel, sig = gain(
-            step.throughput_rps,
-            step.throughput_se or 0.0,
-            best.throughput_rps,
-            best.throughput_se or 0.0,
-        )
-        added = step.load / best.load - 1
-        # Absence of evidence of growth is not evidence of a plateau: the gain must be
-        # confidently small (its upper bound under a quarter of proportional scaling) to
-        # be flat, and confidently negative to be a fall. Noisy steps are inconclusive.
-        se_rel = math.hypot(step.throughput_se or 0.0, best.throughput_se or 0.0) / max(
-            best.throughput_rps, 1e-9
-        )
-        upper = rel + Z * se_rel
-        if sig and rel < 0:
-            step.stalled = "fell"
-        elif upper < FLAT * added:
-            step.stalled = "flat"
-        else:
-            return
-        text = (
-            f"{step.load:g} users got {rel:+.1%} {unit} against {best.load:g} users"
-            f" ({step.throughput_rps:.0f} vs {best.throughput_rps:.0f})"
-        )
-        below = [
-            s
-            for s in self.steps
-            if best.load < s.load < step.load and phase_compares(s.phase) and s.stalled
-        ]
-        if below:
-            last = max(below, key=lambda s: s.load)
-            fell = step.stalled == "fell" and step.throughput_rps < last.throughput_rps
-            kind = "retrograde" if fell else "plateau"
-            fire(kind, f"{text}; {last.why}")
-        else:
-            why.append(text)
 
 
 def _ends(snap: dict[str, Any]) -> float:
