@@ -848,9 +848,11 @@ def test_live_per_name_table_in_chromium(target, tmp_path):
         base = cli.wait_line(r"live view at (\S+)").group(1)
         with _chromium_page(errors) as page:
             page.goto(base, wait_until="load")
+            # 20 s: the first interval with all three names, on a box busy with the suite
+            # (10 s timed out once here, the page and the run being right when read alone).
             page.wait_for_function(
                 "window.redlineLive.status === 'running' && window.redlineLive.names.length >= 3",
-                timeout=10_000,
+                timeout=20_000,
             )
             page.click("#stop")
             page.wait_for_function("window.redlineLive.status === 'stopped'", timeout=10_000)
