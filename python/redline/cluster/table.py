@@ -157,8 +157,8 @@ def render_html(rows: list[dict[str, Any]]) -> str:
 
 
 def render_markdown(rows: list[dict[str, Any]]) -> str:
-    """render_markdown: the per-injector table for the Markdown find report, with the loss
-    line when an injector was lost."""
+    """render_markdown: the per-injector table for the Markdown find report (a lost
+    injector's verdict says when and how it was lost)."""
 
     def cell(v: Any, spec: str = "") -> str:
         return "-" if v is None else format(v, spec).replace("|", "\\|")
