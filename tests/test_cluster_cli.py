@@ -166,11 +166,15 @@ def _injectors(proc: subprocess.Popen[str]) -> list[psutil.Process]:
     return found
 
 
-def test_killing_an_injector_stops_the_cli_run_named_and_kept(target, tmp_path: Path) -> None:
-    before = target.stats()["requests"]
-    proc = _start(target, tmp_path)
+def _lose_an_injector(
+    target: redline.Target, proc: subprocess.Popen[str], before: int, after_s: float = 0.0
+) -> None:
+    """_lose_an_injector kills one of the run's two injectors once the server is loaded (and
+    ``after_s`` later), waits for redline to end, and checks that it said the loss in one
+    line with status 1 (--on-injector-loss fail)."""
     try:
         _until_loaded(target, proc, before)
+        time.sleep(after_s)
         victims = _injectors(proc)
         assert len(victims) == 2, [v.cmdline() for v in victims]
         victims[1].kill()
@@ -182,6 +186,11 @@ def test_killing_an_injector_stops_the_cli_run_named_and_kept(target, tmp_path: 
     assert proc.returncode == 1, err
     line = [x for x in err.splitlines() if x.startswith("redline: error:")]
     assert len(line) == 1 and "died" in line[0] and "--on-injector-loss fail" in line[0], err
+
+
+def test_killing_an_injector_stops_the_cli_run_named_and_kept(target, tmp_path: Path) -> None:
+    before = target.stats()["requests"]
+    _lose_an_injector(target, _start(target, tmp_path), before)
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["cluster"]["failure"] and doc["interrupted"]
     assert 0 < doc["requests"] <= target.stats()["requests"] - before
@@ -244,20 +253,7 @@ def test_a_find_that_loses_an_injector_stops_names_it_and_keeps_its_steps(
     cmd += ["--json", f"{out}.json", "--markdown", f"{out}.md"]
     cmd += ["--report", f"{out}.html", target.url]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        _until_loaded(target, proc, before)
-        time.sleep(6.0)  # a step or two measured
-        victims = _injectors(proc)
-        assert len(victims) == 2, [v.cmdline() for v in victims]
-        victims[1].kill()
-        _, err = proc.communicate(timeout=RAY_RUN_TIMEOUT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 1, err
-    line = [x for x in err.splitlines() if x.startswith("redline: error:")]
-    assert len(line) == 1 and "died" in line[0] and "--on-injector-loss fail" in line[0], err
+    _lose_an_injector(target, proc, before, after_s=6.0)  # a step or two measured first
     doc = json.loads(Path(f"{out}.json").read_text())
     assert doc["interrupted"] and doc["stop"]["condition"] == "interrupted", doc["stop"]
     assert "died" in doc["stop"]["detail"]
