@@ -119,3 +119,30 @@ def test_tallies_add_up_across_injectors(runs) -> None:
         docs.append(d)
     merged = merge_report(docs, timeseries=[])
     assert next(iter(merged["per_name"].values()))["tally"] == {"DONE": 6, "FAILED": 2}
+
+
+def test_status_codes_add_up_across_injectors(runs) -> None:
+    """Each interval's answers by status code (count, buckets, sum, least and greatest)
+    add code by code, as the engine would have counted them in one run."""
+    snaps = [_first(r) for r in runs]
+    assert all(set(s["statuses"]) == {"200"} for s in snaps)
+    five = {
+        "count": 2,
+        "buckets": [0] * 5 + [2] * 11,
+        "sum_s": 0.04,
+        "min_s": 0.015,
+        "max_s": 0.025,
+    }
+    snaps[1] = {**snaps[1], "statuses": {**snaps[1]["statuses"], "503": five}}
+    m = merge_snapshots(snaps, injectors=3)
+    ok = [s["statuses"]["200"] for s in snaps]
+    assert m["statuses"]["200"] == {
+        "count": sum(f["count"] for f in ok),
+        "buckets": [sum(col) for col in zip(*(f["buckets"] for f in ok), strict=True)],
+        "sum_s": pytest.approx(sum(f["sum_s"] for f in ok)),
+        "min_s": min(f["min_s"] for f in ok),
+        "max_s": max(f["max_s"] for f in ok),
+    }
+    assert m["statuses"]["503"] == five
+    assert sum(f["count"] for f in m["statuses"].values()) == m["requests"] + 2
+    assert all(s["statuses"]["200"]["count"] == s["requests"] for s in snaps)

@@ -3,6 +3,9 @@
 from collections.abc import Callable
 
 __version__: str
+#: DURATION_BOUNDS_US: the upper bounds (µs, inclusive) of the latency buckets of each
+#: snapshot's ``statuses``, the exporters' buckets.
+DURATION_BOUNDS_US: list[int]
 
 class RedlineError(Exception): ...
 class ConfigError(RedlineError): ...

@@ -9,6 +9,7 @@ use crate::failure::{ErrorClass, ErrorCounts};
 use crate::hdr::new_histogram;
 use crate::outage::ThreadWatch;
 use crate::scenario::tally::Tally;
+use crate::statuses::Statuses;
 
 /// NameInterval is one request name's figures over one interval (scenario runs).
 #[derive(Debug, Clone)]
@@ -23,6 +24,8 @@ pub struct NameInterval {
     pub latency: Histogram<u64>,
     /// tally: its answers counted by the value at its `tally` path (empty without one).
     pub tally: Tally,
+    /// statuses: its answers by status code, with their latency.
+    pub statuses: Statuses,
 }
 
 impl NameInterval {
@@ -33,6 +36,7 @@ impl NameInterval {
             errors_by_class: ErrorCounts::default(),
             latency: new_histogram(highest_us),
             tally: Tally::default(),
+            statuses: Statuses::default(),
         }
     }
 
@@ -87,6 +91,8 @@ pub struct IntervalData {
     pub watch: ThreadWatch,
     /// iterations: scenario runs: iterations begun and ended in the interval.
     pub iterations: IterationCounts,
+    /// statuses: the interval's answers by status code, with their latency.
+    pub statuses: Statuses,
     /// names: scenario runs: per request name (indexed like `Plan::names`), its figures in
     /// the interval; empty on the single-request path (its one name's figures are the
     /// interval's own). Bounded: the names are fixed by the compiled plan.
@@ -109,6 +115,7 @@ impl IntervalData {
             latency: new_histogram(highest_us),
             watch: ThreadWatch::default(),
             iterations: IterationCounts::default(),
+            statuses: Statuses::default(),
             names: Vec::new(),
         }
     }
@@ -129,6 +136,7 @@ impl IntervalData {
         self.iterations.started += o.iterations.started;
         self.iterations.completed += o.iterations.completed;
         self.iterations.failed += o.iterations.failed;
+        self.statuses.merge(&o.statuses);
         if self.names.is_empty() {
             self.names.clone_from(&o.names);
         } else {
@@ -138,6 +146,7 @@ impl IntervalData {
                 a.errors_by_class.merge(&b.errors_by_class);
                 let _ = a.latency.add(&b.latency);
                 a.tally.merge(&b.tally);
+                a.statuses.merge(&b.statuses);
             }
         }
     }
@@ -154,12 +163,14 @@ impl IntervalData {
         self.in_flight_mean = 0.0;
         self.latency.reset();
         self.iterations = IterationCounts::default();
+        self.statuses.clear();
         for n in &mut self.names {
             n.requests = 0;
             n.errors = 0;
             n.errors_by_class = ErrorCounts::default();
             n.latency.reset();
             n.tally.reset();
+            n.statuses.clear();
         }
     }
 }

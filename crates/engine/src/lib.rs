@@ -37,6 +37,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub(crate) mod stamp;
+pub mod statuses;
 pub mod target;
 pub mod tls;
 pub mod totals;

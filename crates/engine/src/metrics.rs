@@ -255,12 +255,14 @@ impl Recorder {
             iv.errors_by_class.add(ErrorClass::Status);
         }
         iv.latency.saturating_record(lat);
+        iv.statuses.record(r.status, lat);
         if let Some(n) = iv.names.get_mut(r.stat) {
             n.requests += 1;
             if failed {
                 n.fail(ErrorClass::Status);
             }
             n.latency.saturating_record(lat);
+            n.statuses.record(r.status, lat);
         }
         if !self.measured(r.intended) {
             return;

@@ -11,6 +11,7 @@ use crate::config::{Checked, Model};
 use crate::failure::ErrorCounts;
 use crate::hdr::{encode_histogram, LatencySummary};
 use crate::interval::{IntervalData, IterationCounts};
+use crate::statuses::StatusSnapshot;
 use crate::totals::Totals;
 use crate::usage::CpuTimes;
 
@@ -86,6 +87,10 @@ pub struct IntervalSnapshot {
     /// whose figures are the interval's own). Bounded: the names are the compiled plan's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub names: Option<BTreeMap<String, NameSnapshot>>,
+    /// statuses: the interval's answers by status code, each with its latency in the
+    /// exporters' buckets (absent when nothing was answered).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub statuses: BTreeMap<String, StatusSnapshot>,
 }
 
 /// NameSnapshot is one request name's figures over one interval.
@@ -103,6 +108,9 @@ pub struct NameSnapshot {
     /// one; see [`crate::scenario::tally`]).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tally: BTreeMap<String, u64>,
+    /// statuses: its answers by status code (see [`IntervalSnapshot::statuses`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub statuses: BTreeMap<String, StatusSnapshot>,
 }
 
 impl IntervalSnapshot {
@@ -152,6 +160,7 @@ impl IntervalSnapshot {
             down_since_s: None,
             iterations: None,
             names: None,
+            statuses: d.statuses.snapshots(),
         }
     }
 
@@ -172,6 +181,7 @@ impl IntervalSnapshot {
                     errors_by_class: n.errors_by_class,
                     histogram: encode_histogram(&n.latency),
                     tally: n.tally.counts(),
+                    statuses: n.statuses.snapshots(),
                 };
                 (name.clone(), s)
             })

@@ -19,6 +19,15 @@ fn go(cfg: RunConfig) -> (Report, Vec<IntervalSnapshot>) {
     (report, snaps)
 }
 
+/// codes adds up the snapshots' answers by status code.
+fn codes(snaps: &[IntervalSnapshot]) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for (code, f) in snaps.iter().flat_map(|s| s.statuses.iter()) {
+        *out.entry(code.clone()).or_insert(0) += f.count;
+    }
+    out
+}
+
 fn cfg(url: String) -> RunConfig {
     RunConfig {
         url,
@@ -53,6 +62,11 @@ fn closed_model_count_matches_what_the_server_saw() {
     assert_eq!(
         r.timeseries, snaps,
         "the report carries the snapshots the callback saw"
+    );
+    assert_eq!(
+        codes(&snaps),
+        [("200".to_string(), 3000)].into(),
+        "the snapshots' answers by status code add up to the report's"
     );
     assert!(
         snaps
@@ -129,12 +143,24 @@ fn open_model_grows_the_pool_when_the_server_stalls() {
 fn fixed_latency_shows_in_the_median() {
     let delay = Duration::from_millis(20);
     let server = start(Mode::Ok { delay });
-    let (r, _) = go(RunConfig {
+    let (r, snaps) = go(RunConfig {
         connections: 4,
         requests: Some(80),
         ..cfg(server.url("/"))
     });
     assert_eq!(r.requests, 80);
+    // Each status code's latency buckets: nothing at or under 10 ms (every answer took
+    // 20 ms or more), everything under the last bound, the sum the mean's.
+    let per_code: Vec<_> = snaps.iter().filter_map(|s| s.statuses.get("200")).collect();
+    let at = |i: usize| per_code.iter().map(|f| f.buckets[i]).sum::<u64>();
+    assert_eq!((at(4), at(15)), (0, 80), "{per_code:?}");
+    let sum_ms = per_code.iter().map(|f| f.sum_s).sum::<f64>() * 1000.0;
+    assert!(
+        (sum_ms / 80.0 - r.latency_ms.mean).abs() < 0.1,
+        "mean {} vs the buckets' {}",
+        r.latency_ms.mean,
+        sum_ms / 80.0
+    );
     // The server cannot answer faster than its delay; the slack covers timer granularity
     // and a busy CI box.
     assert!(
@@ -328,13 +354,14 @@ fn errors_are_classified() {
     assert_eq!(reused.requests(), 20);
 
     let failing = start(Mode::Status(500));
-    let (r, _) = go(RunConfig {
+    let (r, snaps) = go(RunConfig {
         connections: 2,
         requests: Some(10),
         ..cfg(failing.url("/"))
     });
     assert_eq!((r.errors.status, r.non_2xx, r.requests), (10, 10, 10));
     assert_eq!(r.status_codes.get("500"), Some(&10));
+    assert_eq!(codes(&snaps), [("500".to_string(), 10)].into());
 
     let port = common::free_port();
     let url = format!("http://127.0.0.1:{port}/");

@@ -49,7 +49,7 @@ fn per_interval_names_and_iterations_add_up_to_the_totals() {
         "server saw both requests of each"
     );
     assert!(snaps.len() >= 2, "several intervals: {}", snaps.len());
-    let mut sums: BTreeMap<String, (u64, u64, u64, u64)> = BTreeMap::new();
+    let mut sums: BTreeMap<String, (u64, u64, u64, u64, u64)> = BTreeMap::new();
     let (mut started, mut completed, mut failed) = (0, 0, 0);
     for s in &snaps {
         let it = s.iterations.expect("a scenario snapshot counts iterations");
@@ -62,16 +62,18 @@ fn per_interval_names_and_iterations_add_up_to_the_totals() {
             e.1 += n.errors;
             e.2 += n.errors_by_class.check;
             e.3 += histogram_len(&n.histogram);
+            e.4 += n.statuses.values().map(|f| f.count).sum::<u64>();
         }
     }
     for (name, stats) in &r.per_name {
-        let (requests, errors, check, recorded) = sums[name];
+        let (requests, errors, check, recorded, coded) = sums[name];
         assert_eq!(
             (requests, errors),
             (stats.requests, stats.errors),
             "{name}: the intervals add up to the summary"
         );
         assert_eq!(recorded, requests, "{name}: one latency per response");
+        assert_eq!(coded, requests, "{name}: one status code per response");
         if name.contains("/b") {
             assert_eq!(check, requests, "every /b fails its check");
         }

@@ -16,6 +16,11 @@ mod target;
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The latency buckets of the per-status figures, which the exporters' buckets are.
+    m.add(
+        "DURATION_BOUNDS_US",
+        redline_engine::statuses::DURATION_BOUNDS_US.to_vec(),
+    )?;
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(run::defaults, m)?)?;

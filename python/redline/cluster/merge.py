@@ -63,6 +63,9 @@ def merge_snapshots(snaps: Sequence[dict[str, Any]], injectors: int) -> dict[str
         out["iterations"] = add_counts(s.get("iterations") or {} for s in snaps)
     if any(s.get("names") is not None for s in snaps):
         out["names"] = _merge_names([s.get("names") or {} for s in snaps])
+    statuses = merge_statuses(s.get("statuses") or {} for s in snaps)
+    if statuses:
+        out["statuses"] = statuses
     cpu = [s["worker_cpu"] for s in snaps if s.get("worker_cpu")]
     if cpu:
         # Per injector (by index): its worker threads' CPU seconds and count, so a search
@@ -194,6 +197,30 @@ def _merge_names(names: list[dict[str, Any]]) -> dict[str, Any]:
         tally = add_counts(m.get("tally") or {} for m in mine)
         if tally:
             out[name]["tally"] = tally
+        statuses = merge_statuses(m.get("statuses") or {} for m in mine)
+        if statuses:
+            out[name]["statuses"] = statuses
+    return out
+
+
+def merge_statuses(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """merge_statuses adds snapshots' ``statuses`` (status code -> count, cumulative
+    buckets at the engine's bounds, sum, least and greatest latency), code by code: exact,
+    as the buckets are the same on every injector."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for code, f in part.items():
+            if not int(f.get("count") or 0):
+                continue
+            m = out.get(code)
+            if m is None:
+                out[code] = {**f, "buckets": list(f["buckets"])}
+                continue
+            m["count"] += int(f["count"])
+            m["buckets"] = [a + int(b) for a, b in zip(m["buckets"], f["buckets"], strict=True)]
+            m["sum_s"] += float(f["sum_s"])
+            m["min_s"] = min(m["min_s"], float(f["min_s"]))
+            m["max_s"] = max(m["max_s"], float(f["max_s"]))
     return out
 
 

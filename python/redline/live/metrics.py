@@ -1,6 +1,7 @@
 """metrics: a run's live figures as Prometheus metrics, named by Prometheus' conventions.
 
     redline_requests_total{name, outcome}        counter: outcome ``ok`` or the error class
+    redline_responses_total{name, code}          counter: answers by HTTP status code
     redline_intended_total                       counter: requests the run intended
     redline_request_duration_seconds{name}       histogram: latency from the intended send
     redline_tally_total{name, value}             counter: a scenario request's answers by
@@ -39,26 +40,10 @@ from typing import Any
 
 from redline import _engine
 
-#: BOUNDS_S are the latency buckets' upper bounds in seconds (``le``), from 0.5 ms to 1 min.
-BOUNDS_S = (
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-)
-_BOUNDS_US = [round(b * 1e6) for b in BOUNDS_S]
+#: BOUNDS_S are the latency buckets' upper bounds in seconds (``le``), from 0.5 ms to 1 min:
+#: the engine's (``DURATION_BOUNDS_US``), which counts each status code's answers in them.
+BOUNDS_S = tuple(us / 1e6 for us in _engine.DURATION_BOUNDS_US)
+_BOUNDS_US = list(_engine.DURATION_BOUNDS_US)
 
 #: OUTCOMES: ``ok`` and the engine's error classes, in the order they are exported.
 OUTCOMES = (
@@ -180,6 +165,37 @@ def _counts(
                 k += 1
 
 
+@dataclass
+class CodeBook:
+    """CodeBook is one status code's answers to one request name: the count, the cumulative
+    counts at :data:`BOUNDS_S`, the sum, least and greatest latency (seconds), added up from
+    each interval snapshot's ``statuses`` (the engine counts them in these buckets)."""
+
+    count: int = 0
+    buckets: list[int] = field(default_factory=lambda: [0] * len(BOUNDS_S))
+    sum_s: float = 0.0
+    min_s: float | None = None
+    max_s: float | None = None
+
+    def add(self, f: dict[str, Any]) -> None:
+        """add counts one interval's figures of the code."""
+        n = int(f.get("count") or 0)
+        if not n:
+            return
+        self.count += n
+        self.buckets = [a + int(b) for a, b in zip(self.buckets, f["buckets"], strict=True)]
+        self.sum_s += float(f.get("sum_s") or 0.0)
+        low, high = float(f.get("min_s") or 0.0), float(f.get("max_s") or 0.0)
+        self.min_s = low if self.min_s is None else min(self.min_s, low)
+        self.max_s = high if self.max_s is None else max(self.max_s, high)
+
+    def figures(self) -> Figures:
+        """figures is the books as read."""
+        return Figures(
+            self.count, list(self.buckets), self.sum_s, self.min_s or 0.0, self.max_s or 0.0
+        )
+
+
 #: PENDING_MAX: how many interval histograms a name keeps unmerged at most.
 PENDING_MAX = 64
 
@@ -202,6 +218,7 @@ class NameBook:
     max_s: float | None = None
     merged: str | None = None
     pending: list[str] = field(default_factory=list)
+    statuses: dict[str, CodeBook] = field(default_factory=dict)
 
     def add(self, part: dict[str, Any], sum_s: float | None = None) -> None:
         """add counts one interval's figures (a snapshot, or one name's entry in its
@@ -215,6 +232,8 @@ class NameBook:
             self.outcomes[cls] = self.outcomes.get(cls, 0) + n
         for value, n in (part.get("tally") or {}).items():
             self.tally[value] = self.tally.get(value, 0) + int(n)
+        for code, figures in (part.get("statuses") or {}).items():
+            self.statuses.setdefault(str(code), CodeBook()).add(figures)
         hist = part.get("histogram")
         if not isinstance(hist, str) or not hist:
             return
@@ -262,6 +281,8 @@ class NameReading:
     min_s: float
     max_s: float
     tally: dict[str, int] = field(default_factory=dict)
+    #: statuses: the answers by status code, each code's latency figures.
+    statuses: dict[str, Figures] = field(default_factory=dict)
 
 
 @dataclass
@@ -406,6 +427,7 @@ class Ledger:
                         b.min_s or 0.0,
                         b.max_s or 0.0,
                         dict(b.tally),
+                        {c: book.figures() for c, book in b.statuses.items()},
                     )
                     for n, b in self._names.items()
                 },
@@ -435,6 +457,16 @@ class Ledger:
                     {"name": name, "outcome": outcome},
                     b.outcomes.get(outcome, 0),
                 )
+        coded = [(name, b.statuses) for name, b in sorted(books.names.items()) if b.statuses]
+        if coded:
+            out.family(
+                "redline_responses_total",
+                "counter",
+                "Answers by name and HTTP status code, after warm-up.",
+            )
+            for name, statuses in coded:
+                for code, f in sorted(statuses.items()):
+                    out.sample("redline_responses_total", {"name": name, "code": code}, f.count)
         out.family(
             "redline_intended_total",
             "counter",

@@ -3,7 +3,9 @@ HTTP, protobuf), named by OpenTelemetry's semantic conventions. Needs the ``otlp
 (``pip install 'redline[otlp]'``: the OpenTelemetry SDK and its OTLP/HTTP exporter).
 
     http.client.request.duration   histogram, s: latency of answered requests, per request
-                                   name (``redline.request.name``), with the run's
+                                   name (``redline.request.name``) and status code
+                                   (``http.response.status_code``; ``error.type`` the code
+                                   from 400 on), with the run's
                                    ``http.request.method`` (a URL run's; a scenario's
                                    requests each have their own, not in the snapshots),
                                    ``server.address``, ``server.port`` and ``url.scheme``
@@ -77,6 +79,27 @@ def request_attributes(url: str | None, method: str | None) -> dict[str, Any]:
             out["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
             out["url.scheme"] = parts.scheme
     return out
+
+
+def _histogram_point(attrs: dict[str, Any], start: int, now: int, f: Any) -> Any:
+    """_histogram_point is one cumulative histogram data point of ``f`` (a count,
+    cumulative counts at :data:`BOUNDS_S`, a sum, least and greatest value in seconds)."""
+    from opentelemetry.sdk.metrics.export import HistogramDataPoint
+
+    per_bucket = [f.buckets[0]] + [
+        hi - lo for lo, hi in zip(f.buckets, f.buckets[1:], strict=False)
+    ]
+    return HistogramDataPoint(
+        attributes=attrs,
+        start_time_unix_nano=start,
+        time_unix_nano=now,
+        count=f.count,
+        sum=f.sum_s,
+        bucket_counts=[*per_bucket, f.count - f.buckets[-1]],
+        explicit_bounds=list(BOUNDS_S),
+        min=f.min_s,
+        max=f.max_s,
+    )
 
 
 class OtlpExport:
@@ -153,7 +176,6 @@ class OtlpExport:
             AggregationTemporality,
             Gauge,
             Histogram,
-            HistogramDataPoint,
             Metric,
             MetricsData,
             NumberDataPoint,
@@ -169,24 +191,19 @@ class OtlpExport:
         durations, requests, tallies = [], [], []
         for name, b in sorted(books.names.items()):
             for value, n in sorted(b.tally.items()):
-                attrs = {"redline.request.name": name, "redline.tally.value": value}
-                tallies.append(NumberDataPoint(attrs, start, now, n))
-            per_bucket = [b.buckets[0]] + [
-                hi - lo for lo, hi in zip(b.buckets, b.buckets[1:], strict=False)
-            ]
-            durations.append(
-                HistogramDataPoint(
-                    attributes={**self._attributes, "redline.request.name": name},
-                    start_time_unix_nano=start,
-                    time_unix_nano=now,
-                    count=b.count,
-                    sum=b.sum_s,
-                    bucket_counts=[*per_bucket, b.count - b.buckets[-1]],
-                    explicit_bounds=list(BOUNDS_S),
-                    min=b.min_s,
-                    max=b.max_s,
-                )
-            )
+                said = {"redline.request.name": name, "redline.tally.value": value}
+                tallies.append(NumberDataPoint(said, start, now, n))
+            # By the conventions each status code is a data point of its own (with
+            # ``error.type`` the code from 400 on); a name whose answers came without codes
+            # (an injector of an older redline) is one point without.
+            split: list[tuple[str | None, Any]] = [*sorted(b.statuses.items())] or [(None, b)]
+            for code, f in split:
+                attrs: dict[str, Any] = {**self._attributes, "redline.request.name": name}
+                if code is not None:
+                    attrs["http.response.status_code"] = int(code)
+                    if int(code) >= 400:
+                        attrs["error.type"] = code
+                durations.append(_histogram_point(attrs, start, now, f))
             for outcome in OUTCOMES:
                 attrs = {"redline.request.name": name, "redline.outcome": outcome}
                 if outcome != "ok":
