@@ -15,12 +15,18 @@ a drift of the shared box falls on all alike:
 The cases: ``url``, ``redline run URL --rate R`` (the run-wide books, one name), and
 ``scenario``, two named requests an iteration at R/2 iterations/s (the per-name books).
 
+On a machine of two cores or more the generator is pinned to CPU 0 and the target (in this
+process) to CPU 1, as the team's benchmarks compare: the server's work then never lands on
+the generator's core.
+
 Printed and recorded in ``bench/results/live.md`` (bench/record.py): CPU per request, each
 run's and the medians, of the process (the result's ``generator`` figure), of the engine's
 workers, and the rest (process - workers: the Python thread, the live servers, the engine's
 snapshots), the ratios live/plain and live/view, and the plain runs' own spread (max/min - 1),
-the noise they are judged against. The live endpoints work once per interval on the Python
-thread and once per scrape, never per request.
+the noise they are judged against, and the ratios within each round (live ÷ plain and
+live ÷ view of the runs taken one after the other: a drift of the box between rounds cancels)
+with their median and range. The live endpoints work once per interval on the Python thread
+and once per scrape, never per request.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -85,7 +92,13 @@ def measure(argv: list[str], mode: str, out: Path) -> tuple[float, float, float]
     """measure runs ``redline run ARGV`` once in ``mode`` and returns the CPU µs per request
     of the process, of the engine's workers and of the rest."""
     cmd = [sys.executable, "-m", "redline", "run", *argv, "--json", str(out), *MODES[mode]]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=(lambda: os.sched_setaffinity(0, {GENERATOR_CPU})) if PINNED else None,
+    )
     try:
         scrape_while(proc)
         code = proc.wait(timeout=120)
@@ -102,6 +115,11 @@ def measure(argv: list[str], mode: str, out: Path) -> tuple[float, float, float]
     return process, workers, process - workers
 
 
+#: PINNED: the generator on GENERATOR_CPU, the target (this process) on TARGET_CPU.
+PINNED = len(os.sched_getaffinity(0)) >= 2
+GENERATOR_CPU, TARGET_CPU = 0, 1
+
+
 def spread(xs: list[float]) -> float:
     """spread is max/min - 1: how far apart the runs of one mode fell."""
     return max(xs) / min(xs) - 1 if min(xs) > 0 else float("nan")
@@ -116,6 +134,8 @@ def main() -> int:
     ap.add_argument("--no-record", action="store_true", help="print the table only")
     args = ap.parse_args()
     ctx = record.Context.now()
+    if PINNED:
+        os.sched_setaffinity(0, {TARGET_CPU})
     rows = []
     with redline.Target(threads=1) as target, tempfile.TemporaryDirectory() as tmp:
         scenario = Path(tmp) / "two.py"
@@ -140,15 +160,23 @@ def main() -> int:
         "--prometheus 0` with /metrics scraped each second. CPU µs per request; medians, "
         "each run in brackets.",
         "",
-        "| case | CPU | plain | view | live | live/plain | live/view | plain spread |",
-        "|---|---|---|---|---|---:|---:|---:|",
+        f"Generator pinned to CPU {GENERATOR_CPU}, target to CPU {TARGET_CPU}: {PINNED}.",
+        "",
+        "| case | CPU | plain | view | live | live/plain | live/view | plain spread "
+        "| live/plain in a round | live/view in a round |",
+        "|---|---|---|---|---|---:|---:|---:|---|---|",
     ]
     for case, what, each in rows:
         med = {m: statistics.median(v) for m, v in each.items()}
         cells = [f"{med[m]:.2f} ({', '.join(f'{x:.2f}' for x in each[m])})" for m in MODES]
+        paired = [
+            _paired([a / b for a, b in zip(each["live"], each[base], strict=True)])
+            for base in ("plain", "view")
+        ]
         lines.append(
             f"| {case} | {what} | {' | '.join(cells)} | {med['live'] / med['plain']:.3f} "
-            f"| {med['live'] / med['view']:.3f} | {100 * spread(each['plain']):.1f} % |"
+            f"| {med['live'] / med['view']:.3f} | {100 * spread(each['plain']):.1f} % "
+            f"| {paired[0]} | {paired[1]} |"
         )
     text = "\n".join(lines)
     print(text)
@@ -159,6 +187,11 @@ def main() -> int:
         )  # fmt: skip
         print(f"\nrecorded in {where}")
     return 0
+
+
+def _paired(ratios: list[float]) -> str:
+    """_paired: the median of the rounds' ratios and their range."""
+    return f"{statistics.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]"
 
 
 if __name__ == "__main__":

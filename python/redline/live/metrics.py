@@ -12,9 +12,11 @@
 
 Latency is a histogram, never percentile gauges: percentiles cannot be added across runs,
 instances or time, buckets can. A scenario run is counted per request name (each interval
-snapshot's ``names``), a URL run under its one name; each interval's HdrHistogram is read
-through the binding as it comes (:func:`figures_of`: ``le`` buckets exact to the histogram's
-precision, added up, as buckets may be), so a scrape only formats the books.
+snapshot's ``names``), a URL run under its one name. The engine counts each interval's
+answers per status code in these very buckets (the snapshot's ``statuses``: count,
+cumulative counts at the bounds, exact sum, least and greatest), which are added up as they
+come, so a scrape only formats the books. A snapshot without them (an injector of an older
+redline) is read from its HdrHistogram (:func:`figures_of`: exact to its precision).
 
 The books are the report's: warm-up intervals are left out, each request is counted once
 under one outcome (an answer with an unexpected status is ``status``, one that failed a check
@@ -178,16 +180,26 @@ class CodeBook:
     max_s: float | None = None
 
     def add(self, f: dict[str, Any]) -> None:
-        """add counts one interval's figures of the code."""
-        n = int(f.get("count") or 0)
-        if not n:
+        """add counts one interval's figures of the code (a snapshot's ``statuses`` entry)."""
+        self.add_figures(
+            Figures(
+                int(f.get("count") or 0),
+                [int(b) for b in f["buckets"]],
+                float(f.get("sum_s") or 0.0),
+                float(f.get("min_s") or 0.0),
+                float(f.get("max_s") or 0.0),
+            )
+        )
+
+    def add_figures(self, f: Figures) -> None:
+        """add_figures counts one interval's figures."""
+        if not f.count:
             return
-        self.count += n
-        self.buckets = [a + int(b) for a, b in zip(self.buckets, f["buckets"], strict=True)]
-        self.sum_s += float(f.get("sum_s") or 0.0)
-        low, high = float(f.get("min_s") or 0.0), float(f.get("max_s") or 0.0)
-        self.min_s = low if self.min_s is None else min(self.min_s, low)
-        self.max_s = high if self.max_s is None else max(self.max_s, high)
+        self.count += f.count
+        self.buckets = [a + b for a, b in zip(self.buckets, f.buckets, strict=True)]
+        self.sum_s += f.sum_s
+        self.min_s = f.min_s if self.min_s is None else min(self.min_s, f.min_s)
+        self.max_s = f.max_s if self.max_s is None else max(self.max_s, f.max_s)
 
     def figures(self) -> Figures:
         """figures is the books as read."""
@@ -202,28 +214,26 @@ PENDING_MAX = 64
 
 @dataclass
 class NameBook:
-    """NameBook is one request name's books: outcome counts; the latency histogram's count,
-    cumulative bucket counts, sum, least and greatest value (seconds), read from each
-    interval's histogram as it comes; and the histogram of the run so far, for the live
-    page's percentiles, merged only when read (a merge re-encodes with deflate, the costliest
-    step; a run nobody watches merges every :data:`PENDING_MAX` intervals); and its tally
-    (answers by the value at its ``tally`` path; the engine bounds its values)."""
+    """NameBook is one request name's books: outcome counts; its answers' latency figures,
+    all codes together (``whole``: count, cumulative bucket counts, sum, least and greatest
+    value in seconds) and by status code (``statuses``), added up from each interval's
+    ``statuses`` as it comes (the engine counts them in these buckets, exactly; a snapshot
+    without them, from an older injector, is read from its histogram); the histogram of the
+    run so far, for the live page's percentiles, merged only when read (a merge re-encodes
+    with deflate, the costliest step; a run nobody watches merges every
+    :data:`PENDING_MAX` intervals); and its tally (answers by the value at its ``tally``
+    path; the engine bounds its values)."""
 
     outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     tally: dict[str, int] = field(default_factory=dict)
-    count: int = 0
-    buckets: list[int] = field(default_factory=lambda: [0] * len(BOUNDS_S))
-    sum_s: float = 0.0
-    min_s: float | None = None
-    max_s: float | None = None
+    whole: CodeBook = field(default_factory=CodeBook)
+    statuses: dict[str, CodeBook] = field(default_factory=dict)
     merged: str | None = None
     pending: list[str] = field(default_factory=list)
-    statuses: dict[str, CodeBook] = field(default_factory=dict)
 
-    def add(self, part: dict[str, Any], sum_s: float | None = None) -> None:
+    def add(self, part: dict[str, Any]) -> None:
         """add counts one interval's figures (a snapshot, or one name's entry in its
-        ``names``); ``sum_s`` is the latency sum when the snapshot gives it exactly (a
-        URL run's mean times its count), else it is estimated from the histogram."""
+        ``names``)."""
         requests = int(part.get("requests") or 0)
         classes = {k: int(v or 0) for k, v in (part.get("errors_by_class") or {}).items()}
         answered_bad = classes.get("status", 0) + classes.get("check", 0)
@@ -232,19 +242,17 @@ class NameBook:
             self.outcomes[cls] = self.outcomes.get(cls, 0) + n
         for value, n in (part.get("tally") or {}).items():
             self.tally[value] = self.tally.get(value, 0) + int(n)
-        for code, figures in (part.get("statuses") or {}).items():
-            self.statuses.setdefault(str(code), CodeBook()).add(figures)
+        statuses = part.get("statuses")
         hist = part.get("histogram")
-        if not isinstance(hist, str) or not hist:
+        if statuses is not None:
+            for code, figures in statuses.items():
+                book = self.statuses.setdefault(str(code), CodeBook())
+                book.add(figures)
+                self.whole.add(figures)
+        elif isinstance(hist, str) and hist:
+            self.whole.add_figures(figures_of(hist))
+        if not isinstance(hist, str) or not hist or not requests:
             return
-        f = figures_of(hist)
-        if not f.count:
-            return
-        self.count += f.count
-        self.buckets = [a + b for a, b in zip(self.buckets, f.buckets, strict=True)]
-        self.sum_s += f.sum_s if sum_s is None else sum_s
-        self.min_s = f.min_s if self.min_s is None else min(self.min_s, f.min_s)
-        self.max_s = f.max_s if self.max_s is None else max(self.max_s, f.max_s)
         self.pending.append(hist)
         if len(self.pending) >= PENDING_MAX:
             self.histogram()
@@ -341,9 +349,7 @@ class Ledger:
                 for name, part in names.items():
                     self._book(str(name)).add(part)
             else:
-                requests = int(snap.get("requests") or 0)
-                mean_s = float(snap.get("mean_ms") or 0.0) / 1000.0
-                self._book(self.name).add(snap, sum_s=mean_s * requests)
+                self._book(self.name).add(snap)
             # Every request sent was intended (see the module's note).
             self._intended += float(snap.get("achieved_rate") or 0.0) * length
 
@@ -421,11 +427,11 @@ class Ledger:
                 names={
                     n: NameReading(
                         dict(b.outcomes),
-                        list(b.buckets),
-                        b.count,
-                        b.sum_s,
-                        b.min_s or 0.0,
-                        b.max_s or 0.0,
+                        list(b.whole.buckets),
+                        b.whole.count,
+                        b.whole.sum_s,
+                        b.whole.min_s or 0.0,
+                        b.whole.max_s or 0.0,
                         dict(b.tally),
                         {c: book.figures() for c, book in b.statuses.items()},
                     )
