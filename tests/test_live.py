@@ -32,6 +32,7 @@ from redline.live import LiveSession, parse_address
 from redline.live.events import ChartBook, first_change
 from redline.live.launcher import Form, Launcher, Model, command_line
 from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, counts_at, figures_of
+from redline.live.otlp import request_methods
 
 #: Every wait in this module is bounded by this many seconds.
 WAIT_S = 15.0
@@ -757,6 +758,71 @@ def test_otlp_export_equals_the_report(target, tmp_path):
     assert outcomes["ok"] + outcomes["status"] == result["requests"]
     assert metrics["redline.requests"].sum.is_monotonic
     assert metrics["redline.intended"].sum.data_points[0].as_int == result["intended"]
+
+
+def test_otlp_names_a_scenarios_methods_and_status_codes(target, tmp_path):
+    """A scenario over ``--otlp`` (the survey: a GET form, a POST answered 302, a POST whose
+    302 is followed to a 200): each name's duration points carry its method from the plan and
+    one point per status code, counting what the JSON result counted; the redirect's
+    follow-up, whose method depends on the status, carries none."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http", reason="the otlp extra")
+    receiver = OtlpReceiver()
+    out = tmp_path / "run.json"
+    try:
+        r = subprocess.run(
+            [
+                sys.executable, "-m", "redline", "run", "examples/survey.py", "--host",
+                target.url, "-u", "4", "-d", "1.5s", "--interval", "0.25s", "--otlp",
+                receiver.url, "--json", str(out), "-q",
+            ],
+            capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+            env=dict(os.environ, OTEL_METRIC_EXPORT_INTERVAL="300"),
+        )  # fmt: skip
+    finally:
+        receiver.close()
+    assert r.returncode == 0, r.stderr
+    result = json.loads(out.read_text())
+    metrics = _otlp_metrics(receiver.requests[-1][2])
+    got: dict[tuple[str, str | None, int], int] = {}
+    for point in metrics["http.client.request.duration"].histogram.data_points:
+        attrs = {a.key: a.value for a in point.attributes}
+        method = (
+            attrs["http.request.method"].string_value if "http.request.method" in attrs else None
+        )
+        key = (
+            attrs["redline.request.name"].string_value,
+            method,
+            attrs["http.response.status_code"].int_value,
+        )
+        got[key] = point.count
+    assert set(got) == {
+        ("form", "GET", 200),
+        ("post", "POST", 302),
+        ("post+thanks", "POST", 302),
+        ("post+thanks (redirect)", None, 200),
+    }, got
+    for name, entry in result["per_name"].items():
+        counted = sum(n for (who, _, _), n in got.items() if who == name)
+        intervals = sum(s["names"][name]["requests"] for s in result["timeseries"])
+        assert counted == intervals >= entry["requests"] > 0, name
+
+
+def test_request_methods_of_a_plan():
+    plan = {
+        "flows": [
+            {"steps": [
+                {"step": "request", "name": "a", "method": "get"},
+                {"step": "group", "name": "g", "steps": [
+                    {"step": "request", "name": "b", "method": "POST"},
+                    {"step": "request", "name": "b", "method": "PUT"},
+                    {"step": "request", "name": "c", "method": "DELETE"},
+                    {"step": "request", "name": "c", "method": "DELETE"},
+                ]},
+                {"step": "think", "name": "not a request", "method": "GET"},
+            ]}
+        ]
+    }  # fmt: skip
+    assert request_methods(plan) == {"a": "GET", "c": "DELETE"}
 
 
 def test_otlp_refuses_a_bad_url(target):

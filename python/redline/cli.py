@@ -386,7 +386,9 @@ def _run(args: argparse.Namespace, live: Any) -> int:
     if is_scenario(args.url):
         if live is None:
             return cmd_run_scenario(args)
-        return cmd_run_scenario(args, live.progress(), on_result=_finisher(live))
+        return cmd_run_scenario(
+            args, live.progress(), on_result=_finisher(live), on_plan=live.name_methods
+        )
     thresholds, watches = parse_thresholds(args.threshold)
     for t in thresholds:
         if t.name is not None:

@@ -182,6 +182,7 @@ def cmd_find(args: argparse.Namespace) -> int:
             method=None if plan is not None else (args.method or "GET"),
         )
         if live is not None:
+            live.name_methods(plan)
             # The stop button ends the search as Ctrl-C does: the steps that ran are kept.
             on_snapshot, on_step = live.find_callbacks(on_snapshot, on_step)
         result = finder.find(

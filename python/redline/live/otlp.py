@@ -5,9 +5,8 @@ HTTP, protobuf), named by OpenTelemetry's semantic conventions. Needs the ``otlp
     http.client.request.duration   histogram, s: latency of answered requests, per request
                                    name (``redline.request.name``) and status code
                                    (``http.response.status_code``; ``error.type`` the code
-                                   from 400 on), with the run's
-                                   ``http.request.method`` (a URL run's; a scenario's
-                                   requests each have their own, not in the snapshots),
+                                   from 400 on), with its ``http.request.method`` (a URL
+                                   run's, or each scenario request's from its plan),
                                    ``server.address``, ``server.port`` and ``url.scheme``
     redline.requests               counter: every request once, by ``redline.request.name``
                                    and ``redline.outcome`` (ok or the error class, which is
@@ -81,6 +80,27 @@ def request_attributes(url: str | None, method: str | None) -> dict[str, Any]:
     return out
 
 
+def request_methods(plan: dict[str, Any]) -> dict[str, str]:
+    """request_methods is each request name of a compiled scenario's plan with its HTTP
+    method, for the names that have one (a name two requests share with different methods
+    has none; a redirect's follow-up, ``NAME (redirect)``, is GET or the same method by its
+    status, so it has none either)."""
+    seen: dict[str, set[str]] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("step") == "request" and node.get("name") and node.get("method"):
+                seen.setdefault(str(node["name"]), set()).add(str(node["method"]).upper())
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(plan)
+    return {name: next(iter(m)) for name, m in seen.items() if len(m) == 1}
+
+
 def _histogram_point(attrs: dict[str, Any], start: int, now: int, f: Any) -> Any:
     """_histogram_point is one cumulative histogram data point of ``f`` (a count,
     cumulative counts at :data:`BOUNDS_S`, a sum, least and greatest value in seconds)."""
@@ -134,6 +154,9 @@ class OtlpExport:
         self._thread = threading.Thread(target=self._loop, name="redline-otlp", daemon=True)
         self._warned = False
         self.exports = 0
+        #: methods: a scenario's request names with their HTTP method (see
+        #: :func:`request_methods`), put on each name's duration points.
+        self.methods: dict[str, str] = {}
 
     def start(self) -> OtlpExport:
         """start begins the periodic export."""
@@ -199,6 +222,8 @@ class OtlpExport:
             split: list[tuple[str | None, Any]] = [*sorted(b.statuses.items())] or [(None, b)]
             for code, f in split:
                 attrs: dict[str, Any] = {**self._attributes, "redline.request.name": name}
+                if name in self.methods:
+                    attrs["http.request.method"] = self.methods[name]
                 if code is not None:
                     attrs["http.response.status_code"] = int(code)
                     if int(code) >= 400:

@@ -163,6 +163,14 @@ class LiveSession:
             raise
         return self
 
+    def name_methods(self, plan: dict[str, Any] | None) -> None:
+        """name_methods tells the OTLP export a scenario's request names' HTTP methods, read
+        from its compiled ``plan`` (no-op without --otlp or a plan)."""
+        if self._otlp is not None and plan is not None:
+            from redline.live.otlp import request_methods
+
+            self._otlp.methods = request_methods(plan)
+
     def __enter__(self) -> LiveSession:
         return self.start()
 

@@ -85,9 +85,12 @@ def add_inspect_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
     return p
 
 
-def cmd_run_scenario(args: argparse.Namespace, progress: Any = None, on_result: Any = None) -> int:
+def cmd_run_scenario(
+    args: argparse.Namespace, progress: Any = None, on_result: Any = None, on_plan: Any = None
+) -> int:
     """cmd_run_scenario runs ``redline run SCENARIO.py`` (``args`` from the run parser);
-    ``on_result`` hears the result once its outputs are written (the live view)."""
+    ``on_plan`` hears the compiled plan before the load starts and ``on_result`` the result
+    once its outputs are written (the live view)."""
     from redline.cluster.command import cluster_options, lost_exit, print_injectors
     from redline.errors import InjectorLost
     from redline.runner import run
@@ -95,6 +98,8 @@ def cmd_run_scenario(args: argparse.Namespace, progress: Any = None, on_result: 
     from redline.summary import render
 
     compiled, url, opts = scenario_run(args)
+    if on_plan is not None:
+        on_plan(compiled.plan)
     thresholds, watches = parse_thresholds([*args.threshold, *compiled.thresholds])
     cluster = cluster_options(args)
     aborted, lost = None, None
