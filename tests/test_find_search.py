@@ -660,15 +660,15 @@ def test_a_step_lasts_at_least_one_iteration_of_its_users():
     second take 9.5 s an iteration: a step of them lasts that long."""
     s = Search(None, Plan(model="closed"), Limits(), interval_s=0.5)  # type: ignore[arg-type]
     short = _flow_snaps(6, iterations=210)  # 3 s, 420 iterations a second
-    assert s._cycle_s(short, 4000) == pytest.approx(4000 / 420)
-    assert not s._enough(short, None, 4000)
-    assert s._enough(short, None, 64)  # 64 users cycle in 0.15 s: 3 s is plenty
-    assert s._enough(_flow_snaps(20, iterations=210), None, 4000)  # 10 s
+    assert s.reader.cycle_s(short, 4000) == pytest.approx(4000 / 420)
+    assert not s.reader.enough(short, 4000)
+    assert s.reader.enough(short, 64)  # 64 users cycle in 0.15 s: 3 s is plenty
+    assert s.reader.enough(_flow_snaps(20, iterations=210), 4000)  # 10 s
     # A URL run (no iterations) and the open model have no users cycling through a flow.
     url = [{k: v for k, v in x.items() if k != "iterations"} for x in short]
-    assert s._cycle_s(url, 4000) is None
+    assert s.reader.cycle_s(url, 4000) is None
     open_model = Search(None, Plan(model="open"), Limits(), interval_s=0.5)  # type: ignore[arg-type]
-    assert open_model._cycle_s(short, 4000) is None
+    assert open_model.reader.cycle_s(short, 4000) is None
 
 
 class _Scripted:

@@ -32,36 +32,30 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from redline.analysis import mser_cut
 from redline.analysis.evidence import (
     Z,
     elasticity,
-    queue_rise_floor_ms,
-    rate_se,
-    steady_counts,
-    trend,
 )
 from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
 from redline.find.judge import Judge
+from redline.find.reader import Reader, Sampler, ends_of
 from redline.find.rules import (
     CONDITIONS,
     JUDGED_ELSEWHERE,
     LINEAR,
     QUEUEING,
     Limits,
-    level,
     overloaded,
     power,
     priority,
     saturated,
 )
 from redline.find.step import Step
-from redline.find.steps import aggregate_step, inflight_series, little_holds
 
 
 @dataclass
@@ -168,11 +162,6 @@ class Outcome:
         return [s for s in self.steps if s.ok]
 
 
-#: Sampler gives extra per-step figures: the service's (CPU %, fds, RSS) and the generator's
-#: busy ratio, over a time window of the run in seconds.
-Sampler = Callable[[float, float], dict[str, float]]
-
-
 class Search:
     """Search steps the load of a live run until a limit shows, refines, and finds the knee.
 
@@ -207,7 +196,12 @@ class Search:
         self.interval_s = interval_s
         self.meter = meter or Meter()
         self.collapse: Collapse | None = None
-        self.judge = Judge(limits, plan.model, plan.stop_at_knee, self.meter, self._queue_floor)
+        self.reader = Reader(
+            plan.model, plan.min_outcomes, limits, self.meter, interval_s, self.steps, sample
+        )
+        self.judge = Judge(
+            limits, plan.model, plan.stop_at_knee, self.meter, self.reader.queue_floor
+        )
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -361,7 +355,7 @@ class Search:
                     growth = self.plan.near_growth
             if step.stalled:
                 growth = self.plan.near_growth
-            base = self._base_latency()
+            base = self.reader.base_latency()
             if self.plan.model == "open" and base and step.latency_ms > QUEUEING * base + 0.5:
                 # Latency rising with the rate is a queue forming: a service that collapses
                 # past its peak may never come back, so approach the limit in small steps.
@@ -566,7 +560,7 @@ class Search:
             if fixed_s is None and self.clock() >= self.deadline:
                 # Out of time: a step with too few intervals to judge is abandoned, not
                 # recorded (a one-interval step measures nothing but its noise).
-                if len(got) < self._min_windows():
+                if len(got) < self.reader.min_windows():
                     raise OutOfTime()
                 break
             snap = self.engine.next_snapshot(1.0)
@@ -591,7 +585,7 @@ class Search:
                 and t1 < settle + self.plan.max_step_s
                 and (end_by is None or self.clock() + (fixed_s or 0.0) < end_by)
             ):
-                ended += _ends(snap)
+                ended += ends_of(snap)
                 continue
             if got and t1 - float(got[-1]["t_s"]) < 0.9 * self.interval_s:
                 # The run's last, partial interval (cut short by its end) is no rate sample.
@@ -604,147 +598,14 @@ class Search:
                 continue
             if span >= self.plan.max_step_s:
                 break
-            if span >= self.plan.min_step_s and self._enough(got, prev, load):
+            if span >= self.plan.min_step_s and self.reader.enough(got, load):
                 break
-        step = self._measure(len(self.steps), phase, load, got)
+        step = self.reader.measure(len(self.steps), phase, load, got)
         self.judge(step, prev, self.steps)
         self.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
         return step
-
-    def _enough(self, got: list[dict[str, Any]], prev: Step | None, load: float) -> bool:
-        """_enough: the step can be judged now: plainly bad, or steady with enough outcomes."""
-        used = got[self._cut(got) :]
-        ends = self.meter.total(used)
-        lim = self.limits.max_errors
-        if lim is not None and ends.failed >= 20 and ends.error_rate > 2 * lim:
-            return True
-        if len(used) < self._min_windows():
-            return False
-        if self.plan.model == "open" and len(used) >= 6:
-            rise = self._latency_trend(used)
-            if rise.significant() and rise.rise > 4 * self._queue_floor():
-                return True
-        if ends.total < self.plan.min_outcomes:
-            return False
-        counts = [float(self.meter.count(s).total) for s in used]
-        if not steady_counts(counts):
-            return False
-        cycle = self._cycle_s(used, load)
-        if cycle is not None and len(used) * self.interval_s < cycle:
-            # Fewer seconds than one iteration of the users: users who joined at this step
-            # have not been through their flow once (a queue inside the service, which
-            # their polls hide, has not shown in the rate yet).
-            return False
-        if not little_holds(used, len(used) * self.interval_s):
-            # A backlog of the step before still draining through the window (or one
-            # building): the rate is no sustained one yet.
-            return False
-        rise = self._latency_trend(used)
-        return not (rise.significant() and rise.rise > self._queue_floor())
-
-    def _cycle_s(self, used: Sequence[dict[str, Any]], users: float) -> float | None:
-        """_cycle_s is how long one iteration of a scenario's users takes over ``used``
-        (Little's law on the users: users ÷ iterations ended a second), in the closed model;
-        None for a URL run or the open model (no users cycling through a flow)."""
-        if self.plan.model != "closed" or not used:
-            return None
-        ended = [_ends(s) for s in used if isinstance(s.get("iterations"), dict)]
-        if len(ended) < len(used):
-            return None
-        rate = sum(ended) / (len(used) * self.interval_s)
-        return users / rate if rate > 0 else math.inf
-
-    def _min_windows(self) -> int:
-        return max(4, math.ceil(2.0 / self.interval_s))
-
-    def _cut(self, got: Sequence[dict[str, Any]]) -> int:
-        """_cut is the warm-up to drop: MSER on the goodput counts and on the mean latency,
-        the later of the two (within the first half)."""
-        batch = 5 if self.interval_s < 1.0 and len(got) >= 20 else 1
-        counts = [float(self.meter.count(s).total) for s in got]
-        means = [float(s.get("mean_ms", s.get("p50_ms", 0)) or 0) for s in got]
-        cut = max(mser_cut(counts, batch), mser_cut(means, batch))
-        return cut if len(got) - cut >= 2 else 0
-
-    def _latency_trend(self, used: Sequence[dict[str, Any]]) -> Any:
-        pts = [
-            (float(s["t_s"]), float(s.get("mean_ms", s.get("p50_ms", 0)) or 0))
-            for s in used
-            if int(s.get("requests", 0)) > 0
-        ]
-        return trend([p[0] for p in pts], [p[1] for p in pts])
-
-    def _base_latency(self) -> float | None:
-        """_base_latency is the service's own latency: the lowest mean of the good steps."""
-        vals = [s.latency_ms for s in self.steps if s.ok and s.latency_ms > 0]
-        return min(vals, default=None)
-
-    def _queue_floor(self) -> float:
-        slo = min((s.bound_ms for s in self.limits.slos), default=None)
-        return queue_rise_floor_ms(self._base_latency(), slo)
-
-    def _measure(self, index: int, phase: str, load: float, got: list[dict[str, Any]]) -> Step:
-        t0 = float(got[0]["t_s"]) - self.interval_s
-        t1 = float(got[-1]["t_s"])
-        used = got[self._cut(got) :]
-        span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]) + self.interval_s, 1e-9)
-        counted = [self.meter.count(s) for s in used]
-        good = sum(c.good for c in counted)
-        failed = sum(c.failed for c in counted)
-        refused = sum(c.refused for c in counted)
-        answered = sum(int(s.get("requests", 0)) for s in used)
-        offered = [float(s["intended_rate"]) for s in used if s.get("intended_rate") is not None]
-        offered_rps = statistics.fmean(offered) if offered else None
-        growth = None
-        if offered_rps is not None and self.meter.what in ("requests", "iterations"):
-            ends = sum(_ends(s) for s in used)
-            growth = offered_rps - ends / span
-        figures = self.sample(t0, t1) if self.sample is not None else {}
-        counts = [float(c.total) for c in counted]
-        rise = self._latency_trend(used)
-        return Step(
-            index=index,
-            model=self.plan.model,
-            phase=phase,
-            load=load,
-            start_s=round(t0, 3),
-            end_s=round(t1, 3),
-            intervals=len(used),
-            judged_from_s=round(float(used[0]["t_s"]) - self.interval_s, 3),
-            throughput_rps=good / span,
-            throughput_se=rate_se([float(c.good) for c in counted], span),
-            answered_rps=answered / span,
-            refused_rps=refused / span,
-            failed_rps=failed / span,
-            offered_rps=offered_rps,
-            steady=len(used) >= self._min_windows()
-            and steady_counts(counts)
-            and level(inflight_series(used))
-            and little_holds(used, span),
-            latency_rise_ms=rise.rise if rise.points >= 3 else None,
-            latency_rise_t=rise.t if rise.points >= 4 else None,
-            queue_growth_rps=growth,
-            generator_busy=figures.pop("generator_busy", None),
-            generator_wait=figures.pop("generator_wait", None),
-            machine_busy=figures.pop("machine_busy", None),
-            generator_share=figures.pop("generator_share", None),
-            service=figures,
-            # Percentiles from the merged histograms, errors by class, mean in-flight.
-            **aggregate_step(used, self.meter),
-        )
-
-
-def _ends(snap: dict[str, Any]) -> float:
-    """_ends is how many scheduled hits ended in the interval: iterations for a scenario (the
-    open model schedules iterations), else requests (answers and transport failures)."""
-    it = snap.get("iterations")
-    if isinstance(it, dict):
-        return float(it.get("completed", 0)) + float(it.get("failed", 0))
-    by = snap.get("errors_by_class") or {}
-    answered_failures = int(by.get("status", 0) or 0) + int(by.get("check", 0) or 0)
-    return float(int(snap.get("requests", 0)) + int(snap.get("errors", 0)) - answered_failures)
 
 
 def _no_recovery_detail(c: Collapse, model: str, meter: Meter) -> str:

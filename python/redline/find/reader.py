@@ -1,0 +1,188 @@
+"""reader: how a held load's intervals are read. :class:`Reader` says when a step's
+intervals are enough to judge (steady, or plainly bad) and what :class:`Step` they measured:
+goodput and its standard error, the warm-up left out (MSER), the latency trend, Little's
+law, the offered rate against the ends. :class:`redline.find.search.Search` moves the load
+and holds it; this reads what the holding produced.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from redline.analysis import mser_cut
+from redline.analysis.evidence import queue_rise_floor_ms, rate_se, steady_counts, trend
+from redline.analysis.outcome import Meter
+from redline.find.rules import Limits, level
+from redline.find.step import Step
+from redline.find.steps import aggregate_step, inflight_series, little_holds
+
+#: Sampler gives extra per-step figures: the service's (CPU %, fds, RSS) and the generator's
+#: busy ratio, over a time window of the run in seconds.
+Sampler = Callable[[float, float], dict[str, float]]
+
+
+class Reader:
+    """Reader reads the intervals of the search's steps: the ``model`` (closed or open),
+    ``min_outcomes`` (the least outcomes a steady step needs), ``limits`` (the error budget,
+    the SLOs), ``meter`` (what throughput counts), ``interval_s``, the search's ``steps`` so
+    far (the service's own latency is the lowest of the good ones) and ``sample(t0, t1)``
+    (the monitor's and the generator's figures for a window)."""
+
+    def __init__(
+        self,
+        model: str,
+        min_outcomes: int,
+        limits: Limits,
+        meter: Meter,
+        interval_s: float,
+        steps: Sequence[Step],
+        sample: Sampler | None = None,
+    ):
+        self.model = model
+        self.min_outcomes = min_outcomes
+        self.limits = limits
+        self.meter = meter
+        self.interval_s = interval_s
+        self.steps = steps
+        self.sample = sample
+
+    def enough(self, got: list[dict[str, Any]], load: float) -> bool:
+        """enough: the step can be judged now: plainly bad, or steady with enough outcomes."""
+        used = got[self.cut(got) :]
+        ends = self.meter.total(used)
+        lim = self.limits.max_errors
+        if lim is not None and ends.failed >= 20 and ends.error_rate > 2 * lim:
+            return True
+        if len(used) < self.min_windows():
+            return False
+        if self.model == "open" and len(used) >= 6:
+            rise = self.latency_trend(used)
+            if rise.significant() and rise.rise > 4 * self.queue_floor():
+                return True
+        if ends.total < self.min_outcomes:
+            return False
+        counts = [float(self.meter.count(s).total) for s in used]
+        if not steady_counts(counts):
+            return False
+        cycle = self.cycle_s(used, load)
+        if cycle is not None and len(used) * self.interval_s < cycle:
+            # Fewer seconds than one iteration of the users: users who joined at this step
+            # have not been through their flow once (a queue inside the service, which
+            # their polls hide, has not shown in the rate yet).
+            return False
+        if not little_holds(used, len(used) * self.interval_s):
+            # A backlog of the step before still draining through the window (or one
+            # building): the rate is no sustained one yet.
+            return False
+        rise = self.latency_trend(used)
+        return not (rise.significant() and rise.rise > self.queue_floor())
+
+    def cycle_s(self, used: Sequence[dict[str, Any]], users: float) -> float | None:
+        """cycle_s is how long one iteration of a scenario's users takes over ``used``
+        (Little's law on the users: users ÷ iterations ended a second), in the closed model;
+        None for a URL run or the open model (no users cycling through a flow)."""
+        if self.model != "closed" or not used:
+            return None
+        ended = [ends_of(s) for s in used if isinstance(s.get("iterations"), dict)]
+        if len(ended) < len(used):
+            return None
+        rate = sum(ended) / (len(used) * self.interval_s)
+        return users / rate if rate > 0 else math.inf
+
+    def min_windows(self) -> int:
+        """min_windows: the fewest intervals a step is judged on (at least 2 s of them)."""
+        return max(4, math.ceil(2.0 / self.interval_s))
+
+    def cut(self, got: Sequence[dict[str, Any]]) -> int:
+        """cut is the warm-up to drop: MSER on the goodput counts and on the mean latency,
+        the later of the two (within the first half)."""
+        batch = 5 if self.interval_s < 1.0 and len(got) >= 20 else 1
+        counts = [float(self.meter.count(s).total) for s in got]
+        means = [float(s.get("mean_ms", s.get("p50_ms", 0)) or 0) for s in got]
+        cut = max(mser_cut(counts, batch), mser_cut(means, batch))
+        return cut if len(got) - cut >= 2 else 0
+
+    def latency_trend(self, used: Sequence[dict[str, Any]]) -> Any:
+        """latency_trend: the mean latency's trend over the intervals that had answers."""
+        pts = [
+            (float(s["t_s"]), float(s.get("mean_ms", s.get("p50_ms", 0)) or 0))
+            for s in used
+            if int(s.get("requests", 0)) > 0
+        ]
+        return trend([p[0] for p in pts], [p[1] for p in pts])
+
+    def base_latency(self) -> float | None:
+        """base_latency is the service's own latency: the lowest mean of the good steps."""
+        vals = [s.latency_ms for s in self.steps if s.ok and s.latency_ms > 0]
+        return min(vals, default=None)
+
+    def queue_floor(self) -> float:
+        """queue_floor: the least latency rise called a queue (:func:`queue_rise_floor_ms`)."""
+        slo = min((s.bound_ms for s in self.limits.slos), default=None)
+        return queue_rise_floor_ms(self.base_latency(), slo)
+
+    def measure(self, index: int, phase: str, load: float, got: list[dict[str, Any]]) -> Step:
+        """measure is the Step that the intervals ``got`` of a held ``load`` measured (after
+        the warm-up :meth:`cut` leaves out), with the monitor's figures for its window."""
+        t0 = float(got[0]["t_s"]) - self.interval_s
+        t1 = float(got[-1]["t_s"])
+        used = got[self.cut(got) :]
+        span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]) + self.interval_s, 1e-9)
+        counted = [self.meter.count(s) for s in used]
+        good = sum(c.good for c in counted)
+        failed = sum(c.failed for c in counted)
+        refused = sum(c.refused for c in counted)
+        answered = sum(int(s.get("requests", 0)) for s in used)
+        offered = [float(s["intended_rate"]) for s in used if s.get("intended_rate") is not None]
+        offered_rps = statistics.fmean(offered) if offered else None
+        growth = None
+        if offered_rps is not None and self.meter.what in ("requests", "iterations"):
+            ends = sum(ends_of(s) for s in used)
+            growth = offered_rps - ends / span
+        figures = self.sample(t0, t1) if self.sample is not None else {}
+        counts = [float(c.total) for c in counted]
+        rise = self.latency_trend(used)
+        return Step(
+            index=index,
+            model=self.model,
+            phase=phase,
+            load=load,
+            start_s=round(t0, 3),
+            end_s=round(t1, 3),
+            intervals=len(used),
+            judged_from_s=round(float(used[0]["t_s"]) - self.interval_s, 3),
+            throughput_rps=good / span,
+            throughput_se=rate_se([float(c.good) for c in counted], span),
+            answered_rps=answered / span,
+            refused_rps=refused / span,
+            failed_rps=failed / span,
+            offered_rps=offered_rps,
+            steady=len(used) >= self.min_windows()
+            and steady_counts(counts)
+            and level(inflight_series(used))
+            and little_holds(used, span),
+            latency_rise_ms=rise.rise if rise.points >= 3 else None,
+            latency_rise_t=rise.t if rise.points >= 4 else None,
+            queue_growth_rps=growth,
+            generator_busy=figures.pop("generator_busy", None),
+            generator_wait=figures.pop("generator_wait", None),
+            machine_busy=figures.pop("machine_busy", None),
+            generator_share=figures.pop("generator_share", None),
+            service=figures,
+            # Percentiles from the merged histograms, errors by class, mean in-flight.
+            **aggregate_step(used, self.meter),
+        )
+
+
+def ends_of(snap: dict[str, Any]) -> float:
+    """ends_of is how many scheduled hits ended in the interval: iterations for a scenario (the
+    open model schedules iterations), else requests (answers and transport failures)."""
+    it = snap.get("iterations")
+    if isinstance(it, dict):
+        return float(it.get("completed", 0)) + float(it.get("failed", 0))
+    by = snap.get("errors_by_class") or {}
+    answered_failures = int(by.get("status", 0) or 0) + int(by.get("check", 0) or 0)
+    return float(int(snap.get("requests", 0)) + int(snap.get("errors", 0)) - answered_failures)
