@@ -5,7 +5,8 @@ series a search measured (numpy/scipy/kneed), no engine and no I/O:
 - :mod:`.usl`: the Universal Scalability Law fit and its predicted peak;
 - :mod:`.knee`: the knee of throughput against load, Kleinrock's power;
 - :mod:`.checks`: Little's law per step, the leak check on resource series;
-- :mod:`.step` and :mod:`.answers`: the step record and the four answers.
+- :mod:`.step` and :mod:`.answers`: the step record and the four answers;
+- :mod:`.sentences`: the four answers said in words.
 """
 
 import importlib
@@ -14,17 +15,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from redline.analysis.answers import (
         analyse,
-        answer_sentences,
         build_answers,
         concurrency,
         fit_steps,
-        fmt_load,
         limit_step,
-        load_key,
         optimal_step,
     )
     from redline.analysis.checks import LittleCheck, Trend, leak_check, leak_checks, little_check
     from redline.analysis.knee import Knee, best_power, find_knee, power
+    from redline.analysis.sentences import answer_sentences, fmt_load, load_key
     from redline.analysis.steady import (
         Steadiness,
         SteadyPolicy,
@@ -44,17 +43,15 @@ _HOME = {
     **dict.fromkeys(
         (
             "analyse",
-            "answer_sentences",
             "build_answers",
             "concurrency",
             "fit_steps",
-            "fmt_load",
             "limit_step",
-            "load_key",
             "optimal_step",
         ),
         "answers",
     ),
+    **dict.fromkeys(("answer_sentences", "fmt_load", "load_key"), "sentences"),
     **dict.fromkeys(
         ("LittleCheck", "Trend", "leak_check", "leak_checks", "little_check"), "checks"
     ),

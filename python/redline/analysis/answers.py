@@ -14,6 +14,7 @@ from typing import Any
 
 from redline.analysis.checks import leak_checks, little_of
 from redline.analysis.knee import power
+from redline.analysis.sentences import answer_sentences, load_key
 from redline.analysis.step import StepResult
 from redline.analysis.usl import UslFit, fit_usl
 
@@ -25,24 +26,6 @@ LATENCY_KEYS = {
     "p99": "p99_ms",
     "p99_9": "p99_9_ms",
 }
-
-
-def load_key(model: str) -> str:
-    """load_key is what the load is called in the answers: ``users`` (closed) or ``rate``."""
-    return "users" if model == "closed" else "rate"
-
-
-def fmt_load(load: float | None, model: str) -> str:
-    """fmt_load says a load with its unit: '40 users' or '120 req/s offered'."""
-    if load is None:
-        return "n/a"
-    if model == "closed":
-        return f"{load:.0f} users"
-    return f"{load:.4g} req/s offered"
-
-
-def _ms(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3g} ms" if v < 100 else f"{v:.0f} ms"
 
 
 def optimal_step(steps: Sequence[StepResult]) -> StepResult | None:
@@ -376,161 +359,6 @@ def _refused_share(limit: StepResult | None) -> float | None:
     if outcomes <= 0:
         return None
     return limit.errors_by_class.get("status", 0) / outcomes
-
-
-def _rate(x: float | None, ci: float | None, unit: str) -> str:
-    """_rate says a throughput with its uncertainty: '1,250 ± 6 req/s'."""
-    if x is None:
-        return "n/a"
-    if ci is None or ci <= 0:
-        return f"{x:,.0f} {unit}"
-    digits = 0 if ci >= 1 else 1
-    return f"{x:,.{digits}f} ± {ci:,.{digits}f} {unit}"
-
-
-def answer_sentences(
-    answers: dict[str, Any],
-    model: str,
-    max_load: float | None = None,
-) -> dict[str, str]:
-    """answer_sentences says the four answers in words: keys ``throughput``, ``latency``,
-    ``optimal`` and ``limit``. Optional keys may be missing (answers written by another
-    search), so the report can say the answers of any find result."""
-    unit = answers.get("unit") or "req/s"
-    x = answers.get("steady_state_throughput_rps")
-    lat = answers.get("latency_ms") or {}
-    if x is None and answers.get("optimal") is not None:
-        # Steps met every limit, but the confirmation of the load held after the search broke
-        # one, and no lighter step did (redline.find.steady_answer).
-        throughput = (
-            "No steady state was confirmed: the load held again after the search broke a"
-            " limit, and no lighter step met every limit, so there is no steady-state"
-            " throughput to report."
-        )
-        latency = "No steady-state latency either: no step that met every limit was confirmed."
-    elif x is None:
-        throughput = "No step met every limit, so there is no steady-state throughput to report."
-        latency = "No steady-state latency either: every step broke a limit."
-    else:
-        at = answers.get("steady_state_load")
-        ci = answers.get("steady_state_throughput_ci")
-        throughput = f"In a steady state the service sustains {_rate(x, ci, unit)}" + (
-            f" (at {fmt_load(at, model)})." if at is not None else "."
-        )
-        latency = (
-            f"Its latency there: p50 {_ms(lat.get('p50'))}, p90 {_ms(lat.get('p90'))}, "
-            f"p95 {_ms(lat.get('p95'))}, p99 {_ms(lat.get('p99'))}, "
-            f"p99.9 {_ms(lat.get('p99_9'))}."
-        )
-    opt = answers.get("optimal")
-    if not opt:
-        optimal = "No optimal operating point: no step met every limit."
-    else:
-        load = opt.get("users", opt.get("rate"))
-        optimal = (
-            f"It runs best at {fmt_load(load, model)}: "
-            f"{opt['throughput_rps']:,.0f} {unit} with p99 {_ms(opt.get('p99_ms'))}, the most "
-            "throughput per unit of latency (Kleinrock's power) among the steps that met "
-            "every limit."
-        )
-    return {
-        "throughput": throughput,
-        "latency": latency,
-        "optimal": optimal,
-        "limit": limit_sentence(answers.get("limit") or {}, model, max_load, unit),
-    }
-
-
-def limit_sentence(
-    lim: dict[str, Any],
-    model: str,
-    max_load: float | None,
-    unit: str = "req/s",
-) -> str:
-    """limit_sentence says where and how the service fails, by the kind of failure, with
-    the figures: the word "broke" only where a limit fired (errors, an SLO, a collapse)."""
-    reason = lim.get("reason") or "none"
-    kind = lim.get("kind") or ("none" if lim.get("load") is None else reason)
-    cap = _rate(lim.get("capacity_rps"), lim.get("capacity_ci"), unit)
-    at = fmt_load(lim.get("load"), model)
-    detail = lim.get("detail") or ""
-    refused = lim.get("refused_statuses") or {}
-    codes = "/".join(f"HTTP {k}" for k in sorted(refused)) or "an error status"
-    share = lim.get("refused_share")
-    offered = lim.get("offered_rps")
-    got = lim.get("throughput_rps")
-    if kind == "none" or lim.get("load") is None:
-        upto = f" up to {fmt_load(max_load, model)}" if max_load is not None else ""
-        head = f"No limit was found{upto}; the search stopped on '{reason}'."
-        if lim.get("capacity_rps") is not None:
-            head += f" At its best it sustained {cap}."
-        return head
-    if kind == "rate-limit" and model == "closed":
-        head = (
-            f"It is rate-limited: at {at} it refused {share or 0:.1%} of requests with {codes}"
-            f" while accepting {cap}. A closed model cannot load it past its limiter (each user"
-            " only gets refused faster); search with --model open to find the accepted rate."
-        )
-    elif kind == "rate-limit":
-        head = (
-            f"It is rate-limited at {cap}: offered {offered or 0:,.0f} req/s, it refused"
-            f" {share or 0:.1%} with {codes} and accepted {got or 0:,.0f} {unit}."
-        )
-    elif kind == "shedding":
-        head = (
-            f"It sheds load past {cap}: at {at} it refused {share or 0:.1%} of requests with"
-            f" {codes} while the answers it gave slowed (p99 {_ms(lim.get('p99_ms'))})."
-        )
-    elif kind == "saturation":
-        head = f"Its capacity is {cap}: at {at} it fell behind ({detail})."
-    elif kind == "plateau":
-        head = f"Throughput stops growing at {cap}: more load only queues ({detail})."
-    elif kind == "retrograde":
-        head = f"Throughput peaks at {cap} and falls as load grows past it ({detail})."
-    elif kind == "collapse":
-        head = f"It broke at {at}: it collapsed ({detail}); it recovered when the load dropped."
-        head += f" Before, at its best, it sustained {cap}."
-    elif kind == "no-recovery":
-        head = (
-            f"It broke at {at} and did not recover: {detail}. A service that stays down after"
-            f" the overload ends is a metastable failure. Before, at its best, it sustained {cap}."
-        )
-    elif kind == "generator":
-        head = (
-            f"No limit of the service was found: redline ran out of CPU (or waited for one)"
-            f" at {at} ({detail});"
-            f" at its best the service sustained {cap}."
-        )
-    elif kind == "knee":
-        head = f"Not searched past the optimal point (--stop-at-knee): stopped at {at}."
-    elif kind == "service-cpu":
-        head = f"It reached the CPU limit set for the service at {at} ({detail})."
-        head += f" Within it, at its best, it sustained {cap}."
-    elif kind == "slo":
-        head = f"It broke its SLO at {at}: {detail}."
-        head += f" Within the SLO, at its best, it sustained {cap}."
-    else:
-        head = f"It broke at {at}: '{reason}' fired" + (f" ({detail})." if detail else ".")
-    parts = [head if head.endswith(".") else head + "."]
-    errors = {k: v for k, v in (lim.get("errors_by_class") or {}).items() if v}
-    if errors and kind not in ("rate-limit",):
-        listed = ", ".join(f"{v} {k}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
-        parts.append(f"Errors by class: {listed} ({(lim.get('error_rate') or 0):.1%}).")
-    if lim.get("p99_ms") is not None and kind != "shedding" and "p99 was" not in detail:
-        parts.append(f"p99 was {_ms(lim['p99_ms'])}.")
-    svc = lim.get("service") or {}
-    figures = []
-    if svc.get("cpu_percent") is not None:
-        figures.append(f"CPU {svc['cpu_percent']:.0f} %")
-    if svc.get("load1") is not None:
-        figures.append(f"load average {svc['load1']:.2f}")
-    if svc.get("fds") is not None:
-        figures.append(f"{svc['fds']:.0f} open fds")
-    if svc.get("rss_bytes") is not None:
-        figures.append(f"RSS {svc['rss_bytes'] / 2**20:.0f} MiB")
-    if figures:
-        parts.append("The service: " + ", ".join(figures) + ".")
-    return " ".join(parts)
 
 
 def concurrency(step: StepResult, model: str) -> float | None:
