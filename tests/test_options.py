@@ -3,6 +3,8 @@ is allowed is the engine's rule; tests/test_cli.py shows its messages arriving u
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 from redline.errors import ConfigError
 from redline.options import (
@@ -129,3 +131,46 @@ def test_read_body(tmp_path):
     assert read_body(b"\x00raw") == b"\x00raw"
     with pytest.raises(ConfigError, match="cannot read"):
         read_body("@" + str(tmp_path / "missing"))
+
+
+def test_every_run_option_has_its_flag_and_the_flags_read_back():
+    """RunOptions is spelled once: each field is a flag of ``redline run`` (dest = the
+    field's name or its FLAG_DESTS alias; ``preflight`` is the Python API's only), and the
+    parsed flags read back into the same options."""
+    import dataclasses
+
+    from redline.cli import build_parser
+    from redline.run_options import FLAG_DESTS, RunOptions
+
+    run_parser = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices["run"]
+    dests = {a.dest for a in run_parser._actions}
+    missing = [
+        f.name
+        for f in dataclasses.fields(RunOptions)
+        if FLAG_DESTS.get(f.name, f.name) not in dests and f.name != "preflight"
+    ]
+    assert not missing, f"run options without a flag: {missing}"
+    args = build_parser().parse_args(
+        ["run", "http://127.0.0.1:1/", "-c", "7", "-d", "2s", "-H", "A: b", "--http1",
+         "--streams", "3", "--max-connections", "9", "--open", "--timeout", "1s"]
+    )  # fmt: skip
+    got = RunOptions.from_flags(args)
+    assert got == RunOptions(
+        connections=7, duration="2s", headers=["A: b"], http2=False, streams=3,
+        max_connections=9, open_model=True, timeout="1s",
+    )  # fmt: skip
+    assert RunOptions.from_flags(argparse.Namespace()) == RunOptions()
+
+
+def test_run_options_render_the_engines_config_leaving_out_what_was_not_given():
+    from redline.run_options import RunOptions
+    from redline.runner import build_config
+
+    opts = RunOptions(connections=3, duration="1.5s", headers=[("X", "1")], open_model=True)
+    config = opts.config("http://127.0.0.1:1/")
+    assert config == build_config("http://127.0.0.1:1/", **opts.as_kwargs())
+    assert config["duration_s"] == 1.5 and config["headers"] == [["X", "1"]]
+    assert "rate" not in config and "timeout_s" not in config  # the engine's defaults
+    assert (config["open"], config["preflight"], config["insecure"]) == (True, True, False)

@@ -8,10 +8,12 @@ from redline._engine import __version__
 from redline.errors import ConfigError, RedlineError, UnreachableError
 from redline.options import IgnoredOption, Stage
 from redline.result import Latency, Result, merge_histograms
+from redline.run_options import RunOptions
 from redline.runner import defaults, run
 from redline.target import Target
 
 __all__ = [
+    "RunOptions",
     "__version__",
     "run",
     "defaults",

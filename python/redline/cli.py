@@ -19,10 +19,10 @@ from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find.command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
-from redline.options import IgnoredOption, ignored_options, parse_duration, parse_stages
+from redline.options import IgnoredOption, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser, write_run_report
-from redline.run_flags import url_run_options
+from redline.run_options import RunOptions
 from redline.runner import defaults, run
 from redline.scenario.command import (
     add_inspect_parser,
@@ -395,24 +395,15 @@ def _run(args: argparse.Namespace, live: Any) -> int:
             raise RedlineError(
                 f"threshold {t.text!r}: a URL run has no request names (NAME: is for scenarios)"
             )
-    for note in ignored_options(
-        args.url,
-        connections=args.connections,
-        rate=args.rate,
-        stages=args.stages,
-        open_model=args.open,
-        max_connections=args.max_connections,
-        cacert=args.cacert,
-        insecure=args.insecure,
-        spell=lambda name: FLAGS.get(name, name),
-    ):
+    options = RunOptions.from_flags(args)
+    for note in options.ignored(args.url, spell=lambda name: FLAGS.get(name, name)):
         print(f"redline: warning: {note}", file=sys.stderr)
     view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
     progress = view if live is None else live.progress(view)
     with warnings.catch_warnings():
         # Said above in the CLI's own spelling.
         warnings.simplefilter("ignore", IgnoredOption)
-        opts = url_run_options(args)
+        opts = options.as_kwargs()
         aborted, lost = None, None
         try:
             if watches or cluster is not None:

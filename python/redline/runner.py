@@ -15,25 +15,16 @@ what the caller did not give, and lets the engine's one-line ConfigError through
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from redline import _engine
 from redline.errors import InjectorLost
-from redline.options import (
-    IgnoredOption,
-    Stage,
-    encode_body,
-    ignored_options,
-    parse_duration,
-    parse_header,
-    parse_stages,
-    read_body,
-)
+from redline.options import IgnoredOption
 from redline.result import Result
+from redline.run_options import RunOptions
 
 #: Progress: the callback type for per-interval snapshots.
 Progress = Callable[[dict[str, Any]], None]
@@ -41,85 +32,43 @@ Progress = Callable[[dict[str, Any]], None]
 
 def run(
     url: str,
+    options: RunOptions | None = None,
     *,
-    connections: int | None = None,
-    rate: float | None = None,
-    duration: str | float | None = None,
-    requests: int | None = None,
-    stages: str | Iterable[Stage | tuple[Any, Any]] | None = None,
-    threads: int | None = None,
-    method: str | None = None,
-    headers: Iterable[str | tuple[str, str]] = (),
-    body: str | bytes | None = None,
-    timeout: str | float | None = None,
-    warmup: str | float | None = None,
-    max_connections: int | None = None,
-    interval: str | float | None = None,
-    open_model: bool = False,
     progress: Progress | None = None,
-    preflight: bool = True,
-    insecure: bool = False,
-    cacert: str | os.PathLike[str] | None = None,
     plan: dict[str, Any] | None = None,
     cluster: str | None = None,
     injectors: int | None = None,
     on_injector_loss: str = "fail",
-    http2: bool | None = None,
-    streams: int | None = None,
+    **option: Any,
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
 
-    Closed model (default): ``connections`` virtual users each send their next request when the
-    last one completes. Open model: ``rate`` requests per second whatever the server does, with
-    latency measured from the intended send time (no coordinated omission). ``stages`` ramps VUs
-    (closed model) or req/s (``open_model=True``) linearly between targets.
-    Stop after ``duration`` or ``requests``; ``warmup`` is left out of the summary.
-    https targets are verified against the system's CAs plus ``cacert`` (a PEM file);
-    ``insecure=True`` skips certificate verification. ``http2=True`` speaks HTTP/2 (h2c with
-    prior knowledge for http://), ``False`` HTTP/1.1, None lets an https server choose by ALPN;
-    ``streams`` is HTTP/2 requests in flight per connection. ``plan`` is a compiled scenario
+    The load is ``options`` (a :class:`~redline.run_options.RunOptions`), or the same given
+    as keywords (``connections=50, duration="10s"``; both: the keywords win). Closed model
+    (default): ``connections`` virtual users each send their next request when the last one
+    completes. Open model: ``rate`` requests per second whatever the server does, with
+    latency measured from the intended send time (no coordinated omission). ``stages`` ramps
+    VUs (closed model) or req/s (``open_model=True``) linearly between targets. Stop after
+    ``duration`` or ``requests``; ``warmup`` is left out of the summary. https targets are
+    verified against the system's CAs plus ``cacert`` (a PEM file); ``insecure=True`` skips
+    certificate verification. ``http2=True`` speaks HTTP/2 (h2c with prior knowledge for
+    http://), ``False`` HTTP/1.1, None lets an https server choose by ALPN; ``streams`` is
+    HTTP/2 requests in flight per connection.
+
+    ``progress`` hears each interval's snapshot (a dict). ``plan`` is a compiled scenario
     (:mod:`redline.scenario`): each hit is then one iteration of its flows, and ``url`` gives
     the host. ``cluster`` (``ray://HOST:PORT`` or ``local:N``) spreads the run over that many
     Ray injectors (``injectors``; docs/distributed.md): the result is one run's, merged
     exactly; an injector lost mid-run raises InjectorLost carrying the partial result
     (``on_injector_loss="continue"`` goes on instead). Options left as None take the engine's
     defaults (``redline.defaults()``: 50 connections, 10 s, GET, 30 s timeout, one thread per
-    core). Invalid options raise ConfigError with the engine's message; options the run will not
-    use (``connections`` with ``rate``) give an IgnoredOption warning.
+    core). Invalid options raise ConfigError with the engine's message; options the run will
+    not use (``connections`` with ``rate``) give an IgnoredOption warning.
     """
-    for note in ignored_options(
-        url,
-        connections=connections,
-        rate=rate,
-        stages=stages,
-        open_model=open_model,
-        max_connections=max_connections,
-        cacert=cacert,
-        insecure=insecure,
-    ):
+    opts = replace(options, **option) if options is not None else RunOptions(**option)
+    for note in opts.ignored(url):
         warnings.warn(note, IgnoredOption, stacklevel=2)
-    config = build_config(
-        url,
-        connections=connections,
-        rate=rate,
-        duration=duration,
-        requests=requests,
-        stages=stages,
-        threads=threads,
-        method=method,
-        headers=headers,
-        body=body,
-        timeout=timeout,
-        warmup=warmup,
-        max_connections=max_connections,
-        interval=interval,
-        open_model=open_model,
-        preflight=preflight,
-        insecure=insecure,
-        cacert=cacert,
-        http2=http2,
-        streams=streams,
-    )
+    config = opts.config(url)
     if plan is not None:
         config["plan"] = plan
     if cluster is not None:
@@ -198,66 +147,13 @@ def drive(
     return result, aborted
 
 
-def build_config(
-    url: str,
-    *,
-    connections: int | None = None,
-    rate: float | None = None,
-    duration: str | float | None = None,
-    requests: int | None = None,
-    stages: str | Iterable[Any] | None = None,
-    threads: int | None = None,
-    method: str | None = None,
-    headers: Iterable[str | tuple[str, str]] = (),
-    body: str | bytes | None = None,
-    timeout: str | float | None = None,
-    warmup: str | float | None = None,
-    max_connections: int | None = None,
-    interval: str | float | None = None,
-    open_model: bool = False,
-    preflight: bool = True,
-    insecure: bool = False,
-    cacert: str | os.PathLike[str] | None = None,
-    http2: bool | None = None,
-    streams: int | None = None,
-) -> dict[str, Any]:
-    """build_config renders the engine's RunConfig (a dict) from the options: units parsed,
-    the body read and encoded, and every option the caller left as None left out, so that the
-    engine's default applies. Nothing is judged here; ``RunConfig::check`` does that."""
-    config: dict[str, Any] = {
-        "url": url,
-        "method": method,
-        "connections": connections,
-        "rate": rate,
-        "max_connections": max_connections,
-        "requests": requests,
-        "threads": threads,
-        "duration_s": _seconds(duration, "duration"),
-        "timeout_s": _seconds(timeout, "timeout"),
-        "warmup_s": _seconds(warmup, "warmup"),
-        "interval_s": _seconds(interval, "interval"),
-        "body_b64": encode_body(read_body(body)),
-        "ca_file": os.fspath(cacert) if cacert is not None else None,
-        "http2": http2,
-        "streams": streams,
-    }
-    if stages is not None:
-        config["stages"] = [
-            {"duration_s": s.duration_s, "target": s.target} for s in parse_stages(stages)
-        ]
-    config = {k: v for k, v in config.items() if v is not None}
-    config["headers"] = [list(parse_header(h)) for h in headers]
-    config["open"] = bool(open_model)
-    config["preflight"] = bool(preflight)
-    config["insecure"] = bool(insecure)
-    return config
+def build_config(url: str, **option: Any) -> dict[str, Any]:
+    """build_config renders the engine's RunConfig (a dict) from run options given as
+    keywords (:meth:`RunOptions.config`)."""
+    return RunOptions(**option).config(url)
 
 
 def defaults() -> dict[str, Any]:
     """defaults returns the engine's defaults for the options a run leaves out (by the
     engine's field names: ``connections``, ``duration_s``, ``timeout_s``, ...)."""
     return dict(json.loads(_engine.defaults()))
-
-
-def _seconds(value: str | float | None, what: str) -> float | None:
-    return None if value is None else parse_duration(value, what)

@@ -1,0 +1,133 @@
+"""run_options: one load run's options, typed, frozen and spelled once.
+
+:class:`RunOptions` is what :func:`redline.run` takes as keywords, what ``redline run URL``'s
+flags give (:meth:`RunOptions.from_flags`, by the flags' names), and what becomes the engine's
+``RunConfig`` (:meth:`RunOptions.config`). Only the *spelling* of a value is checked here
+(:mod:`redline.options`: is ``"15x"`` a duration); whether it is allowed, and every default,
+is the engine's (``RunConfig::check``). An option left as None is left out of the config, so
+the engine's default applies.
+
+Adding a run option: a field here, the engine's ``RunConfig`` field of the same meaning (the
+name in :meth:`config`), and its flag in the CLI (dest = the field's name, or an alias in
+:data:`FLAG_DESTS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from redline.options import (
+    encode_body,
+    ignored_options,
+    parse_duration,
+    parse_header,
+    parse_stages,
+    read_body,
+)
+
+#: FLAG_DESTS: the options whose command-line flag stores under another name
+#: (``--open``, ``-H/--header``).
+FLAG_DESTS = {"open_model": "open", "headers": "header"}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """RunOptions: the closed model's ``connections`` (virtual users) or the open model's
+    ``rate`` (req/s, or ``open_model`` with ``stages`` of req/s); stop after ``duration`` or
+    ``requests``; ``stages`` ramp linearly (``"10s:100,30s:100"`` or pairs); ``threads``
+    (default one per core); the request (``method``, ``headers`` as ``"Name: value"`` or
+    pairs, ``body`` or ``@file``); ``timeout``, ``warmup`` (left out of the summary) and the
+    reporting ``interval``; ``max_connections`` (the open model's pool cap); ``preflight``
+    (one request before the run, to fail fast); TLS (``insecure``, ``cacert``); ``http2``
+    (True: HTTP/2, False: HTTP/1.1, None: the server's choice by ALPN) and ``streams``."""
+
+    connections: int | None = None
+    rate: float | None = None
+    duration: str | float | None = None
+    requests: int | None = None
+    stages: str | Iterable[Any] | None = None
+    threads: int | None = None
+    method: str | None = None
+    headers: Iterable[str | tuple[str, str]] = ()
+    body: str | bytes | None = None
+    timeout: str | float | None = None
+    warmup: str | float | None = None
+    max_connections: int | None = None
+    interval: str | float | None = None
+    open_model: bool = False
+    preflight: bool = True
+    insecure: bool = False
+    cacert: str | os.PathLike[str] | None = None
+    http2: bool | None = None
+    streams: int | None = None
+
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> RunOptions:
+        """from_flags reads the options from parsed command-line flags, each by its field's
+        name (or its alias in :data:`FLAG_DESTS`); a flag the parser does not have, or one
+        not given (None), keeps the field's default."""
+        given = {}
+        for f in fields(cls):
+            value = getattr(args, FLAG_DESTS.get(f.name, f.name), None)
+            if value is not None:
+                given[f.name] = value
+        return cls(**given)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """as_kwargs is the options as :func:`redline.run`'s keywords (every field)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def ignored(self, url: str, spell: Callable[[str], str] = str) -> list[str]:
+        """ignored names each given option the run will not use (``connections`` with a
+        rate), one line each; ``spell`` renders an option's name (the CLI's flags)."""
+        return ignored_options(
+            url,
+            connections=self.connections,
+            rate=self.rate,
+            stages=self.stages,
+            open_model=self.open_model,
+            max_connections=self.max_connections,
+            cacert=self.cacert,
+            insecure=self.insecure,
+            spell=spell,
+        )
+
+    def config(self, url: str) -> dict[str, Any]:
+        """config renders the engine's RunConfig (a dict) for ``url``: units parsed, the body
+        read and encoded, and every option left as None left out, so that the engine's
+        default applies. Nothing is judged here; ``RunConfig::check`` does that."""
+        config: dict[str, Any] = {
+            "url": url,
+            "method": self.method,
+            "connections": self.connections,
+            "rate": self.rate,
+            "max_connections": self.max_connections,
+            "requests": self.requests,
+            "threads": self.threads,
+            "duration_s": _seconds(self.duration, "duration"),
+            "timeout_s": _seconds(self.timeout, "timeout"),
+            "warmup_s": _seconds(self.warmup, "warmup"),
+            "interval_s": _seconds(self.interval, "interval"),
+            "body_b64": encode_body(read_body(self.body)),
+            "ca_file": os.fspath(self.cacert) if self.cacert is not None else None,
+            "http2": self.http2,
+            "streams": self.streams,
+        }
+        if self.stages is not None:
+            config["stages"] = [
+                {"duration_s": s.duration_s, "target": s.target} for s in parse_stages(self.stages)
+            ]
+        config = {k: v for k, v in config.items() if v is not None}
+        config["headers"] = [list(parse_header(h)) for h in self.headers]
+        config["open"] = bool(self.open_model)
+        config["preflight"] = bool(self.preflight)
+        config["insecure"] = bool(self.insecure)
+        return config
+
+
+def _seconds(value: str | float | None, what: str) -> float | None:
+    return None if value is None else parse_duration(value, what)
