@@ -36,6 +36,7 @@ pub mod plan;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub(crate) mod shared;
 pub mod snapshot;
 pub(crate) mod stamp;
 pub mod statuses;

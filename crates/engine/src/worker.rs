@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use crate::control::{LoadControl, RunControl, FOLLOW_TICK};
 use crate::interval::IntervalData;
 use crate::job::{grace, Job};
-use crate::lane::{grow_pool, initial_lanes, lane_share, spawn_lane, Shared};
+use crate::lane::{grow_pool, initial_lanes, spawn_lane};
+use crate::shared::{lane_share, Shared};
 use crate::totals::Totals;
 use crate::usage::CpuTimes;
 
