@@ -1,0 +1,474 @@
+//! The builder: [`Script::build`] resolves a parsed plan ([`PlanSpec`]) once into the
+//! [`Script`] the VUs run: variable names become slots, request names statistics indexes,
+//! templates are split with their escaping decided, regexes are compiled, and nested loops
+//! and groups are flattened into one list of [`Op`]s with jumps.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use regex::bytes::Regex;
+
+use super::check::Check;
+use super::extract::{Extract, Source};
+use super::spec::{BodySpec, CheckSpec, ExtractSpec, PlanSpec, RequestSpec, StepSpec};
+use super::template::{Escape, Template};
+use super::*;
+use crate::error::EngineError;
+
+/// Builder resolves names while a plan is built.
+struct Builder<'a> {
+    file: &'a str,
+    slots: HashMap<String, usize>,
+    initial: Vec<String>,
+    names: Vec<String>,
+    groups: Vec<String>,
+    requests: Vec<Request>,
+    depth: usize,
+}
+
+impl Builder<'_> {
+    fn err(&self, line: Option<u32>, msg: impl std::fmt::Display) -> EngineError {
+        match line {
+            Some(l) => EngineError::config(format!("{}:{l}: {msg}", self.file)),
+            None => EngineError::config(format!("{}: {msg}", self.file)),
+        }
+    }
+
+    /// slot finds or makes a variable's slot.
+    fn slot(&mut self, name: &str) -> usize {
+        if let Some(&i) = self.slots.get(name) {
+            return i;
+        }
+        let i = self.initial.len();
+        self.initial.push(String::new());
+        self.slots.insert(name.to_string(), i);
+        i
+    }
+
+    fn stat(list: &mut Vec<String>, name: &str) -> usize {
+        match list.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                list.push(name.to_string());
+                list.len() - 1
+            }
+        }
+    }
+
+    fn template(
+        &self,
+        spec: &spec::TemplateSpec,
+        escape: Escape,
+        line: Option<u32>,
+    ) -> Result<Template, EngineError> {
+        Template::build(spec, escape, |n| self.slots.get(n).copied())
+            .map_err(|v| self.err(line, format!("variable {v:?} is used before it is set")))
+    }
+
+    fn check(&self, c: &CheckSpec, line: Option<u32>) -> Result<Check, EngineError> {
+        Ok(match c {
+            CheckSpec::Status { codes } => Check::Status(codes.clone()),
+            CheckSpec::Json {
+                path,
+                op,
+                values,
+                text,
+            } => {
+                let negate = match op.as_str() {
+                    "in" => false,
+                    "not_in" => true,
+                    other => return Err(self.err(line, format!("unknown JSON check op {other:?}"))),
+                };
+                Check::Json {
+                    path: path.clone(),
+                    text: text.clone(),
+                    values: values.clone(),
+                    negate,
+                }
+            }
+            CheckSpec::Contains { text } => Check::Contains(text.clone()),
+            CheckSpec::Latency { max_ms } => {
+                if !(max_ms.is_finite() && *max_ms > 0.0) {
+                    return Err(self.err(line, format!("latency bound must be > 0, got {max_ms}")));
+                }
+                Check::Latency(Duration::from_secs_f64(max_ms / 1e3))
+            }
+        })
+    }
+
+    fn request(&mut self, r: &RequestSpec) -> Result<usize, EngineError> {
+        let line = r.line;
+        let method = r.method.to_ascii_uppercase();
+        if method.is_empty()
+            || !method
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(self.err(line, format!("bad HTTP method {:?}", r.method)));
+        }
+        let path = self.template(&r.path, Escape::Path, line)?;
+        if !matches!(path.parts.first(), Some(template::Part::Lit(s)) if s.starts_with('/')) {
+            return Err(self.err(line, "the path must start with '/'"));
+        }
+        let mut query = Vec::new();
+        for (k, v) in &r.query {
+            let mut key = Vec::new();
+            template::write_escaped(&mut key, k, Escape::Form);
+            query.push((
+                String::from_utf8_lossy(&key).into_owned(),
+                self.template(v, Escape::Form, line)?,
+            ));
+        }
+        let mut headers = Vec::new();
+        for (k, v) in &r.headers {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            {
+                return Err(self.err(line, format!("bad header name {k:?}")));
+            }
+            headers.push((k.clone(), self.template(v, Escape::Header, line)?));
+        }
+        let given = |name: &str| r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+        let (body, ctype) = match &r.body {
+            None => (Body::None, None),
+            Some(BodySpec::Json { template }) => (
+                Body::Json(self.template(template, Escape::Json, line)?),
+                Some("application/json"),
+            ),
+            Some(BodySpec::Form { fields }) => {
+                let mut out = Vec::new();
+                for (k, v) in fields {
+                    let mut key = Vec::new();
+                    template::write_escaped(&mut key, k, Escape::Form);
+                    out.push((
+                        String::from_utf8_lossy(&key).into_owned(),
+                        self.template(v, Escape::Form, line)?,
+                    ));
+                }
+                (Body::Form(out), Some("application/x-www-form-urlencoded"))
+            }
+            Some(BodySpec::Text { template }) => (
+                Body::Text(self.template(template, Escape::Raw, line)?),
+                None,
+            ),
+        };
+        let mut checks = Vec::new();
+        for c in &r.checks {
+            checks.push(self.check(c, line)?);
+        }
+        // Extractions define their variables for the steps after this one.
+        let mut extract = Vec::new();
+        for x in &r.extract {
+            let (var, source, xline) = match x {
+                ExtractSpec::Json {
+                    var,
+                    path,
+                    text,
+                    line,
+                } => (
+                    var,
+                    Source::Json {
+                        path: path.clone(),
+                        text: text.clone(),
+                    },
+                    *line,
+                ),
+                ExtractSpec::Header { var, name, line } => {
+                    (var, Source::Header(name.clone()), *line)
+                }
+                ExtractSpec::Regex {
+                    var,
+                    pattern,
+                    group,
+                    line,
+                } => {
+                    let re = Regex::new(pattern).map_err(|e| {
+                        self.err(line.or(r.line), format!("bad regex {pattern:?}: {e}"))
+                    })?;
+                    if *group > re.captures_len() - 1 {
+                        return Err(self.err(
+                            line.or(r.line),
+                            format!("regex {pattern:?} has no group {group}"),
+                        ));
+                    }
+                    (var, Source::Regex { re, group: *group }, *line)
+                }
+            };
+            let _ = xline;
+            extract.push(Extract {
+                slot: self.slot(var),
+                source,
+            });
+        }
+        let stat = Self::stat(&mut self.names, &r.name);
+        let hop_stat = if r.follow_redirects {
+            Self::stat(&mut self.names, &format!("{} (redirect)", r.name))
+        } else {
+            stat
+        };
+        let mut expected_errors: Vec<u16> = checks
+            .iter()
+            .filter_map(|c| match c {
+                Check::Status(codes) => Some(codes.iter().copied().filter(|&c| c >= 400)),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        expected_errors.sort_unstable();
+        expected_errors.dedup();
+        self.requests.push(Request {
+            stat,
+            hop_stat,
+            head: method == "HEAD",
+            idempotent: crate::http::idempotent(&method),
+            method,
+            path,
+            query,
+            headers,
+            content_type: if given("content-type") { None } else { ctype },
+            body,
+            follow_redirects: r.follow_redirects,
+            extract,
+            checks,
+            expected_errors,
+            tally: r.tally.as_ref().map(|t| t.path.clone()),
+        });
+        Ok(self.requests.len() - 1)
+    }
+
+    fn steps(
+        &mut self,
+        steps: &[StepSpec],
+        ops: &mut Vec<Op>,
+        depth: usize,
+    ) -> Result<(), EngineError> {
+        for s in steps {
+            match s {
+                StepSpec::Request(r) => {
+                    let i = self.request(r)?;
+                    ops.push(Op::Request(i));
+                }
+                StepSpec::Poll {
+                    request,
+                    until,
+                    interval_s,
+                    timeout_s,
+                    line,
+                } => {
+                    let ok = |v: f64| v.is_finite() && (0.0..1e9).contains(&v);
+                    if !ok(*interval_s) || !ok(*timeout_s) || *timeout_s == 0.0 {
+                        return Err(self.err(*line, "poll: every must be >= 0 s and timeout > 0 s"));
+                    }
+                    let mut conds = Vec::new();
+                    for c in until {
+                        conds.push(self.check(c, *line)?);
+                    }
+                    let req = self.request(request)?;
+                    ops.push(Op::Poll {
+                        req,
+                        until: conds,
+                        interval: Duration::from_secs_f64(*interval_s),
+                        timeout: Duration::from_secs_f64(*timeout_s),
+                    });
+                }
+                StepSpec::Think {
+                    dist,
+                    s,
+                    min_s,
+                    max_s,
+                    mean_s,
+                    line,
+                } => {
+                    let ok = |v: f64| v.is_finite() && (0.0..1e9).contains(&v);
+                    let think = match dist.as_str() {
+                        "constant" if ok(*s) => Think::Constant(Duration::from_secs_f64(*s)),
+                        "uniform" if ok(*min_s) && ok(*max_s) && min_s <= max_s => {
+                            Think::Uniform(*min_s, *max_s)
+                        }
+                        "exponential" if ok(*mean_s) && *mean_s > 0.0 => {
+                            Think::Exponential(*mean_s)
+                        }
+                        _ => return Err(self.err(*line, format!("bad think time ({dist})"))),
+                    };
+                    ops.push(Op::Think(think));
+                }
+                StepSpec::Set { var, choice, line } => {
+                    if choice.is_empty() {
+                        return Err(self.err(*line, "choice needs at least one option"));
+                    }
+                    let slot = self.slot(var);
+                    ops.push(Op::Set {
+                        slot,
+                        choice: choice.clone(),
+                    });
+                }
+                StepSpec::Loop { count, steps, line } => {
+                    if *count == 0 {
+                        return Err(self.err(*line, "loop count must be >= 1"));
+                    }
+                    self.depth = self.depth.max(depth + 1);
+                    let start = ops.len();
+                    ops.push(Op::LoopStart {
+                        count: *count,
+                        depth,
+                    });
+                    self.steps(steps, ops, depth + 1)?;
+                    ops.push(Op::LoopEnd { start, depth });
+                }
+                StepSpec::Group { name, steps, .. } => {
+                    let g = Self::stat(&mut self.groups, name);
+                    ops.push(Op::GroupStart(g));
+                    self.steps(steps, ops, depth)?;
+                    ops.push(Op::GroupEnd);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Script {
+    /// from_json parses and builds a plan; `authority` is the run's Host header.
+    pub fn from_json(plan: &serde_json::Value, authority: &str) -> Result<Script, EngineError> {
+        let spec: PlanSpec = serde_json::from_value(plan.clone())
+            .map_err(|e| EngineError::config(format!("bad scenario plan: {e}")))?;
+        Script::build(&spec, authority)
+    }
+
+    /// build resolves a parsed plan.
+    pub fn build(spec: &PlanSpec, authority: &str) -> Result<Script, EngineError> {
+        let file = if spec.file.is_empty() {
+            "<plan>"
+        } else {
+            spec.file.as_str()
+        };
+        if spec.version != 1 {
+            return Err(EngineError::config(format!(
+                "{file}: plan version {} is not supported (this engine reads version 1)",
+                spec.version
+            )));
+        }
+        let mut b = Builder {
+            file,
+            slots: HashMap::new(),
+            initial: Vec::new(),
+            names: Vec::new(),
+            groups: Vec::new(),
+            requests: Vec::new(),
+            depth: 0,
+        };
+        b.slot("vu");
+        b.slot("iteration");
+        for (k, v) in &spec.vars {
+            let i = b.slot(k);
+            b.initial[i] = v.clone();
+        }
+        let mut data = Vec::new();
+        for d in &spec.data {
+            let per_vu = match d.per.as_str() {
+                "vu" => true,
+                "iteration" => false,
+                other => {
+                    return Err(b.err(
+                        None,
+                        format!(
+                            "data set {:?}: per must be iteration or vu, got {other:?}",
+                            d.name
+                        ),
+                    ))
+                }
+            };
+            if d.rows.is_empty() || d.rows.iter().any(|r| r.len() != d.columns.len()) {
+                return Err(b.err(
+                    None,
+                    format!(
+                        "data set {:?}: rows must be non-empty and as wide as the columns",
+                        d.name
+                    ),
+                ));
+            }
+            let slots = d
+                .columns
+                .iter()
+                .map(|c| b.slot(&format!("data.{}.{c}", d.name)))
+                .collect();
+            data.push(Data {
+                per_vu,
+                slots,
+                rows: d.rows.clone(),
+            });
+        }
+        // Variables a step extracts or sets exist from the start (their slots are known
+        // before the steps that read them); the compiler has checked the order of use.
+        fn declare(b: &mut Builder<'_>, steps: &[StepSpec]) {
+            for s in steps {
+                match s {
+                    StepSpec::Request(r) | StepSpec::Poll { request: r, .. } => {
+                        for x in &r.extract {
+                            let (ExtractSpec::Json { var, .. }
+                            | ExtractSpec::Header { var, .. }
+                            | ExtractSpec::Regex { var, .. }) = x;
+                            b.slot(var);
+                        }
+                    }
+                    StepSpec::Set { var, .. } => {
+                        b.slot(var);
+                    }
+                    StepSpec::Loop { steps, .. } | StepSpec::Group { steps, .. } => {
+                        declare(b, steps)
+                    }
+                    StepSpec::Think { .. } => {}
+                }
+            }
+        }
+        declare(&mut b, &spec.setup);
+        for f in &spec.flows {
+            declare(&mut b, &f.steps);
+        }
+        let mut setup = Vec::new();
+        b.steps(&spec.setup, &mut setup, 0)?;
+        if spec.flows.is_empty() {
+            return Err(b.err(None, "the plan has no flow"));
+        }
+        let mut flows = Vec::new();
+        for f in &spec.flows {
+            if f.weight == 0 {
+                return Err(b.err(f.line, format!("flow {:?}: weight must be >= 1", f.name)));
+            }
+            let mut ops = Vec::new();
+            b.steps(&f.steps, &mut ops, 0)?;
+            if ops.is_empty() {
+                return Err(b.err(f.line, format!("flow {:?} has no steps", f.name)));
+            }
+            flows.push(Flow {
+                name: f.name.clone(),
+                weight: f.weight,
+                ops,
+            });
+        }
+        let pacing = match spec.pacing_s {
+            None => None,
+            Some(p) if p.is_finite() && p > 0.0 && p < 1e9 => Some(Duration::from_secs_f64(p)),
+            Some(p) => return Err(b.err(None, format!("pacing must be > 0 s, got {p}"))),
+        };
+        if spec.iterations == Some(0) {
+            return Err(b.err(None, "iterations per VU must be >= 1"));
+        }
+        Ok(Script {
+            total_weight: flows.iter().map(|f| u64::from(f.weight)).sum(),
+            names: b.names,
+            groups: b.groups,
+            requests: b.requests,
+            setup,
+            flows,
+            initial: b.initial,
+            data,
+            authority: authority.to_string(),
+            pacing,
+            iterations: spec.iterations,
+            depth: b.depth,
+        })
+    }
+}
