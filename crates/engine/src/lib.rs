@@ -25,6 +25,7 @@ pub mod flight;
 pub mod hdr;
 pub mod http;
 pub(crate) mod http2;
+pub(crate) mod http2_message;
 pub mod interval;
 pub(crate) mod job;
 pub(crate) mod lane;
