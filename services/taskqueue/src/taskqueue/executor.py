@@ -391,6 +391,8 @@ class Executor:
             task.adopt(new)
         else:
             self._queue.transition(task, new)
+            if result is not None and new.status is TaskStatus.SUCCEEDED:
+                self._queue.keep_result(task.id, result)
         return applied
 
     async def _store(self, task: Task, new: Task, result: Result | None) -> bool:
