@@ -58,6 +58,11 @@ POOL_SIZE = 16
 PARALLEL_BATCHES = 4
 """PARALLEL_BATCHES: group commits of one kind (inserts or updates) in flight at once."""
 
+PARALLEL_READS = 2
+"""PARALLEL_READS: batched task reads (status polls of unfinished tasks) in flight at once. Two
+keep the database busy while the next batch forms (on two cores it runs no more at once);
+more would only make the batches smaller."""
+
 MAX_BATCH = 1000
 """MAX_BATCH bounds one group commit, so that a flood cannot make one transaction huge."""
 
@@ -140,6 +145,10 @@ SELECT seq FROM u
 """_UPDATE applies a batch of state changes (each a compare-and-set when it has a prior
 state) and stores the results of those applied, in one statement and so one transaction:
 a result lands exactly when its task's change does, in one round trip."""
+
+_GET = f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ANY($1::text[])"
+"""_GET reads a batch of tasks by id: the polls that arrived while the last read was in flight
+share one statement, so a poll costs a share of a round trip instead of one."""
 
 _CLAIM = f"""
 WITH c AS (
@@ -317,6 +326,7 @@ class PostgresStorage(Storage):
         self._pool: Any = None
         self._inserts: _Batcher[Task] | None = None
         self._updates: _Batcher[tuple[Task, Result | None, Task | None]] | None = None
+        self._reads: _Batcher[str] | None = None
         self._wake: Callable[[], None] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._failing: str | None = None  # why the last call failed; None once one succeeds
@@ -349,8 +359,10 @@ class PostgresStorage(Storage):
             raise StorageUnavailable(f"database error: {exc}") from None
         self._inserts = _Batcher(self._flush_inserts, lambda t: t.idem_key, PARALLEL_BATCHES)
         self._updates = _Batcher(self._flush_updates, lambda op: op[0].seq, PARALLEL_BATCHES)
+        self._reads = _Batcher(self._flush_reads, lambda _: None, PARALLEL_READS)
         self._inserts.start()
         self._updates.start()
+        self._reads.start()
         self._listener = asyncio.get_running_loop().create_task(self._listen())
         # Nothing to recover at start-up: other servers may hold live leases, and expired
         # ones are reaped by expire_leases, which every server runs.
@@ -361,10 +373,10 @@ class PostgresStorage(Storage):
             self._listener.cancel()
             await asyncio.gather(self._listener, return_exceptions=True)
             self._listener = None
-        for batcher in (self._inserts, self._updates):
+        for batcher in (self._inserts, self._updates, self._reads):
             if batcher is not None:
                 await batcher.stop()
-        self._inserts = self._updates = None
+        self._inserts = self._updates = self._reads = None
         await self._close_pool()
 
     async def _close_pool(self) -> None:
@@ -510,9 +522,17 @@ class PostgresStorage(Storage):
     # --- reads -------------------------------------------------------------------------------
 
     async def get(self, task_id: str) -> Task | None:
+        if self._reads is None:
+            raise StorageUnavailable("storage is not open")
+        task: Task | None = await self._reads.submit(task_id)
+        return task
+
+    async def _flush_reads(self, ids: list[str]) -> list[Task | None]:
         async with self._con() as con:
-            row = await con.fetchrow(f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1", task_id)
-        return None if row is None else task_from_row(row)
+            rows = await con.fetch(_GET, ids)
+        found = {r[1]: r for r in rows}
+        # A task polled twice in one batch is decoded twice: callers may change what they get.
+        return [None if (r := found.get(i)) is None else task_from_row(r) for i in ids]
 
     async def get_result(self, task_id: str) -> Result | None:
         async with self._con() as con:
