@@ -9,6 +9,7 @@ binaries these tests skip, except under CI=true, where they fail.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -23,6 +24,8 @@ import psutil
 import pytest
 from conftest import FAST_LEASES, Server, metric, submit, wait_final
 from taskqueue.localpg import LocalPostgres
+from taskqueue.models import Task, TaskType
+from taskqueue.storage_postgres import PostgresStorage
 
 OUTAGE_503_WITHIN_S = 7.0
 """OUTAGE_503_WITHIN_S: a request during a database outage is answered (503) within the
@@ -83,6 +86,31 @@ def test_a_task_submitted_to_one_server_is_served_by_another(cluster) -> None:
         listed = cb.get("/tasks", params={"status": "SUCCEEDED"}).json()["tasks"]
         assert [t["id"] for t in listed] == [task_id]
         assert cb.get(f"/tasks/submissions/{uuid.uuid4().hex}").status_code == 404
+
+
+async def test_reads_batched_together_each_get_their_own_task(dsn: str) -> None:
+    store = PostgresStorage(dsn)
+    await store.open()
+    try:
+        tasks = [
+            Task(id=f"task{n}", seq=0, type=TaskType.FACTORIAL, params={"n": n}) for n in range(5)
+        ]
+        await asyncio.gather(*(store.insert(t) for t in tasks))
+        ids = [t.id for t in tasks] + ["task3", "nobody", "task0"]
+        got = await asyncio.gather(*(store.get(i) for i in ids))  # one or a few statements
+        assert [None if t is None else (t.id, t.params["n"]) for t in got] == [
+            ("task0", 0),
+            ("task1", 1),
+            ("task2", 2),
+            ("task3", 3),
+            ("task4", 4),
+            ("task3", 3),
+            None,
+            ("task0", 0),
+        ]
+        assert got[3] is not got[5]  # a caller may change its copy without changing another's
+    finally:
+        await store.close()
 
 
 def test_two_servers_never_run_a_task_twice(cluster, origin) -> None:

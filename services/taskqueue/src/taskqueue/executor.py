@@ -51,6 +51,12 @@ CLAIM_BATCH = 32
 """CLAIM_BATCH: tasks claimed from a shared store in one statement. Bounded so that one server
 does not take a long queue's head for itself while the others sit idle."""
 
+CLAIM_GATHER_S = 0.02
+"""CLAIM_GATHER_S: on a shared store a claim waits this long after the kick that asked for it,
+so that one statement (one commit, one WAL flush) claims the tasks of several submissions
+instead of one claim each (1.3 claims per task under the seed-000 mix without it). A client
+polls once a second: 20 ms before a task starts is nothing it can see."""
+
 STORE_RETRY_S = 0.5
 """STORE_RETRY_S: how often an outcome is retried while a shared store is unreachable (until
 the task's lease runs out; after that another server will run the task again)."""
@@ -177,6 +183,7 @@ class Executor:
     async def _claim(self, kind: TaskType) -> None:
         """_claim takes QUEUED tasks of a kind from the shared store while slots are free."""
         try:
+            await asyncio.sleep(CLAIM_GATHER_S)
             while not self._stopping:
                 self._claim_again.discard(kind)
                 want = min(CLAIM_BATCH, self._slots[kind] - self._busy[kind])
@@ -192,8 +199,10 @@ class Executor:
                 for task in tasks:
                     self._queue.add(task)
                     self._start(task)
-                if len(tasks) < want and kind not in self._claim_again:
-                    return
+                if len(tasks) < want:
+                    if kind not in self._claim_again:
+                        return
+                    await asyncio.sleep(CLAIM_GATHER_S)  # gather again before the next
         finally:
             self._claiming.pop(kind, None)
 
@@ -391,6 +400,8 @@ class Executor:
             task.adopt(new)
         else:
             self._queue.transition(task, new)
+            if result is not None and new.status is TaskStatus.SUCCEEDED:
+                self._queue.keep_result(task.id, result)
         return applied
 
     async def _store(self, task: Task, new: Task, result: Result | None) -> bool:

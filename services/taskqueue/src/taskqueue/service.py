@@ -240,7 +240,11 @@ class TaskService:
         return await self.storage.get(task_id)
 
     async def result(self, task_id: str) -> Result | None:
-        """result returns the stored result of a SUCCEEDED task."""
+        """result returns the stored result of a SUCCEEDED task: from memory when it finished
+        here (call it after `get`, which drops a cached task past its TTL), else from storage."""
+        cached = self.queue.result(task_id)
+        if cached is not None:
+            return cached
         return await self.storage.get_result(task_id)
 
     async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
