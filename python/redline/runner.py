@@ -8,8 +8,9 @@ The engine runs in native threads with the GIL released; ``progress`` receives e
 interval's snapshot (a dict) as the run goes.
 
 Options are validated once, by the engine (``RunConfig::check``), which also owns every
-default: this module parses units (``"15s"``, ``"10s:100"``, ``"@body.json"``), leaves out
-what the caller did not give, and lets the engine's one-line ConfigError through unchanged.
+default: :class:`~redline.run_options.RunOptions` parses units (``"15s"``, ``"10s:100"``,
+``"@body.json"``) and leaves out what the caller did not give; the engine's one-line
+ConfigError comes through unchanged.
 """
 
 from __future__ import annotations
