@@ -19,18 +19,22 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from redline.errors import ConfigError
 from redline.find.document import answers_text, host_note, result_document, write_json
 from redline.find.ending import Ended
+from redline.find.flags import SEARCH_DEFAULTS
 from redline.find.live_run import Aligned, LiveRun
 from redline.find.plan import Plan
 from redline.find.rules import Limits, Slo
 from redline.find.search import Search
 from redline.find.step import Step
 from redline.find.throughput import search_meter
-from redline.runner import ClusterOptions, build_config
+from redline.run_flags import LOAD_SHAPE
+from redline.run_options import RunOptions
+from redline.runner import ClusterOptions
 
 # Where each part of find lives (the names read here before they moved are kept here too).
 __all__ = [
@@ -66,12 +70,6 @@ def find(
     max_time: float = 120.0,
     start: float | None = None,
     max_load: float | None = None,
-    threads: int | None = None,
-    method: str = "GET",
-    headers: list[str] | tuple[str, ...] = (),
-    body: str | bytes | None = None,
-    timeout: str | float = "10s",
-    interval: float = 0.5,
     min_step: float = 3.0,
     max_step: float = 15.0,
     confirm: float = CONFIRM_S,
@@ -87,6 +85,8 @@ def find(
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
     on_step: Callable[[Step], None] | None = None,
     cluster: ClusterOptions | None = None,
+    options: RunOptions | None = None,
+    **option: Any,
 ) -> dict[str, Any]:
     """find searches for the load where ``url`` runs best and where it breaks.
 
@@ -104,6 +104,13 @@ def find(
     ``plan`` (a compiled scenario, named ``scenario`` in the result) replaces the single
     request with the scenario's flows; ``url`` is then its host. ``cluster`` runs the
     search on Ray injectors, each step's load split across them (docs/distributed.md).
+
+    What each request is and how it goes out are the run options (``options``, a
+    :class:`~redline.run_options.RunOptions`, or the same given as keywords, as
+    :func:`redline.run` takes them: ``threads``, ``method``, ``headers``, ``body``,
+    ``timeout``, ``interval``, ``http2`` …), with a search's own defaults where they differ
+    from the engine's (:data:`redline.find.flags.SEARCH_DEFAULTS`: a 10 s timeout, a 0.5 s
+    interval). The load shape (:data:`redline.run_flags.LOAD_SHAPE`) is the search's to set.
     """
     limits = Limits(
         max_errors=max_errors,
@@ -131,23 +138,9 @@ def find(
         stop_at_knee=stop_at_knee,
         ramp_s=ramp,
     )
-    config = build_config(
-        url,
-        connections=int(first) if model == "closed" else None,
-        rate=first if model == "open" else None,
-        duration=max_time + soak + 30.0,
-        requests=None,
-        stages=None,
-        threads=threads,
-        method=method,
-        headers=headers,
-        body=body,
-        timeout=timeout,
-        warmup=0.0,
-        max_connections=None,
-        interval=interval,
-        open_model=model == "open",
-    )
+    run = search_run(options, option, model, first, duration=max_time + soak + 30.0)
+    config = run.config(url)
+    interval = float(config["interval_s"])  # a search's default or the caller's, parsed
     config["live"] = True
     if plan is not None:
         # A compiled scenario (redline.scenario): each hit is one iteration of its flows.
@@ -264,6 +257,32 @@ def find(
         interrupted,
         scenario,
         meter,
+    )
+
+
+def search_run(
+    options: RunOptions | None,
+    option: dict[str, Any],
+    model: str,
+    first: float,
+    duration: float,
+) -> RunOptions:
+    """search_run is the live run's options: the caller's (``options`` with the keywords
+    ``option`` over them), a search's defaults for those left as None, and the load shape
+    the search starts from (``first`` VUs or req/s, for ``duration`` seconds at most)."""
+    given = replace(options, **option) if options is not None else RunOptions(**option)
+    shaped = [name for name in LOAD_SHAPE if getattr(given, name) != getattr(RunOptions(), name)]
+    if shaped:
+        raise ConfigError(f"find: the search sets the load itself, not {', '.join(shaped)}")
+    own: dict[str, Any] = {k: v for k, v in SEARCH_DEFAULTS.items() if getattr(given, k) is None}
+    return replace(
+        given,
+        **own,
+        connections=int(first) if model == "closed" else None,
+        rate=first if model == "open" else None,
+        duration=duration,
+        warmup=0.0,
+        open_model=model == "open",
     )
 
 
