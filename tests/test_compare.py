@@ -55,6 +55,36 @@ def test_outcomes_count_each_request_once(label, snap, goodput, error_rate):
     assert o.error_rate == (None if error_rate is None else pytest.approx(error_rate)), label
 
 
+@pytest.mark.parametrize(
+    "snaps",
+    [
+        [{"requests": 100, "errors": 0}],
+        [{"requests": 100, "errors": 10, "errors_by_class": {"status": 10}}],
+        # Transport errors (never answered) with refusals and failed checks, over intervals.
+        [
+            {"requests": 80, "errors": 25, "errors_by_class": {"check": 5, "reset": 20}},
+            {"requests": 40, "errors": 37, "errors_by_class": {"status": 30, "timeout": 7}},
+        ],
+        [{"requests": 0, "errors": 12, "errors_by_class": {"connect": 12}}],
+    ],
+)
+def test_compare_and_find_give_the_same_error_rate_for_the_same_counts(snaps):
+    # One formula (redline.analysis.outcome): failed outcomes over all outcomes, transport
+    # errors included, each request counted once, whether compare or find reads the counts.
+    from redline.analysis.outcome import error_rate
+    from redline.find.steps import aggregate_step
+
+    requests = sum(s["requests"] for s in snaps)
+    errors = sum(s["errors"] for s in snaps)
+    by_class: dict[str, int] = {}
+    for s in snaps:
+        for k, v in (s.get("errors_by_class") or {}).items():
+            by_class[k] = by_class.get(k, 0) + v
+    expected = error_rate(requests, errors, by_class)
+    assert compare.outcomes(snaps, 1.0).error_rate == pytest.approx(expected)
+    assert aggregate_step(snaps)["error_rate"] == pytest.approx(expected)
+
+
 # -- synthetic interval data -----------------------------------------------------------------
 
 

@@ -174,3 +174,94 @@ def test_run_options_render_the_engines_config_leaving_out_what_was_not_given():
     assert config["duration_s"] == 1.5 and config["headers"] == [["X", "1"]]
     assert "rate" not in config and "timeout_s" not in config  # the engine's defaults
     assert (config["open"], config["preflight"], config["insecure"]) == (True, True, False)
+
+
+def _subparser(name):
+    from redline.cli import build_parser
+
+    return next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices[name]
+
+
+def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
+    """Adding a run option is its field, the engine's config and its flag (redline.run_flags):
+    ``redline find`` then has it too, unless it shapes the load (the search sets that), and
+    reads it back into the same RunOptions."""
+    import dataclasses
+
+    from redline.find.flags import find_options
+    from redline.run_flags import LOAD_SHAPE
+    from redline.run_options import FLAG_DESTS, RunOptions
+
+    dests = {a.dest for a in _subparser("find")._actions}
+    fields = {f.name for f in dataclasses.fields(RunOptions)}
+    assert set(LOAD_SHAPE) <= fields
+    missing = [
+        name
+        for name in sorted(fields - set(LOAD_SHAPE) - {"preflight"})
+        if FLAG_DESTS.get(name, name) not in dests
+    ]
+    assert not missing, f"run options redline find has no flag for: {missing}"
+    shaped = [name for name in LOAD_SHAPE if FLAG_DESTS.get(name, name) in dests]
+    assert not shaped, f"redline find takes load-shape flags: {shaped}"
+    from redline.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["find", "http://127.0.0.1:1/", "-t", "2", "-m", "POST", "-H", "A: b", "--body", "x",
+         "--timeout", "3s", "--interval", "250ms", "--http2", "--streams", "4", "-k"]
+    )  # fmt: skip
+    assert find_options(args)["options"] == RunOptions(
+        threads=2, method="POST", headers=["A: b"], body="x", timeout="3s",
+        interval="250ms", http2=True, streams=4, insecure=True,
+    )  # fmt: skip
+
+
+def test_a_search_has_its_own_timeout_and_interval_shown_in_its_help_and_given_way_to():
+    from redline.find.finder import search_run
+    from redline.find.flags import SEARCH_DEFAULTS
+    from redline.run_options import RunOptions
+
+    assert SEARCH_DEFAULTS == {"timeout": 10.0, "interval": 0.5}
+    text = _subparser("find").format_help()
+    assert "--timeout 10s (redline run: 30s)" in " ".join(text.split())
+    assert "(default: 10s)" in text and "(default: 500ms" in text
+    config = search_run(None, {}, "closed", 1.0, 60.0).config("http://127.0.0.1:1/")
+    assert (config["timeout_s"], config["interval_s"]) == (10.0, 0.5)
+    assert (config["connections"], config["duration_s"], config["warmup_s"]) == (1, 60.0, 0.0)
+    given = search_run(RunOptions(timeout="2s"), {"interval": 1.0}, "open", 50.0, 60.0)
+    config = given.config("http://127.0.0.1:1/")
+    assert (config["timeout_s"], config["interval_s"], config["rate"]) == (2.0, 1.0, 50.0)
+    assert config["open"] is True and "connections" not in config
+    with pytest.raises(ConfigError, match="the search sets the load itself, not duration"):
+        search_run(None, {"duration": "5s"}, "closed", 1.0, 60.0)
+
+
+def test_a_scenario_reads_its_run_options_from_the_flags_by_name(tmp_path):
+    """The command line's load shape merges over the file's; every other run option (TLS,
+    the protocol, warm-up, interval …) passes through as a URL run takes it."""
+    import textwrap
+
+    from redline.scenario.command import build_run_parser_args, scenario_run
+
+    path = tmp_path / "s.py"
+    path.write_text(
+        textwrap.dedent("""\
+        from redline.scenario import Scenario
+        s = Scenario(host="http://127.0.0.1:1", users=2, duration="30s", timeout="5s")
+        @s.flow
+        def f(u):
+            u.get("/", name="home")
+        """)
+    )
+    argv = [str(path), "-c", "3", "--http2", "--streams", "4", "--warmup", "1s", "-k",
+            "--interval", "2s", "--cacert", "ca.pem"]  # fmt: skip
+    _, url, opts = scenario_run(build_run_parser_args(argv))
+    assert url == "http://127.0.0.1:1" and "plan" in opts
+    assert (opts["connections"], opts["duration"], opts["timeout"]) == (3, "30s", "5s")
+    assert (opts["http2"], opts["streams"], opts["warmup"]) == (True, 4, "1s")
+    assert (opts["insecure"], opts["interval"], opts["cacert"]) == (True, "2s", "ca.pem")
+    _, _, opts = scenario_run(build_run_parser_args([str(path), "-n", "10", "--timeout", "1s"]))
+    assert opts["requests"] == 10 and opts["duration"] is None and opts["timeout"] == "1s"
+    with pytest.raises(ConfigError, match="-H/--header applies to a URL run"):
+        scenario_run(build_run_parser_args([str(path), "-H", "A: b"]))

@@ -22,6 +22,13 @@ from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_ses
 from redline.options import IgnoredOption, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
 from redline.report_command import add_report_parser, write_run_report
+from redline.run_flags import (
+    add_interval_flag,
+    add_load_flags,
+    add_request_flags,
+    add_threads_flag,
+    shown_defaults,
+)
 from redline.run_options import RunOptions
 from redline.runner import defaults, run
 from redline.scenario.command import (
@@ -77,8 +84,9 @@ examples:
 
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    """add_run_parser defines ``redline run``; the defaults it shows are the engine's."""
-    d = defaults()
+    """add_run_parser defines ``redline run``; the defaults it shows are the engine's. The run
+    options' flags are :mod:`redline.run_flags`' (``redline find`` takes them too)."""
+    shown = shown_defaults(defaults())
     r = sub.add_parser(
         "run",
         help="generate load against a URL and print a summary (wrk-style)",
@@ -112,96 +120,15 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
         "(scenarios); add ;abort=10s to stop the run once the last 10 s fail it (repeatable)",
     )
     load = r.add_argument_group("load model")
-    load.add_argument(
-        "-c",
-        "--connections",
-        type=int,
-        metavar="N",
-        help=f"closed model: connections, one virtual user each (default: {d['connections']})",
-    )
-    load.add_argument("--rate", type=float, metavar="REQ/S", help="open model: requests per second")
-    load.add_argument(
-        "--stages",
-        metavar="DURATION:TARGET,...",
-        help="ramp linearly through targets, e.g. 10s:100,30s:100,10s:0 (VUs; req/s with --open)",
-    )
-    load.add_argument("--open", action="store_true", help="--stages targets are req/s (open model)")
-    load.add_argument(
-        "--max-connections",
-        type=int,
-        metavar="N",
-        help=f"open model: connection pool cap (default: {d['max_connections']})",
-    )
-    load.add_argument(
-        "-d",
-        "--duration",
-        metavar="DURATION",
-        help=f"how long to run, e.g. 15s, 2m (default: {_secs(d['duration_s'])} "
-        "unless -n or --stages)",
-    )
-    load.add_argument(
-        "-n", "--requests", type=int, metavar="N", help="stop after N requests instead"
-    )
-    load.add_argument(
-        "--warmup",
-        metavar="DURATION",
-        help=f"left out of the summary (default: {_secs(d['warmup_s'])})",
-    )
-    load.add_argument(
-        "-t", "--threads", type=int, metavar="N", help="worker threads (default: one per core)"
-    )
-    req = r.add_argument_group("request")
-    req.add_argument(
-        "-m", "--method", metavar="METHOD", help=f"HTTP method (default: {d['method']})"
-    )
-    req.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="extra request header (repeatable)",
-    )
-    req.add_argument("--body", metavar="TEXT|@FILE", help="request body: text, or @file to read")
-    req.add_argument(
-        "--timeout",
-        metavar="DURATION",
-        help=f"per-request timeout (default: {_secs(d['timeout_s'])})",
-    )
-    tls = r.add_argument_group("https")
-    tls.add_argument("--cacert", metavar="FILE", help="also trust the CAs in this PEM file")
-    tls.add_argument("-k", "--insecure", action="store_true", help="skip certificate verification")
-    proto = r.add_argument_group("protocol")
-    version = proto.add_mutually_exclusive_group()
-    version.add_argument(
-        "--http2",
-        dest="http2",
-        action="store_const",
-        const=True,
-        help="speak HTTP/2 (h2c with prior knowledge for http://; default: https lets the "
-        "server choose by ALPN, http is HTTP/1.1)",
-    )
-    version.add_argument(
-        "--http1", dest="http2", action="store_const", const=False, help="speak HTTP/1.1"
-    )
-    proto.add_argument(
-        "--streams",
-        type=int,
-        metavar="N",
-        help="HTTP/2 requests in flight per connection (h2load's -m; default 1): "
-        "connections × streams VUs",
-    )
+    add_load_flags(load, shown)
+    add_threads_flag(load)
+    add_request_flags(r, shown)
     out = r.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     out.add_argument(
         "--report", metavar="FILE.html", help="write a self-contained HTML report (opens offline)"
     )
-    out.add_argument(
-        "--interval",
-        metavar="DURATION",
-        help=f"reporting interval (default: {_secs(d['interval_s'])}, "
-        f"at least {_secs(d['min_interval_s'])})",
-    )
+    add_interval_flag(out, shown)
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress on stderr")
     add_live_flags(r)
     add_vary_flags(r, "run")
@@ -319,13 +246,6 @@ FLAGS = {
     "cacert": "--cacert",
     "insecure": "-k/--insecure",
 }
-
-
-def _secs(seconds: float) -> str:
-    """_secs renders a default duration the way a user would type it (10s, 50ms)."""
-    if seconds and seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    return f"{seconds:g}s"
 
 
 def cmd_run(args: argparse.Namespace, live: Any = None) -> int:

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from redline.analysis import outcome as judged
 from redline.analysis.outcome import ANSWERED_FAILURES, Meter
 
 __all__ = ["ANSWERED_FAILURES", "Outcomes", "outcomes"]
@@ -40,9 +41,16 @@ class Outcomes:
         return self.requests - self.rejected
 
     @property
+    def ends(self) -> judged.Outcomes:
+        """ends: these counts as :mod:`redline.analysis.outcome` counts outcomes (good answers
+        and failed requests, each request once), the one definition the search, the steps,
+        the answers and the live watches judge by."""
+        return judged.Outcomes(good=max(self.passed, 0), failed=self.errors, refused=self.rejected)
+
+    @property
     def total(self) -> int:
         """total: every outcome, each request once (answered, or failed without an answer)."""
-        return self.requests + self.errors - self.rejected
+        return self.ends.total
 
     @property
     def goodput(self) -> float | None:
@@ -51,8 +59,11 @@ class Outcomes:
 
     @property
     def error_rate(self) -> float | None:
-        """error_rate: failed outcomes / all outcomes, 0..1 (None with no outcome)."""
-        return self.errors / self.total if self.total > 0 else None
+        """error_rate: failed outcomes / all outcomes, 0..1, by the one formula
+        (:attr:`redline.analysis.outcome.Outcomes.error_rate`, which find judges its steps
+        by); None with no outcome, where a comparison has no figure (the search says 0)."""
+        ends = self.ends
+        return ends.error_rate if ends.total > 0 else None
 
 
 def outcomes(snapshots: Iterable[dict[str, Any]], seconds: float) -> Outcomes:

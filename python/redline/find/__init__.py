@@ -1,15 +1,22 @@
 """find: ``redline find``, the capacity search, and what it owns.
 
 - :mod:`.finder`: :func:`find` as a function: one live engine run, the search over it, the
-  confirmation at the answer, the four answers and the result document;
-- :mod:`.search`: how the search moves (sweep, bisection, recovery) and measures each step;
+  confirmation at the answer and which step is the steady answer;
+- :mod:`.live_run`: the live engine run the search drives, with the generator's CPU and a
+  monitor on its clock; :mod:`.throughput`: what ``--throughput`` counts;
+- :mod:`.document`: the result document, its notes, the answers in sentences;
+- :mod:`.search`: how the search moves (sweep, bisection, recovery) and holds each step;
+  :mod:`.plan`: the settings it moves by; :mod:`.ending`: how it ends (the outcome, a
+  collapse, the exceptions that stop it early);
+- :mod:`.reader`: a step's snapshots read (steady, enough) into the :class:`.step.Step`
+  they measured;
 - :mod:`.judge`: the named stop conditions that hold for a step, against the steps before it;
 - :mod:`.rules`: the conditions' thresholds (with the figures behind them), the SLO, the
   one-step rules; :mod:`.step`: the search's step;
 - :mod:`.steps`: a step's figures from its interval snapshots;
 - :mod:`.command`, :mod:`.flags`, :mod:`.view`: the command line (``redline find`` and
-  ``redline demo``'s parser), its flags as :func:`find`'s keywords, and the live view and
-  outputs.
+  ``redline demo``'s parser), its flags as :func:`find`'s keywords (and the run options whose
+  default differs in a search), and the live view and outputs.
 
     >>> import redline.find
     >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)

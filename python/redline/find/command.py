@@ -11,10 +11,18 @@ from typing import Any
 from redline.cluster.command import EXIT_LOST, add_cluster_flags
 from redline.errors import ConfigError, RedlineError
 from redline.experiment.command import add_vary_flags
-from redline.find.flags import find_options
+from redline.find.flags import SEARCH_DEFAULTS, find_options
 from redline.find.view import FindView, write_outputs
 from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import parse_duration
+from redline.run_flags import (
+    add_interval_flag,
+    add_request_flags,
+    add_threads_flag,
+    secs,
+    shown_defaults,
+)
+from redline.runner import defaults
 
 FIND_EXAMPLES = """\
 examples:
@@ -26,7 +34,12 @@ examples:
 
 
 def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    """add_find_parser defines ``redline find``."""
+    """add_find_parser defines ``redline find``; the run options' flags are ``redline run``'s
+    (:mod:`redline.run_flags`), shown with a search's own defaults where they differ."""
+    engine = shown_defaults(defaults())
+    # SEARCH_DEFAULTS says why a search's timeout and interval are not the engine's.
+    own = {k: secs(v) for k, v in SEARCH_DEFAULTS.items()}
+    shown = {**engine, **own}
     f = sub.add_parser(
         "find",
         help="search for the load where a service runs best and where it breaks",
@@ -36,7 +49,10 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
             " where it fails (errors, an SLO, throughput that stops growing or falls, a"
             " backlog, a collapse, service CPU, or redline's own CPU), refine within the"
             " noise, confirm, and print the four answers. Throughput is goodput: answers"
-            " that passed."
+            " that passed. Each step sends what redline run would (its request, https and"
+            f" protocol flags), but with a search's own defaults: --timeout {own['timeout']}"
+            f" (redline run: {engine['timeout']}) and --interval {own['interval']} (redline run:"
+            f" {engine['interval']}), since a search judges short steps."
         ),
         epilog=FIND_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -79,10 +95,6 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--max-step", default="15s", help="longest step (default 15s)")
     f.add_argument("--confirm", default="10s", help="confirmation step length (default 10s)")
     f.add_argument("--soak", default="0s", help="then hold the optimum this long (leak check)")
-    f.add_argument("-t", "--threads", type=int, help="worker threads (default: one per core)")
-    f.add_argument("-H", "--header", action="append", default=[], help="'Name: value'")
-    f.add_argument("-m", "--method", default="GET")
-    f.add_argument("--body", help="request body: a string, or @file")
     f.add_argument("--service-cpu", type=float, help="stop when the service's CPU %% exceeds this")
     f.add_argument("--monitor-pid", type=int, help="watch this process tree (psutil)")
     f.add_argument("--monitor-prometheus", metavar="URL", help="scrape this /metrics each second")
@@ -91,6 +103,11 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--json", metavar="FILE", help="write the result document")
     f.add_argument("--report", metavar="FILE.html", help="write the HTML report")
     f.add_argument("-q", "--quiet", action="store_true", help="no live view")
+    # The run options (redline run's flags, the load shape aside: the search sets it).
+    each = f.add_argument_group("each step's run (as redline run's flags)")
+    add_threads_flag(each)
+    add_interval_flag(each, shown)
+    add_request_flags(f, shown)
     add_live_flags(f)
     add_cluster_flags(f)
     f.set_defaults(func=cmd_find)

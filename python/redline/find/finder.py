@@ -8,162 +8,49 @@ confirmation step at the answer in the same run, and the four answers.
 The result is a plain dict (the ``--json`` document): ``answers``, ``steps``, ``timeseries``,
 ``stop`` (which condition ended the search and why) and ``generator_limited`` (True when the
 limit found is redline's own CPU, not the service's).
+
+This module owns the order of things (search, confirm, soak) and which step is the steady
+answer; the live run is :mod:`.live_run`'s, what throughput counts :mod:`.throughput`'s, and
+the result document :mod:`.document`'s.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import json
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
-from redline.find.rules import CONDITIONS, Limits, Slo
-from redline.find.search import Ended, Outcome, Plan, Search
+from redline.find.document import answers_text, host_note, result_document, write_json
+from redline.find.ending import Ended
+from redline.find.flags import SEARCH_DEFAULTS
+from redline.find.live_run import Aligned, LiveRun
+from redline.find.plan import Plan
+from redline.find.rules import Limits, Slo
+from redline.find.search import Search
 from redline.find.step import Step
-from redline.runner import ClusterOptions, build_config, start_handle
-from redline.usage import machine_cpu_s, worker_cpu_s
+from redline.find.throughput import search_meter
+from redline.run_flags import LOAD_SHAPE
+from redline.run_options import RunOptions
+from redline.runner import ClusterOptions
+
+# Where each part of find lives (the names read here before they moved are kept here too).
+__all__ = [
+    "CONFIRM_S",
+    "LiveRun",
+    "Step",
+    "answers_text",
+    "cluster_size",
+    "find",
+    "host_note",
+    "steady_answer",
+    "write_json",
+]
 
 #: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).
 CONFIRM_S = 10.0
-
-
-class LiveRun:
-    """LiveRun wraps the native run handle: snapshots as dicts, and the generator's own CPU
-    (its worker threads' CPU time, read from /proc at each snapshot) for the saturation check.
-    """
-
-    def __init__(self, config: dict[str, Any], cluster: ClusterOptions | None = None):
-        self.handle = start_handle(config, cluster)
-        self.timeseries: list[dict[str, Any]] = []
-        self._cpu: list[tuple[float, float, float, int]] = []
-        #: _injector_cpu: a cluster run's worker CPU, per injector, at each snapshot
-        #: ([ran_s, waited_s, threads], as :func:`worker_cpu_s`).
-        self._injector_cpu: list[tuple[float, dict[str, list[float]]]] = []
-        #: _machine: at each local snapshot, the workers' run time and the machine's busy and
-        #: total CPU time (seconds; :func:`machine_cpu_s`).
-        self._machine: list[tuple[float, float, float, float]] = []
-
-    def set_target(self, value: float, ramp_s: float = 0.0) -> float:
-        return float(self.handle.set_target(value, ramp_s))
-
-    def next_snapshot(self, timeout_s: float) -> dict[str, Any] | None:
-        raw = self.handle.next_snapshot(timeout_s)
-        if raw is None:
-            return None
-        snap: dict[str, Any] = json.loads(raw)
-        if "worker_cpu" in snap:
-            self._injector_cpu.append((float(snap["t_s"]), snap["worker_cpu"]))
-        else:
-            cpu = worker_cpu_s()
-            if cpu is not None:
-                self._cpu.append((float(snap["t_s"]), *cpu))
-                machine = machine_cpu_s()
-                if machine is not None:
-                    self._machine.append((float(snap["t_s"]), cpu[0], *machine))
-        self.timeseries.append(snap)
-        return snap
-
-    @property
-    def done(self) -> bool:
-        return bool(self.handle.done)
-
-    @property
-    def failure(self) -> str | None:
-        """failure: why a cluster run stopped on an injector it lost (None otherwise)."""
-        failure = getattr(self.handle, "failure", None)
-        return str(failure) if failure else None
-
-    def generator_busy(self, t0: float, t1: float) -> float | None:
-        """generator_busy is the CPU the workers wanted over [t0, t1] (ran or waited for) as a
-        share of their threads' wall time."""
-        shares = self._worker_shares(t0, t1)
-        return None if shares is None else shares[0] + shares[1]
-
-    def generator_wait(self, t0: float, t1: float) -> float | None:
-        """generator_wait is the time the workers sat runnable without a CPU over [t0, t1],
-        as a share of their threads' wall time: a generator starved by the machine (the
-        service and other work on the same cores) sends and reads late, whatever its own
-        load, and the figures then describe the machine."""
-        shares = self._worker_shares(t0, t1)
-        return None if shares is None else shares[1]
-
-    def machine(self, t0: float, t1: float) -> tuple[float, float] | None:
-        """machine is how busy this machine's CPUs were over [t0, t1] and the share of them
-        redline's workers ran on (both shares of the machine's CPU time): a load generator
-        that takes a good part of a saturated machine takes it from a service on the same
-        machine. None on a cluster (the injectors' machines are not this one's)."""
-        if self._injector_cpu:
-            return None
-        inside = [x for x in self._machine if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
-        if len(inside) < 2:
-            return None
-        (_, ra, ba, ta), (_, rb, bb, tb) = inside[0], inside[-1]
-        if tb <= ta:
-            return None
-        return (bb - ba) / (tb - ta), (rb - ra) / (tb - ta)
-
-    def _worker_shares(self, t0: float, t1: float) -> tuple[float, float] | None:
-        """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time;
-        on a cluster, the busiest injector's, so that a limit that is one injector's is named
-        as the generator's."""
-        if self._injector_cpu:
-            return _busiest(self._injector_cpu, t0, t1)
-        inside = [x for x in self._cpu if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
-        if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][3] == 0:
-            return None
-        (ta, ra, wa, _), (tb, rb, wb, n) = inside[0], inside[-1]
-        wall = n * (tb - ta)
-        return (rb - ra) / wall, (wb - wa) / wall
-
-    def finish(self) -> dict[str, Any]:
-        self.handle.stop()
-        while not self.handle.done:
-            if self.next_snapshot(0.5) is None and self.handle.done:
-                break
-        report: dict[str, Any] = json.loads(self.handle.report())
-        return report
-
-
-def _busiest(
-    samples: list[tuple[float, dict[str, list[float]]]], t0: float, t1: float
-) -> tuple[float, float] | None:
-    """_busiest: (ran, waited) over [t0, t1], as shares of its worker threads' wall time, of
-    the injector that wanted the most CPU, from the per-injector CPU each merged snapshot
-    carries."""
-    inside = [x for x in samples if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
-    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
-        return None
-    (ta, a), (tb, b) = inside[0], inside[-1]
-    shares = [
-        ((b[k][0] - a[k][0]) / wall, (b[k][1] - a[k][1]) / wall)
-        for k in b
-        if k in a and (wall := b[k][2] * (tb - ta)) > 0
-    ]
-    return max(shares, key=sum) if shares else None
-
-
-class Aligned:
-    """Aligned shows a monitor's samples on the live run's clock (``offset``: the run's start
-    in the monitor's time)."""
-
-    def __init__(self, monitor: Any, offset: float):
-        self.monitor = monitor
-        self.offset = offset
-
-    def window(self, t0: float, t1: float) -> dict[str, float]:
-        return dict(self.monitor.window(t0 + self.offset, t1 + self.offset))
-
-    def series(self) -> list[dict[str, Any]]:
-        return [{**x, "t_s": x["t_s"] - self.offset} for x in self.monitor.series()]
-
-    def stop(self) -> None:
-        self.monitor.stop()
 
 
 def cluster_size(cluster: ClusterOptions) -> int:
@@ -183,12 +70,6 @@ def find(
     max_time: float = 120.0,
     start: float | None = None,
     max_load: float | None = None,
-    threads: int | None = None,
-    method: str = "GET",
-    headers: list[str] | tuple[str, ...] = (),
-    body: str | bytes | None = None,
-    timeout: str | float = "10s",
-    interval: float = 0.5,
     min_step: float = 3.0,
     max_step: float = 15.0,
     confirm: float = CONFIRM_S,
@@ -204,6 +85,8 @@ def find(
     on_snapshot: Callable[[dict[str, Any], float, str], None] | None = None,
     on_step: Callable[[Step], None] | None = None,
     cluster: ClusterOptions | None = None,
+    options: RunOptions | None = None,
+    **option: Any,
 ) -> dict[str, Any]:
     """find searches for the load where ``url`` runs best and where it breaks.
 
@@ -221,6 +104,13 @@ def find(
     ``plan`` (a compiled scenario, named ``scenario`` in the result) replaces the single
     request with the scenario's flows; ``url`` is then its host. ``cluster`` runs the
     search on Ray injectors, each step's load split across them (docs/distributed.md).
+
+    What each request is and how it goes out are the run options (``options``, a
+    :class:`~redline.run_options.RunOptions`, or the same given as keywords, as
+    :func:`redline.run` takes them: ``threads``, ``method``, ``headers``, ``body``,
+    ``timeout``, ``interval``, ``http2`` …), with a search's own defaults where they differ
+    from the engine's (:data:`redline.find.flags.SEARCH_DEFAULTS`: a 10 s timeout, a 0.5 s
+    interval). The load shape (:data:`redline.run_flags.LOAD_SHAPE`) is the search's to set.
     """
     limits = Limits(
         max_errors=max_errors,
@@ -228,7 +118,7 @@ def find(
         service_cpu=service_cpu,
         generator_busy=generator_busy,
     )
-    meter = _meter(throughput, plan)
+    meter = search_meter(throughput, plan)
     if service_cpu is not None and monitor is None:
         raise ConfigError("a service CPU limit needs a monitored service (--monitor-...)")
     if max_time <= confirm + 2 * min_step:
@@ -248,23 +138,9 @@ def find(
         stop_at_knee=stop_at_knee,
         ramp_s=ramp,
     )
-    config = build_config(
-        url,
-        connections=int(first) if model == "closed" else None,
-        rate=first if model == "open" else None,
-        duration=max_time + soak + 30.0,
-        requests=None,
-        stages=None,
-        threads=threads,
-        method=method,
-        headers=headers,
-        body=body,
-        timeout=timeout,
-        warmup=0.0,
-        max_connections=None,
-        interval=interval,
-        open_model=model == "open",
-    )
+    run = search_run(options, option, model, first, duration=max_time + soak + 30.0)
+    config = run.config(url)
+    interval = float(config["interval_s"])  # a search's default or the caller's, parsed
     config["live"] = True
     if plan is not None:
         # A compiled scenario (redline.scenario): each hit is one iteration of its flows.
@@ -363,7 +239,7 @@ def find(
         "stop_at_knee": stop_at_knee,
     }
     steady, notes = steady_answer(outcome.best, search)
-    return _result(
+    return result_document(
         url,
         model,
         outcome,
@@ -381,6 +257,32 @@ def find(
         interrupted,
         scenario,
         meter,
+    )
+
+
+def search_run(
+    options: RunOptions | None,
+    option: dict[str, Any],
+    model: str,
+    first: float,
+    duration: float,
+) -> RunOptions:
+    """search_run is the live run's options: the caller's (``options`` with the keywords
+    ``option`` over them), a search's defaults for those left as None, and the load shape
+    the search starts from (``first`` VUs or req/s, for ``duration`` seconds at most)."""
+    given = replace(options, **option) if options is not None else RunOptions(**option)
+    shaped = [name for name in LOAD_SHAPE if getattr(given, name) != getattr(RunOptions(), name)]
+    if shaped:
+        raise ConfigError(f"find: the search sets the load itself, not {', '.join(shaped)}")
+    own: dict[str, Any] = {k: v for k, v in SEARCH_DEFAULTS.items() if getattr(given, k) is None}
+    return replace(
+        given,
+        **own,
+        connections=int(first) if model == "closed" else None,
+        rate=first if model == "open" else None,
+        duration=duration,
+        warmup=0.0,
+        open_model=model == "open",
     )
 
 
@@ -413,208 +315,3 @@ def steady_answer(best: Step | None, search: Search) -> tuple[Step | None, list[
             " or met every limit."
         )
     return under, notes
-
-
-def _meter(throughput: str, plan: dict[str, Any] | None) -> Meter:
-    """_meter checks what ``--throughput`` counts: requests, a scenario's iterations, one of
-    its request names, or the answers of a tallied name that said one value, optionally
-    labelled (``submit=tasks`` and ``status:SUCCEEDED=tasks`` answer in tasks/s)."""
-    try:
-        meter = Meter.parse(throughput)
-    except ValueError as e:
-        raise ConfigError(f"--throughput {e}") from None
-    if meter.what == "requests":
-        return meter
-    if plan is None:
-        raise ConfigError(
-            f"--throughput {throughput}: only a scenario has iterations, names or tallies"
-        )
-    if meter.what == "iterations":
-        return meter
-    names = _plan_names(plan)
-    if meter.what not in names:
-        listed = ", ".join(sorted(names)) or "none"
-        raise ConfigError(
-            f"--throughput {meter.what}: not a request name of the scenario (names: {listed})"
-        )
-    if meter.value is not None and meter.what not in _plan_names(plan, tallied=True):
-        raise ConfigError(
-            f"--throughput {throughput}: the scenario's '{meter.what}' requests have no"
-            f' tally (write tally="$.status" on them)'
-        )
-    return meter
-
-
-def _plan_names(plan: dict[str, Any], tallied: bool = False) -> set[str]:
-    """_plan_names are the request names a compiled plan records under (``tallied``: only
-    those of requests that tally a value)."""
-    out: set[str] = set()
-
-    def walk(v: Any) -> None:
-        if isinstance(v, dict):
-            name = v.get("name")
-            request = "method" in v or "path" in v or "url" in v
-            if isinstance(name, str) and request and (v.get("tally") or not tallied):
-                out.add(name)
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-
-    walk(plan)
-    return out
-
-
-def _result(
-    url: str,
-    model: str,
-    outcome: Outcome,
-    report: dict[str, Any],
-    timeseries: list[dict[str, Any]],
-    steady: Step | None,
-    notes: list[str],
-    confirmed: Step | None,
-    soaked: Step | None,
-    monitor: Any,
-    limits: Limits,
-    settings: dict[str, Any],
-    started_at: str,
-    elapsed_s: float,
-    interrupted: bool,
-    scenario: str | None,
-    meter: Meter,
-) -> dict[str, Any]:
-    from redline import analysis
-
-    steps: list[Step] = list(outcome.steps)
-    searched = [s for s in steps if s.phase not in ("confirm", "soak")]
-    notes = list(notes)
-    # The leak check looks at the service while the load held still: the soak, else the
-    # confirmation step (over a stepped search fds rise with the load, which is no leak).
-    held = soaked or confirmed
-    soak: list[dict[str, Any]] = []
-    if monitor is not None and held is not None:
-        soak = [x for x in monitor.series() if held.start_s <= x["t_s"] <= held.end_s]
-    collapse = None
-    if outcome.collapse is not None:
-        collapse = dataclasses.asdict(outcome.collapse)
-    analysed = analysis.analyse(
-        searched,
-        model=model,
-        soak_samples=soak,
-        steady=steady,
-        limit=outcome.broke,
-        reason=outcome.reason,
-        detail=outcome.detail,
-        optimal=outcome.optimal,
-        unit=meter.unit,
-        statuses=report.get("status_codes") or {},
-        collapse=collapse,
-        # steady_answer chose: None is no steady state, not "the best good step".
-        pick_steady=False,
-    )
-    answers = analysed["answers"]
-    drift = answers.get("repeat_drift")
-    if drift is not None and steady is not None and steady.phase == "confirm":
-        notes.append(
-            f"The confirmation of {steady.load:g} users, held after the search, got"
-            f" {abs(drift):.1%} {'less' if drift < 0 else 'more'} than the"
-            " search's step at that load: the ± of the answers covers that as well as the"
-            " noise inside each step."
-        )
-    host = host_note(searched, answers["limit"].get("capacity_rps"), meter.unit)
-    if host:
-        notes.append(host)
-    answers["notes"] = notes
-    broke = outcome.broke
-    return {
-        "version": 1,
-        "url": url,
-        "scenario": scenario,
-        "model": model,
-        "started_at": started_at,
-        "duration_s": round(elapsed_s, 3),
-        **analysed,
-        "stop": {
-            "condition": outcome.reason,
-            "meaning": CONDITIONS.get(outcome.reason, ""),
-            "detail": outcome.detail,
-        },
-        "generator_limited": broke is not None and "generator" in broke.fired,
-        "interrupted": interrupted,
-        "config": {
-            **settings,
-            "max_errors": limits.max_errors,
-            "slos": [str(x) for x in limits.slos],
-            "service_cpu": limits.service_cpu,
-            "generator_busy": limits.generator_busy,
-        },
-        "steps": [x.to_dict() for x in steps],
-        "timeseries": timeseries,
-        "monitor": monitor.series() if monitor is not None else [],
-        "run": {k: v for k, v in report.items() if k not in ("timeseries", "histograms")},
-        "outages": report.get("outages") or [],
-    }
-
-
-def host_note(steps: list[Step], capacity: float | None, unit: str) -> str | None:
-    """host_note says, when the monitor saw this machine's CPUs oversubscribed during the
-    search (load average over the cores), that the capacity found is bounded by the CPU share
-    the service was given, with that share at the capacity step and its range past it, and
-    the service's work per CPU-second there (the figure that carries to another machine).
-    None without a monitor or on a machine with CPU to spare."""
-    cores = os.cpu_count() or 1
-    loads = [float(s.service["load1"]) for s in steps if s.service.get("load1") is not None]
-    if not loads or max(loads) <= cores or capacity is None:
-        return None
-    top = min(
-        (s for s in steps if s.service.get("cpu_percent") is not None),
-        key=lambda s: abs(s.throughput_rps - capacity),
-        default=None,
-    )
-    if top is None:
-        return None
-    cpu = float(top.service["cpu_percent"])
-    past = [
-        round(float(s.service["cpu_percent"]))
-        for s in steps
-        if s.load >= top.load and s.service.get("cpu_percent") is not None
-    ]
-    moved = (
-        f", and between {min(past)} % and {max(past)} % from there on"
-        if min(past) != max(past)
-        else ""
-    )
-    what = unit.removesuffix("/s")
-    per_cpu = f" ({100.0 * top.throughput_rps / cpu:,.0f} {what} per CPU-second)" if cpu > 0 else ""
-    return (
-        f"This machine's CPUs were oversubscribed during the search (load average"
-        f" {min(loads):.1f}-{max(loads):.1f} on {cores} cores; redline, the service and other"
-        f" work share them): at its capacity the service got {cpu:.0f} % of a core{per_cpu}"
-        f"{moved}. Its capacity here is set by the CPU the rest of the machine leaves it: a"
-        " repeat moves with that load, by more than the ± of one run."
-    )
-
-
-def answers_text(result: dict[str, Any]) -> str:
-    """answers_text says the four answers in sentences (the analysis wrote them)."""
-    text = result["answers"].get("text") or {}
-    lines = [
-        f"{n}. {text[k]}"
-        for n, k in enumerate(("throughput", "latency", "optimal", "limit"), start=1)
-        if text.get(k)
-    ]
-    lines += [f"   {note}" for note in result["answers"].get("notes") or []]
-    if result.get("generator_limited"):
-        lines.append(
-            "   This limit is redline's own or the machine's (the generator ran out of CPU, or"
-            " waited for one it shared with the service), not the service's: give redline cores"
-            " of its own (another machine) and search again."
-        )
-    return "\n".join(lines)
-
-
-def write_json(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """write_json writes the result document."""
-    Path(path).write_text(json.dumps(result, indent=2) + "\n")

@@ -1,5 +1,6 @@
 """flags: ``redline find``'s flags as the search's keywords, one place for ``redline
-find`` and its experiments."""
+find`` and its experiments; and the run options whose default in a search is not the
+engine's (:data:`SEARCH_DEFAULTS`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,16 @@ from typing import Any
 from redline.cluster.command import cluster_options
 from redline.errors import ConfigError
 from redline.options import parse_duration
+from redline.run_options import RunOptions
+
+#: SEARCH_DEFAULTS: the run options whose default in a search differs from the engine's
+#: (``redline run``'s 30 s timeout and 1 s interval), in seconds, deliberately: a search
+#: judges short steps (3 to 15 s). It reads a figure every half second so that a short step
+#: still has the intervals its steadiness and noise are judged on; and a request out for 10 s
+#: has failed by any measure a step applies, so it ends as a timeout near the step that sent
+#: it instead of hanging over the next two. :func:`redline.find.find` applies them to an
+#: option left as None; ``redline find --help`` shows them.
+SEARCH_DEFAULTS: dict[str, float] = {"timeout": 10.0, "interval": 0.5}
 
 
 def parse_share(text: str, what: str) -> float:
@@ -23,7 +34,9 @@ def parse_share(text: str, what: str) -> float:
 
 def find_options(args: argparse.Namespace) -> dict[str, Any]:
     """find_options maps the search's flags to :func:`redline.find.find`'s keywords (one place
-    for ``redline find`` and its experiments)."""
+    for ``redline find`` and its experiments): the search's own, and ``options``, the run
+    options read from their flags by name (:meth:`RunOptions.from_flags`; the load shape is
+    the search's to set, so ``redline find`` has none of its flags)."""
     return {
         "model": args.model,
         "slos": args.slo,
@@ -31,10 +44,7 @@ def find_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_time": parse_duration(args.max_time, "--max-time"),
         "start": args.start,
         "max_load": args.max_load,
-        "threads": args.threads,
-        "method": args.method,
-        "headers": args.header,
-        "body": args.body,
+        "options": RunOptions.from_flags(args),
         "min_step": parse_duration(args.min_step, "--min-step"),
         "max_step": parse_duration(args.max_step, "--max-step"),
         "confirm": parse_duration(args.confirm, "--confirm"),

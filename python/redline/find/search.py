@@ -25,6 +25,10 @@ throughput gains against the steps' standard errors, a latency rise against the 
 spread and against the service's own latency and the SLO. Throughput is goodput
 (:mod:`redline.analysis.outcome`). Everything here is a pure function of the snapshots the
 engine hands out and an injected clock, so the tests drive it with a fake engine.
+
+This module owns the moving and the holding (:class:`Search`); the settings it moves by are
+:class:`~redline.find.plan.Plan`'s, and how it ends (:class:`~redline.find.ending.Outcome`, a
+collapse, the exceptions that stop it early) is :mod:`redline.find.ending`'s.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from redline.analysis.evidence import (
@@ -41,8 +44,16 @@ from redline.analysis.evidence import (
     elasticity,
 )
 from redline.analysis.outcome import Meter
-from redline.errors import ConfigError
+from redline.find.ending import (
+    Collapse,
+    Ended,
+    Outcome,
+    OutOfTime,
+    Starved,
+    no_recovery_detail,
+)
 from redline.find.judge import Judge
+from redline.find.plan import Plan
 from redline.find.reader import Reader, Sampler, ends_of
 from redline.find.rules import (
     CONDITIONS,
@@ -57,46 +68,7 @@ from redline.find.rules import (
 )
 from redline.find.step import Step
 
-
-@dataclass
-class Plan:
-    """Plan is how the search moves: where it starts, how it grows, how long steps last.
-
-    ``ramp_s`` is how long a step change takes (users join at a spawn rate, a rate ramps):
-    by default a quarter of the shortest step or 1 s, whichever is shorter. ``resolution``
-    is the bracket, relative, within which refining stops (or the steps' own confidence
-    interval, if wider). ``recover_s`` bounds the wait for a service to recover after an
-    overload. A step lasts until at least ``min_outcomes`` requests ended (counts that small
-    are too noisy to judge) or ``max_step_s`` passed."""
-
-    model: str = "closed"
-    start: float = 1.0
-    ceiling: float = 1e6
-    growth: float = 2.0
-    near_growth: float = 1.25
-    resolution: float = 0.02
-    min_step_s: float = 3.0
-    max_step_s: float = 15.0
-    ramp_s: float | None = None
-    max_time_s: float = 120.0
-    recover_s: float = 30.0
-    min_outcomes: int = 200
-    stop_at_knee: bool = False
-
-    def __post_init__(self) -> None:
-        if self.model not in ("closed", "open"):
-            raise ConfigError(f"--model: closed or open, got {self.model!r}")
-        if not self.start > 0:
-            raise ConfigError(f"the starting load must be > 0, got {self.start}")
-        if not self.min_step_s <= self.max_step_s:
-            raise ConfigError("the minimum step time must not exceed the maximum")
-        if self.ramp_s is None:
-            self.ramp_s = min(self.min_step_s / 4, 1.0)
-
-    @property
-    def ramp(self) -> float:
-        """ramp is the step change's duration in seconds."""
-        return float(self.ramp_s or 0.0)
+__all__ = ["Collapse", "Ended", "Engine", "OutOfTime", "Outcome", "Plan", "Search", "Starved"]
 
 
 class Engine(Protocol):
@@ -108,58 +80,6 @@ class Engine(Protocol):
 
     @property
     def done(self) -> bool: ...
-
-
-class Ended(Exception):
-    """Ended: the engine run ended before the search did (max time, or stopped)."""
-
-
-class OutOfTime(Exception):
-    """OutOfTime: the search's deadline passed before a step had enough intervals."""
-
-
-class Starved(Exception):
-    """Starved: a recovery could not be judged because redline itself was out of CPU, in the
-    overload or in the check after it; ``step`` is the step that named the generator."""
-
-    def __init__(self, step: Step) -> None:
-        super().__init__(step.why)
-        self.step = step
-
-
-@dataclass
-class Collapse:
-    """Collapse records a service that did not recover: the overloaded step, the load it was
-    dropped to, and for how long it was watched."""
-
-    step: int
-    load: float
-    check_load: float
-    waited_s: float
-    check_p99_ms: float | None = None
-    check_throughput_rps: float | None = None
-
-
-@dataclass
-class Outcome:
-    """Outcome is the search's result: every step, the steady-state step (``best``: the
-    lightest load that got the most goodput in the closed model, the highest good rate in
-    the open one), the optimal step, the step where it failed (``broke``), which condition
-    stopped the search and why, and a :class:`Collapse` when the service did not recover."""
-
-    steps: list[Step]
-    best: Step | None
-    broke: Step | None
-    reason: str
-    detail: str
-    optimal: Step | None = None
-    collapse: Collapse | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def good(self) -> list[Step]:
-        """good: the steps where no stop condition fired."""
-        return [s for s in self.steps if s.ok]
 
 
 class Search:
@@ -324,7 +244,7 @@ class Search:
             elif reason == "max-time":
                 detail = "the search ran out of time"
             elif reason == "no-recovery" and self.collapse is not None:
-                detail = _no_recovery_detail(self.collapse, self.plan.model, self.meter)
+                detail = no_recovery_detail(self.collapse, self.plan.model, self.meter)
             else:
                 detail = broke.why if broke is not None else ""
         return Outcome(
@@ -606,17 +526,3 @@ class Search:
         if self.on_step is not None:
             self.on_step(step)
         return step
-
-
-def _no_recovery_detail(c: Collapse, model: str, meter: Meter) -> str:
-    unit = "users" if model == "closed" else "req/s"
-    if not c.check_throughput_rps:
-        got = " (no answer passed)"
-    elif c.check_p99_ms is not None:
-        got = f" (it got {c.check_throughput_rps:.0f} {meter.unit}, p99 {c.check_p99_ms:.0f} ms)"
-    else:
-        got = ""
-    return (
-        f"collapsed at {c.load:g} {unit} and did not recover within {c.waited_s:.0f} s"
-        f" at {c.check_load:g} {unit}{got}"
-    )

@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import fields
 from typing import Any
 
 from redline.errors import ConfigError
 from redline.report_command import write_run_report
+from redline.run_options import RunOptions
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.profile import merge, run_options
 from redline.scenario.thresholds import Threshold, check
@@ -126,47 +128,55 @@ def cmd_run_scenario(
     return lost_exit(lost) or code
 
 
+#: PROFILED: the run options a scenario file's profile declares too (its key there): one given
+#: on the command line is merged over the file's (:func:`redline.scenario.profile.merge`).
+PROFILED = {
+    "connections": "users",
+    "rate": "rate",
+    "stages": "stages",
+    "open_model": "open",
+    "duration": "duration",
+    "threads": "threads",
+    "timeout": "timeout",
+    "max_connections": "max_connections",
+}
+
+#: URL_ONLY: the run options of a URL run's single request (a scenario's requests are in its
+#: file), with their flags.
+URL_ONLY = {"method": "-m/--method", "headers": "-H/--header", "body": "--body"}
+
+
 def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any]]:
     """scenario_run compiles ``redline run SCENARIO.py``'s file and returns it, the host
     URL and the options of :func:`redline.run` (``plan`` among them), the file's load shape
-    with the command line's overrides; a flag that only a URL run takes is a ConfigError."""
+    with the command line's overrides; a flag that only a URL run takes is a ConfigError.
+    The run options are read from their flags by name (:meth:`RunOptions.from_flags`): those
+    a profile declares (:data:`PROFILED`) merge over the file's, the rest pass through."""
     compiled = compile_file(args.url, args.var)
-    given = {
-        "users": args.users if args.users is not None else args.connections,
-        "rate": args.rate,
-        "stages": args.stages,
-        "open": args.open,
-        "duration": args.duration,
-        "threads": args.threads,
-        "iterations": args.iterations,
-        "timeout": args.timeout,
-        "max_connections": args.max_connections,
-    }
+    flags = RunOptions.from_flags(args)
+    given = {key: getattr(flags, name) for name, key in PROFILED.items()}
+    if getattr(args, "users", None) is not None:
+        given["users"] = args.users  # -u, a scenario's spelling of -c
+    given["iterations"] = getattr(args, "iterations", None)
     url, plan, kw = plan_and_options(compiled, given, args.host)
-    for flag, value in (
-        ("-m/--method", getattr(args, "method", None)),
-        ("-H/--header", getattr(args, "header", None)),
-        ("--body", getattr(args, "body", None)),
-    ):
-        if value:
+    for name, flag in URL_ONLY.items():
+        if getattr(flags, name):
             raise ConfigError(f"{flag} applies to a URL run; a scenario's requests are in its file")
-    if getattr(args, "requests", None):
+    if flags.requests:
         # -n: that many iterations in all, instead of the file's duration.
-        kw["requests"] = args.requests
-        if args.duration is None:
+        kw["requests"] = flags.requests
+        if flags.duration is None:
             kw.pop("duration", None)
-    opts = dict(
-        warmup=args.warmup,
-        interval=args.interval,
-        insecure=args.insecure,
-        cacert=args.cacert,
-        # --http2/--http1 and --streams: a scenario speaks what a URL run speaks (they were
-        # dropped here, so `run SCENARIO.py --http2` silently spoke HTTP/1.1).
-        http2=getattr(args, "http2", None),
-        streams=getattr(args, "streams", None),
-        **kw,
-    )
-    return compiled, url, {**opts, "plan": plan}
+    # --http2/--http1, --streams, TLS, --warmup, --interval …: a scenario speaks and reports
+    # as a URL run does (they were once listed here by hand, and `run SCENARIO.py --http2`
+    # silently spoke HTTP/1.1 when one was missed).
+    rest = {
+        f.name: getattr(flags, f.name)
+        for f in fields(RunOptions)
+        if f.name not in PROFILED and f.name not in URL_ONLY and f.name != "requests"
+    }
+    options = RunOptions(**{**rest, **kw})
+    return compiled, url, {**options.as_kwargs(), "plan": plan}
 
 
 def parse_thresholds(specs: list[str]) -> tuple[list[Threshold], list[Watch]]:
@@ -194,23 +204,26 @@ def judge(thresholds: list[Threshold], result: Any, aborted: str | None) -> int:
 def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
     """build_run_parser_args parses ``SCENARIO.py`` and the scenario options of ``redline
     run`` without the whole CLI (for scripts that run scenarios through the Python API)."""
+    from redline.run_flags import (
+        add_interval_flag,
+        add_load_flags,
+        add_request_flags,
+        add_threads_flag,
+        shown_defaults,
+    )
+    from redline.runner import defaults
+
     p = argparse.ArgumentParser(prog="redline-scenario")
     p.add_argument("url")
     p.add_argument("--host")
     p.add_argument("-u", "--users", type=int)
-    p.add_argument("-c", "--connections", type=int)
-    p.add_argument("--rate", type=float)
-    p.add_argument("--stages")
-    p.add_argument("--open", action="store_true")
-    p.add_argument("-d", "--duration")
-    p.add_argument("-t", "--threads", type=int)
     p.add_argument("--iterations", type=int)
-    p.add_argument("--timeout")
-    p.add_argument("--max-connections", type=int)
-    p.add_argument("--warmup")
-    p.add_argument("--interval")
-    p.add_argument("-k", "--insecure", action="store_true")
-    p.add_argument("--cacert")
+    # The run options' flags, as `redline run` has them (redline.run_flags).
+    shown = shown_defaults(defaults())
+    add_load_flags(p, shown)
+    add_threads_flag(p)
+    add_interval_flag(p, shown)
+    add_request_flags(p, shown)
     p.add_argument("--json")
     p.add_argument("-q", "--quiet", action="store_true")
     p.add_argument("--var", action="append", default=[])

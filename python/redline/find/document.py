@@ -1,0 +1,173 @@
+"""document: a search's result document (the ``--json`` dict :func:`redline.find.find`
+returns: the answers and their notes, the steps, the time series, the stop condition, the
+settings), the note on an oversubscribed machine, the answers in sentences, and the file."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from redline.analysis.outcome import Meter
+from redline.find.ending import Outcome
+from redline.find.rules import CONDITIONS, Limits
+from redline.find.step import Step
+
+
+def result_document(
+    url: str,
+    model: str,
+    outcome: Outcome,
+    report: dict[str, Any],
+    timeseries: list[dict[str, Any]],
+    steady: Step | None,
+    notes: list[str],
+    confirmed: Step | None,
+    soaked: Step | None,
+    monitor: Any,
+    limits: Limits,
+    settings: dict[str, Any],
+    started_at: str,
+    elapsed_s: float,
+    interrupted: bool,
+    scenario: str | None,
+    meter: Meter,
+) -> dict[str, Any]:
+    """result_document builds the ``--json`` document of a search from its outcome, the
+    engine's report and time series, the steady answer and its notes, the confirmation and
+    soak steps, the monitor's series and the settings the search ran with."""
+    from redline import analysis
+
+    steps: list[Step] = list(outcome.steps)
+    searched = [s for s in steps if s.phase not in ("confirm", "soak")]
+    notes = list(notes)
+    # The leak check looks at the service while the load held still: the soak, else the
+    # confirmation step (over a stepped search fds rise with the load, which is no leak).
+    held = soaked or confirmed
+    soak: list[dict[str, Any]] = []
+    if monitor is not None and held is not None:
+        soak = [x for x in monitor.series() if held.start_s <= x["t_s"] <= held.end_s]
+    collapse = None
+    if outcome.collapse is not None:
+        collapse = dataclasses.asdict(outcome.collapse)
+    analysed = analysis.analyse(
+        searched,
+        model=model,
+        soak_samples=soak,
+        steady=steady,
+        limit=outcome.broke,
+        reason=outcome.reason,
+        detail=outcome.detail,
+        optimal=outcome.optimal,
+        unit=meter.unit,
+        statuses=report.get("status_codes") or {},
+        collapse=collapse,
+        # steady_answer chose: None is no steady state, not "the best good step".
+        pick_steady=False,
+    )
+    answers = analysed["answers"]
+    drift = answers.get("repeat_drift")
+    if drift is not None and steady is not None and steady.phase == "confirm":
+        notes.append(
+            f"The confirmation of {steady.load:g} users, held after the search, got"
+            f" {abs(drift):.1%} {'less' if drift < 0 else 'more'} than the"
+            " search's step at that load: the ± of the answers covers that as well as the"
+            " noise inside each step."
+        )
+    host = host_note(searched, answers["limit"].get("capacity_rps"), meter.unit)
+    if host:
+        notes.append(host)
+    answers["notes"] = notes
+    broke = outcome.broke
+    return {
+        "version": 1,
+        "url": url,
+        "scenario": scenario,
+        "model": model,
+        "started_at": started_at,
+        "duration_s": round(elapsed_s, 3),
+        **analysed,
+        "stop": {
+            "condition": outcome.reason,
+            "meaning": CONDITIONS.get(outcome.reason, ""),
+            "detail": outcome.detail,
+        },
+        "generator_limited": broke is not None and "generator" in broke.fired,
+        "interrupted": interrupted,
+        "config": {
+            **settings,
+            "max_errors": limits.max_errors,
+            "slos": [str(x) for x in limits.slos],
+            "service_cpu": limits.service_cpu,
+            "generator_busy": limits.generator_busy,
+        },
+        "steps": [x.to_dict() for x in steps],
+        "timeseries": timeseries,
+        "monitor": monitor.series() if monitor is not None else [],
+        "run": {k: v for k, v in report.items() if k not in ("timeseries", "histograms")},
+        "outages": report.get("outages") or [],
+    }
+
+
+def host_note(steps: list[Step], capacity: float | None, unit: str) -> str | None:
+    """host_note says, when the monitor saw this machine's CPUs oversubscribed during the
+    search (load average over the cores), that the capacity found is bounded by the CPU share
+    the service was given, with that share at the capacity step and its range past it, and
+    the service's work per CPU-second there (the figure that carries to another machine).
+    None without a monitor or on a machine with CPU to spare."""
+    cores = os.cpu_count() or 1
+    loads = [float(s.service["load1"]) for s in steps if s.service.get("load1") is not None]
+    if not loads or max(loads) <= cores or capacity is None:
+        return None
+    top = min(
+        (s for s in steps if s.service.get("cpu_percent") is not None),
+        key=lambda s: abs(s.throughput_rps - capacity),
+        default=None,
+    )
+    if top is None:
+        return None
+    cpu = float(top.service["cpu_percent"])
+    past = [
+        round(float(s.service["cpu_percent"]))
+        for s in steps
+        if s.load >= top.load and s.service.get("cpu_percent") is not None
+    ]
+    moved = (
+        f", and between {min(past)} % and {max(past)} % from there on"
+        if min(past) != max(past)
+        else ""
+    )
+    what = unit.removesuffix("/s")
+    per_cpu = f" ({100.0 * top.throughput_rps / cpu:,.0f} {what} per CPU-second)" if cpu > 0 else ""
+    return (
+        f"This machine's CPUs were oversubscribed during the search (load average"
+        f" {min(loads):.1f}-{max(loads):.1f} on {cores} cores; redline, the service and other"
+        f" work share them): at its capacity the service got {cpu:.0f} % of a core{per_cpu}"
+        f"{moved}. Its capacity here is set by the CPU the rest of the machine leaves it: a"
+        " repeat moves with that load, by more than the ± of one run."
+    )
+
+
+def answers_text(result: dict[str, Any]) -> str:
+    """answers_text says the four answers in sentences (the analysis wrote them)."""
+    text = result["answers"].get("text") or {}
+    lines = [
+        f"{n}. {text[k]}"
+        for n, k in enumerate(("throughput", "latency", "optimal", "limit"), start=1)
+        if text.get(k)
+    ]
+    lines += [f"   {note}" for note in result["answers"].get("notes") or []]
+    if result.get("generator_limited"):
+        lines.append(
+            "   This limit is redline's own or the machine's (the generator ran out of CPU, or"
+            " waited for one it shared with the service), not the service's: give redline cores"
+            " of its own (another machine) and search again."
+        )
+    return "\n".join(lines)
+
+
+def write_json(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """write_json writes the result document."""
+    Path(path).write_text(json.dumps(result, indent=2) + "\n")

@@ -1,0 +1,162 @@
+"""run_flags: the command-line flags of :class:`~redline.run_options.RunOptions`, each defined
+once, for ``redline run`` and ``redline find`` (dest = the field's name, or its alias in
+:data:`~redline.run_options.FLAG_DESTS`, so :meth:`RunOptions.from_flags` reads them back).
+
+They come in two sets. The **load shape** (:data:`LOAD_SHAPE`: how much load, for how long)
+is ``redline run``'s to give; a search sets it itself, step by step. **The rest** (the worker
+threads, the request and its timeout, https, the protocol, the reporting interval) every
+command that sends load takes alike. Adding a run option: its field in ``RunOptions``, the
+engine's config field, and its flag here (in :func:`add_load_flags` if it shapes the load, and
+its name in :data:`LOAD_SHAPE`; else in :func:`add_request_flags` or beside it), which gives it
+to ``redline find`` too (``tests/test_options.py`` checks both commands).
+
+The defaults a help text shows are given by field name as the user would type them
+(:func:`shown_defaults`: the engine's), so a command whose own defaults differ
+(``redline find``'s, :data:`redline.find.flags.SEARCH_DEFAULTS`) shows its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from typing import Any
+
+#: LOAD_SHAPE: the run options that say how much load and for how long (``redline run``'s
+#: load model flags); a search sets these itself.
+LOAD_SHAPE = (
+    "connections",
+    "rate",
+    "stages",
+    "open_model",
+    "max_connections",
+    "duration",
+    "requests",
+    "warmup",
+)
+
+#: Parser: what takes flags (a parser, or one of its argument groups).
+Parser = argparse.ArgumentParser | argparse._ArgumentGroup
+
+
+def secs(seconds: float) -> str:
+    """secs renders a default duration the way a user would type it (10s, 50ms)."""
+    if seconds and seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    return f"{seconds:g}s"
+
+
+def shown_defaults(engine: Mapping[str, Any]) -> dict[str, str]:
+    """shown_defaults: the engine's defaults (:func:`redline.runner.defaults`, by the engine's
+    field names) as the flags' help shows them, by run option name (``min_interval``: the
+    shortest reporting interval the engine takes)."""
+    return {
+        "connections": str(engine["connections"]),
+        "max_connections": str(engine["max_connections"]),
+        "duration": secs(engine["duration_s"]),
+        "warmup": secs(engine["warmup_s"]),
+        "method": str(engine["method"]),
+        "timeout": secs(engine["timeout_s"]),
+        "interval": secs(engine["interval_s"]),
+        "min_interval": secs(engine["min_interval_s"]),
+    }
+
+
+def add_load_flags(load: Parser, shown: Mapping[str, str]) -> None:
+    """add_load_flags adds the load shape's flags (:data:`LOAD_SHAPE`) to ``load``."""
+    load.add_argument(
+        "-c",
+        "--connections",
+        type=int,
+        metavar="N",
+        help=f"closed model: connections, one virtual user each (default: {shown['connections']})",
+    )
+    load.add_argument("--rate", type=float, metavar="REQ/S", help="open model: requests per second")
+    load.add_argument(
+        "--stages",
+        metavar="DURATION:TARGET,...",
+        help="ramp linearly through targets, e.g. 10s:100,30s:100,10s:0 (VUs; req/s with --open)",
+    )
+    load.add_argument("--open", action="store_true", help="--stages targets are req/s (open model)")
+    load.add_argument(
+        "--max-connections",
+        type=int,
+        metavar="N",
+        help=f"open model: connection pool cap (default: {shown['max_connections']})",
+    )
+    load.add_argument(
+        "-d",
+        "--duration",
+        metavar="DURATION",
+        help=f"how long to run, e.g. 15s, 2m (default: {shown['duration']} unless -n or --stages)",
+    )
+    load.add_argument(
+        "-n", "--requests", type=int, metavar="N", help="stop after N requests instead"
+    )
+    load.add_argument(
+        "--warmup",
+        metavar="DURATION",
+        help=f"left out of the summary (default: {shown['warmup']})",
+    )
+
+
+def add_threads_flag(group: Parser) -> None:
+    """add_threads_flag adds ``-t/--threads`` (the engine's worker threads)."""
+    group.add_argument(
+        "-t", "--threads", type=int, metavar="N", help="worker threads (default: one per core)"
+    )
+
+
+def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str]) -> None:
+    """add_request_flags adds the groups of what each request is and how it goes out: the
+    request (method, headers, body, timeout), https (trust) and the protocol (HTTP/2,
+    streams)."""
+    req = parser.add_argument_group("request")
+    req.add_argument(
+        "-m", "--method", metavar="METHOD", help=f"HTTP method (default: {shown['method']})"
+    )
+    req.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="extra request header (repeatable)",
+    )
+    req.add_argument("--body", metavar="TEXT|@FILE", help="request body: text, or @file to read")
+    req.add_argument(
+        "--timeout",
+        metavar="DURATION",
+        help=f"per-request timeout (default: {shown['timeout']})",
+    )
+    tls = parser.add_argument_group("https")
+    tls.add_argument("--cacert", metavar="FILE", help="also trust the CAs in this PEM file")
+    tls.add_argument("-k", "--insecure", action="store_true", help="skip certificate verification")
+    proto = parser.add_argument_group("protocol")
+    version = proto.add_mutually_exclusive_group()
+    version.add_argument(
+        "--http2",
+        dest="http2",
+        action="store_const",
+        const=True,
+        help="speak HTTP/2 (h2c with prior knowledge for http://; default: https lets the "
+        "server choose by ALPN, http is HTTP/1.1)",
+    )
+    version.add_argument(
+        "--http1", dest="http2", action="store_const", const=False, help="speak HTTP/1.1"
+    )
+    proto.add_argument(
+        "--streams",
+        type=int,
+        metavar="N",
+        help="HTTP/2 requests in flight per connection (h2load's -m; default 1): "
+        "connections × streams VUs",
+    )
+
+
+def add_interval_flag(group: Parser, shown: Mapping[str, str]) -> None:
+    """add_interval_flag adds ``--interval`` (how often the engine reports a snapshot)."""
+    group.add_argument(
+        "--interval",
+        metavar="DURATION",
+        help=f"reporting interval (default: {shown['interval']}, at least {shown['min_interval']})",
+    )
