@@ -7,6 +7,11 @@ through its HTTP/1.1 code (crates/testserver/src/http2.rs), so it, not the clien
 request rate; CPU per request is what is compared.
 
     .venv/bin/python bench/h2.py [--seconds 5] [--reps 3] [--shape 4x10 --shape 1x1]
+                                 [--baseline DIR]
+
+--baseline DIR adds a "redline (baseline)" row per shape: the same CLI run from the package in
+DIR (a copy of python/ holding another build's extension, e.g. the commit before a change), so
+that a before and an after are measured interleaved, under the same load, in one table.
 
 h2load comes from Debian's nghttp2-client. The table is appended to bench/results/h2.md.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from pathlib import Path
 
 import record
 from run import Row, interleave, redline_argv, target_server
@@ -23,7 +29,9 @@ from run import Row, interleave, redline_argv, target_server
 DEFAULT_SHAPES = ("4x10", "1x1", "16x1")
 
 
-def generators(h2load: str, url: str, secs: int, shapes: list[str]) -> list:
+def generators(
+    h2load: str, url: str, secs: int, shapes: list[str], baseline: Path | None = None
+) -> list:
     gens = []
     for shape in shapes:
         c, m = shape.split("x")
@@ -31,8 +39,15 @@ def generators(h2load: str, url: str, secs: int, shapes: list[str]) -> list:
         gens.append(
             ("h2load", mode, [h2load, "-t1", f"-c{c}", f"-m{m}", f"-D{secs}", url + "/"], None)
         )
-        argv = redline_argv(url, "--http2", "--streams", m, "-c", c, "-d", f"{secs}s")
+        flags = ("--http2", "--streams", m, "-c", c, "-d", f"{secs}s")
+        argv = redline_argv(url, *flags)
         gens.append(("redline", mode, argv, None))
+        if baseline:
+            # The same command line from the other package: `env` execs, so the rusage read
+            # is still that of the generator's own process tree.
+            cli = [sys.executable, "-m", "redline"]
+            argv = ["env", f"PYTHONPATH={baseline}", *cli, *argv[1:]]
+            gens.append(("redline (baseline)", mode, argv, None))
     return gens
 
 
@@ -57,6 +72,9 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--shape", action="append", help="CONNSxSTREAMS (repeatable)")
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument(
+        "--baseline", type=Path, help="a python/ copy holding another build (adds its rows)"
+    )
     args = ap.parse_args()
     h2load = shutil.which("h2load")
     if not h2load:
@@ -65,7 +83,8 @@ def main() -> int:
     ctx = record.Context.now()
     shapes = args.shape or list(DEFAULT_SHAPES)
     with target_server() as url:
-        rows = interleave(generators(h2load, url, args.seconds, shapes), args.reps, url)
+        gens = generators(h2load, url, args.seconds, shapes, args.baseline)
+        rows = interleave(gens, args.reps, url)
     text = table(rows)
     print()
     print(text)

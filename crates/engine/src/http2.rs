@@ -30,7 +30,6 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
-use http::Request;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
@@ -57,6 +56,8 @@ pub struct Link {
     /// went_away: the last connection (by generation) that ended by the server's GOAWAY: its
     /// streams cut by the close that followed fail as `goaway`, not as a broken pipe.
     went_away: std::cell::Cell<u64>,
+    /// seated: the streams put on this link so far (each one's seat in [`State::Open`]).
+    seated: std::cell::Cell<usize>,
 }
 
 impl std::fmt::Debug for Link {
@@ -72,10 +73,14 @@ enum State {
     /// Connecting: a lane is opening it; the others wait for [`Link::settled`].
     Connecting,
     /// Open: requests go out through `send`; `generation` tells this connection from the
-    /// next, so that the end of an old one does not close a new one.
+    /// next, so that the end of an old one does not close a new one. `seats` keeps each
+    /// stream's own handle on it between requests (a handle per stream, as h2 wants: one
+    /// that waits for a stream to open waits for its own), so that a request costs no clone
+    /// and drop of one (each takes h2's lock); they go with the connection when it closes.
     Open {
         send: SendRequest<Bytes>,
         generation: u64,
+        seats: Vec<Option<SendRequest<Bytes>>>,
     },
 }
 
@@ -95,6 +100,7 @@ impl Link {
             state: RefCell::new(State::Closed),
             settled: Notify::new(),
             went_away: std::cell::Cell::new(0),
+            seated: std::cell::Cell::new(0),
         })
     }
 
@@ -103,17 +109,27 @@ impl Link {
         matches!(*self.state.borrow(), State::Open { .. })
     }
 
-    /// sender returns a handle to send on, opening the connection (or waiting for the lane
-    /// that opens it) first; the count is the connections this call opened (0 or 1).
+    /// sender returns stream `seat`'s handle to send on (its own, kept between requests, or a
+    /// fresh clone), opening the connection (or waiting for the lane that opens it) first; the
+    /// count is the connections this call opened (0 or 1). Hand it back with
+    /// [`Link::reseat`].
     async fn sender(
         self: &Rc<Self>,
+        seat: usize,
         deadline: &mut Deadline,
     ) -> Result<(SendRequest<Bytes>, u64, u32), ErrorClass> {
         loop {
             let waiting = {
                 let mut state = self.state.borrow_mut();
-                match &*state {
-                    State::Open { send, generation } => return Ok((send.clone(), *generation, 0)),
+                match &mut *state {
+                    State::Open {
+                        send,
+                        generation,
+                        seats,
+                    } => {
+                        let own = seats.get_mut(seat).and_then(Option::take);
+                        return Ok((own.unwrap_or_else(|| send.clone()), *generation, 0));
+                    }
                     State::Connecting => true,
                     State::Closed => {
                         *state = State::Connecting;
@@ -138,6 +154,7 @@ impl Link {
                     *state = State::Open {
                         send: send.clone(),
                         generation,
+                        seats: Vec::new(),
                     };
                     Ok((send, generation, 1))
                 }
@@ -149,6 +166,25 @@ impl Link {
             drop(state);
             self.settled.notify_waiters();
             return out;
+        }
+    }
+
+    /// reseat keeps stream `seat`'s handle for its next request, if connection `generation`
+    /// is still the open one (else it is dropped, as the connection's other handles were).
+    fn reseat(&self, seat: usize, send: SendRequest<Bytes>, generation: u64) {
+        let mut state = self.state.borrow_mut();
+        if let State::Open {
+            generation: g,
+            seats,
+            ..
+        } = &mut *state
+        {
+            if *g == generation {
+                if seats.len() <= seat {
+                    seats.resize_with(seat + 1, || None);
+                }
+                seats[seat] = Some(send);
+            }
         }
     }
 
@@ -253,6 +289,8 @@ pub struct Stream {
     /// leader: the first lane of the group, which counts the connection as its own in the
     /// per-thread open-connection figure (the others ride on it).
     leader: bool,
+    /// seat: where the link keeps this stream's handle between requests.
+    seat: usize,
     template: Option<Template>,
     /// capture: see [`crate::conn::Conn::capture`].
     pub capture: Option<(Vec<u8>, usize)>,
@@ -261,9 +299,12 @@ pub struct Stream {
 impl Stream {
     /// new puts a lane on `link`.
     pub fn new(link: Rc<Link>, leader: bool) -> Self {
+        let seat = link.seated.get();
+        link.seated.set(seat + 1);
         Stream {
             link,
             leader,
+            seat,
             template: None,
             capture: None,
         }
@@ -281,7 +322,16 @@ impl Stream {
 
     /// open connects ahead of need (the open model, while it waits for a due hit).
     pub async fn open(&mut self, deadline: &mut Deadline) -> bool {
-        !self.link.is_open() && matches!(self.link.sender(deadline).await, Ok((_, _, 1)))
+        if self.link.is_open() {
+            return false;
+        }
+        match self.link.sender(self.seat, deadline).await {
+            Ok((send, generation, connects)) => {
+                self.link.reseat(self.seat, send, generation);
+                connects == 1
+            }
+            Err(_) => false,
+        }
     }
 
     /// exchange sends one request as a new stream and reads its whole response.
@@ -297,29 +347,39 @@ impl Stream {
             connects,
             retries: 0,
         };
-        let (send, generation, connects) =
-            self.link.sender(deadline).await.map_err(|c| fail(c, 0))?;
+        let (send, generation, connects) = self
+            .link
+            .sender(self.seat, deadline)
+            .await
+            .map_err(|c| fail(c, 0))?;
         let sent_at = if connects == 0 { now } else { Instant::now() };
         let stale = self.template.as_ref().is_none_or(|t| t.src != bytes);
         if stale {
-            self.template = Some(
-                Template::parse(bytes, self.link.https)
-                    .map_err(|_| fail(ErrorClass::Protocol, connects))?,
-            );
+            match Template::parse(bytes, self.link.https) {
+                Ok(t) => self.template = Some(t),
+                Err(_) => {
+                    self.link.reseat(self.seat, send, generation);
+                    return Err(fail(ErrorClass::Protocol, connects));
+                }
+            }
         }
         let Some(template) = self.template.as_ref() else {
             return Err(fail(ErrorClass::Protocol, connects));
         };
-        let result = self
-            .round_trip(
+        let trip = Trip::round_trip(
+            Handle {
+                link: &self.link,
+                seat: self.seat,
                 send,
-                template.request(),
-                template.body.clone(),
-                head,
-                deadline,
-            )
-            .await;
-        match result {
+                generation,
+            },
+            template,
+            head,
+            &mut self.capture,
+            deadline,
+        )
+        .await;
+        match trip {
             Ok((status, bytes_in)) => Ok(Exchange {
                 sent_at,
                 status,
@@ -345,61 +405,15 @@ impl Stream {
             }
         }
     }
+}
 
-    async fn round_trip(
-        &mut self,
-        send: SendRequest<Bytes>,
-        request: Request<()>,
-        body: Bytes,
-        head: bool,
-        deadline: &mut Deadline,
-    ) -> Result<(u16, u64), Trip> {
-        let mut send = within(send.ready(), deadline, ErrorClass::Timeout)
-            .await
-            .map_err(Trip::stream)?
-            .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
-        let (response, mut out) = send
-            .send_request(request, body.is_empty())
-            .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
-        if !body.is_empty() {
-            // Queued whole: h2 sends it as the server's windows allow (a window that never
-            // opens leaves the request waiting for its timeout, or unfinished at the end).
-            out.send_data(body, true)
-                .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
-        }
-        let response = within(response, deadline, ErrorClass::Timeout)
-            .await
-            .map_err(Trip::stream)?
-            .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
-        let status = response.status().as_u16();
-        let mut bytes_in = head_size(response.headers());
-        if let Some((c, cap)) = self.capture.as_mut() {
-            c.clear();
-            reframe_head(c, *cap, status, response.headers());
-        }
-        let mut body = response.into_body();
-        while !body.is_end_stream() {
-            let chunk = within(body.data(), deadline, ErrorClass::Timeout)
-                .await
-                .map_err(Trip::stream)?;
-            let Some(chunk) = chunk else { break };
-            let chunk = chunk.map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
-            let _ = body.flow_control().release_capacity(chunk.len());
-            bytes_in += chunk.len() as u64;
-            if let Some((c, cap)) = self.capture.as_mut() {
-                let room = cap.saturating_sub(c.len()).min(chunk.len());
-                c.extend_from_slice(&chunk[..room]);
-            }
-        }
-        if !head && !body.is_end_stream() {
-            // Trailers, if the server sent any: the response ends with them.
-            within(body.trailers(), deadline, ErrorClass::Timeout)
-                .await
-                .map_err(Trip::stream)?
-                .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
-        }
-        Ok((status, bytes_in))
-    }
+/// Handle is a stream's handle on its connection for one request, handed back to its seat
+/// once the request is out.
+struct Handle<'a> {
+    link: &'a Link,
+    seat: usize,
+    send: SendRequest<Bytes>,
+    generation: u64,
 }
 
 /// Trip is a failed round trip: its class, and whether the connection itself is gone.
@@ -409,6 +423,89 @@ struct Trip {
 }
 
 impl Trip {
+    /// round_trip sends `template`'s request on `handle` and reads the whole response: its
+    /// status and size (head as HPACK counts it, plus the body), the head and body kept in
+    /// `capture` when a scenario reads them.
+    ///
+    /// The response is read through h2's poll functions rather than its future wrappers: the
+    /// head is taken apart where it lands (no `Response` moved through the layers of
+    /// `Result`), and the body is read until h2 says it ended, then its trailers, so each
+    /// response takes the fewest calls into h2 (each call takes the connection's lock).
+    async fn round_trip(
+        mut handle: Handle<'_>,
+        template: &Template,
+        head: bool,
+        capture: &mut Option<(Vec<u8>, usize)>,
+        deadline: &mut Deadline,
+    ) -> Result<(u16, u64), Trip> {
+        within(
+            poll_fn(|cx| handle.send.poll_ready(cx)),
+            deadline,
+            ErrorClass::Timeout,
+        )
+        .await
+        .map_err(Trip::stream)?
+        .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
+        let body = &template.body;
+        let sent = handle
+            .send
+            .send_request(template.request(), body.is_empty());
+        handle
+            .link
+            .reseat(handle.seat, handle.send, handle.generation);
+        let (mut response, mut out) = sent.map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
+        if !body.is_empty() {
+            // Queued whole: h2 sends it as the server's windows allow (a window that never
+            // opens leaves the request waiting for its timeout, or unfinished at the end).
+            out.send_data(body.clone(), true)
+                .map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
+        }
+        drop(out);
+        let head_of = |cx: &mut std::task::Context<'_>| {
+            let r = std::task::ready!(std::pin::Pin::new(&mut response).poll(cx));
+            Poll::Ready(r.map(|r| {
+                let status = r.status().as_u16();
+                let size = head_size(r.headers());
+                if let Some((c, cap)) = capture.as_mut() {
+                    c.clear();
+                    reframe_head(c, *cap, status, r.headers());
+                }
+                (status, size, r.into_body())
+            }))
+        };
+        let (status, mut bytes_in, mut body) =
+            within(poll_fn(head_of), deadline, ErrorClass::Timeout)
+                .await
+                .map_err(Trip::stream)?
+                .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+        drop(response);
+        // Until h2 says there is no more data: the end of the stream, or its trailers next.
+        while let Some(chunk) = within(
+            poll_fn(|cx| body.poll_data(cx)),
+            deadline,
+            ErrorClass::Timeout,
+        )
+        .await
+        .map_err(Trip::stream)?
+        {
+            let chunk = chunk.map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+            let _ = body.flow_control().release_capacity(chunk.len());
+            bytes_in += chunk.len() as u64;
+            if let Some((c, cap)) = capture.as_mut() {
+                let room = cap.saturating_sub(c.len()).min(chunk.len());
+                c.extend_from_slice(&chunk[..room]);
+            }
+        }
+        if !head {
+            // Trailers, if the server sent any: the response ends with them (at once if not).
+            within(body.trailers(), deadline, ErrorClass::Timeout)
+                .await
+                .map_err(Trip::stream)?
+                .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+        }
+        Ok((status, bytes_in))
+    }
+
     /// stream is a failure of this stream alone (a timeout).
     fn stream(class: ErrorClass) -> Trip {
         Trip {
