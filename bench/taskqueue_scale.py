@@ -40,6 +40,7 @@ _HERE = str(Path(__file__).resolve().parent)
 sys.path[:] = [p for p in sys.path if p not in (_HERE, "")] + [_HERE]
 
 import record  # noqa: E402  (bench/record.py)
+import taskqueue  # noqa: E402
 from redline import compare  # noqa: E402
 from redline.demo import service, stop_group  # noqa: E402
 from redline.errors import RedlineError  # noqa: E402
@@ -196,6 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-time", type=float, default=45.0, help="seconds per search")
     ap.add_argument("--sqlite", action="store_true", help="search SQLite (1 instance) first")
     ap.add_argument(
+        "--one",
+        action="store_true",
+        help="stop after PostgreSQL with one instance (no second instance, no nginx)",
+    )
+    ap.add_argument(
         "--write-results", action="store_true", help="append to bench/results/taskqueue.md"
     )
     args = ap.parse_args(argv)
@@ -213,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         except LocalPgError as exc:
             raise RedlineError(str(exc)) from None
         dsn = pg.create_database("taskqueue")
+        # The instances import the same taskqueue as this script (PYTHONPATH, or the venv's).
+        print(f"scale-demo: taskqueue from {Path(taskqueue.__file__).parent}", flush=True)
         origin, origin_proc = stack.enter_context(
             service([_bin("redline"), "target", "--threads", "1", "--port", "0"], tmp / "o.log")
         )
@@ -232,14 +240,15 @@ def main(argv: list[str] | None = None) -> int:
         label = "PostgreSQL, 1 instance"
         result, cpu = search(label, a, origin, args.max_time, CpuMeter(roots))
         runs.append((label, result, cpu))
-        # B starts only now: on one database it would otherwise claim A's tasks.
-        b, b_proc = stack.enter_context(service(_taskqueue(dsn, tmp, "b"), tmp / "b.log"))
-        lb, lb_proc = stack.enter_context(nginx(tmp, [a, b]))
-        print(f"scale-demo: taskqueue {b} too, nginx {lb} in front of both")
-        roots = {**roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
-        label = "PostgreSQL, 2 instances + nginx"
-        result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
-        runs.append((label, result, cpu))
+        if not args.one:
+            # B starts only now: on one database it would otherwise claim A's tasks.
+            b, b_proc = stack.enter_context(service(_taskqueue(dsn, tmp, "b"), tmp / "b.log"))
+            lb, lb_proc = stack.enter_context(nginx(tmp, [a, b]))
+            print(f"scale-demo: taskqueue {b} too, nginx {lb} in front of both")
+            roots = {**roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
+            label = "PostgreSQL, 2 instances + nginx"
+            result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
+            runs.append((label, result, cpu))
     docs = [compare.read(result, label) for label, result, _ in runs]
     comparisons = [compare.compare(docs[i], docs[i + 1]) for i in range(len(docs) - 1)]
     text = compare.render_text(comparisons)
