@@ -16,6 +16,12 @@ not depend on) and writes its table to bench/results/taskqueue.md with --write-r
 
     .venv/bin/python bench/taskqueue_scale.py                  # ~2 minutes
     .venv/bin/python bench/taskqueue_scale.py --max-time 60 --sqlite --write-results
+    .venv/bin/python bench/taskqueue_scale.py --max-time 60 --sqlite --repeat 3 --one
+
+The machine's own noise (other work on it) moves a search's answer by tens of percent:
+--repeat searches SQLite and PostgreSQL (one instance) back to back several times, each on
+a fresh store and alternating which goes first, and prints PostgreSQL's share of SQLite's
+throughput for each pair; --one leaves out the two-instance search.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,6 +47,7 @@ _HERE = str(Path(__file__).resolve().parent)
 sys.path[:] = [p for p in sys.path if p not in (_HERE, "")] + [_HERE]
 
 import record  # noqa: E402  (bench/record.py)
+import taskqueue  # noqa: E402
 from redline import compare  # noqa: E402
 from redline.demo import service, stop_group  # noqa: E402
 from redline.errors import RedlineError  # noqa: E402
@@ -191,14 +199,54 @@ def _taskqueue(dsn: str | None, tmp: Path, name: str) -> list[str]:
     return [*argv, "--database", dsn]
 
 
+def ratio_lines(runs: list[tuple[str, dict[str, Any], dict[str, float]]]) -> list[str]:
+    """ratio_lines: PostgreSQL's steady-state throughput (one instance) as a share of SQLite's,
+    per repetition (each pair searched back to back), and their median."""
+    rates: dict[str, dict[str, float]] = {}
+    for label, result, _ in runs:
+        kind, _, rep = label.partition(" #")
+        rate = result["answers"].get("steady_state_throughput_rps")
+        if rate is not None:
+            rates.setdefault(rep, {})[kind] = float(rate)
+    shares = [(rep, r[PG1] / r[SQLITE]) for rep, r in rates.items() if r.get(SQLITE) and PG1 in r]
+    if not shares:
+        return []
+    lines = [
+        f"PostgreSQL (1 instance) / SQLite, steady-state throughput{f' #{rep}' if rep else ''}:"
+        f" {rates[rep][PG1]:,.0f} / {rates[rep][SQLITE]:,.0f} req/s = {share:.0%}"
+        for rep, share in shares
+    ]
+    if len(shares) > 1:
+        lines.append(f"median of {len(shares)}: {statistics.median(s for _, s in shares):.0%}")
+    return lines
+
+
+SQLITE = "SQLite, 1 instance"
+PG1 = "PostgreSQL, 1 instance"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-time", type=float, default=45.0, help="seconds per search")
     ap.add_argument("--sqlite", action="store_true", help="search SQLite (1 instance) first")
     ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="search SQLite and PostgreSQL (1 instance) this many times, alternating which"
+        " goes first, each on a fresh store (the machine's noise shows in the spread)",
+    )
+    ap.add_argument(
+        "--one",
+        action="store_true",
+        help="stop after PostgreSQL with one instance (no second instance, no nginx)",
+    )
+    ap.add_argument(
         "--write-results", action="store_true", help="append to bench/results/taskqueue.md"
     )
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     ctx = record.Context.now()
 
     def interrupted(signum: int, frame: Any) -> None:
@@ -206,54 +254,85 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, interrupted)
     runs: list[tuple[str, dict[str, Any], dict[str, float]]] = []
+    comparisons = []
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="taskqueue-scale-")))
         try:
             pg = stack.enter_context(LocalPostgres())  # its own temp dir, readable by its user
         except LocalPgError as exc:
             raise RedlineError(str(exc)) from None
-        dsn = pg.create_database("taskqueue")
+        # The instances import the same taskqueue as this script (PYTHONPATH, or the venv's).
+        print(f"scale-demo: taskqueue from {Path(taskqueue.__file__).parent}", flush=True)
         origin, origin_proc = stack.enter_context(
             service([_bin("redline"), "target", "--threads", "1", "--port", "0"], tmp / "o.log")
         )
-        if args.sqlite:
-            url, proc = stack.enter_context(service(_taskqueue(None, tmp, "sqlite"), tmp / "s.log"))
-            meter = CpuMeter({"taskqueue": [proc.pid], "generator": [psutil.Process().pid]})
-            result, cpu = search("SQLite, 1 instance", url, origin, args.max_time, meter)
-            runs.append(("SQLite, 1 instance", result, cpu))
-            stop_group(proc)
-        a, a_proc = stack.enter_context(service(_taskqueue(dsn, tmp, "a"), tmp / "a.log"))
-        print(f"scale-demo: PostgreSQL {pg.dsn('taskqueue')}, taskqueue {a}")
-        roots = {
-            "taskqueue A": [a_proc.pid],
-            "postgres": [_postmaster_pid(pg)],
-            "generator": [psutil.Process().pid],
-        }
-        label = "PostgreSQL, 1 instance"
-        result, cpu = search(label, a, origin, args.max_time, CpuMeter(roots))
-        runs.append((label, result, cpu))
-        # B starts only now: on one database it would otherwise claim A's tasks.
-        b, b_proc = stack.enter_context(service(_taskqueue(dsn, tmp, "b"), tmp / "b.log"))
-        lb, lb_proc = stack.enter_context(nginx(tmp, [a, b]))
-        print(f"scale-demo: taskqueue {b} too, nginx {lb} in front of both")
-        roots = {**roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
-        label = "PostgreSQL, 2 instances + nginx"
-        result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
-        runs.append((label, result, cpu))
-    docs = [compare.read(result, label) for label, result, _ in runs]
-    comparisons = [compare.compare(docs[i], docs[i + 1]) for i in range(len(docs) - 1)]
-    text = compare.render_text(comparisons)
+        generator = [psutil.Process().pid]
+        for rep in range(args.repeat):
+            tag = f" #{rep + 1}" if args.repeat > 1 else ""
+            last = rep == args.repeat - 1
+            kinds = ["sqlite", "pg"] if args.sqlite else ["pg"]
+            if rep % 2:
+                kinds.reverse()
+            pair: dict[str, dict[str, Any]] = {}
+            for kind in kinds:
+                instance = ExitStack()
+                if kind == "sqlite":
+                    label = SQLITE + tag
+                    url, proc = instance.enter_context(
+                        service(_taskqueue(None, tmp, f"sqlite{rep}"), tmp / f"s{rep}.log")
+                    )
+                    meter = CpuMeter({"taskqueue": [proc.pid], "generator": generator})
+                else:
+                    label = PG1 + tag
+                    dsn = pg.create_database(f"taskqueue{rep}")  # a fresh one each time
+                    url, proc = instance.enter_context(
+                        service(_taskqueue(dsn, tmp, "a"), tmp / f"a{rep}.log")
+                    )
+                    print(f"scale-demo: PostgreSQL {dsn}, taskqueue {url}")
+                    roots = {
+                        "taskqueue A": [proc.pid],
+                        "postgres": [_postmaster_pid(pg)],
+                        "generator": generator,
+                    }
+                    meter = CpuMeter(roots)
+                result, cpu = search(label, url, origin, args.max_time, meter)
+                runs.append((label, result, cpu))
+                pair[kind] = compare.read(result, label)
+                if kind == "pg" and last and not args.one:
+                    stack.push(instance)  # A stays up for the two-instance search
+                    a, a_dsn, a_doc = url, dsn, pair[kind]
+                else:
+                    instance.close()
+            if "sqlite" in pair:
+                comparisons.append(compare.compare(pair["sqlite"], pair["pg"]))
+        if not args.one:
+            # B starts only now: on one database it would otherwise claim A's tasks.
+            b, b_proc = stack.enter_context(service(_taskqueue(a_dsn, tmp, "b"), tmp / "b.log"))
+            lb, lb_proc = stack.enter_context(nginx(tmp, [a, b]))
+            print(f"scale-demo: taskqueue {b} too, nginx {lb} in front of both")
+            roots = {**roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
+            label = "PostgreSQL, 2 instances + nginx"
+            result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
+            runs.append((label, result, cpu))
+            comparisons.append(compare.compare(a_doc, compare.read(result, label)))
+    # One block per comparison, each under its own base (the renderers name one base).
+    text = "\n".join(compare.render_text([c]) for c in comparisons)
     print(text)
     cpus = cpu_table([(label, cpu) for label, _, cpu in runs])
     print(cpus)
+    shares = ratio_lines(runs)
+    print("\n".join(shares))
     if args.write_results:
         answers = "\n\n".join(
             f"**{label}**\n\n```text\n{finder.answers_text(result).rstrip()}\n```"
             for label, result, _ in runs
         )
+        tables = "\n\n".join(compare.render_markdown([c]).rstrip() for c in comparisons)
+        summary = "".join(f"- {line}\n" for line in shares)
         body = (
-            f"{answers}\n\n{compare.render_markdown(comparisons)}\n\n"
+            f"{answers}\n\n{tables}\n\n"
             f"CPU per process tree during each search (100 = one core):\n\n{cpus}\n"
+            + (f"\n{summary}" if summary else "")
         )
         path = record.append("taskqueue", "taskqueue scale-out (make scale-demo)", ctx, body)
         print(f"scale-demo: appended to {path}")

@@ -19,13 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import psutil
 import pytest
 from conftest import FAST_LEASES, Server, metric, submit, wait_final
 from taskqueue.localpg import LocalPostgres
-from taskqueue.models import Task, TaskType
-from taskqueue.storage_postgres import PostgresStorage
+from taskqueue.models import Task, TaskStatus, TaskType
+from taskqueue.storage import Result
+from taskqueue.storage_postgres import _MIGRATIONS, PostgresStorage
 
 OUTAGE_503_WITHIN_S = 7.0
 """OUTAGE_503_WITHIN_S: a request during a database outage is answered (503) within the
@@ -109,6 +111,104 @@ async def test_reads_batched_together_each_get_their_own_task(dsn: str) -> None:
             ("task0", 0),
         ]
         assert got[3] is not got[5]  # a caller may change its copy without changing another's
+    finally:
+        await store.close()
+
+
+async def test_submissions_changes_and_claims_share_one_commit(dsn: str) -> None:
+    """What arrives while no commit is being formed goes into one: a new task, the outcome of
+    a running one and a claim are one transaction, and each caller gets its own answer."""
+    store = PostgresStorage(dsn)
+    await store.open()
+    try:
+        first = [
+            Task(id=f"old{n}", seq=0, type=TaskType.FACTORIAL, params={"n": n}) for n in range(3)
+        ]
+        for t in first:
+            await store.insert(t)
+        (running,) = await store.claim(TaskType.FACTORIAL, 1, 30.0)
+        assert (running.id, running.status, running.attempts) == ("old0", TaskStatus.RUNNING, 1)
+        assert running.lease_until > (running.started_at or 0) + 29
+        new = Task(id="new", seq=0, type=TaskType.FACTORIAL, params={"n": 9})
+        done = running.evolve(status=TaskStatus.SUCCEEDED, finished_at=time.time())
+        stale = running.evolve(attempts=7)  # a prior state the row does not have: refused
+        assert store._writes is not None
+        batches = store._writes.batches
+        inserted, applied, claimed = await asyncio.gather(
+            store.insert(new),
+            store.update(done, Result("text/plain", b"24"), prior=running),
+            store.claim(TaskType.FACTORIAL, 10, 30.0),
+        )
+        assert store._writes.batches == batches + 1  # one transaction for all three
+        assert inserted is None and new.seq > first[-1].seq and applied is True
+        # The claim sees the submission made before it in the same transaction.
+        assert [t.id for t in claimed] == ["old1", "old2", "new"]
+        assert all(t.status is TaskStatus.RUNNING and t.attempts == 1 for t in claimed)
+        assert await store.update(done, prior=stale) is False
+        assert await store.get_result("old0") == Result("text/plain", b"24")
+        assert await store.unfinished() == {TaskStatus.QUEUED: 0, TaskStatus.RUNNING: 3}
+        listed = await store.list(TaskStatus.RUNNING, 0, 10)
+        assert [t.id for t in listed] == ["old1", "old2", "new"]
+        assert [t.id for t in await store.list(TaskStatus.SUCCEEDED, 0, 10)] == ["old0"]
+        assert await store.list(TaskStatus.QUEUED, 0, 10) == []
+    finally:
+        await store.close()
+
+
+async def test_state_changes_touch_no_index(dsn: str) -> None:
+    """A claim or an outcome must be a HOT update (no new index entries, none left dead for
+    the next claim to wade through): no index of `tasks`, by its key or its predicate, may
+    cover a column that changes after the insert, and pages keep room for the new version."""
+    store = PostgresStorage(dsn)
+    await store.open()
+    await store.close()
+    con = await asyncpg.connect(dsn)
+    try:
+        rows = await con.fetch(
+            "SELECT i.indexrelid::regclass::text AS name, a.attname"
+            " FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+            " WHERE i.indrelid = 'tasks'::regclass AND a.attnum > 0"
+            " AND (a.attnum = ANY(i.indkey)"
+            "      OR pg_get_expr(i.indpred, i.indrelid) ~ ('\\m' || a.attname || '\\M'))"
+        )
+        covered = {r["attname"] for r in rows}
+        changing = {"status", "started_at", "finished_at", "attempts", "error", "lease_until"}
+        assert covered and not covered & changing, sorted((r["name"], r["attname"]) for r in rows)
+        options = await con.fetchval("SELECT reloptions FROM pg_class WHERE relname = 'tasks'")
+        assert any(o.startswith("fillfactor=") and int(o.split("=")[1]) < 100 for o in options)
+    finally:
+        await con.close()
+
+
+async def test_a_database_of_the_first_schema_is_migrated_with_its_work(dsn: str) -> None:
+    """A database written by a server of schema version 1 keeps its queued and running tasks
+    when a newer server migrates it: they are claimed, and reaped when their lease is past."""
+    con = await asyncpg.connect(dsn)
+    try:
+        async with con.transaction():
+            await con.execute("CREATE TABLE taskqueue_schema (version integer NOT NULL)")
+            await con.execute(_MIGRATIONS[0])
+            await con.execute("INSERT INTO taskqueue_schema (version) VALUES (1)")
+            await con.execute(
+                "INSERT INTO tasks (id, type, params, status, submitted_at, attempts,"
+                " lease_until, finished_at) VALUES"
+                " ('q', 'factorial', '{\"n\": 1}', 'QUEUED', 1, 0, NULL, NULL),"
+                " ('r', 'factorial', '{\"n\": 2}', 'RUNNING', 1, 1, 5, NULL),"
+                " ('s', 'factorial', '{\"n\": 3}', 'SUCCEEDED', 1, 1, NULL, 2)"
+            )
+    finally:
+        await con.close()
+    store = PostgresStorage(dsn)
+    await store.open()
+    try:
+        assert await store.unfinished() == {TaskStatus.QUEUED: 1, TaskStatus.RUNNING: 1}
+        (reaped,) = await store.expire_leases(max_attempts=3)  # its lease ended at t = 5
+        assert (reaped.id, reaped.status, reaped.attempts) == ("r", TaskStatus.QUEUED, 1)
+        claimed = await store.claim(TaskType.FACTORIAL, 10, 30.0)
+        assert [(t.id, t.attempts) for t in claimed] == [("q", 1), ("r", 2)]
+        assert (await store.get("s")).status is TaskStatus.SUCCEEDED  # type: ignore[union-attr]
+        gone = await store.delete_finished_before(cutoff=3.0, limit=10)
+        assert gone == [("s", TaskStatus.SUCCEEDED)]
     finally:
         await store.close()
 

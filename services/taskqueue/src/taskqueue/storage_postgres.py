@@ -9,11 +9,16 @@ task completes at most once per attempt and each extra attempt is counted. Any s
 reaps expired leases, whichever server held them: that is how a dead one's tasks are
 taken over.
 
-Writes are group-committed as in SQLite: submissions (and state changes) queue up while a
-transaction is in flight and the next one takes all of them in one multi-row statement,
-so one round trip and one WAL flush cover a batch; a few batches run at once on the pool.
-Times (started_at, lease_until) come from the database's clock, the one clock all servers
-share.
+Writes are group-committed as in SQLite: submissions, state changes and claims queue up
+while a transaction is in flight, and the next one takes all of them, of every kind, in one
+call of the `taskqueue_write` function: one round trip, one transaction and one WAL flush
+cover a batch (a couple of batches run at once on the pool). A submitted task's seq, a
+change's compare-and-set and a claim's tasks all come back from that one call.
+
+The `tasks` table has no index on any column that changes, so a claim or an outcome is a HOT
+update (no index entries, old or new); the small `unfinished` table (one row per QUEUED or
+RUNNING task, holding its lease) is where claims and lease expiry look for work. Times
+(started_at, lease_until) come from the database's clock, the one clock all servers share.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import secrets
 import socket
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import orjson
 
@@ -53,10 +58,12 @@ TIMEOUT_S = 5.0
 answers 503 instead of hanging while the database is unreachable."""
 
 POOL_SIZE = 16
-"""POOL_SIZE: connections per server (writer batches, claims, reads, housekeeping)."""
+"""POOL_SIZE: connections per server (group commits, reads, housekeeping)."""
 
-PARALLEL_BATCHES = 4
-"""PARALLEL_BATCHES: group commits of one kind (inserts or updates) in flight at once."""
+PARALLEL_WRITES = 2
+"""PARALLEL_WRITES: group commits in flight at once. Each commit waits for its WAL flush (a few
+ms on an ordinary disk); while one flushes, the next executes and more work queues behind it.
+More in flight would split the same work into more, smaller commits, each a flush of its own."""
 
 PARALLEL_READS = 2
 """PARALLEL_READS: batched task reads (status polls of unfinished tasks) in flight at once. Two
@@ -98,93 +105,194 @@ _MIGRATIONS: tuple[str, ...] = (
         body bytea NOT NULL
     );
     """,
+    # 2: state changes stop touching indexes, and one function writes a whole group commit.
+    # `tasks` keeps only indexes on columns that never change (seq, id, idem_key, submitted_at)
+    # and leaves half of each page free, so that a claim or an outcome is a HOT update: no new
+    # index entries, no dead ones for the next claim to wade through (with status indexed, a
+    # claim read about 300 buffers). Which tasks are waiting or leased is kept in `unfinished`,
+    # one small row per QUEUED or RUNNING task (lease_until NULL while QUEUED), deleted when the
+    # task finishes: claims and lease expiry search that small table instead.
+    """
+    ALTER TABLE tasks SET (fillfactor = 50);
+    DROP INDEX tasks_status_seq;
+    DROP INDEX tasks_finished_at;
+    ALTER TABLE tasks DROP CONSTRAINT tasks_idem_key_key;
+    CREATE UNIQUE INDEX tasks_idem_key ON tasks (idem_key) WHERE idem_key IS NOT NULL;
+    CREATE INDEX tasks_submitted_at ON tasks (submitted_at);
+    CREATE TABLE unfinished (
+        seq bigint PRIMARY KEY,
+        type text NOT NULL,
+        lease_until double precision
+    );
+    CREATE INDEX unfinished_queued ON unfinished (type, seq) WHERE lease_until IS NULL;
+    INSERT INTO unfinished (seq, type, lease_until)
+    SELECT seq, type, CASE WHEN status = 'RUNNING' THEN coalesce(lease_until, 0) END
+    FROM tasks WHERE status IN ('QUEUED', 'RUNNING');
+
+    CREATE FUNCTION taskqueue_write(
+        i_id text[], i_type text[], i_params text[], i_status text[],
+        i_submitted_at float8[], i_attempts int[], i_idem_key text[], i_idem_hash text[],
+        u_seq bigint[], u_status text[], u_started_at float8[], u_finished_at float8[],
+        u_attempts int[], u_error text[], u_lease_until float8[], u_prior_status text[],
+        u_prior_attempts int[], u_content_type text[], u_body bytea[],
+        c_type text[], c_limit int[], c_lease_s float8[],
+        p_owner text, p_channel text, p_notice text
+    ) RETURNS TABLE (
+        r_op text, r_ord int, r_seq bigint, r_id text, r_type text, r_params text,
+        r_status text, r_submitted_at float8, r_started_at float8, r_finished_at float8,
+        r_attempts int, r_error text, r_lease_until float8, r_idem_key text, r_idem_hash text
+    ) LANGUAGE plpgsql
+    -- Its statements' plans are cached per connection, often first made while the tables are
+    -- small; a join made then as a hash over a sequential scan would read all of `tasks` at
+    -- every call once it has grown (seen: 240 buffers per state change). Every row here is
+    -- reached by its key, so never by a scan.
+    SET enable_seqscan = off
+    AS $fn$
+    DECLARE
+        k int;
+        now_s float8;
+    BEGIN
+        -- New tasks, and a notice to the other servers (delivered at commit).
+        IF cardinality(i_id) > 0 THEN
+            RETURN QUERY
+            WITH ins AS (
+                INSERT INTO tasks (id, type, params, status, submitted_at, attempts, idem_key,
+                                   idem_hash)
+                SELECT * FROM unnest(i_id, i_type, i_params, i_status, i_submitted_at,
+                                     i_attempts, i_idem_key, i_idem_hash)
+                RETURNING seq, id, type, status
+            ), w AS (
+                INSERT INTO unfinished (seq, type, lease_until)
+                SELECT ins.seq, ins.type, CASE WHEN ins.status = 'RUNNING' THEN 0 END
+                FROM ins WHERE ins.status IN ('QUEUED', 'RUNNING')
+            )
+            SELECT 'i', NULL::int, ins.seq, ins.id, NULL, NULL, NULL, NULL::float8,
+                   NULL::float8, NULL::float8, NULL::int, NULL, NULL::float8, NULL, NULL
+            FROM ins;
+            PERFORM pg_notify(p_channel, p_notice);
+        END IF;
+        -- State changes, each a compare-and-set on (status, attempts) when it has a prior
+        -- state. Locks are taken in one order everywhere: a task's `unfinished` row (by seq),
+        -- then its `tasks` row; claims and lease expiry skip what is locked, so only this
+        -- waits, and never in a cycle.
+        IF cardinality(u_seq) > 0 THEN
+            PERFORM 1 FROM unfinished WHERE seq = ANY(u_seq) ORDER BY seq FOR UPDATE;
+            RETURN QUERY
+            WITH v AS (
+                SELECT * FROM unnest(u_seq, u_status, u_started_at, u_finished_at, u_attempts,
+                                     u_error, u_lease_until, u_prior_status, u_prior_attempts,
+                                     u_content_type, u_body)
+                    AS v(seq, status, started_at, finished_at, attempts, error, lease_until,
+                         prior_status, prior_attempts, content_type, body)
+            ), u AS (
+                UPDATE tasks t SET status = v.status, started_at = v.started_at,
+                    finished_at = v.finished_at, attempts = v.attempts, error = v.error,
+                    lease_until = v.lease_until,
+                    owner = CASE WHEN v.status = 'RUNNING' THEN t.owner END
+                FROM v
+                WHERE t.seq = v.seq
+                  AND (v.prior_status IS NULL
+                       OR (t.status = v.prior_status AND t.attempts = v.prior_attempts))
+                RETURNING t.seq, t.type, t.status, t.lease_until
+            ), gone AS (
+                DELETE FROM unfinished f USING u
+                WHERE f.seq = u.seq AND u.status NOT IN ('QUEUED', 'RUNNING')
+            ), kept AS (
+                INSERT INTO unfinished (seq, type, lease_until)
+                SELECT u.seq, u.type,
+                       CASE WHEN u.status = 'RUNNING' THEN coalesce(u.lease_until, 0) END
+                FROM u WHERE u.status IN ('QUEUED', 'RUNNING')
+                ON CONFLICT (seq) DO UPDATE SET lease_until = EXCLUDED.lease_until
+            ), r AS (
+                INSERT INTO results (seq, content_type, body)
+                SELECT v.seq, v.content_type, v.body FROM v JOIN u ON u.seq = v.seq
+                WHERE v.body IS NOT NULL
+                ON CONFLICT (seq) DO UPDATE
+                    SET content_type = EXCLUDED.content_type, body = EXCLUDED.body
+            )
+            SELECT 'u', NULL::int, u.seq, NULL, NULL, NULL, NULL, NULL::float8,
+                   NULL::float8, NULL::float8, NULL::int, NULL, NULL::float8, NULL, NULL
+            FROM u;
+        END IF;
+        -- Claims: the oldest QUEUED tasks of a kind (those inserted above included), skipping
+        -- rows other servers hold and the tasks changed above (their runs are ending).
+        FOR k IN 1 .. coalesce(cardinality(c_type), 0) LOOP
+            now_s := extract(epoch from clock_timestamp());
+            RETURN QUERY
+            WITH c AS (
+                SELECT f.seq FROM unfinished f
+                WHERE f.lease_until IS NULL AND f.type = c_type[k] AND f.seq <> ALL(u_seq)
+                ORDER BY f.seq LIMIT c_limit[k]
+                FOR UPDATE SKIP LOCKED
+            ), claimed AS (
+                UPDATE tasks t SET status = 'RUNNING', attempts = t.attempts + 1,
+                    started_at = now_s, finished_at = NULL, error = NULL, owner = p_owner,
+                    lease_until = now_s + c_lease_s[k]
+                        + coalesce((t.params::jsonb ->> 'timeout_ms')::float8 / 1000, 0)
+                FROM c WHERE t.seq = c.seq AND t.status = 'QUEUED'
+                RETURNING t.*
+            ), w AS (
+                UPDATE unfinished f SET lease_until = claimed.lease_until
+                FROM claimed WHERE f.seq = claimed.seq
+            )
+            SELECT 'c', k, claimed.seq, claimed.id, claimed.type, claimed.params,
+                   claimed.status, claimed.submitted_at, claimed.started_at,
+                   claimed.finished_at, claimed.attempts, claimed.error, claimed.lease_until,
+                   claimed.idem_key, claimed.idem_hash
+            FROM claimed;
+        END LOOP;
+    END
+    $fn$;
+    """,
 )
 """_MIGRATIONS: the schema, one entry per version; applied in order, never edited once shipped."""
 
 _NOW = "extract(epoch from clock_timestamp())"
 
-_INSERT = """
-WITH ins AS (
-    INSERT INTO tasks (id, type, params, status, submitted_at, attempts, idem_key, idem_hash)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[],
-                         $6::int[], $7::text[], $8::text[])
-    RETURNING id, seq
-), n AS MATERIALIZED (SELECT pg_notify($9, $10))
-SELECT ins.id, ins.seq FROM ins CROSS JOIN n
-"""
-"""_INSERT stores a batch of new tasks and tells the other servers (NOTIFY, delivered at
-commit), in one statement: in autocommit it is its own transaction, so the batch costs one
-round trip instead of BEGIN, INSERT, NOTIFY and COMMIT. The payload names this server, whose
-listener skips its own notices (its executor was woken directly)."""
-
-_UPDATE = """
-WITH v AS (
-    SELECT * FROM unnest($1::bigint[], $2::text[], $3::float8[], $4::float8[], $5::int[],
-                         $6::text[], $7::float8[], $8::text[], $9::int[], $10::text[],
-                         $11::bytea[])
-        AS v(seq, status, started_at, finished_at, attempts, error, lease_until,
-             prior_status, prior_attempts, content_type, body)
-), u AS (
-    UPDATE tasks t SET status = v.status, started_at = v.started_at,
-        finished_at = v.finished_at, attempts = v.attempts, error = v.error,
-        lease_until = v.lease_until,
-        owner = CASE WHEN v.status = 'RUNNING' THEN t.owner END
-    FROM v
-    WHERE t.seq = v.seq
-      AND (v.prior_status IS NULL
-           OR (t.status = v.prior_status AND t.attempts = v.prior_attempts))
-    RETURNING t.seq
-), r AS (
-    INSERT INTO results (seq, content_type, body)
-    SELECT v.seq, v.content_type, v.body FROM v JOIN u ON u.seq = v.seq
-    WHERE v.body IS NOT NULL
-    ON CONFLICT (seq) DO UPDATE SET content_type = EXCLUDED.content_type, body = EXCLUDED.body
-)
-SELECT seq FROM u
-"""
-"""_UPDATE applies a batch of state changes (each a compare-and-set when it has a prior
-state) and stores the results of those applied, in one statement and so one transaction:
-a result lands exactly when its task's change does, in one round trip."""
+_WRITE = "SELECT * FROM taskqueue_write(" + ", ".join(f"${n}" for n in range(1, 26)) + ")"
+"""_WRITE is one group commit: new tasks, state changes and claims of every kind together, in
+one statement (the function above) and so one transaction, one round trip and one WAL flush.
+In autocommit it is its own transaction. Rows come back tagged: 'i' (inserted: seq, id),
+'u' (a change applied: seq), 'c' (claimed, by the claim numbered r_ord: the whole task)."""
 
 _GET = f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ANY($1::text[])"
 """_GET reads a batch of tasks by id: the polls that arrived while the last read was in flight
 share one statement, so a poll costs a share of a round trip instead of one."""
 
-_CLAIM = f"""
-WITH c AS (
-    SELECT seq FROM tasks WHERE status = 'QUEUED' AND type = $1
-    ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED
-)
-UPDATE tasks t SET status = 'RUNNING', attempts = t.attempts + 1, started_at = {_NOW},
-    finished_at = NULL, error = NULL, owner = $4,
-    lease_until = {_NOW} + $3
-        + coalesce((t.params::jsonb ->> 'timeout_ms')::float8 / 1000, 0)
-FROM c WHERE t.seq = c.seq
-RETURNING {", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))}
-"""
-
 _EXPIRE = f"""
-UPDATE tasks SET
-    status = CASE WHEN attempts < $1 THEN 'QUEUED' ELSE 'FAILED' END,
-    error = CASE WHEN attempts < $1 THEN NULL ELSE 'abandoned' END,
-    finished_at = CASE WHEN attempts < $1 THEN NULL ELSE {_NOW} END,
-    lease_until = NULL, owner = NULL
-WHERE seq IN (
-    SELECT seq FROM tasks WHERE status = 'RUNNING' AND lease_until < {_NOW}
-    FOR UPDATE SKIP LOCKED
+WITH x AS (
+    SELECT seq FROM unfinished WHERE lease_until < {_NOW} FOR UPDATE SKIP LOCKED
+), t AS (
+    UPDATE tasks SET
+        status = CASE WHEN attempts < $1 THEN 'QUEUED' ELSE 'FAILED' END,
+        error = CASE WHEN attempts < $1 THEN NULL ELSE 'abandoned' END,
+        finished_at = CASE WHEN attempts < $1 THEN NULL ELSE {_NOW} END,
+        lease_until = NULL, owner = NULL
+    FROM x WHERE tasks.seq = x.seq AND tasks.status = 'RUNNING'
+    RETURNING tasks.*
+), gone AS (
+    DELETE FROM unfinished f USING t WHERE f.seq = t.seq AND t.status = 'FAILED'
+), back AS (
+    UPDATE unfinished f SET lease_until = NULL FROM t WHERE f.seq = t.seq AND t.status = 'QUEUED'
 )
-RETURNING {TASK_COLUMNS}
+SELECT {TASK_COLUMNS} FROM t
 """
+"""_EXPIRE requeues (or FAILs) the tasks whose lease has passed, locking their `unfinished`
+rows first (skipping those a state change holds), as every writer does."""
 
 _DELETE = """
 WITH gone AS (
     DELETE FROM tasks WHERE seq IN (
-        SELECT seq FROM tasks WHERE finished_at < $1 ORDER BY finished_at LIMIT $2
+        SELECT seq FROM tasks
+        WHERE submitted_at < $1 AND finished_at < $1 AND status IN ('SUCCEEDED', 'FAILED')
+        ORDER BY submitted_at LIMIT $2
         FOR UPDATE SKIP LOCKED
     ) RETURNING seq, id, status
 ), r AS (DELETE FROM results WHERE seq IN (SELECT seq FROM gone))
 SELECT id, status FROM gone
 """
+"""_DELETE removes tasks finished before $1 through the index on submitted_at (a task is
+submitted before it finishes; finished_at is not indexed, so that finishing stays HOT)."""
 
 
 def _unavailable_errors() -> tuple[type[BaseException], ...]:
@@ -214,6 +322,35 @@ async def _keep_session(con: Any) -> None:
 
 T = TypeVar("T")
 Op = TypeVar("Op")
+
+
+class _Insert(NamedTuple):
+    task: Task
+
+
+class _Change(NamedTuple):
+    task: Task  # the new state (a snapshot)
+    result: Result | None
+    prior: Task | None
+
+
+class _Claim(NamedTuple):
+    kind: TaskType
+    limit: int
+    lease_s: float
+
+
+_Write = _Insert | _Change | _Claim
+
+
+def _write_key(op: _Write) -> Any:
+    """_write_key: ops that must not share a transaction (see _Batcher) have equal keys: two
+    changes of one task, two submissions of one Idempotency-Key, two claims of one kind."""
+    if isinstance(op, _Insert):
+        return None if op.task.idem_key is None else ("i", op.task.idem_key)
+    if isinstance(op, _Change):
+        return ("u", op.task.seq)
+    return ("c", op.kind)
 
 
 class _Batcher(Generic[Op]):
@@ -324,8 +461,7 @@ class PostgresStorage(Storage):
         # The NOTIFY payload naming this store (two stores may share a process, in tests).
         self._notice = f"{self.owner}:{secrets.token_hex(4)}"
         self._pool: Any = None
-        self._inserts: _Batcher[Task] | None = None
-        self._updates: _Batcher[tuple[Task, Result | None, Task | None]] | None = None
+        self._writes: _Batcher[_Write] | None = None
         self._reads: _Batcher[str] | None = None
         self._wake: Callable[[], None] | None = None
         self._listener: asyncio.Task[None] | None = None
@@ -357,11 +493,9 @@ class PostgresStorage(Storage):
         except asyncpg.PostgresError as exc:
             await self._close_pool()
             raise StorageUnavailable(f"database error: {exc}") from None
-        self._inserts = _Batcher(self._flush_inserts, lambda t: t.idem_key, PARALLEL_BATCHES)
-        self._updates = _Batcher(self._flush_updates, lambda op: op[0].seq, PARALLEL_BATCHES)
+        self._writes = _Batcher(self._flush_writes, _write_key, PARALLEL_WRITES)
         self._reads = _Batcher(self._flush_reads, lambda _: None, PARALLEL_READS)
-        self._inserts.start()
-        self._updates.start()
+        self._writes.start()
         self._reads.start()
         self._listener = asyncio.get_running_loop().create_task(self._listen())
         # Nothing to recover at start-up: other servers may hold live leases, and expired
@@ -373,10 +507,10 @@ class PostgresStorage(Storage):
             self._listener.cancel()
             await asyncio.gather(self._listener, return_exceptions=True)
             self._listener = None
-        for batcher in (self._inserts, self._updates, self._reads):
+        for batcher in (self._writes, self._reads):
             if batcher is not None:
                 await batcher.stop()
-        self._inserts = self._updates = self._reads = None
+        self._writes = self._reads = None
         await self._close_pool()
 
     async def _close_pool(self) -> None:
@@ -434,68 +568,86 @@ class PostgresStorage(Storage):
 
     # --- writes ------------------------------------------------------------------------------
 
-    async def insert(self, task: Task) -> None:
-        if self._inserts is None:
+    def _submit(self, op: _Write) -> asyncio.Future[Any]:
+        if self._writes is None:
             raise StorageUnavailable("storage is not open")
-        task.seq = await self._inserts.submit(task)
+        return self._writes.submit(op)
 
-    async def _flush_inserts(self, tasks: list[Task]) -> list[int]:
+    async def insert(self, task: Task) -> None:
+        task.seq = await self._submit(_Insert(task))
+
+    async def update(
+        self, task: Task, result: Result | None = None, prior: Task | None = None
+    ) -> bool:
+        # Snapshot now: the task object may change again before the batch is written.
+        return bool(await self._submit(_Change(task.evolve(), result, prior and prior.evolve())))
+
+    async def claim(self, kind: TaskType, limit: int, lease_s: float) -> list[Task]:
+        tasks: list[Task] = await self._submit(_Claim(kind, limit, lease_s))
+        return tasks
+
+    async def _flush_writes(self, ops: list[_Write]) -> list[Any]:
+        """_flush_writes commits a batch of ops of every kind in one transaction."""
+        inserts = [op.task for op in ops if isinstance(op, _Insert)]
+        changes = [op for op in ops if isinstance(op, _Change)]
+        claims = [op for op in ops if isinstance(op, _Claim)]
+        tasks = [c.task for c in changes]
+        priors = [c.prior for c in changes]
+        results = [c.result for c in changes]
         async with self._con() as con:
             try:
                 rows = await con.fetch(
-                    _INSERT,
-                    [t.id for t in tasks],
-                    [t.type.value for t in tasks],
-                    [orjson.dumps(t.params).decode() for t in tasks],
+                    _WRITE,
+                    [t.id for t in inserts],
+                    [t.type.value for t in inserts],
+                    [orjson.dumps(t.params).decode() for t in inserts],
+                    [t.status.value for t in inserts],
+                    [t.submitted_at for t in inserts],
+                    [t.attempts for t in inserts],
+                    [t.idem_key for t in inserts],
+                    [t.idem_hash for t in inserts],
+                    [t.seq for t in tasks],
                     [t.status.value for t in tasks],
-                    [t.submitted_at for t in tasks],
+                    [t.started_at for t in tasks],
+                    [t.finished_at for t in tasks],
                     [t.attempts for t in tasks],
-                    [t.idem_key for t in tasks],
-                    [t.idem_hash for t in tasks],
+                    [t.error for t in tasks],
+                    [t.lease_until for t in tasks],
+                    [None if p is None else p.status.value for p in priors],
+                    [None if p is None else p.attempts for p in priors],
+                    [None if r is None else r.content_type for r in results],
+                    [None if r is None else r.body for r in results],
+                    [c.kind.value for c in claims],
+                    [c.limit for c in claims],
+                    [c.lease_s for c in claims],
+                    self.owner,
                     CHANNEL,
                     self._notice,
                 )
             except asyncpg.UniqueViolationError as exc:
                 raise DuplicateTask(str(exc)) from None
-        seqs = {r[0]: r[1] for r in rows}
-        return [seqs[t.id] for t in tasks]
-
-    async def update(
-        self, task: Task, result: Result | None = None, prior: Task | None = None
-    ) -> bool:
-        if self._updates is None:
-            raise StorageUnavailable("storage is not open")
-        # Snapshot now: the task object may change again before the batch is written.
-        return bool(await self._updates.submit((task.evolve(), result, prior and prior.evolve())))
-
-    async def _flush_updates(
-        self, ops: list[tuple[Task, Result | None, Task | None]]
-    ) -> list[bool]:
-        tasks = [t for t, _, _ in ops]
-        priors = [p for _, _, p in ops]
-        results = [r for _, r, _ in ops]
-        async with self._con() as con:
-            rows = await con.fetch(
-                _UPDATE,
-                [t.seq for t in tasks],
-                [t.status.value for t in tasks],
-                [t.started_at for t in tasks],
-                [t.finished_at for t in tasks],
-                [t.attempts for t in tasks],
-                [t.error for t in tasks],
-                [t.lease_until for t in tasks],
-                [None if p is None else p.status.value for p in priors],
-                [None if p is None else p.attempts for p in priors],
-                [None if r is None else r.content_type for r in results],
-                [None if r is None else r.body for r in results],
-            )
-        applied = {r[0] for r in rows}
-        return [t.seq in applied for t in tasks]
-
-    async def claim(self, kind: TaskType, limit: int, lease_s: float) -> list[Task]:
-        async with self._con() as con:
-            rows = await con.fetch(_CLAIM, kind.value, limit, lease_s, self.owner)
-        return sorted((task_from_row(r) for r in rows), key=lambda t: t.seq)
+        seqs: dict[str, int] = {}
+        applied: set[int] = set()
+        claimed: list[list[Task]] = [[] for _ in claims]
+        for r in rows:
+            op = r[0]
+            if op == "i":
+                seqs[r[3]] = r[2]
+            elif op == "u":
+                applied.add(r[2])
+            else:
+                claimed[r[1] - 1].append(task_from_row(r[2:]))
+        out: list[Any] = []
+        n_claim = 0
+        for op in ops:
+            if isinstance(op, _Insert):
+                out.append(seqs[op.task.id])
+            elif isinstance(op, _Change):
+                out.append(op.task.seq in applied)
+            else:
+                out.append(sorted(claimed[n_claim], key=lambda t: t.seq))
+                n_claim += 1
+        return out
 
     async def expire_leases(self, max_attempts: int) -> list[Task]:
         async with self._con() as con:
@@ -504,13 +656,11 @@ class PostgresStorage(Storage):
 
     async def unfinished(self) -> dict[TaskStatus, int]:
         async with self._con() as con:
-            rows = await con.fetch(
-                "SELECT status, count(*) FROM tasks WHERE status IN ('QUEUED', 'RUNNING')"
-                " GROUP BY status"
+            row = await con.fetchrow(
+                "SELECT count(*) FILTER (WHERE lease_until IS NULL),"
+                " count(*) FILTER (WHERE lease_until IS NOT NULL) FROM unfinished"
             )
-        counts = {TaskStatus.QUEUED: 0, TaskStatus.RUNNING: 0}
-        counts.update({TaskStatus(r[0]): int(r[1]) for r in rows})
-        return counts
+        return {TaskStatus.QUEUED: int(row[0]), TaskStatus.RUNNING: int(row[1])}
 
     async def delete_finished_before(
         self, cutoff: float, limit: int
@@ -556,10 +706,20 @@ class PostgresStorage(Storage):
                     after_seq,
                     limit,
                 )
-            else:
+            elif status.finished:
                 rows = await con.fetch(
                     f"SELECT {TASK_COLUMNS} FROM tasks WHERE status = $1 AND seq > $2"
                     " ORDER BY seq LIMIT $3",
+                    status.value,
+                    after_seq,
+                    limit,
+                )
+            else:  # status is not indexed: unfinished tasks are found through `unfinished`
+                columns = ", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))
+                rows = await con.fetch(
+                    f"SELECT {columns} FROM unfinished f JOIN tasks t ON t.seq = f.seq"
+                    " WHERE (f.lease_until IS NULL) = ($1 = 'QUEUED') AND t.status = $1"
+                    " AND f.seq > $2 ORDER BY f.seq LIMIT $3",
                     status.value,
                     after_seq,
                     limit,
@@ -580,5 +740,10 @@ async def migrate(con: Any) -> int:
         for number, sql in enumerate(_MIGRATIONS[version:], start=version + 1):
             await con.execute(sql)
             await con.execute("INSERT INTO taskqueue_schema (version) VALUES ($1)", number)
-            log.info("taskqueue: database schema migrated to version %d", number)
+        if version < len(_MIGRATIONS):  # one line for the whole migration, by the one server
+            log.info(
+                "taskqueue: database schema migrated from version %d to %d",
+                version,
+                len(_MIGRATIONS),
+            )
         return len(_MIGRATIONS)
