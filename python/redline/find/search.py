@@ -494,6 +494,10 @@ class Search:
             t1 = float(snap["t_s"])
             if self.on_snapshot is not None:
                 self.on_snapshot(snap, load, phase)
+            if int(snap.get("injectors_reported") or 1) < int(snap.get("injectors") or 1):
+                # An interval an injector did not report carries less load than the step's:
+                # no sample of it (the run is stopping on the loss, or the report is late).
+                continue
             if not got and t1 - self.interval_s < settle - 0.001:
                 # An interval that began before the new load settled measures the ramp.
                 continue
