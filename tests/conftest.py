@@ -11,8 +11,9 @@ from collections.abc import Iterator
 import pytest
 import redline
 
-#: leftovers fails the session if a process the suite started outlives it.
-pytest_plugins = ["leftovers"]
+#: leftovers fails the session if a process the suite started outlives it; slowfirst starts
+#: the long tests first (make test runs the suite on pytest-xdist workers).
+pytest_plugins = ["leftovers", "slowfirst"]
 
 #: Every subprocess in the suite is bounded by this many seconds.
 CLI_TIMEOUT_S = 60

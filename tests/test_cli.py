@@ -173,6 +173,7 @@ def test_the_engines_url_message_reaches_api_and_cli_verbatim(label, url, messag
     assert (p.returncode, p.stderr) == (2, f"redline: error: invalid configuration: {message}\n")
 
 
+@pytest.mark.slow
 def test_defaults_are_the_engines(target):
     """Nothing given: the engine's 10 s and 50 connections apply (the help shows them)."""
     d = redline.defaults()

@@ -50,6 +50,7 @@ def assert_all_gone(procs: list[psutil.Process]) -> None:
     assert not alive, f"left running: {[(p.pid, p.name()) for p in alive]}"
 
 
+@pytest.mark.slow
 def test_demo_quick_end_to_end(tmp_path):
     proc = subprocess.Popen(
         [REDLINE, "demo", "--quick", "-q"],

@@ -331,6 +331,8 @@ def two_slots(tmp_path_factory) -> tuple[dict[str, Any], str, Path]:
     return json.loads((tmp / "exp.json").read_text()), p.stdout, tmp
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("two_slots")  # one worker runs the module fixture once
 def test_two_configurations_four_times_the_capacity_is_best(two_slots):
     doc, text, tmp = two_slots
     assert not targets_alive(), "every service the experiment started is stopped"
@@ -371,6 +373,8 @@ def test_two_configurations_four_times_the_capacity_is_best(two_slots):
         ), port
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("two_slots")  # one worker runs the module fixture once
 def test_the_report_draws_both_configurations_in_a_browser(two_slots):
     """The page opens offline in headless Chromium with no console error and its charts
     drawn (skipped without Chromium; the screenshot is kept as an artefact)."""
@@ -575,6 +579,7 @@ def test_run_experiment_of_a_scenario_compares_its_request_names(tmp_path):
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+@pytest.mark.slow
 def test_taskqueue_with_one_worker_then_two_runs_end_to_end_and_stops_every_process(tmp_path):
     """Seed 002's question as one command: taskqueue started fresh (its own port and data
     directory) with --workers 1, then 2, each searched with the factorial flow, in tasks a

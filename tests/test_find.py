@@ -41,6 +41,7 @@ def queue():
         yield t
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["closed", "open"])
 def test_find_lands_on_the_capacity_of_a_queue(queue, model):
     r = valid(find(queue.url + "/", model=model, max_time=75, **QUICK))
@@ -72,6 +73,7 @@ def test_errors_stop_the_search_and_are_named():
     assert "failed" in r["stop"]["detail"]
 
 
+@pytest.mark.slow
 def test_an_slo_stops_the_search(queue):
     # p99 stays at the 10 ms service time up to N users and grows past it.
     r = valid(find(queue.url + "/", slos=["p99<15ms"], max_time=60, **QUICK))
@@ -81,6 +83,7 @@ def test_an_slo_stops_the_search(queue):
     assert "broke its SLO" in r["answers"]["text"]["limit"]
 
 
+@pytest.mark.alone
 def test_a_busy_service_stops_the_search():
     # A busy loop takes a whole core on an idle box and still well over 10 % of one on a
     # shared box; the target answering at once stays far from any other limit.
@@ -104,6 +107,7 @@ def test_a_busy_service_stops_the_search():
     assert r["monitor"], "the monitor's samples are in the result"
 
 
+@pytest.mark.alone
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 def test_a_starved_generator_is_named_as_the_limit(monkeypatch):
     # redline's one worker thread is held to too little CPU: it runs at idle priority on a
@@ -137,6 +141,7 @@ def test_a_starved_generator_is_named_as_the_limit(monkeypatch):
     assert "redline" in r["stop"]["meaning"]
 
 
+@pytest.mark.slow
 def test_cli_find_prints_the_answers_and_writes_json(queue, tmp_path, capsys):
     out = tmp_path / "find.json"
     code = cli.main(
@@ -229,6 +234,7 @@ def test_a_tally_meter_needs_a_tallied_name_of_the_scenario(throughput, message,
     assert message in err and "Traceback" not in err, err
 
 
+@pytest.mark.slow
 def test_monitor_cmd_starts_watches_and_stops_the_service(tmp_path, capsys):
     import socket
 
@@ -263,6 +269,7 @@ def read(u):
 """
 
 
+@pytest.mark.slow
 def test_find_with_a_scenario_file(queue, tmp_path):
     pytest.importorskip("redline.scenario")
     path = tmp_path / "one.py"
@@ -306,6 +313,7 @@ def test_every_answer_a_503_is_a_100_percent_error_rate():
     assert "100.0%" in r["answers"]["text"]["limit"]
 
 
+@pytest.mark.slow
 def test_the_open_model_finds_a_rate_limit_and_names_it():
     with redline.Target(threads=1, rate_limit=500.0, burst=50) as t:
         r = valid(find(t.url + "/", model="open", slos=["p99<500ms"], max_time=90, **QUICK))
@@ -317,6 +325,7 @@ def test_the_open_model_finds_a_rate_limit_and_names_it():
     assert seen["rate_refused"] > 0
 
 
+@pytest.mark.slow
 def test_contention_peak_optimum_and_fall_on_the_real_probe():
     # USL crosstalk, S = 10 ms, κ = 0.01 (crates/testserver/src/contention.rs): X(N) peaks at
     # 10 users with 526 req/s and Kleinrock's power X²/N is greatest at about 6 users.
@@ -334,6 +343,7 @@ def test_contention_peak_optimum_and_fall_on_the_real_probe():
     assert answered <= served <= answered + failed + 64, (answered, failed, served)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["closed", "open"])
 def test_a_server_that_pauses_is_found_within_5_percent(model):
     """8 x 10 ms that stops serving for 50 ms of every second: capacity 800 x (1 - 0.05) =
@@ -353,6 +363,7 @@ def test_a_server_that_pauses_is_found_within_5_percent(model):
     assert served == books["answered"] + books["transport"] + books["unfinished"], (served, books)
 
 
+@pytest.mark.slow
 def test_load_shedding_is_found_and_named_by_its_503s_in_the_open_model():
     with redline.Target(
         threads=1, capacity=SLOTS, service_time=f"{SERVICE_MS}ms", queue_limit=8
@@ -368,6 +379,7 @@ def test_load_shedding_is_found_and_named_by_its_503s_in_the_open_model():
     assert seen["queue_refused"] > 0
 
 
+@pytest.mark.slow
 def test_load_shedding_in_the_closed_model_is_told_from_a_rate_limit():
     # 8 x 10 ms with Q = 8: up to 16 users nothing is refused and users past 8 queue (16
     # users wait 20 ms); past 16 the extra users get 503s. A rate limiter would refuse with

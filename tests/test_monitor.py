@@ -71,6 +71,7 @@ def watch(proc: subprocess.Popen[str], interval: float = 0.25) -> tuple[list[Sam
     return mon.samples(), out
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize(
     "label,code,busy",
     [

@@ -73,6 +73,7 @@ def test_naps_between_hits_do_not_stretch_latency(target):
     assert min(gaps_corrected) <= 0.4, gaps_corrected
 
 
+@pytest.mark.slow
 def test_stall_shows_in_corrected_percentiles():
     """Server stalls 1 s in every 5 s; at a fixed rate 20 % of the requests are intended inside
     a stall and wait (1 s - offset), uniform over 0..1 s: corrected p90 = 500 ms, p99 = 950 ms.
@@ -145,6 +146,7 @@ def test_closed_stages_ramp_the_connections(target):
     assert target.stats()["connections"] - before == 10 + 1  # one VU each, plus the preflight
 
 
+@pytest.mark.slow
 def test_memory_stays_flat_over_a_longer_run(target):
     proc = psutil.Process()
     rss = {}

@@ -90,6 +90,7 @@ async def _soak(
 
 
 @pytest.mark.soak
+@pytest.mark.slow  # started first under make test's pytest-xdist workers
 @pytest.mark.sqlite_only("the fetch path's fds and memory; a minute per run")
 def test_fds_and_rss_stay_flat_under_hostile_origins(server_factory, origin) -> None:
     srv = server_factory(
