@@ -26,7 +26,7 @@ import pytest
 from conftest import FAST_LEASES, Server, metric, submit, wait_final
 from taskqueue.localpg import LocalPostgres
 from taskqueue.models import Task, TaskStatus, TaskType
-from taskqueue.storage import Result
+from taskqueue.storage import Result, StorageUnavailable
 from taskqueue.storage_postgres import _MIGRATIONS, PostgresStorage
 
 OUTAGE_503_WITHIN_S = 7.0
@@ -151,6 +151,36 @@ async def test_submissions_changes_and_claims_share_one_commit(dsn: str) -> None
         assert [t.id for t in listed] == ["old1", "old2", "new"]
         assert [t.id for t in await store.list(TaskStatus.SUCCEEDED, 0, 10)] == ["old0"]
         assert await store.list(TaskStatus.QUEUED, 0, 10) == []
+    finally:
+        await store.close()
+
+
+async def test_a_claim_whose_answer_was_lost_gives_its_tasks_back(dsn: str, monkeypatch) -> None:
+    """A claim can commit and its answer be lost with the connection (the database crashed
+    just then): nobody runs those tasks, so the next batch puts them back in the queue, the
+    attempt refunded, instead of leaving them RUNNING until their lease runs out."""
+    store = PostgresStorage(dsn)
+    await store.open()
+    try:
+        for n in range(2):
+            await store.insert(Task(id=f"t{n}", seq=0, type=TaskType.FACTORIAL, params={"n": n}))
+        fetch = asyncpg.Connection.fetch
+
+        async def committed_then_cut(self: Any, *args: Any, **kw: Any) -> Any:
+            await fetch(self, *args, **kw)
+            raise ConnectionResetError("the answer was lost")
+
+        monkeypatch.setattr(asyncpg.Connection, "fetch", committed_then_cut)
+        with pytest.raises(StorageUnavailable):
+            await store.claim(TaskType.FACTORIAL, 10, 300.0)
+        monkeypatch.setattr(asyncpg.Connection, "fetch", fetch)
+        assert await store.unfinished() == {TaskStatus.QUEUED: 0, TaskStatus.RUNNING: 2}
+        again = await store.claim(TaskType.FACTORIAL, 10, 300.0)
+        assert [(t.id, t.attempts) for t in again] == [("t0", 1), ("t1", 1)]
+        # Claims answered are never given back, however many batches follow.
+        await store.insert(Task(id="t2", seq=0, type=TaskType.FACTORIAL, params={"n": 2}))
+        assert [t.id for t in await store.claim(TaskType.FACTORIAL, 10, 300.0)] == ["t2"]
+        assert await store.unfinished() == {TaskStatus.QUEUED: 0, TaskStatus.RUNNING: 3}
     finally:
         await store.close()
 
