@@ -292,6 +292,12 @@ def _slow_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, i
         body = {"type": "http-fetch", "url": origin.url("/slow?ms=1500"), "timeout_ms": 2000}
         task_id = submit(c, body).json()["id"]
     holder, other = _holder(servers)
+    # RUNNING is durable before the fetch goes out: wait until it reached the origin, so the
+    # kill or the freeze lands on an attempt that made its one fetch (not before it).
+    deadline = time.monotonic() + 10
+    while origin.hits("/slow") == before:
+        assert time.monotonic() < deadline, "the holder's fetch never reached the origin"
+        time.sleep(0.01)
     return task_id, holder, other, before
 
 
