@@ -41,11 +41,11 @@ test-rust: ## the engine's and the target server's tests (profile `checked`)
 # -ra names every skip with its reason; --durations lists the slowest tests (CI's time budget).
 # Most tests wait on servers rather than use the CPU (the whole suite uses about a third of one
 # core), so they run on PYTEST_WORKERS pytest-xdist workers; the few that load or measure the
-# machine's CPUs on purpose (marked `alone`) run after them, by themselves. PYTEST_WORKERS=0
-# runs everything in one process.
+# machine's CPUs on purpose (marked `alone`: busy loops, the local Ray clusters) run after
+# them, by themselves. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 3
 test-python:
-	$(PY) -m pytest -q -ra --durations=15 -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" tests
+	$(PY) -m pytest -q -ra --durations=15 -n $(PYTEST_WORKERS) -m "not alone" tests
 	$(PY) -m pytest -q -ra -m alone tests
 	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -ra --durations=10 -n $(PYTEST_WORKERS) -p leftovers -p slowfirst tests
 

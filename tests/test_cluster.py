@@ -23,8 +23,9 @@ from redline import _engine
 from redline.cluster.connection import shutdown_ray
 from redline.report import render_run_html
 
-#: One local Ray at a time: the Ray tests share one pytest-xdist worker (make test).
-pytestmark = pytest.mark.xdist_group("ray")
+#: A local Ray (its daemons and injectors) takes the machine's CPUs: make test runs these
+#: tests after the parallel part, one Ray at a time.
+pytestmark = pytest.mark.alone
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "docs/schema/result.schema.json").read_text()
@@ -250,8 +251,6 @@ def test_each_data_row_goes_to_one_injector(local_ray, tmp_path) -> None:
     assert result.requests == rows
 
 
-# A search on three injectors and a local Ray needs the two CPUs it finds: run by itself.
-@pytest.mark.alone
 def test_find_on_three_injectors_lands_on_the_capacity_a_local_search_finds(local_ray) -> None:
     # The queue of tests/test_find.py (8 slots x 10 ms: 800 req/s), whose local search finds
     # it within 3 %; through the cluster each step's rate is split over 3 injectors.

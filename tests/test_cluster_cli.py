@@ -20,8 +20,9 @@ from leftovers import alive_descendants
 from redline.cluster.connection import Member, check_versions
 from redline.errors import ClusterError
 
-#: One local Ray at a time: the Ray tests share one pytest-xdist worker (make test).
-pytestmark = pytest.mark.xdist_group("ray")
+#: A local Ray (its daemons and injectors) takes the machine's CPUs: make test runs these
+#: tests after the parallel part, one Ray at a time.
+pytestmark = pytest.mark.alone
 
 #: RAY_RUN_TIMEOUT_S bounds a CLI run that starts a local Ray on this small box.
 RAY_RUN_TIMEOUT_S = 120
@@ -242,8 +243,6 @@ def test_kill_9_of_the_cli_leaves_no_ray_process_and_no_load(target, tmp_path: P
     assert target.stats()["requests"] == served
 
 
-# A search on three injectors and a local Ray needs the two CPUs it finds: run by itself.
-@pytest.mark.alone
 def test_a_find_that_loses_an_injector_stops_names_it_and_keeps_its_steps(
     target, tmp_path: Path
 ) -> None:

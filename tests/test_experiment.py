@@ -332,8 +332,12 @@ def two_slots(tmp_path_factory) -> tuple[dict[str, Any], str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("two_slots")  # one worker runs the module fixture once
 def test_two_configurations_four_times_the_capacity_is_best(two_slots):
+    """The experiment's answers, what the servers saw, and its page: it opens offline in
+    headless Chromium with no console error and its charts drawn (one test, so that pytest
+    workers do not each run the experiment)."""
+    from test_report import _assert_drawn, _open_in_chromium
+
     doc, text, tmp = two_slots
     assert not targets_alive(), "every service the experiment started is stopped"
     valid(doc)
@@ -371,16 +375,6 @@ def test_two_configurations_four_times_the_capacity_is_best(two_slots):
             x.laddr and x.laddr.port == port and x.status == psutil.CONN_LISTEN
             for x in psutil.net_connections("tcp")
         ), port
-
-
-@pytest.mark.slow
-@pytest.mark.xdist_group("two_slots")  # one worker runs the module fixture once
-def test_the_report_draws_both_configurations_in_a_browser(two_slots):
-    """The page opens offline in headless Chromium with no console error and its charts
-    drawn (skipped without Chromium; the screenshot is kept as an artefact)."""
-    from test_report import _assert_drawn, _open_in_chromium
-
-    doc, _, tmp = two_slots
     seen = _open_in_chromium((tmp / "exp.html").read_text(), "experiment")
     _assert_drawn(seen, {"percentiles", "goodput-time", "p99-time", "tput-load", "p99-tput"})
     assert doc["best"]["text"] in seen["answers"]
