@@ -659,10 +659,19 @@ def test_prometheus_exports_a_tally_as_the_report_and_the_server_count_it(target
     }
     assert families["redline_tally"].type == "counter"
     running = seen["tasks_running"]
-    assert exported == {
+    served = {
         ("status", "RUNNING"): running,
         ("status", "SUCCEEDED"): seen["tasks_polled"] - running,
     }
+    # A poll still out when the run ended (unfinished) was answered by the server and by no
+    # one in the run: the server's count may exceed the tally by that many, never fall short.
+    # (CI's ci21 saw 2,006 SUCCEEDED polls served and 2,005 tallied.)
+    assert set(exported) == set(served), (exported, served)
+    short = {k: served[k] - exported[k] for k in served}
+    assert min(short.values()) >= 0 and sum(short.values()) <= result["unfinished"], (
+        short,
+        result["unfinished"],
+    )
     assert 0 < running and exported[("status", "SUCCEEDED")] > 0
     assert {v: n for (_, v), n in exported.items()} == result["per_name"]["status"]["tally"]
 
