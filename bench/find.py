@@ -36,7 +36,7 @@ import record  # noqa: E402
 import redline  # noqa: E402
 from consistency import consistency_of  # noqa: E402
 from redline.find import find  # noqa: E402
-from redline.report import render_markdown  # noqa: E402
+from redline.report.render import render_markdown  # noqa: E402
 
 
 @dataclass

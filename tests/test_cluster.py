@@ -21,7 +21,7 @@ import redline.cluster
 from accounting import assert_books
 from redline import _engine
 from redline.cluster.connection import shutdown_ray
-from redline.report import render_run_html
+from redline.report.render import render_run_html
 
 #: A local Ray (its daemons and injectors) takes the machine's CPUs: make test runs these
 #: tests after the parallel part, one Ray at a time.

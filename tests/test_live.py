@@ -26,13 +26,13 @@ from browser import CHROMIUM, artifacts, playwright_api
 from conftest import CLI_TIMEOUT_S, run_cli
 from prometheus_client.parser import text_string_to_metric_families
 from redline import _engine
-from redline.charts import Chart, Series
 from redline.errors import ConfigError
 from redline.live import LiveSession, parse_address
 from redline.live.events import ChartBook, first_change
 from redline.live.launcher import Form, Launcher, Model, command_line
 from redline.live.metrics import BOUNDS_S, OUTCOMES, Ledger, counts_at, figures_of
 from redline.live.otlp import request_methods
+from redline.report.charts import Chart, Series
 
 #: Every wait in this module is bounded by this many seconds.
 WAIT_S = 15.0
@@ -1193,7 +1193,7 @@ def test_ui_refuses_a_public_address_without_a_token():
 
 
 def _render_run(data: dict[str, Any]) -> str:
-    from redline.report import render_run_html
+    from redline.report.render import render_run_html
 
     return render_run_html(data)
 

@@ -1,4 +1,4 @@
-"""Tests for redline.report and redline.charts: the find result's schema, the Markdown table,
+"""Tests for redline.report (render, charts): the find result's schema, the Markdown table,
 the HTML page (structure here, drawing in headless Chromium), ``redline report``, and the
 run report from a real run against the target server."""
 
@@ -19,8 +19,8 @@ import redline
 from browser import CHROMIUM, artifacts, playwright_api
 from conftest import run_cli
 from redline.analysis import StepResult, analyse, usl_throughput
-from redline.charts import find_charts, run_charts
-from redline.report import (
+from redline.report.charts import find_charts, run_charts
+from redline.report.render import (
     load_result,
     render_html,
     render_markdown,
@@ -299,7 +299,7 @@ def test_charts_skip_what_is_not_there():
 def test_the_latency_chart_marks_each_steps_transition_that_was_cut():
     """A step's intervals before its judged window (the MSER warm-up cut) are grey points of
     their own on the latency chart; the judged ones and the time between steps are not."""
-    from redline.charts import latency_chart
+    from redline.report.charts import latency_chart
 
     ts = [{"t_s": 0.5 * i, "p50_ms": 1.0, "p99_ms": float(i)} for i in range(1, 13)]
     steps = [
@@ -524,7 +524,7 @@ def test_empty_find_result_renders():
     ],
 )
 def test_load_chart_reads_the_load_held(label, model, interval, expect):
-    from redline.charts import load_chart
+    from redline.report.charts import load_chart
 
     steps = [{"index": 0, "load": 4.0, "start_s": 0.0, "end_s": 2.0}]
     inside = {"t_s": 0.5, "target": 4.0}
@@ -562,7 +562,7 @@ def test_run_writes_its_html_report(tmp_path, target):
 
 
 def test_an_outage_is_named_in_the_notes(find_result):
-    from redline.report import notes
+    from redline.report.render import notes
 
     result = json.loads(json.dumps(find_result))
     result["outages"] = [{"start_s": 2.01, "end_s": 4.03, "error_class": "connect", "errors": 67}]
@@ -588,7 +588,7 @@ def _tallied_timeseries(values: int = 3) -> list[dict[str, Any]]:
 
 
 def test_a_tally_is_charted_over_time_in_answers_a_second():
-    from redline.charts import TALLY_SERIES, tally_charts
+    from redline.report.charts import TALLY_SERIES, tally_charts
 
     (chart,) = tally_charts(_tallied_timeseries())
     assert chart.id == "tally-status" and "status" in chart.title

@@ -1,11 +1,11 @@
-"""The end-of-run text (redline/summary.py), rendered from hand-made result documents."""
+"""The end-of-run text (redline/report/summary.py), rendered from hand-made result documents."""
 
 from __future__ import annotations
 
 import re
 
+from redline.report.summary import render
 from redline.result import Result
-from redline.summary import render
 
 LAT = {
     "min": 1,

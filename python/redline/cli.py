@@ -21,7 +21,8 @@ from redline.find.command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.options import IgnoredOption, parse_duration, parse_stages
 from redline.progress import Goal, for_stream
-from redline.report_command import add_report_parser, write_run_report
+from redline.report.command import add_report_parser, write_run_report
+from redline.report.summary import render
 from redline.run_flags import (
     add_interval_flag,
     add_load_flags,
@@ -39,7 +40,6 @@ from redline.scenario.command import (
     parse_thresholds,
     run_watched,
 )
-from redline.summary import render
 
 EXIT_USAGE = 2
 
@@ -352,7 +352,7 @@ def _finisher(live: Any) -> Callable[[Any], None]:
     rendered when first asked for)."""
 
     def render(data: dict[str, Any]) -> str:
-        from redline.report import render_run_html
+        from redline.report.render import render_run_html
 
         return render_run_html(data)
 

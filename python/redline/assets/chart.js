@@ -1,6 +1,6 @@
-// redlineChart draws one chart spec of redline.charts (Chart.to_dict(), its data passed
+// redlineChart draws one chart spec of redline.report.charts (Chart.to_dict(), its data passed
 // apart) with uPlot in `box`, counting its draws in `state.draws`. The HTML report
-// (redline/report.py) and the live page (redline/live/page.js) both draw with it, so a chart
+// (redline/report/render.py) and the live page (redline/live/page.js) both draw with it, so a chart
 // looks the same live and in the report; charts follow the window's width.
 (function () {
   "use strict";

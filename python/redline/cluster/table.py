@@ -127,7 +127,7 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 def render_html(rows: list[dict[str, Any]]) -> str:
-    """render_html: the per-injector table for the HTML run report (redline.report)."""
+    """render_html: the per-injector table for the HTML run report (redline.report.render)."""
     import html
 
     def cell(v: Any, spec: str = "") -> str:

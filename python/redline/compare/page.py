@@ -2,8 +2,8 @@
 overlaid (latency by percentile, goodput and p99 over time; for find results the throughput
 against the load and the latency against the throughput of each configuration).
 
-The page is built by the report's page template (:func:`redline.page.page`: uPlot and its
-renderer embedded, so it opens offline) and the chart types of :mod:`redline.charts`.
+The page is built by the report's page template (:func:`redline.report.page.page`: uPlot and its
+renderer embedded, so it opens offline) and the chart types of :mod:`redline.report.charts`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline import _engine
-from redline.charts import PALETTE, Chart, Series
 from redline.compare.comparison import Comparison
 from redline.compare.counting import outcomes
 from redline.compare.documents import Document, Kind
 from redline.compare.significance import Verdict
 from redline.compare.tables import evidence, shown, shown_change, shown_ci
 from redline.compare.windows import Stretch
+from redline.report.charts import PALETTE, Chart, Series
 
 #: NINES are the quantiles of the percentile curve: 0 .. 0.9999, denser in the tail.
 NINES = [1 - 10 ** (-k / 8) for k in range(0, 33)]
@@ -33,7 +33,7 @@ _STYLE = (
 
 def render_html(comparisons: Sequence[Comparison]) -> str:
     """render_html is the page for comparisons that share a base."""
-    from redline.page import page as _page
+    from redline.report.page import page as _page
 
     if not comparisons:
         raise ValueError("render_html needs at least one comparison")

@@ -60,7 +60,7 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
     from redline.experiment.plan_file import merge_plan
     from redline.experiment.runner import run_experiment
     from redline.experiment.tables import render_text, write_outputs
-    from redline.summary import render
+    from redline.report.summary import render
 
     merge_plan(args)
     if not args.vary:

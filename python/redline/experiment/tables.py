@@ -173,7 +173,7 @@ def render_html(doc: dict[str, Any]) -> str:
     from redline.compare import page
     from redline.experiment.measures import Measure
     from redline.experiment.ranking import Ranked, compare
-    from redline.page import page as _page
+    from redline.report.page import page as _page
 
     header, rows = grid(doc)
     head = "<th></th>" + "".join(f"<th>{html.escape(h)}</th>" for h in header)

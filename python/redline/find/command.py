@@ -235,7 +235,7 @@ def cmd_find(args: argparse.Namespace) -> int:
 
 def _render_find(result: dict[str, Any]) -> str:
     """_render_find is the find report the live page links to at the end."""
-    from redline.report import render_html
+    from redline.report.render import render_html
 
     return render_html(result)
 

@@ -118,6 +118,6 @@ def write_outputs(
     if json_path:
         finder.write_json(result, json_path)
     if html or markdown:
-        from redline.report import write_reports
+        from redline.report.render import write_reports
 
         write_reports(result, html, markdown)

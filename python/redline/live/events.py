@@ -23,10 +23,11 @@ Event types (server-sent events, JSON data):
 
 A chart patch is ``{"id", "start", "cols"}``: the chart's columns from row ``start`` on
 (earlier rows unchanged), plus ``spec`` (the chart without its data, as
-:meth:`redline.charts.Chart.to_dict` gives it) when the chart is new or its series changed.
-The charts are :func:`redline.charts.run_charts` / :func:`~redline.charts.find_charts` of the
-run so far, exactly as the report draws them; patches keep each event small however long the
-run (a whole chart each interval would make a 20-minute search's stream grow quadratically).
+:meth:`redline.report.charts.Chart.to_dict` gives it) when the chart is new or its series
+changed. The charts are :func:`redline.report.charts.run_charts` /
+:func:`~redline.report.charts.find_charts` of the run so far, exactly as the report draws
+them; patches keep each event small however long the run (a whole chart each interval would
+make a 20-minute search's stream grow quadratically).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from redline.charts import Chart, Column
+from redline.report.charts import Chart, Column
 
 #: Snapshot fields the page is not sent as they are: the encoded histograms are for the
 #: exporter, and ``names`` is sent as the ledger's table.

@@ -8,7 +8,7 @@ import html
 from functools import cache
 from importlib import resources
 
-from redline.page import CSS, UPLOT_VERSION
+from redline.report.page import CSS, UPLOT_VERSION
 
 #: LIVE_CSS: what the live page adds to the report's stylesheet.
 LIVE_CSS = """

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from enum import Enum
 from typing import IO, Any
 
-from redline.charts import find_charts, run_charts
 from redline.errors import ConfigError
 from redline.live.address import Address
 from redline.live.events import ChartBook, figures, final_names, step_fields
 from redline.live.hub import Hub, Watcher
 from redline.live.metrics import Ledger
 from redline.live.server import Reply, Request, Server
+from redline.report.charts import find_charts, run_charts
 
 Snapshot = dict[str, Any]
 

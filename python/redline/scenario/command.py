@@ -16,7 +16,7 @@ from dataclasses import fields
 from typing import Any
 
 from redline.errors import ConfigError
-from redline.report_command import write_run_report
+from redline.report.command import write_run_report
 from redline.run_options import RunOptions
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.profile import merge, run_options
@@ -95,9 +95,9 @@ def cmd_run_scenario(
     once its outputs are written (the live view)."""
     from redline.cluster.command import cluster_options, lost_exit, print_injectors
     from redline.errors import InjectorLost
+    from redline.report.summary import render
     from redline.runner import run
     from redline.scenario.table import render as render_tables
-    from redline.summary import render
 
     compiled, url, opts = scenario_run(args)
     if on_plan is not None:

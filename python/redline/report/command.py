@@ -1,5 +1,5 @@
-"""report_command: the ``redline report`` subcommand (parsing only; the work is
-:func:`redline.report.write_reports`)."""
+"""command: the ``redline report`` subcommand (parsing only; the work is
+:func:`redline.report.render.write_reports`)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 def cmd_report(args: argparse.Namespace) -> int:
     """cmd_report reads the result and writes the reports asked for."""
     # Imported here: the report pulls in numpy/scipy, which `redline run` must not pay for.
-    from redline.report import load_result, write_reports
+    from redline.report.render import load_result, write_reports
 
     if not args.html and not args.markdown:
         raise RedlineError("report: give --html and/or --markdown")
@@ -59,7 +59,7 @@ def write_run_report(path: str | None, data: dict[str, Any]) -> None:
     """write_run_report writes ``redline run --report``'s HTML page (the report module, and the
     numerics it brings, load only when asked for)."""
     if path:
-        from redline.report import render_run_html
+        from redline.report.render import render_run_html
 
         Path(path).write_text(render_run_html(data))
         print(f"wrote {path}", file=sys.stderr)

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
-from redline.charts import Chart
+from redline.report.charts import Chart
 
 #: UPLOT_VERSION is the version of the vendored charting library (see assets/README.md).
 UPLOT_VERSION = "1.6.32"

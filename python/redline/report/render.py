@@ -1,4 +1,4 @@
-"""report: a result as a document people read. One self-contained HTML file (charts drawn by
+"""render: a result as a document people read. One self-contained HTML file (charts drawn by
 uPlot, vendored under ``redline/assets`` and inlined, so it opens offline) and a Markdown
 summary with the table the seed authors typed by hand.
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from redline.analysis import answer_sentences
-from redline.charts import _num, find_charts, monitor_samples, run_charts
 from redline.errors import RedlineError
-from redline.page import page, sanitise
+from redline.report.charts import _num, find_charts, monitor_samples, run_charts
+from redline.report.page import page, sanitise
 
 #: QUESTIONS: the four questions, in the order every report answers them.
 QUESTIONS = (
