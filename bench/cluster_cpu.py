@@ -5,12 +5,15 @@
 Runs the open model at RATE req/s (default 2000) for SECONDS (default 5) against the bundled
 target (its own process, so its CPU is not the client's), once in this process and once with
 ``cluster="local:2"`` on a Ray started beforehand (its start is not counted), alternating,
-PAIRS times (default 3). Client CPU is everything on the client's side during the run,
-divided by the requests answered: the CPU this process and its lasting descendants (Ray's
-raylet, GCS and idle workers; not the target) used across the run, from /proc via psutil,
-plus the injector actors' own process CPU over their runs (their reports' ``cpu_s``: they
-are gone when the run returns). Prints each run's figure, the medians and their ratio, and
-the engine's own ``cpu_us_per_request`` for comparison.
+PAIRS times (default 3). Both sides run the same engine threads at the same rate each: the
+local run two threads, each injector one (an engine thread's CPU per request depends on the
+rate it carries: its timer wakes and its syscalls are shared by the requests of one tick),
+so the difference between the two is what Ray adds. Client CPU is everything on the client's
+side during the run, divided by the requests answered: the CPU this process and its lasting
+descendants (Ray's raylet, GCS and idle workers; not the target) used across the run, from
+/proc via psutil, plus the injector actors' own process CPU over their runs (their reports'
+``cpu_s``: they are gone when the run returns). Prints each run's figure, the medians and
+their ratio, and the engine's own ``cpu_us_per_request`` for comparison.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ import ray  # noqa: E402
 import record  # noqa: E402
 import redline  # noqa: E402
 from redline.cluster.connection import shutdown_ray  # noqa: E402
+
+#: INJECTORS: the cluster's injectors (``local:2``), one engine thread each.
+INJECTORS = 2
 
 
 def tree_cpu(skip: int) -> dict[int, float]:
@@ -48,7 +54,8 @@ def measure(
 ) -> tuple[float, float]:
     """measure: (client CPU µs per request, the engine's cpu_us_per_request) of one run."""
     before = tree_cpu(skip)
-    r = redline.run(url, rate=rate, duration=secs, threads=1, cluster=cluster)
+    threads = 1 if cluster else INJECTORS  # the same engine threads either way
+    r = redline.run(url, rate=rate, duration=secs, threads=threads, cluster=cluster)
     after = tree_cpu(skip)
     used = sum(after[p] - before[p] for p in after if p in before)
     rows = (r.data.get("cluster") or {}).get("injectors") or []
@@ -67,7 +74,7 @@ def main(rate: float, secs: float, pairs: int) -> None:
         assert target.stdout is not None
         url = target.stdout.readline().split()[-1]
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-        runs: dict[str, list[tuple[float, float]]] = {"local": [], "local:2": []}
+        runs: dict[str, list[tuple[float, float]]] = {"local": [], f"local:{INJECTORS}": []}
         for _ in range(pairs):
             for mode in runs:
                 cluster = None if mode == "local" else mode
@@ -83,13 +90,15 @@ def main(rate: float, secs: float, pairs: int) -> None:
             f"{mode}: client CPU {statistics.median(c for c, _ in got):.1f} µs/request "
             f"(runs: {each}); engine's own {statistics.median(e for _, e in got):.1f}"
         )
-    ratio = statistics.median(c for c, _ in runs["local:2"]) / statistics.median(
+    ratio = statistics.median(c for c, _ in runs[f"local:{INJECTORS}"]) / statistics.median(
         c for c, _ in runs["local"]
     )
-    lines.append(f"ratio local:2 / local: {ratio:.3f} (goal: within 1.05)")
-    text = f"rate {rate:g} req/s for {secs:g} s, {pairs} pairs\n\n" + "".join(
-        f"- {x}\n" for x in lines
+    lines.append(f"ratio local:{INJECTORS} / local: {ratio:.3f} (goal: within 1.05)")
+    text = (
+        f"rate {rate:g} req/s for {secs:g} s, {pairs} pairs; {INJECTORS} engine threads on"
+        f" each side (local: threads={INJECTORS}; local:{INJECTORS}: one per injector)\n\n"
     )
+    text += "".join(f"- {x}\n" for x in lines)
     print(text, end="")
     record.append("cluster", "client CPU per request, local vs --cluster local:2", ctx, text)
 

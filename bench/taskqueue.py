@@ -1,7 +1,8 @@
 """Benchmark of the taskqueue service (issue 3, "Performance"): three scenarios, one run.
 
     .venv/bin/python bench/taskqueue.py [--seconds 30] [--runs 1] [--only status,submit,mix]
-        [--mix-rate 700,550,400] [--no-pin] [--service-cmd CMD] [--results FILE] [--no-record]
+        [--mix-rate 700,550,400] [--store sqlite,postgres] [--no-pin] [--service-cmd CMD]
+        [--results FILE] [--no-record]
 
 Each scenario gets a fresh service (`taskqueue serve --port 0`, a new temporary data dir,
 `--allow-fetch-cidr 127.0.0.0/8`) and, for http-fetch, an origin (`redline target --threads 1`),
@@ -26,6 +27,13 @@ Latency percentiles are client-side (wrk: closed loop, from each request's send;
 request's actual send, so a saturated generator shows up as dropped iterations, reported too).
 The notes give the service's CPU use, how long its threads waited for a CPU (schedstat: the
 box is shared, and that wait is latency no code change removes) and its disk writes.
+
+--store postgres runs the mix with the service on PostgreSQL (`taskqueue serve --database`,
+issue 19): a fresh private cluster per run (taskqueue.localpg: the distribution's initdb and
+pg_ctl, fsync on), pinned to the service's core, so the service and its store share one core
+as the SQLite service and its writer thread do. --store sqlite,postgres runs both at each rate
+back to back, alternating which goes first from one run to the next, so the two see the same
+machine; their CPU (service and postgres) is in each note.
 """
 
 from __future__ import annotations
@@ -50,7 +58,13 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import record
+
+# This script's own name would shadow the service's package (taskqueue.localpg, for
+# --store postgres): look for modules beside it (record) only after everything else.
+_BENCH = str(Path(__file__).resolve().parent)
+sys.path[:] = [p for p in sys.path if p not in (_BENCH, "")] + [_BENCH]
+
+import record  # noqa: E402  (bench/record.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "bench" / "taskqueue"
@@ -127,11 +141,51 @@ def pin(role: str) -> list[str]:
     return ["taskset", "-c", CORES[role]] if role in CORES else []
 
 
-def service_argv(cmd: str, data_dir: Path, max_queue: int | None) -> list[str]:
-    """service_argv is the pinned taskqueue command line (cmd: how to run `taskqueue`)."""
+def service_argv(
+    cmd: str, data_dir: Path, max_queue: int | None, database: str | None = None
+) -> list[str]:
+    """service_argv is the pinned taskqueue command line (cmd: how to run `taskqueue`), on
+    ``database`` (a PostgreSQL URL) when given, else on SQLite in ``data_dir``."""
     argv = [*pin("service"), *shlex.split(cmd), "serve", "--port", "0"]
     argv += ["--data-dir", str(data_dir), "--allow-fetch-cidr", "127.0.0.0/8"]
+    argv += ["--database", database] if database else []
     return argv + (["--max-queue", str(max_queue)] if max_queue else [])
+
+
+@contextmanager
+def store(kind: str, work: Path) -> Iterator[tuple[str | None, Callable[[], float]]]:
+    """store yields the ``--database`` URL of ``kind`` (None for SQLite, which lives in the
+    service's data dir) and a function giving the CPU seconds the store's own processes have
+    used so far (0 for SQLite: its writer is a thread of the service). PostgreSQL is a fresh
+    private cluster pinned to the service's core, stopped and removed on the way out."""
+    if kind == "sqlite":
+        yield None, lambda: 0.0
+        return
+    from taskqueue.localpg import LocalPostgres
+
+    del work  # its own temporary directory: under root, the cluster's user must reach it
+    with LocalPostgres() as pg:
+        url = pg.create_database("taskqueue")
+        head = int((pg.datadir / "postmaster.pid").read_text().split()[0])
+        postmaster = psutil.Process(head)
+        if "service" in CORES:  # backends fork from the postmaster and inherit its affinity
+            for p in [postmaster, *postmaster.children(recursive=True)]:
+                try:
+                    p.cpu_affinity([int(CORES["service"])])
+                except psutil.NoSuchProcess:
+                    pass  # a backend that ended between the listing and the pinning
+
+        def used() -> float:
+            total = 0.0
+            for p in [postmaster, *postmaster.children(recursive=True)]:
+                try:
+                    t = p.cpu_times()
+                    total += t.user + t.system + t.children_user + t.children_system
+                except psutil.Error:
+                    pass  # a backend that ended between the listing and the read
+            return total
+
+        yield url, used
 
 
 def origin_argv() -> list[str]:
@@ -418,12 +472,18 @@ def mix_figures(summary: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def scenario_mix(tools: dict[str, str], work: Path, seconds: int, rate: int) -> Row:
-    """scenario_mix: the seed-000 user at `rate` new tasks per second (k6)."""
+def scenario_mix(
+    tools: dict[str, str], work: Path, seconds: int, rate: int, kind: str = "sqlite"
+) -> Row:
+    """scenario_mix: the seed-000 user at `rate` new tasks per second (k6), the service on
+    the store ``kind`` (sqlite or postgres)."""
     summary = work / "k6-summary.json"
-    with started(origin_argv(), work / "origin.log") as (origin, _):
+    with (
+        store(kind, work) as (database, store_cpu),
+        started(origin_argv(), work / "origin.log") as (origin, _),
+    ):
         with started(
-            service_argv(tools["TASKQUEUE"], work / "data", None), work / "service.log"
+            service_argv(tools["TASKQUEUE"], work / "data", None, database), work / "service.log"
         ) as (url, svc):
             env = {
                 "TQ_URL": url,
@@ -440,9 +500,10 @@ def scenario_mix(tools: dict[str, str], work: Path, seconds: int, rate: int) -> 
             load = load_avg()
             argv = k6_argv(tools["K6"])
             cpu0, gen0, wait0 = cpu_seconds(svc), child_cpu(), sched_wait_s(svc)
-            io0 = written_bytes(svc)
+            io0, db0 = written_bytes(svc), store_cpu()
             out, wall = run_generator(argv, seconds + 120, work)
             svc_cpu, gen_cpu = cpu_seconds(svc) - cpu0, child_cpu() - gen0
+            db_cpu = store_cpu() - db0
             waited = sched_wait_s(svc) - wait0
             wrote = written_bytes(svc) - io0
             tasks = wait_drained(url, 60)
@@ -458,8 +519,9 @@ def scenario_mix(tools: dict[str, str], work: Path, seconds: int, rate: int) -> 
         f"{rt} {f[f'p99_{rt}']:.1f}"
         for rt in ("submit_fetch", "submit_factorial", "status", "result")
     )
+    on = "" if kind == "sqlite" else f" on {kind}"
     return Row(
-        f"seed-000 mix @ {rate} tasks/s",
+        f"seed-000 mix @ {rate} tasks/s{on}",
         "k6",
         rps,
         f["p50"],
@@ -477,11 +539,21 @@ def scenario_mix(tools: dict[str, str], work: Path, seconds: int, rate: int) -> 
             f"{int(f['iterations'])} tasks, k6 done {int(f['done'])}, server "
             f"{tasks}; service CPU {100 * svc_cpu / wall:.0f}% of a core, "
             f"waited {waited:.1f} s for a CPU "
-            f"({1e6 * svc_cpu / max(1, f['requests']):.0f} us/request incl. running tasks), k6 "
-            f"{100 * gen_cpu / wall:.0f}%"
+            f"({1e6 * svc_cpu / max(1, f['requests']):.0f} us/request incl. running tasks), "
+            + (
+                f"{kind} {100 * db_cpu / wall:.0f}% ({1e6 * db_cpu / max(1, f['requests']):.0f}"
+                " us/request), "
+                if kind != "sqlite"
+                else ""
+            )
+            + f"k6 {100 * gen_cpu / wall:.0f}%"
         ],
         commands=[
-            shlex.join(service_argv(tools["TASKQUEUE"], Path("$DATA"), None)),
+            shlex.join(
+                service_argv(
+                    tools["TASKQUEUE"], Path("$DATA"), None, "$DATABASE" if database else None
+                )
+            ),
             shlex.join(origin_argv()),
             " ".join(f"{k}={v}" for k, v in env.items() if k != "SUMMARY") + " " + shlex.join(argv),
         ],
@@ -507,9 +579,10 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def mix_job(tools: dict[str, str], seconds: int, rate: int, work: Path) -> Row:
-    """mix_job binds one mix rate for the job list (a lambda in a loop would bind late)."""
-    return scenario_mix(tools, work, seconds, rate)
+def mix_job(tools: dict[str, str], seconds: int, rate: int, kind: str, work: Path) -> Row:
+    """mix_job binds one mix rate and store for the job list (a lambda in a loop would bind
+    late)."""
+    return scenario_mix(tools, work, seconds, rate, kind)
 
 
 def placement() -> str:
@@ -543,6 +616,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="700",
         help="k6 new tasks per second; a comma list runs each (default 700: about "
         "2,600 req/s at ~3.7 requests a task)",
+    )
+    p.add_argument(
+        "--store",
+        default="sqlite",
+        help="the mix's store: sqlite, postgres, or sqlite,postgres for both back to back at "
+        "each rate, alternating which goes first (default sqlite)",
     )
     p.add_argument(
         "--service-cmd",
@@ -593,13 +672,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    stores = [k.strip() for k in args.store.split(",") if k.strip()]
+    if not stores or set(stores) - {"sqlite", "postgres"}:
+        print(f"taskqueue bench: --store {args.store!r}: sqlite, postgres", file=sys.stderr)
+        return 2
     wants = {"WRK": only & {"status", "submit", "submit-fetch"}, "K6": only & {"mix"}}
     for key, needed in wants.items():
         if needed and not (tools.get(key) and Path(tools[key]).exists()):
             print(f"taskqueue bench: {key.lower()} not found (see {PEERS_ENV})", file=sys.stderr)
             return 2
     jobs: list[Callable[[Path], Row]] = []
-    for _ in range(args.runs):
+    for run in range(args.runs):
         if "status" in only:
             jobs.append(lambda w: scenario_status(tools, w, args.seconds, args.conns))
         if "submit" in only:
@@ -607,7 +690,10 @@ def main(argv: list[str] | None = None) -> int:
         if "submit-fetch" in only:
             jobs.append(lambda w: scenario_submit(tools, w, args.seconds, args.conns, "fetch"))
         if "mix" in only:
-            jobs.extend(functools.partial(mix_job, tools, args.seconds, r) for r in rates)
+            order = stores if run % 2 == 0 else stores[::-1]
+            jobs.extend(
+                functools.partial(mix_job, tools, args.seconds, r, k) for r in rates for k in order
+            )
     rows = []
     for job in jobs:
         with tempfile.TemporaryDirectory(prefix="tq-bench-") as tmp:
