@@ -1,11 +1,11 @@
-"""The live view (redline/progress.py), fed hand-made interval snapshots: no run needed."""
+"""The live view (redline/view/progress.py), fed hand-made interval snapshots: no run needed."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
-from redline.progress import Goal, PlainProgress, Tally, for_stream, sparkline, view
+from redline.view.progress import Goal, PlainProgress, Tally, for_stream, sparkline, view
 from rich.console import Console
 
 

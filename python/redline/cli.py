@@ -20,7 +20,6 @@ from redline.experiment.command import add_vary_flags
 from redline.find.command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.options import IgnoredOption, parse_duration, parse_stages
-from redline.progress import Goal, for_stream
 from redline.report.command import add_report_parser, write_run_report
 from redline.report.summary import render
 from redline.run_flags import (
@@ -40,6 +39,7 @@ from redline.scenario.command import (
     parse_thresholds,
     run_watched,
 )
+from redline.view.progress import Goal, for_stream
 
 EXIT_USAGE = 2
 

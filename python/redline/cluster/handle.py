@@ -366,7 +366,7 @@ class ClusterHandle:
         merged = merge_snapshots([got[i] for i in sorted(got)], len(self.feeds))
         lost = [f"{f.member.name} {f.lost}" for f in self.feeds if f.lost]
         if lost:
-            # Named in the live view as they happen (redline.progress shows it).
+            # Named in the live view as they happen (redline.view.progress shows it).
             merged["injectors_lost"] = lost
         self.emitted[k] = merged
         self.ready.append(merged)
