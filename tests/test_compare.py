@@ -517,7 +517,8 @@ def test_the_u_test_gives_scipys_p_values():
 def test_compare_starts_without_scipy():
     """What compare imports to judge two results leaves scipy out (a fresh interpreter)."""
     code = (
-        "import sys, redline.cli, redline.compare, redline.compare.page, redline.report.render;"
+        "import sys, redline.cli.commands, redline.compare, redline.compare.page,"
+        " redline.report.render;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -185,14 +185,13 @@ def _subparser(name):
 
 
 def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
-    """Adding a run option is its field, the engine's config and its flag (redline.run_flags):
+    """Adding a run option is its field, the engine's config and its flag (cli/run_flags.py):
     ``redline find`` then has it too, unless it shapes the load (the search sets that), and
     reads it back into the same RunOptions."""
     import dataclasses
 
     from redline.find.flags import find_options
-    from redline.run_flags import LOAD_SHAPE
-    from redline.run_options import FLAG_DESTS, RunOptions
+    from redline.run_options import FLAG_DESTS, LOAD_SHAPE, RunOptions
 
     dests = {a.dest for a in _subparser("find")._actions}
     fields = {f.name for f in dataclasses.fields(RunOptions)}

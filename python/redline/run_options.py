@@ -33,6 +33,19 @@ from redline.options import (
 #: (``--open``, ``-H/--header``).
 FLAG_DESTS = {"open_model": "open", "headers": "header"}
 
+#: LOAD_SHAPE: the run options that say how much load and for how long (``redline run``'s
+#: load model flags, :mod:`redline.cli.run_flags`' first set); a search sets these itself.
+LOAD_SHAPE = (
+    "connections",
+    "rate",
+    "stages",
+    "open_model",
+    "max_connections",
+    "duration",
+    "requests",
+    "warmup",
+)
+
 
 @dataclass(frozen=True)
 class RunOptions:

@@ -8,6 +8,13 @@ import sys
 import time
 from typing import Any
 
+from redline.cli.run_flags import (
+    add_interval_flag,
+    add_request_flags,
+    add_threads_flag,
+    secs,
+    shown_defaults,
+)
 from redline.cluster.command import EXIT_LOST, add_cluster_flags
 from redline.errors import ConfigError, RedlineError
 from redline.experiment.command import add_vary_flags
@@ -15,13 +22,6 @@ from redline.find.flags import SEARCH_DEFAULTS, find_options
 from redline.find.view import FindView, write_outputs
 from redline.live.command import add_live_flags, open_session, url_name
 from redline.options import parse_duration
-from redline.run_flags import (
-    add_interval_flag,
-    add_request_flags,
-    add_threads_flag,
-    secs,
-    shown_defaults,
-)
 from redline.runner import defaults
 
 FIND_EXAMPLES = """\
@@ -35,7 +35,7 @@ examples:
 
 def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """add_find_parser defines ``redline find``; the run options' flags are ``redline run``'s
-    (:mod:`redline.run_flags`), shown with a search's own defaults where they differ."""
+    (:mod:`redline.cli.run_flags`), shown with a search's own defaults where they differ."""
     engine = shown_defaults(defaults())
     # SEARCH_DEFAULTS says why a search's timeout and interval are not the engine's.
     own = {k: secs(v) for k, v in SEARCH_DEFAULTS.items()}

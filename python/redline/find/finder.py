@@ -32,8 +32,7 @@ from redline.find.rules import Limits, Slo
 from redline.find.search import Search
 from redline.find.step import Step
 from redline.find.throughput import search_meter
-from redline.run_flags import LOAD_SHAPE
-from redline.run_options import RunOptions
+from redline.run_options import LOAD_SHAPE, RunOptions
 from redline.runner import ClusterOptions
 
 # Where each part of find lives (the names read here before they moved are kept here too).
@@ -110,7 +109,7 @@ def find(
     :func:`redline.run` takes them: ``threads``, ``method``, ``headers``, ``body``,
     ``timeout``, ``interval``, ``http2`` …), with a search's own defaults where they differ
     from the engine's (:data:`redline.find.flags.SEARCH_DEFAULTS`: a 10 s timeout, a 0.5 s
-    interval). The load shape (:data:`redline.run_flags.LOAD_SHAPE`) is the search's to set.
+    interval). The load shape (:data:`redline.run_options.LOAD_SHAPE`) is the search's to set.
     """
     limits = Limits(
         max_errors=max_errors,

@@ -6,7 +6,7 @@ process when submitted; the run is then watched as ``--web`` watches it.
 The form is turned into a command line once (:func:`command_line`), and the run is that
 command line parsed by the CLI's own parser: what the page shows is what runs. The launcher
 does not import the CLI; it is handed a function that runs a command line with a session
-(``redline.cli`` passes it in), so imports keep one direction.
+(``redline.cli.commands`` passes it in), so imports keep one direction.
 """
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def judge(thresholds: list[Threshold], result: Any, aborted: str | None) -> int:
 def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
     """build_run_parser_args parses ``SCENARIO.py`` and the scenario options of ``redline
     run`` without the whole CLI (for scripts that run scenarios through the Python API)."""
-    from redline.run_flags import (
+    from redline.cli.run_flags import (
         add_interval_flag,
         add_load_flags,
         add_request_flags,
@@ -218,7 +218,7 @@ def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--host")
     p.add_argument("-u", "--users", type=int)
     p.add_argument("--iterations", type=int)
-    # The run options' flags, as `redline run` has them (redline.run_flags).
+    # The run options' flags, as `redline run` has them (redline.cli.run_flags).
     shown = shown_defaults(defaults())
     add_load_flags(p, shown)
     add_threads_flag(p)

@@ -2,13 +2,15 @@
 once, for ``redline run`` and ``redline find`` (dest = the field's name, or its alias in
 :data:`~redline.run_options.FLAG_DESTS`, so :meth:`RunOptions.from_flags` reads them back).
 
-They come in two sets. The **load shape** (:data:`LOAD_SHAPE`: how much load, for how long)
-is ``redline run``'s to give; a search sets it itself, step by step. **The rest** (the worker
-threads, the request and its timeout, https, the protocol, the reporting interval) every
-command that sends load takes alike. Adding a run option: its field in ``RunOptions``, the
-engine's config field, and its flag here (in :func:`add_load_flags` if it shapes the load, and
-its name in :data:`LOAD_SHAPE`; else in :func:`add_request_flags` or beside it), which gives it
-to ``redline find`` too (``tests/test_options.py`` checks both commands).
+They come in two sets. The **load shape** (:data:`~redline.run_options.LOAD_SHAPE`: how much
+load, for how long) is ``redline run``'s to give; a search sets it itself, step by step. **The
+rest** (the worker threads, the request and its timeout, https, the protocol, the reporting
+interval) every command that sends load takes alike. Adding a run option: its field in
+``RunOptions``, the engine's config field, and its flag here (in :func:`add_load_flags` if it
+shapes the load, and its name in ``LOAD_SHAPE``; else in :func:`add_request_flags` or beside
+it), which gives it to ``redline find`` too (``tests/test_options.py`` checks both commands).
+The module imports nothing of redline's: the library (``redline.find``) reads ``LOAD_SHAPE``
+from the run options, never from the command line.
 
 The defaults a help text shows are given by field name as the user would type them
 (:func:`shown_defaults`: the engine's), so a command whose own defaults differ
@@ -20,19 +22,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from typing import Any
-
-#: LOAD_SHAPE: the run options that say how much load and for how long (``redline run``'s
-#: load model flags); a search sets these itself.
-LOAD_SHAPE = (
-    "connections",
-    "rate",
-    "stages",
-    "open_model",
-    "max_connections",
-    "duration",
-    "requests",
-    "warmup",
-)
 
 #: Parser: what takes flags (a parser, or one of its argument groups).
 Parser = argparse.ArgumentParser | argparse._ArgumentGroup
@@ -62,7 +51,8 @@ def shown_defaults(engine: Mapping[str, Any]) -> dict[str, str]:
 
 
 def add_load_flags(load: Parser, shown: Mapping[str, str]) -> None:
-    """add_load_flags adds the load shape's flags (:data:`LOAD_SHAPE`) to ``load``."""
+    """add_load_flags adds the load shape's flags (:data:`~redline.run_options.LOAD_SHAPE`)
+    to ``load``."""
     load.add_argument(
         "-c",
         "--connections",

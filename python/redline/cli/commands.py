@@ -1,4 +1,4 @@
-"""cli: the ``redline`` command. It parses arguments and calls the same functions a Python user
+"""commands: the ``redline`` command. It parses arguments and calls the same functions a Python user
 calls (:func:`redline.run`, :class:`redline.Target`); nothing here measures anything."""
 
 from __future__ import annotations
@@ -13,6 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from redline import __version__
+from redline.cli.run_flags import (
+    add_interval_flag,
+    add_load_flags,
+    add_request_flags,
+    add_threads_flag,
+    shown_defaults,
+)
 from redline.cluster.command import add_cluster_flags, cluster_options, lost_exit, print_injectors
 from redline.compare.command import add_compare_parser
 from redline.errors import InjectorLost, RedlineError
@@ -22,13 +29,6 @@ from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_ses
 from redline.options import IgnoredOption, parse_duration, parse_stages
 from redline.report.command import add_report_parser, write_run_report
 from redline.report.summary import render
-from redline.run_flags import (
-    add_interval_flag,
-    add_load_flags,
-    add_request_flags,
-    add_threads_flag,
-    shown_defaults,
-)
 from redline.run_options import RunOptions
 from redline.runner import defaults, run
 from redline.scenario.command import (
@@ -85,7 +85,7 @@ examples:
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     """add_run_parser defines ``redline run``; the defaults it shows are the engine's. The run
-    options' flags are :mod:`redline.run_flags`' (``redline find`` takes them too)."""
+    options' flags are :mod:`redline.cli.run_flags`' (``redline find`` takes them too)."""
     shown = shown_defaults(defaults())
     r = sub.add_parser(
         "run",
