@@ -428,7 +428,7 @@ def test_littles_law_is_silent_on_a_real_run_and_fires_when_completions_are_lost
     from redline.analysis import analyse
     from redline.find import LiveRun
     from redline.find.search import Limits, Plan, Search
-    from redline.runner import build_config
+    from redline.runs.runner import build_config
 
     with redline.Target(threads=1) as t:
         config = build_config(

@@ -111,7 +111,7 @@ def test_open_model_rate_holds_across_three_injectors(local_ray, target) -> None
 
 
 def _config(target: redline.Target, **over: Any) -> dict[str, Any]:
-    from redline.runner import build_config
+    from redline.runs.runner import build_config
 
     return {**build_config(target.url, threads=1, interval=0.25), **over}
 
@@ -255,7 +255,7 @@ def test_find_on_three_injectors_lands_on_the_capacity_a_local_search_finds(loca
     # The queue of tests/test_find.py (8 slots x 10 ms: 800 req/s), whose local search finds
     # it within 3 %; through the cluster each step's rate is split over 3 injectors.
     from redline.find import find
-    from redline.runner import ClusterOptions
+    from redline.runs.runner import ClusterOptions
 
     slots, service_ms = 8, 10.0
     capacity = slots * 1000.0 / service_ms

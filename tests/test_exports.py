@@ -14,6 +14,7 @@ import pytest
         ("redline.compare", "Figure", "redline.compare.figures"),
         ("redline.experiment", "parse_vary", "redline.experiment.configurations"),
         ("redline.live", "parse_address", "redline.live.address"),
+        ("redline.cli", "main", "redline.cli.commands"),
     ],
 )
 def test_a_public_name_comes_from_its_module(package, name, module):
@@ -21,7 +22,9 @@ def test_a_public_name_comes_from_its_module(package, name, module):
     assert got is getattr(importlib.import_module(module), name)
 
 
-@pytest.mark.parametrize("package", ["redline.compare", "redline.experiment", "redline.live"])
+@pytest.mark.parametrize(
+    "package", ["redline.compare", "redline.experiment", "redline.live", "redline.cli"]
+)
 def test_an_unknown_name_is_an_attribute_error(package):
     with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'nope'"):
         _ = importlib.import_module(package).nope

@@ -513,7 +513,7 @@ def test_the_machines_cpu_time_counts_this_process_burning_cpu():
     """machine_cpu_s (the find's saturation check): half a second of this process burning a
     CPU adds at least most of it to the machine's busy time, and the busy time added is
     bounded by what every CPU could have done in the wall time, as is the total."""
-    from redline.usage import machine_cpu_s
+    from redline.runs.usage import machine_cpu_s
 
     first = machine_cpu_s()
     assert first is not None

@@ -1,4 +1,4 @@
-"""Table-driven tests of option parsing (redline/options.py): spellings only. Whether a value
+"""Table-driven tests of option parsing (redline/runs/options.py): spellings only. Whether a value
 is allowed is the engine's rule; tests/test_cli.py shows its messages arriving unchanged."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 from redline.errors import ConfigError
-from redline.options import (
+from redline.runs.options import (
     Stage,
     ignored_options,
     parse_duration,
@@ -140,7 +140,7 @@ def test_every_run_option_has_its_flag_and_the_flags_read_back():
     import dataclasses
 
     from redline.cli import build_parser
-    from redline.run_options import FLAG_DESTS, RunOptions
+    from redline.runs.run_options import FLAG_DESTS, RunOptions
 
     run_parser = next(
         a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
@@ -165,8 +165,8 @@ def test_every_run_option_has_its_flag_and_the_flags_read_back():
 
 
 def test_run_options_render_the_engines_config_leaving_out_what_was_not_given():
-    from redline.run_options import RunOptions
-    from redline.runner import build_config
+    from redline.runs.run_options import RunOptions
+    from redline.runs.runner import build_config
 
     opts = RunOptions(connections=3, duration="1.5s", headers=[("X", "1")], open_model=True)
     config = opts.config("http://127.0.0.1:1/")
@@ -191,7 +191,7 @@ def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
     import dataclasses
 
     from redline.find.flags import find_options
-    from redline.run_options import FLAG_DESTS, LOAD_SHAPE, RunOptions
+    from redline.runs.run_options import FLAG_DESTS, LOAD_SHAPE, RunOptions
 
     dests = {a.dest for a in _subparser("find")._actions}
     fields = {f.name for f in dataclasses.fields(RunOptions)}
@@ -219,7 +219,7 @@ def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
 def test_a_search_has_its_own_timeout_and_interval_shown_in_its_help_and_given_way_to():
     from redline.find.finder import search_run
     from redline.find.flags import SEARCH_DEFAULTS
-    from redline.run_options import RunOptions
+    from redline.runs.run_options import RunOptions
 
     assert SEARCH_DEFAULTS == {"timeout": 10.0, "interval": 0.5}
     text = _subparser("find").format_help()

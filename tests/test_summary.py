@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from redline.report.summary import render
-from redline.result import Result
+from redline.runs.result import Result
 
 LAT = {
     "min": 1,

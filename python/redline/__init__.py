@@ -6,11 +6,11 @@ The engine is Rust (``redline._engine``); this package is its typed Python face 
 
 from redline._engine import __version__
 from redline.errors import ConfigError, RedlineError, UnreachableError
-from redline.options import IgnoredOption, Stage
-from redline.result import Latency, Result, merge_histograms
-from redline.run_options import RunOptions
-from redline.runner import defaults, run
-from redline.target import Target
+from redline.runs.options import IgnoredOption, Stage
+from redline.runs.result import Latency, Result, merge_histograms
+from redline.runs.run_options import RunOptions
+from redline.runs.runner import defaults, run
+from redline.runs.target import Target
 
 __all__ = [
     "RunOptions",

@@ -26,11 +26,11 @@ from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find.command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
-from redline.options import IgnoredOption, parse_duration, parse_stages
 from redline.report.command import add_report_parser, write_run_report
 from redline.report.summary import render
-from redline.run_options import RunOptions
-from redline.runner import defaults, run
+from redline.runs.options import IgnoredOption, parse_duration, parse_stages
+from redline.runs.run_options import RunOptions
+from redline.runs.runner import defaults, run
 from redline.scenario.command import (
     add_inspect_parser,
     cmd_run_scenario,
@@ -373,7 +373,7 @@ def run_goal(args: argparse.Namespace) -> Goal:
 
 def cmd_target(args: argparse.Namespace) -> int:
     """cmd_target serves the target server until SIGINT or SIGTERM."""
-    from redline.target import Target
+    from redline.runs.target import Target
 
     if not 0 <= args.port <= 65535:
         raise RedlineError(f"--port: must be 0..65535, got {args.port}")

@@ -1,8 +1,8 @@
-"""run_flags: the command-line flags of :class:`~redline.run_options.RunOptions`, each defined
+"""run_flags: the command-line flags of :class:`~redline.runs.run_options.RunOptions`, each defined
 once, for ``redline run`` and ``redline find`` (dest = the field's name, or its alias in
-:data:`~redline.run_options.FLAG_DESTS`, so :meth:`RunOptions.from_flags` reads them back).
+:data:`~redline.runs.run_options.FLAG_DESTS`, so :meth:`RunOptions.from_flags` reads them back).
 
-They come in two sets. The **load shape** (:data:`~redline.run_options.LOAD_SHAPE`: how much
+They come in two sets. The **load shape** (:data:`~redline.runs.run_options.LOAD_SHAPE`: how much
 load, for how long) is ``redline run``'s to give; a search sets it itself, step by step. **The
 rest** (the worker threads, the request and its timeout, https, the protocol, the reporting
 interval) every command that sends load takes alike. Adding a run option: its field in
@@ -35,7 +35,7 @@ def secs(seconds: float) -> str:
 
 
 def shown_defaults(engine: Mapping[str, Any]) -> dict[str, str]:
-    """shown_defaults: the engine's defaults (:func:`redline.runner.defaults`, by the engine's
+    """shown_defaults: the engine's defaults (:func:`redline.runs.runner.defaults`, by the engine's
     field names) as the flags' help shows them, by run option name (``min_interval``: the
     shortest reporting interval the engine takes)."""
     return {
@@ -51,7 +51,7 @@ def shown_defaults(engine: Mapping[str, Any]) -> dict[str, str]:
 
 
 def add_load_flags(load: Parser, shown: Mapping[str, str]) -> None:
-    """add_load_flags adds the load shape's flags (:data:`~redline.run_options.LOAD_SHAPE`)
+    """add_load_flags adds the load shape's flags (:data:`~redline.runs.run_options.LOAD_SHAPE`)
     to ``load``."""
     load.add_argument(
         "-c",

@@ -1,5 +1,5 @@
 """command: the ``--cluster`` flags of ``redline run`` and ``redline find``, read into the
-options the library takes (:class:`redline.runner.ClusterOptions`), checked before any load:
+options the library takes (:class:`redline.runs.runner.ClusterOptions`), checked before any load:
 a bad address, a bad policy or a missing Ray is one line and exit 2.
 """
 
@@ -13,7 +13,7 @@ from redline.cluster.address import check_injectors, parse_address
 from redline.cluster.connection import import_ray
 from redline.cluster.handle import OnLoss
 from redline.errors import ClusterError, InjectorLost
-from redline.runner import ClusterOptions
+from redline.runs.runner import ClusterOptions
 
 #: EXIT_LOST: a cluster run stopped because an injector was lost (--on-injector-loss fail).
 EXIT_LOST = 1

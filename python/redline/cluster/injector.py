@@ -31,7 +31,7 @@ class Injector:
     def __init__(self) -> None:
         # Imported now, while the actor is placed, not in the first poll after the start
         # instant (redline.find pulls in numpy: seconds on a busy machine).
-        from redline.usage import worker_cpu_s
+        from redline.runs.usage import worker_cpu_s
 
         self.handle: Any = None
         self.worker_cpu_s = worker_cpu_s

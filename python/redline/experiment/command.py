@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.errors import ConfigError
-from redline.options import parse_duration
+from redline.runs.options import parse_duration
 
 
 def add_vary_flags(parser: argparse.ArgumentParser, verb: str) -> None:
@@ -88,7 +88,7 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
     start_line = _announcer(args.repeat)
 
     def on_result(c: Any, r: int, result: dict[str, Any]) -> None:
-        from redline.result import Result
+        from redline.runs.result import Result
 
         print(f"== {c.label}", flush=True)
         print(render(Result(result)), flush=True)
@@ -111,7 +111,7 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
 def _run_target(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """_run_target: the URL template and :func:`redline.run`'s options, of a URL run or of a
     scenario file (its host, a template too, from --host or the scenario)."""
-    from redline.run_options import RunOptions
+    from redline.runs.run_options import RunOptions
     from redline.scenario.command import is_scenario, scenario_run
 
     if is_scenario(args.url):

@@ -113,7 +113,7 @@ def run_experiment(
     and the configurations are compared on the runs' windows (a scenario's request names
     one by one). Ctrl-C ends the run that runs (what it measured is kept), stops its service
     and returns what ran, ``interrupted`` true."""
-    from redline.runner import run
+    from redline.runs.runner import run
 
     def measure(service: Service) -> dict[str, Any]:
         return dict(run(service.url, **run_options).data)

@@ -21,8 +21,8 @@ from redline.experiment.command import add_vary_flags
 from redline.find.flags import SEARCH_DEFAULTS, find_options
 from redline.find.view import FindView, write_outputs
 from redline.live.command import add_live_flags, open_session, url_name
-from redline.options import parse_duration
-from redline.runner import defaults
+from redline.runs.options import parse_duration
+from redline.runs.runner import defaults
 
 FIND_EXAMPLES = """\
 examples:

@@ -32,8 +32,8 @@ from redline.find.rules import Limits, Slo
 from redline.find.search import Search
 from redline.find.step import Step
 from redline.find.throughput import search_meter
-from redline.run_options import LOAD_SHAPE, RunOptions
-from redline.runner import ClusterOptions
+from redline.runs.run_options import LOAD_SHAPE, RunOptions
+from redline.runs.runner import ClusterOptions
 
 # Where each part of find lives (the names read here before they moved are kept here too).
 __all__ = [
@@ -105,11 +105,11 @@ def find(
     search on Ray injectors, each step's load split across them (docs/distributed.md).
 
     What each request is and how it goes out are the run options (``options``, a
-    :class:`~redline.run_options.RunOptions`, or the same given as keywords, as
+    :class:`~redline.runs.run_options.RunOptions`, or the same given as keywords, as
     :func:`redline.run` takes them: ``threads``, ``method``, ``headers``, ``body``,
     ``timeout``, ``interval``, ``http2`` …), with a search's own defaults where they differ
     from the engine's (:data:`redline.find.flags.SEARCH_DEFAULTS`: a 10 s timeout, a 0.5 s
-    interval). The load shape (:data:`redline.run_options.LOAD_SHAPE`) is the search's to set.
+    interval). The load shape (:data:`redline.runs.run_options.LOAD_SHAPE`) is the search's to set.
     """
     limits = Limits(
         max_errors=max_errors,

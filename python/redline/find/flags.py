@@ -9,8 +9,8 @@ from typing import Any
 
 from redline.cluster.command import cluster_options
 from redline.errors import ConfigError
-from redline.options import parse_duration
-from redline.run_options import RunOptions
+from redline.runs.options import parse_duration
+from redline.runs.run_options import RunOptions
 
 #: SEARCH_DEFAULTS: the run options whose default in a search differs from the engine's
 #: (``redline run``'s 30 s timeout and 1 s interval), in seconds, deliberately: a search

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from redline.runner import ClusterOptions, start_handle
-from redline.usage import machine_cpu_s, worker_cpu_s
+from redline.runs.runner import ClusterOptions, start_handle
+from redline.runs.usage import machine_cpu_s, worker_cpu_s
 
 
 class LiveRun:

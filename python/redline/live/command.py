@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from redline.errors import ConfigError
-from redline.options import parse_duration
+from redline.runs.options import parse_duration
 
 
 def add_live_flags(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ from redline.live.address import Address
 from redline.live.hub import Watcher
 from redline.live.server import Reply, Request, Server
 from redline.live.session import Kind, LiveSession
-from redline.options import parse_duration
+from redline.runs.options import parse_duration
 
 #: RunCommand runs ``redline run`` with these arguments (after ``run``), watched by the
 #: session, and returns its exit status.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 
-from redline.result import Result
+from redline.runs.result import Result
 from redline.units import fmt_bytes, fmt_count, fmt_ms
 
 _PERCENTILES = (

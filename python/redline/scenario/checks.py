@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from redline.options import parse_duration
+from redline.runs.options import parse_duration
 from redline.scenario.jsonpath import parse_path
 
 

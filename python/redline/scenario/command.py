@@ -17,7 +17,7 @@ from typing import Any
 
 from redline.errors import ConfigError
 from redline.report.command import write_run_report
-from redline.run_options import RunOptions
+from redline.runs.run_options import RunOptions
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.profile import merge, run_options
 from redline.scenario.thresholds import Threshold, check
@@ -96,7 +96,7 @@ def cmd_run_scenario(
     from redline.cluster.command import cluster_options, lost_exit, print_injectors
     from redline.errors import InjectorLost
     from redline.report.summary import render
-    from redline.runner import run
+    from redline.runs.runner import run
     from redline.scenario.table import render as render_tables
 
     compiled, url, opts = scenario_run(args)
@@ -211,7 +211,7 @@ def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
         add_threads_flag,
         shown_defaults,
     )
-    from redline.runner import defaults
+    from redline.runs.runner import defaults
 
     p = argparse.ArgumentParser(prog="redline-scenario")
     p.add_argument("url")
@@ -243,7 +243,7 @@ def run_watched(
     live handle (``cluster``: a runner.ClusterOptions to run on injectors), feeding each
     interval snapshot to the watches and stopping the run when one fires; returns the
     result and the abort line."""
-    from redline.runner import build_config, drive, start_handle
+    from redline.runs.runner import build_config, drive, start_handle
 
     config = build_config(url, **opts)
     if plan is not None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from redline.options import parse_duration, parse_stages
+from redline.runs.options import parse_duration, parse_stages
 from redline.scenario.user import ScenarioError
 
 #: HOLD_S: how long the last stage of a JMeter-style or per-VU-iterations run may last at

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline.errors import ConfigError
-from redline.options import UNIT_S
+from redline.runs.options import UNIT_S
 
 _SPEC = re.compile(
     r"^\s*(?:(?P<name>.+):)?(?P<metric>p\d+(?:\.\d+)?|mean|min|max|errors|rps)\s*"

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from redline.errors import ConfigError
-from redline.options import parse_duration
+from redline.runs.options import parse_duration
 from redline.scenario.checks import Check
 from redline.scenario.jsonpath import parse_path
 from redline.scenario.template import Template, Var, display, json_template, parts, variables

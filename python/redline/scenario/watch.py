@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redline.errors import ConfigError
-from redline.options import parse_duration
+from redline.runs.options import parse_duration
 from redline.scenario.thresholds import QUANTILE, SNAPSHOT_KEY, Threshold, parse
 
 #: _PER_NAME: what a NAME: threshold can judge live (a name's part of a snapshot has counts

@@ -3,7 +3,7 @@
 :class:`RunOptions` is what :func:`redline.run` takes as keywords, what ``redline run URL``'s
 flags give (:meth:`RunOptions.from_flags`, by the flags' names), and what becomes the engine's
 ``RunConfig`` (:meth:`RunOptions.config`). Only the *spelling* of a value is checked here
-(:mod:`redline.options`: is ``"15x"`` a duration); whether it is allowed, and every default,
+(:mod:`redline.runs.options`: is ``"15x"`` a duration); whether it is allowed, and every default,
 is the engine's (``RunConfig::check``). An option left as None is left out of the config, so
 the engine's default applies.
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from redline.options import (
+from redline.runs.options import (
     encode_body,
     ignored_options,
     parse_duration,

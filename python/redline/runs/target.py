@@ -16,7 +16,7 @@ from typing import Any
 
 from redline import _engine
 from redline.errors import ConfigError
-from redline.options import parse_duration
+from redline.runs.options import parse_duration
 
 
 class Target:

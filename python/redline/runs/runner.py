@@ -8,7 +8,7 @@ The engine runs in native threads with the GIL released; ``progress`` receives e
 interval's snapshot (a dict) as the run goes.
 
 Options are validated once, by the engine (``RunConfig::check``), which also owns every
-default: :class:`~redline.run_options.RunOptions` parses units (``"15s"``, ``"10s:100"``,
+default: :class:`~redline.runs.run_options.RunOptions` parses units (``"15s"``, ``"10s:100"``,
 ``"@body.json"``) and leaves out what the caller did not give; the engine's one-line
 ConfigError comes through unchanged.
 """
@@ -23,9 +23,9 @@ from typing import Any
 
 from redline import _engine
 from redline.errors import InjectorLost
-from redline.options import IgnoredOption
-from redline.result import Result
-from redline.run_options import RunOptions
+from redline.runs.options import IgnoredOption
+from redline.runs.result import Result
+from redline.runs.run_options import RunOptions
 
 #: Progress: the callback type for per-interval snapshots.
 Progress = Callable[[dict[str, Any]], None]
@@ -44,7 +44,7 @@ def run(
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
 
-    The load is ``options`` (a :class:`~redline.run_options.RunOptions`), or the same given
+    The load is ``options`` (a :class:`~redline.runs.run_options.RunOptions`), or the same given
     as keywords (``connections=50, duration="10s"``; both: the keywords win). Closed model
     (default): ``connections`` virtual users each send their next request when the last one
     completes. Open model: ``rate`` requests per second whatever the server does, with
