@@ -49,9 +49,9 @@ sys.path[:] = [p for p in sys.path if p not in (_HERE, "")] + [_HERE]
 import record  # noqa: E402  (bench/record.py)
 import taskqueue  # noqa: E402
 from redline import compare  # noqa: E402
-from redline.demo import service, stop_group  # noqa: E402
 from redline.errors import RedlineError  # noqa: E402
 from redline.find import finder  # noqa: E402
+from redline.find.demo import service, stop_group  # noqa: E402
 from redline.scenario.compiler import load  # noqa: E402
 from taskqueue.localpg import LocalPgError, LocalPostgres, free_port, wait_port  # noqa: E402
 

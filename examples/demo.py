@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from redline.demo import demo
+from redline.find.demo import demo
 
 if __name__ == "__main__":
     try:

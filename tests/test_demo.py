@@ -16,7 +16,7 @@ import jsonschema
 import psutil
 import pytest
 from consistency import assert_consistent
-from redline.demo import SCENARIO, truth
+from redline.find.demo import SCENARIO, truth
 from redline.scenario.compiler import load
 
 REDLINE = str(Path(sys.executable).parent / "redline")
@@ -140,7 +140,7 @@ def test_the_tasks_line_gives_requests_a_second_with_or_without_a_confirmation()
     from: the confirmation when there is one, else the good step with the most goodput (a
     search cut short by its budget has no confirmation; it printed 'n/a' then), not the
     last good step (here a lighter one the optimum's bisection measured after it)."""
-    from redline.demo import tasks_line
+    from redline.find.demo import tasks_line
 
     answers = {"steady_state_throughput_rps": 300.0, "steady_state_load": 64}
     searched = [_step(0, "search", 160, 900.0), _step(1, "search", 300, 1700.0)]

@@ -16,7 +16,7 @@ from accounting import assert_books
 from consistency import assert_consistent
 from redline import cli
 from redline.find import find, finder
-from redline.monitor import ProcessMonitor
+from redline.service.monitor import ProcessMonitor
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parent.parent / "docs/schema/find.schema.json").read_text()

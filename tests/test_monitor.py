@@ -1,4 +1,5 @@
-"""Tests for redline.monitor against real processes and a real HTTP endpoint on 127.0.0.1."""
+"""Tests for redline.service.monitor against real processes and a real HTTP endpoint on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import psutil
 import pytest
 from redline.analysis import leak_check
 from redline.errors import ConfigError, RedlineError
-from redline.monitor import (
+from redline.service.monitor import (
     CommandMonitor,
     Monitor,
     ProcessMonitor,
@@ -220,7 +221,7 @@ def test_command_monitor_reports_bad_command(cmd, message):
 #: says the service's pid, and waits to be killed.
 HOLDER = """
 import sys, time
-from redline.monitor import CommandMonitor
+from redline.service.monitor import CommandMonitor
 mon = CommandMonitor([sys.executable, "-c", "import time; time.sleep(60)"]).start()
 print(mon.pid, flush=True)
 time.sleep(60)

@@ -12,7 +12,7 @@ from typing import Any
 class StepResult:
     """StepResult is one step: the load held (users in the closed model, req/s offered in
     the open one), its steady-state figures, the service's mean figures over it (keys of
-    :class:`redline.monitor.Sample`: ``cpu_percent``, ``load1``, ``rss_bytes``, ``fds``,
+    :class:`redline.service.monitor.Sample`: ``cpu_percent``, ``load1``, ``rss_bytes``, ``fds``,
     ``threads``, ``connections``), and the verdict: ``fired`` names every stop condition
     that held (empty for a good step) and ``why`` says it with figures. Optional figures the
     measurement did not give are None.

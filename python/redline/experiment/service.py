@@ -2,9 +2,9 @@
 
 Each configuration (and each repeat of it) gets a service of its own: a free port for
 ``{port}``, an empty directory for ``{dir}`` (so no data of an earlier configuration is read
-back), the command started under a :class:`~redline.monitor.CommandMonitor` (which samples its
-process tree for the search), a bounded wait until it accepts connections, and at the end its
-whole process tree stopped and the directory removed, however the search ended.
+back), the command started under a :class:`~redline.service.monitor.CommandMonitor` (which
+samples its process tree for the search), a bounded wait until it accepts connections, and at
+the end its whole process tree stopped and the directory removed, however the search ended.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from redline.errors import ConfigError
 from redline.experiment.configurations import DIR, PORT, Configuration, fill, free_port
-from redline.monitor import CommandMonitor
+from redline.service.monitor import CommandMonitor
 
 #: LISTEN_TIMEOUT_S: how long a service may take to accept connections after it starts.
 LISTEN_TIMEOUT_S = 30.0

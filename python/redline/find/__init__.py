@@ -16,7 +16,9 @@
 - :mod:`.steps`: a step's figures from its interval snapshots;
 - :mod:`.command`, :mod:`.flags`, :mod:`.view`: the command line (``redline find`` and
   ``redline demo``'s parser), its flags as :func:`find`'s keywords (and the run options whose
-  default differs in a search), and the live view and outputs.
+  default differs in a search), and the live view and outputs;
+- :mod:`.demo`: ``redline demo`` (``make demo``): a search of the bundled taskqueue, with the
+  services it needs started (tethered, watched by :mod:`redline.service.monitor`) and stopped.
 
     >>> import redline.find
     >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)

@@ -1,5 +1,5 @@
 """command: the ``redline find`` and ``redline demo`` subcommands (parsing and the live
-view only; the work is :func:`redline.find.find` and :mod:`redline.demo`)."""
+view only; the work is :func:`redline.find.find` and :mod:`redline.find.demo`)."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def make_monitor(args: argparse.Namespace) -> Any:
     if len(chosen) > 1:
         raise ConfigError("give one of --monitor-pid, --monitor-cmd, --monitor-prometheus")
     try:
-        from redline import monitor
+        from redline.service import monitor
     except ImportError as e:
         raise RedlineError(f"service monitoring is not available: {e}") from None
     if args.monitor_pid is not None:
@@ -253,7 +253,7 @@ def add_demo_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """cmd_demo runs :func:`redline.demo.demo`."""
-    from redline.demo import demo
+    """cmd_demo runs :func:`redline.find.demo.demo`."""
+    from redline.find.demo import demo
 
     return demo(quick=args.quick, live=not args.quiet)

@@ -65,7 +65,7 @@ class LiveSession:
     ``web`` and ``prometheus`` are where to listen (either may be None); a non-loopback
     ``web`` address needs ``token``, which every web request must then carry (``?token=``),
     since the page can stop the run. ``name`` labels the run-wide request series, ``model``
-    is ``closed`` or ``open``, and ``monitor`` (a :mod:`redline.monitor` monitor) gives the
+    is ``closed`` or ``open``, and ``monitor`` (a :mod:`redline.service.monitor` monitor) gives the
     service's CPU, RSS and fds. ``otlp``: an OpenTelemetry collector's URL to push the
     books to (:mod:`redline.live.otlp`), with ``otlp_attributes`` on every request
     series. ``stop_token`` is what the stop button must send (default:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.errors import RedlineError
-from redline.tether import tethered
+from redline.service.tether import tethered
 
 #: START_TIMEOUT_S bounds how long a service may take to print its address.
 START_TIMEOUT_S = 30.0
@@ -190,7 +190,7 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
 
 
 #: SCENARIO: the seed-000 workload, in the source tree beside this package.
-SCENARIO = Path(__file__).resolve().parents[2] / "examples" / "taskqueue.py"
+SCENARIO = Path(__file__).resolve().parents[3] / "examples" / "taskqueue.py"
 
 
 def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
@@ -282,7 +282,7 @@ def tasks_line(result: dict[str, Any], throughput: str) -> str:
 def _monitor(pid: int) -> Any:
     """_monitor watches taskqueue's process tree when the monitor module is there."""
     try:
-        from redline import monitor
+        from redline.service import monitor
     except ImportError:
         return None
     return monitor.ProcessMonitor(pid)

@@ -33,7 +33,7 @@ from typing import IO, Any
 import psutil
 
 from redline.errors import ConfigError
-from redline.tether import tethered
+from redline.service.tether import tethered
 
 #: FIELDS: the figures every sample may carry; None where the source does not give one.
 FIELDS = ("cpu_percent", "load1", "rss_bytes", "fds", "threads", "connections")
