@@ -246,3 +246,22 @@ def test_form_app_counts_the_survey_flow() -> None:
     assert stats["form_pages"] == stats["sessions_issued"] == 1
     assert stats["forms_posted"] == stats["thanks_pages"] == stats["missing_cookie"] == 1
     assert stats["forms_invalid"] == 0
+
+
+def test_a_target_whose_reader_went_away_stops_without_a_traceback() -> None:
+    # A supervisor reads the start line, then closes the pipe and stops the server: the
+    # closing line has nowhere to go, and the server must end quietly, not with a traceback.
+    argv = [sys.executable, "-m", "redline", "target", "--port", "0", "--threads", "1"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stderr is not None
+        assert p.stdout.readline().startswith("listening on http://127.0.0.1:")
+        p.stdout.close()
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == 1
+        err = p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

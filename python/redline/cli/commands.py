@@ -4,6 +4,7 @@ calls (:func:`redline.run`, :class:`redline.Target`); nothing here measures anyt
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -451,6 +452,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("redline: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Whoever read the output went away (`redline ... | head`, a supervisor that closed
+        # the pipe): nothing more can be said there. Point stdout at /dev/null so that the
+        # interpreter's last flush does not fail again on the way out.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
