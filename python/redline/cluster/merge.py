@@ -13,15 +13,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from redline import _engine
+from redline.percentiles import IN_SNAPSHOTS, snapshot_key
 
 #: SNAPSHOT_QUANTILES: the snapshot's percentile fields and the quantile each reads.
-SNAPSHOT_QUANTILES = (
-    ("p50_ms", 0.5),
-    ("p90_ms", 0.9),
-    ("p95_ms", 0.95),
-    ("p99_ms", 0.99),
-    ("p99_9_ms", 0.999),
-)
+SNAPSHOT_QUANTILES = tuple((snapshot_key(p.name), p.quantile) for p in IN_SNAPSHOTS)
 
 _SUMMED = ("requests", "errors", "active_connections", "in_flight", "bytes_in")
 _RATES = ("in_flight_mean", "achieved_rate")

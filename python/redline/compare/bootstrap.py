@@ -41,9 +41,6 @@ RESAMPLES = 2000
 #: SEED seeds the resampling, so the same results always give the same interval.
 SEED = 15
 
-_SNAPSHOT_KEY = {Figure.P50: "p50_ms", Figure.P90: "p90_ms", Figure.P99: "p99_ms"}
-_SNAPSHOT_KEY[Figure.P99_9] = "p99_9_ms"
-
 
 @dataclass(frozen=True)
 class Side:
@@ -170,7 +167,7 @@ def _side(windows: Sequence[Window], counts: np.ndarray | None) -> Side:
     o = [outcomes(w.snapshots, w.seconds) for w in windows]
     requests = [sum(int(s.get("requests") or 0) for s in w.snapshots) for w in windows]
     own = {
-        f: np.array([_weighted(w.snapshots, _SNAPSHOT_KEY[f]) for w in windows]) for f in LATENCIES
+        f: np.array([_weighted(w.snapshots, f.snapshot_key) for w in windows]) for f in LATENCIES
     }
     return Side(
         seconds=np.array([x.seconds for x in o], dtype=float),

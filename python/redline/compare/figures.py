@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from redline.percentiles import BY_NAME, snapshot_key
+
 
 class Figure(Enum):
     """Figure is one compared figure. Its value is how ``--fail-on`` spells it."""
@@ -18,7 +20,14 @@ class Figure(Enum):
     @property
     def quantile(self) -> float | None:
         """quantile: the latency quantile (0..1) this figure reads, None for rps and errors."""
-        return _QUANTILES.get(self)
+        p = BY_NAME.get(self.value)
+        return None if p is None else p.quantile
+
+    @property
+    def snapshot_key(self) -> str:
+        """snapshot_key: the interval snapshot's field of a latency figure (KeyError for rps
+        and errors)."""
+        return snapshot_key(self.value)
 
     @property
     def higher_is_better(self) -> bool:
@@ -44,7 +53,6 @@ class Figure(Enum):
         return "" if self is Figure.ERRORS else "ms"
 
 
-_QUANTILES = {Figure.P50: 0.5, Figure.P90: 0.9, Figure.P99: 0.99, Figure.P99_9: 0.999}
 _LABELS = {
     Figure.RPS: "goodput",
     Figure.ERRORS: "error rate",

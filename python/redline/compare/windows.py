@@ -141,11 +141,7 @@ def _percentiles(window: Window) -> dict[Figure, float | None]:
         if count:
             return {f: v / 1000.0 for f, v in zip(LATENCIES, values, strict=True)}
         return {f: None for f in LATENCIES}
-    return {f: _weighted(answered, _SNAPSHOT_KEY[f]) for f in LATENCIES}
-
-
-_SNAPSHOT_KEY = {Figure.P50: "p50_ms", Figure.P90: "p90_ms", Figure.P99: "p99_ms"}
-_SNAPSHOT_KEY[Figure.P99_9] = "p99_9_ms"
+    return {f: _weighted(answered, f.snapshot_key) for f in LATENCIES}
 
 
 def _weighted(snaps: Sequence[dict[str, Any]], key: str) -> float | None:

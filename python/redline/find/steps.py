@@ -17,16 +17,10 @@ from typing import Any
 from redline import _engine
 from redline.analysis.checks import little_check
 from redline.analysis.outcome import Meter
+from redline.percentiles import IN_SNAPSHOTS, snapshot_key
 
 #: QUANTILES are the step percentiles read from the merged histogram: field -> quantile.
-QUANTILES = {
-    "p50_ms": 0.5,
-    "p90_ms": 0.9,
-    "p95_ms": 0.95,
-    "p99_ms": 0.99,
-    "p99_9_ms": 0.999,
-    "max_ms": 1.0,
-}
+QUANTILES = {**{snapshot_key(p.name): p.quantile for p in IN_SNAPSHOTS}, "max_ms": 1.0}
 
 
 def aggregate_step(

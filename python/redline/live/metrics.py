@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redline import _engine
+from redline.percentiles import BY_NAME
 
 #: BOUNDS_S are the latency buckets' upper bounds in seconds (``le``), from 0.5 ms to 1 min:
 #: the engine's (``DURATION_BOUNDS_US``), which counts each status code's answers in them.
@@ -307,7 +308,7 @@ class Reading:
 
 
 #: TABLE_QUANTILES: the latency columns of the live page's per-name table.
-TABLE_QUANTILES = (0.5, 0.95, 0.99)
+TABLE_QUANTILES = tuple(BY_NAME[n].quantile for n in ("p50", "p95", "p99"))
 
 
 class Ledger:

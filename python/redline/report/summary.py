@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import statistics
 
+from redline.percentiles import PERCENTILES
 from redline.runs.result import Result
 from redline.units import fmt_bytes, fmt_count, fmt_ms
 
-_PERCENTILES = (
-    ("50%", "p50"),
-    ("75%", "p75"),
-    ("90%", "p90"),
-    ("99%", "p99"),
-    ("99.9%", "p99_9"),
-    ("99.99%", "p99_99"),
-)
+#: _PERCENTILES: the summary's latency rows, wrk's (no p95: Locust's and JMeter's column is
+#: in the JSON report), as (label, report key).
+_PERCENTILES = tuple((p.label, p.report_key) for p in PERCENTILES if p.name != "p95")
 
 
 def render(result: Result) -> str:

@@ -9,7 +9,7 @@ transport failures; over the whole run, unfinished and unsent requests too).
 This is the one grammar of a bound: the live watch (:mod:`redline.scenario.watch`) judges
 these thresholds over a window of snapshots, and ``redline find``'s ``--slo`` is a latency
 threshold judged on each step (:class:`redline.find.rules.Slo`). :data:`SNAPSHOT_KEY` and
-:data:`QUANTILE` are the latency figures both read.
+:data:`QUANTILE` are the latency figures both read (from :mod:`redline.percentiles`).
 """
 
 from __future__ import annotations
@@ -19,34 +19,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline.errors import ConfigError
+from redline.percentiles import BY_NAME, IN_SNAPSHOTS, snapshot_key
 from redline.runs.options import UNIT_S
 
 _SPEC = re.compile(
     r"^\s*(?:(?P<name>.+):)?(?P<metric>p\d+(?:\.\d+)?|mean|min|max|errors|rps)\s*"
     r"(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|%)?\s*$"
 )
-_QUANTILES = {
-    "p50": "p50",
-    "p75": "p75",
-    "p90": "p90",
-    "p95": "p95",
-    "p99": "p99",
-    "p99.9": "p99_9",
-    "p99.99": "p99_99",
-}
 #: SNAPSHOT_KEY: the latency figures each interval snapshot and each search step carry (ms),
 #: by the metric a threshold names: what the live watch and find's SLOs can judge.
 SNAPSHOT_KEY = {
-    "p50": "p50_ms",
-    "p90": "p90_ms",
-    "p95": "p95_ms",
-    "p99": "p99_ms",
-    "p99.9": "p99_9_ms",
+    **{p.name: snapshot_key(p.name) for p in IN_SNAPSHOTS},
     "mean": "mean_ms",
     "max": "max_ms",
 }
 #: QUANTILE: the percentiles among them, as quantiles (read from merged histograms).
-QUANTILE = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p99.9": 0.999}
+QUANTILE = {p.name: p.quantile for p in IN_SNAPSHOTS}
 
 #: TRANSPORT_REASONS: the failure reasons of requests that got no response (the engine's
 #: names for its error classes), which count as attempts besides the answered requests.
@@ -95,8 +83,8 @@ def parse(text: str) -> Threshold:
     metric, unit = m["metric"], m["unit"]
     value = float(m["value"])
     if metric.startswith("p"):
-        if metric not in _QUANTILES:
-            raise ConfigError(f"bad threshold {text!r}: percentiles are {', '.join(_QUANTILES)}")
+        if metric not in BY_NAME:
+            raise ConfigError(f"bad threshold {text!r}: percentiles are {', '.join(BY_NAME)}")
     if metric == "errors":
         if unit not in (None, "%"):
             raise ConfigError(f"bad threshold {text!r}: errors is a share, e.g. errors<1%")
@@ -123,7 +111,7 @@ def actual(t: Threshold, data: dict[str, Any]) -> float:
             return (data.get("errors_total", 0) + lost) / attempts if attempts else 0.0
         if t.metric == "rps":
             return float(data.get("rps", 0.0))
-        return float(lat.get(_QUANTILES.get(t.metric, t.metric), 0.0))
+        return float(lat.get(_report_key(t.metric), 0.0))
     entry = data.get("per_name", {}).get(t.name)
     rps_key = "rps"
     if entry is None:
@@ -145,7 +133,14 @@ def actual(t: Threshold, data: dict[str, Any]) -> float:
         if rps_key in entry:
             return float(entry[rps_key])
         return entry.get("requests", 0) / data["duration_s"] if data.get("duration_s") else 0.0
-    return float(entry.get("latency_ms", {}).get(_QUANTILES.get(t.metric, t.metric), 0.0))
+    return float(entry.get("latency_ms", {}).get(_report_key(t.metric), 0.0))
+
+
+def _report_key(metric: str) -> str:
+    """_report_key: the run report's ``latency_ms`` key of a latency metric (``mean``,
+    ``min`` and ``max`` are spelt alike in both)."""
+    p = BY_NAME.get(metric)
+    return p.report_key if p is not None else metric
 
 
 def check(thresholds: list[Threshold], data: dict[str, Any]) -> list[str]:
