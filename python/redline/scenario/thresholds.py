@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from redline.analysis.outcome import ANSWERED_FAILURES, Outcomes, outcomes
 from redline.errors import ConfigError
 from redline.percentiles import BY_NAME, IN_SNAPSHOTS, snapshot_key
 from redline.runs.options import UNIT_S
@@ -104,11 +105,11 @@ def actual(t: Threshold, data: dict[str, Any]) -> float:
     if t.name is None:
         lat = data.get("latency_ms", {})
         if t.metric == "errors":
-            err = data.get("errors", {})
-            transport = data.get("errors_total", 0) - err.get("status", 0) - err.get("check", 0)
+            # The one error rate (failed outcomes ÷ outcomes), with the requests the run
+            # left unfinished or never sent counted as failed outcomes of the whole run.
+            o = outcomes(data.get("requests", 0), data.get("errors_total", 0), data.get("errors"))
             lost = data.get("unfinished", 0) + data.get("unsent", 0)
-            attempts = data.get("requests", 0) + transport + lost
-            return (data.get("errors_total", 0) + lost) / attempts if attempts else 0.0
+            return Outcomes(o.good, o.failed + lost).error_rate
         if t.metric == "rps":
             return float(data.get("rps", 0.0))
         return float(lat.get(_report_key(t.metric), 0.0))
@@ -124,11 +125,14 @@ def actual(t: Threshold, data: dict[str, Any]) -> float:
             f"threshold {t.text!r}: no request name or group {t.name!r} (names: {', '.join(known)})"
         )
     if t.metric == "errors":
+        # A name's failures are told apart by reason, not class: those that got no answer
+        # (transport) are outcomes besides its answered requests; the rest were answered.
         transport = sum(
             n for r, n in entry.get("failure_reasons", {}).items() if r in TRANSPORT_REASONS
         )
-        attempts = entry.get("requests", 0) + transport
-        return entry.get("errors", 0) / attempts if attempts else 0.0
+        errors = entry.get("errors", 0)
+        answered_failures = {ANSWERED_FAILURES[0]: errors - transport}
+        return outcomes(entry.get("requests", 0), errors, answered_failures).error_rate
     if t.metric == "rps":
         if rps_key in entry:
             return float(entry[rps_key])
