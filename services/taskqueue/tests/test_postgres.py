@@ -26,8 +26,9 @@ import pytest
 from conftest import FAST_LEASES, Server, metric, submit, wait_final
 from taskqueue.localpg import LocalPostgres
 from taskqueue.models import Task, TaskStatus, TaskType
+from taskqueue.postgres_schema import MIGRATIONS
 from taskqueue.storage import Result, StorageUnavailable
-from taskqueue.storage_postgres import _MIGRATIONS, PostgresStorage
+from taskqueue.storage_postgres import PostgresStorage
 
 OUTAGE_503_WITHIN_S = 7.0
 """OUTAGE_503_WITHIN_S: a request during a database outage is answered (503) within the
@@ -217,7 +218,7 @@ async def test_a_database_of_the_first_schema_is_migrated_with_its_work(dsn: str
     try:
         async with con.transaction():
             await con.execute("CREATE TABLE taskqueue_schema (version integer NOT NULL)")
-            await con.execute(_MIGRATIONS[0])
+            await con.execute(MIGRATIONS[0])
             await con.execute("INSERT INTO taskqueue_schema (version) VALUES (1)")
             await con.execute(
                 "INSERT INTO tasks (id, type, params, status, submitted_at, attempts,"
