@@ -8,11 +8,11 @@ Little's-law check per step and the leak check on the monitor's series.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from redline.analysis.checks import leak_checks, little_of
+from redline.analysis.evidence import level_of
 from redline.analysis.knee import power
 from redline.analysis.sentences import answer_sentences, load_key
 from redline.analysis.step import StepResult
@@ -96,42 +96,14 @@ def _stationary(s: StepResult) -> bool:
     return c is None or c.ok
 
 
-#: SE_FLOOR: a step's standard error is taken as at least this share of its goodput when
-#: steps are weighed (a step whose intervals happened to agree is not infinitely precise).
-SE_FLOOR = 0.005
-
-
 def plateau(steps: Sequence[StepResult]) -> tuple[float | None, float | None]:
-    """plateau is the goodput the steps at the top agree on, with two standard errors: the
-    mean of the steps weighted by 1/SE², after leaving out, one at a time and the farthest
-    first, every step significantly under the mean of the others (by more than two standard
-    errors of the difference): those were lighter loads, under the plateau (or past a
-    peak). A lone high reading of a noisy step stays in with the little weight its noise
-    earns it, so it moves the answer by little (taking the most moves it by all of it)."""
-    level = [s for s in steps if s.throughput_rps > 0]
-    if not level:
+    """plateau is the goodput the steps at the top agree on, with two standard errors
+    (:func:`redline.analysis.evidence.level_of`: the precision-weighted mean of the steps not
+    significantly under the others)."""
+    level = level_of(steps)
+    if level is None:
         return None, None
-
-    def se(s: StepResult) -> float:
-        return max(s.throughput_se or 0.0, SE_FLOOR * s.throughput_rps)
-
-    def mean(group: Sequence[StepResult]) -> tuple[float, float]:
-        weights = [1 / se(s) ** 2 for s in group]
-        total = sum(weights)
-        m = sum(w * s.throughput_rps for w, s in zip(weights, group, strict=True)) / total
-        return m, 1 / math.sqrt(total)
-
-    def under(s: StepResult, group: Sequence[StepResult]) -> float:
-        """under: how many standard errors s reads under the mean of the rest of group."""
-        m, m_se = mean([o for o in group if o is not s])
-        return (m - s.throughput_rps) / math.hypot(se(s), m_se)
-
-    while len(level) > 1:
-        low = max(level, key=lambda s: under(s, level))
-        if under(low, level) <= 2:
-            break
-        level = [s for s in level if s is not low]
-    m, m_se = mean(level)
+    _, m, m_se = level
     return m, 2 * m_se
 
 

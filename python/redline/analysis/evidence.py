@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 #: Z: how many standard errors make an effect significant (about 1 in 1,000 one-sided).
 Z = 3.0
@@ -94,6 +95,82 @@ def gain(x1: float, se1: float, x0: float, se0: float, z: float = Z) -> tuple[fl
     rel = x1 / x0 - 1
     se = math.hypot(se1, se0)
     return rel, abs(x1 - x0) > z * se
+
+
+#: SE_FLOOR: a step's standard error is taken as at least this share of its goodput when
+#: steps are weighed (a step whose intervals happened to agree is not infinitely precise).
+SE_FLOOR = 0.005
+
+
+class Measured(Protocol):
+    """Measured: a step's load, goodput and the goodput's standard error."""
+
+    @property
+    def load(self) -> float: ...
+
+    @property
+    def throughput_rps(self) -> float: ...
+
+    @property
+    def throughput_se(self) -> float | None: ...
+
+
+M = TypeVar("M", bound=Measured)
+
+
+def floored_se(s: Measured) -> float:
+    """floored_se is a step's goodput standard error, at least :data:`SE_FLOOR` of it."""
+    return max(s.throughput_se or 0.0, SE_FLOOR * s.throughput_rps)
+
+
+def level_of(steps: Sequence[M]) -> tuple[list[M], float, float] | None:
+    """level_of is the goodput the steps at the top agree on: (the steps kept, their mean
+    weighted by 1/SE², its standard error), after leaving out, one at a time and the
+    farthest first, every step significantly under the mean of the others (by more than two
+    standard errors of the difference): those were lighter loads, under the plateau (or past
+    a peak). A lone high reading of a noisy step stays in with the little weight its noise
+    earns it, so it moves the answer by little (taking the most moves it by all of it). None
+    without a step that got any goodput."""
+    level = [s for s in steps if s.throughput_rps > 0]
+    if not level:
+        return None
+
+    def mean(group: Sequence[M]) -> tuple[float, float]:
+        weights = [1 / floored_se(s) ** 2 for s in group]
+        total = sum(weights)
+        m = sum(w * s.throughput_rps for w, s in zip(weights, group, strict=True)) / total
+        return m, 1 / math.sqrt(total)
+
+    def under(s: M, group: Sequence[M]) -> float:
+        """under: how many standard errors s reads under the mean of the rest of group."""
+        m, m_se = mean([o for o in group if o is not s])
+        return (m - s.throughput_rps) / math.hypot(floored_se(s), m_se)
+
+    while len(level) > 1:
+        low = max(level, key=lambda s: under(s, level))
+        if under(low, level) <= 2:
+            break
+        level = [s for s in level if s is not low]
+    m, m_se = mean(level)
+    return level, m, m_se
+
+
+def elasticity_fit(steps: Sequence[Measured]) -> tuple[float, float] | None:
+    """elasticity_fit is the elasticity of goodput to load over ``steps`` and its standard
+    error, from one weighted least-squares line of goodput against log(load) (weights
+    1/SE²): the slope over the weighted mean goodput, d ln x / d ln load. None with fewer
+    than two loads."""
+    pts = [(math.log(s.load), s.throughput_rps, 1 / floored_se(s) ** 2) for s in steps]
+    total = sum(w for _, _, w in pts)
+    if len({u for u, _, _ in pts}) < 2 or total <= 0:
+        return None
+    u_bar = sum(w * u for u, _, w in pts) / total
+    x_bar = sum(w * x for _, x, w in pts) / total
+    sxx = sum(w * (u - u_bar) ** 2 for u, _, w in pts)
+    slope = sum(w * (u - u_bar) * (x - x_bar) for u, x, w in pts) / sxx
+    if x_bar <= 0:
+        return None
+    return slope / x_bar, 1 / math.sqrt(sxx) / x_bar
 
 
 def elasticity(load1: float, x1: float, load0: float, x0: float) -> float | None:

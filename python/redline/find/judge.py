@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from redline.analysis.evidence import Z, gain
+from redline.analysis.evidence import Z, elasticity_fit, gain, level_of
 from redline.analysis.outcome import Meter
 from redline.find.rules import (
     COLLAPSED,
     FLAT,
+    FLAT_RUN_SPAN,
+    FLAT_RUN_STEPS,
     KNEE_DROP,
     LATENCY_FAILURES,
     MIN_DEFICIT,
@@ -153,6 +155,49 @@ class Judge:
                 f" {best.throughput_rps:.0f} at {best.load:g}/s offered",
             )
 
+    def _flat_run(
+        self, step: Step, fire: Callable[[str, str], None], unit: str, steps: Sequence[Step]
+    ) -> None:
+        """_flat_run (closed model) fires ``plateau`` when the step ends a run of steps that
+        agree on one goodput over at least :data:`FLAT_RUN_SPAN` times the load: no step of
+        the run significantly under the others (:func:`level_of` keeps them all), at least
+        :data:`FLAT_RUN_STEPS` of them, and the elasticity of one fit through them confidently
+        under :data:`FLAT` (its upper bound, Z standard errors up). This is the plateau that
+        step-by-step comparison cannot show when each step is noisy: a task queue's
+        completions, counted by the polls that saw them, read 244-324 tasks/s from 1,024 to
+        6,102 users with standard errors of 24-130, and against any one lighter step no
+        single gain was confidently small, so the demo ran out of time on its plateau
+        (bench/results/demo.md, 2026-11-27 08:24). A contention peak is left to the
+        step-by-step test: over twice the load, its fall shows before a run this long
+        agrees."""
+        ordered = sorted(steps, key=lambda s: s.load)
+        run: list[Step] = []
+        for s in reversed(ordered):  # the longest run ending at this step that agrees
+            trial = [s, *run]
+            level = level_of(trial)
+            if level is None or len(level[0]) < len(trial):
+                break
+            run = trial
+        if len(run) < FLAT_RUN_STEPS or run[-1] is not step:
+            return
+        if run[-1].load < FLAT_RUN_SPAN * run[0].load:
+            return
+        fit = elasticity_fit(run)
+        if fit is None:
+            return
+        e, e_se = fit
+        if e + Z * e_se >= FLAT:
+            return
+        level = level_of(run)
+        assert level is not None
+        fire(
+            "plateau",
+            f"the {len(run)} steps from {run[0].load:g} to {run[-1].load:g} users agree on"
+            f" {level[1]:.0f} {unit} (± {2 * level[2]:.0f}): elasticity {e:+.2f}"
+            f" (at most {e + Z * e_se:.2f}), no gain from {run[-1].load / run[0].load:.1f}"
+            " times the users",
+        )
+
     def _growth(
         self,
         step: Step,
@@ -190,6 +235,7 @@ class Judge:
         elif upper < FLAT * added:
             step.stalled = "flat"
         else:
+            self._flat_run(step, fire, unit, [*lighter, step])
             return
         text = (
             f"{step.load:g} users got {rel:+.1%} {unit} against {best.load:g} users"

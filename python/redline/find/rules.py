@@ -56,6 +56,14 @@ KNEE_DROP = 0.05
 #: share of the load it added (proportional scaling would gain all of it).
 FLAT = 0.25
 
+#: FLAT_RUN_STEPS and FLAT_RUN_SPAN: a run of steps that agree on one goodput is a plateau
+#: (when one fit's elasticity is confidently under FLAT) only with at least this many steps
+#: over at least this factor of load: two or three noisy steps near a peak agree as well,
+#: and twice the load is where a contention peak's fall shows (with no serial share, the
+#: USL falls by a fifth from its peak to twice its users).
+FLAT_RUN_STEPS = 4
+FLAT_RUN_SPAN = 2.0
+
 #: SATURATED_SE: an overloaded step's goodput stands for the capacity only when its standard
 #: error is within this share of it.
 SATURATED_SE = 0.02
