@@ -22,7 +22,8 @@ CONDITIONS = {
     "slo": "a latency percentile went over its SLO bound",
     "backlog": "the service completed less than was offered: a queue grew through the step",
     "collapse": "throughput fell far below what a lighter load got: the service collapsed",
-    "plateau": "more load bought no more throughput over two consecutive steps",
+    "plateau": "more load bought no more throughput (two steps in a row, or a run of steps"
+    " over twice the load)",
     "retrograde": "throughput fell as the load grew, over two consecutive steps",
     "no-recovery": "after an overload the service did not recover when the load was dropped",
     "knee": "the optimal point was passed and --stop-at-knee asked to stop there",
