@@ -171,23 +171,32 @@ class Judge:
         step-by-step test: over twice the load, its fall shows before a run this long
         agrees."""
         ordered = sorted(steps, key=lambda s: s.load)
+        if ordered[-1] is not step:
+            return
+        # The runs ending at this step whose steps agree, each one step longer; the longest
+        # that is long and wide enough and flat wins. Not only the longest that agrees: a
+        # step still on the rise can agree with the plateau within its noise and tilt the
+        # fit, while the run without it is flat.
+        agreeing: list[list[Step]] = []
         run: list[Step] = []
-        for s in reversed(ordered):  # the longest run ending at this step that agrees
+        for s in reversed(ordered):
             trial = [s, *run]
             level = level_of(trial)
             if level is None or len(level[0]) < len(trial):
                 break
             run = trial
-        if len(run) < FLAT_RUN_STEPS or run[-1] is not step:
+            agreeing.append(run)
+        found = None
+        for run in reversed(agreeing):
+            if len(run) < FLAT_RUN_STEPS or run[-1].load < FLAT_RUN_SPAN * run[0].load:
+                continue
+            fit = elasticity_fit(run)
+            if fit is not None and fit[0] + Z * fit[1] < FLAT:
+                found = run, fit
+                break
+        if found is None:
             return
-        if run[-1].load < FLAT_RUN_SPAN * run[0].load:
-            return
-        fit = elasticity_fit(run)
-        if fit is None:
-            return
-        e, e_se = fit
-        if e + Z * e_se >= FLAT:
-            return
+        run, (e, e_se) = found
         level = level_of(run)
         assert level is not None
         fire(
