@@ -103,8 +103,7 @@ def plateau(steps: Sequence[StepResult]) -> tuple[float | None, float | None]:
     level = level_of(steps)
     if level is None:
         return None, None
-    _, m, m_se = level
-    return m, 2 * m_se
+    return level.mean, 2 * level.se
 
 
 def repeat_drift(steady: StepResult | None, steps: Sequence[StepResult]) -> float | None:

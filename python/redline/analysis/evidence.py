@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 #: Z: how many standard errors make an effect significant (about 1 in 1,000 one-sided).
 Z = 3.0
@@ -123,14 +123,23 @@ def floored_se(s: Measured) -> float:
     return max(s.throughput_se or 0.0, SE_FLOOR * s.throughput_rps)
 
 
-def level_of(steps: Sequence[M]) -> tuple[list[M], float, float] | None:
-    """level_of is the goodput the steps at the top agree on: (the steps kept, their mean
-    weighted by 1/SE², its standard error), after leaving out, one at a time and the
-    farthest first, every step significantly under the mean of the others (by more than two
-    standard errors of the difference): those were lighter loads, under the plateau (or past
-    a peak). A lone high reading of a noisy step stays in with the little weight its noise
-    earns it, so it moves the answer by little (taking the most moves it by all of it). None
-    without a step that got any goodput."""
+class Level(NamedTuple, Generic[M]):
+    """Level is the goodput several steps agree on: the ``steps`` kept, their ``mean``
+    weighted by 1/SE² and that mean's standard error ``se``."""
+
+    steps: list[M]
+    mean: float
+    se: float
+
+
+def level_of(steps: Sequence[M]) -> Level[M] | None:
+    """level_of is the goodput the steps at the top agree on (:class:`Level`), after leaving
+    out, one at a time and the farthest first, every step significantly under the mean
+    of the others (by more than two standard errors of the difference): those were
+    lighter loads, under the plateau (or past a peak). A lone high reading of a noisy
+    step stays in with the little weight its noise earns it, so it moves the answer by
+    little (taking the most moves it by all of it). None without a step that got any
+    goodput."""
     level = [s for s in steps if s.throughput_rps > 0]
     if not level:
         return None
@@ -152,7 +161,7 @@ def level_of(steps: Sequence[M]) -> tuple[list[M], float, float] | None:
             break
         level = [s for s in level if s is not low]
     m, m_se = mean(level)
-    return level, m, m_se
+    return Level(level, m, m_se)
 
 
 def elasticity_fit(steps: Sequence[Measured]) -> tuple[float, float] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from redline.analysis.evidence import Z, elasticity_fit, gain, level_of
+from redline.analysis.evidence import Level, Z, elasticity_fit, gain, level_of
 from redline.analysis.outcome import Meter
 from redline.find.rules import (
     COLLAPSED,
@@ -177,32 +177,32 @@ class Judge:
         # that is long and wide enough and flat wins. Not only the longest that agrees: a
         # step still on the rise can agree with the plateau within its noise and tilt the
         # fit, while the run without it is flat.
-        agreeing: list[list[Step]] = []
+        agreeing: list[Level[Step]] = []
         run: list[Step] = []
         for s in reversed(ordered):
             trial = [s, *run]
             level = level_of(trial)
-            if level is None or len(level[0]) < len(trial):
+            if level is None or len(level.steps) < len(trial):
                 break
             run = trial
-            agreeing.append(run)
+            agreeing.append(level)
         found = None
-        for run in reversed(agreeing):
+        for level in reversed(agreeing):
+            run = level.steps
             if len(run) < FLAT_RUN_STEPS or run[-1].load < FLAT_RUN_SPAN * run[0].load:
                 continue
             fit = elasticity_fit(run)
             if fit is not None and fit[0] + Z * fit[1] < FLAT:
-                found = run, fit
+                found = level, fit
                 break
         if found is None:
             return
-        run, (e, e_se) = found
-        level = level_of(run)
-        assert level is not None
+        level, (e, e_se) = found
+        run = level.steps
         fire(
             "plateau",
             f"the {len(run)} steps from {run[0].load:g} to {run[-1].load:g} users agree on"
-            f" {level[1]:.0f} {unit} (± {2 * level[2]:.0f}): elasticity {e:+.2f}"
+            f" {level.mean:.0f} {unit} (± {2 * level.se:.0f}): elasticity {e:+.2f}"
             f" (at most {e + Z * e_se:.2f}), no gain from {run[-1].load / run[0].load:.1f}"
             " times the users",
         )
