@@ -1,7 +1,8 @@
-"""Shared fixtures: a real target server on 127.0.0.1 (port 0) and a CLI runner."""
+"""Shared fixtures: a real target server on 127.0.0.1 (port 0), a CLI runner and a live session."""
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 import redline
+from redline.live import LiveSession, parse_address
 
 #: leftovers fails the session if a process the suite started outlives it; slowfirst starts
 #: the long tests first (make test runs the suite on pytest-xdist workers).
@@ -24,6 +26,20 @@ def target() -> Iterator[redline.Target]:
     """A target server shared by a test module; tests diff its /__stats counters."""
     with redline.Target(threads=1) as t:
         yield t
+
+
+@pytest.fixture()
+def session() -> Iterator[LiveSession]:
+    """A live session (the page on a free loopback port, and Prometheus) for the live tests."""
+    live = LiveSession(
+        web=parse_address("0", "--web"),
+        prometheus=parse_address("127.0.0.1:0", "--prometheus"),
+        title="test run",
+        name="GET /",
+        out=io.StringIO(),
+    )
+    with live:
+        yield live
 
 
 @pytest.fixture()
