@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record  # noqa: E402
-from test_compare import TWO_NAMES  # noqa: E402
+from test_compare_runs import TWO_NAMES  # noqa: E402
 
 #: SCENARIO: two request names; "slow" answers after --var SLOW (the base 10 ms, the new 15),
 #: the scenario of the compare tests.

@@ -529,7 +529,7 @@ def test_run_experiment_of_a_scenario_compares_its_request_names(tmp_path):
     own windows, Holm across the names, and the schedule's goodput and the median are no
     change, for both names; the server saw every request."""
     from redline.scenario.compiler import load
-    from test_compare import TWO_NAMES
+    from test_compare_runs import TWO_NAMES
 
     path = tmp_path / "two.py"
     path.write_text(TWO_NAMES)
