@@ -336,7 +336,7 @@ def test_two_configurations_four_times_the_capacity_is_best(two_slots):
     """The experiment's answers, what the servers saw, and its page: it opens offline in
     headless Chromium with no console error and its charts drawn (one test, so that pytest
     workers do not each run the experiment)."""
-    from test_report import _assert_drawn, _open_in_chromium
+    from browser import assert_drawn, open_in_chromium
 
     doc, text, tmp = two_slots
     assert not targets_alive(), "every service the experiment started is stopped"
@@ -375,8 +375,8 @@ def test_two_configurations_four_times_the_capacity_is_best(two_slots):
             x.laddr and x.laddr.port == port and x.status == psutil.CONN_LISTEN
             for x in psutil.net_connections("tcp")
         ), port
-    seen = _open_in_chromium((tmp / "exp.html").read_text(), "experiment")
-    _assert_drawn(seen, {"percentiles", "goodput-time", "p99-time", "tput-load", "p99-tput"})
+    seen = open_in_chromium((tmp / "exp.html").read_text(), "experiment")
+    assert_drawn(seen, {"percentiles", "goodput-time", "p99-time", "tput-load", "p99-tput"})
     assert doc["best"]["text"] in seen["answers"]
 
 
@@ -579,8 +579,8 @@ def test_taskqueue_with_one_worker_then_two_runs_end_to_end_and_stops_every_proc
     directory) with --workers 1, then 2, each searched with the factorial flow, in tasks a
     second. Every process it started (the servers and their pool workers) is gone after it;
     the report draws both configurations in headless Chromium (screenshot kept)."""
+    from browser import assert_drawn, open_in_chromium
     from leftovers import alive_descendants
-    from test_report import _assert_drawn, _open_in_chromium
 
     taskqueue = Path(sys.executable).parent / "taskqueue"
     assert taskqueue.exists(), "make install puts taskqueue beside this Python"
@@ -632,8 +632,8 @@ def test_taskqueue_with_one_worker_then_two_runs_end_to_end_and_stops_every_proc
     assert (cmp["base"], cmp["new"]) == ("workers=1", "workers=2")
     assert cmp["verdict"] in ("better", "worse", "~"), cmp
     assert doc["best"]["label"] in by
-    seen = _open_in_chromium((tmp_path / "exp.html").read_text(), "experiment-taskqueue")
-    _assert_drawn(seen, {"percentiles", "goodput-time", "p99-time", "tput-load", "p99-tput"})
+    seen = open_in_chromium((tmp_path / "exp.html").read_text(), "experiment-taskqueue")
+    assert_drawn(seen, {"percentiles", "goodput-time", "p99-time", "tput-load", "p99-tput"})
     charts = page_charts((tmp_path / "exp.html").read_text())
     for chart in ("tput-load", "p99-tput"):
         series = [x["label"] for x in charts[chart]["series"]]

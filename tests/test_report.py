@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import numpy as np
 import pytest
 import redline
-from browser import CHROMIUM, artifacts, playwright_api
+from browser import assert_drawn, open_in_chromium
 from conftest import run_cli
-from redline.analysis import StepResult, analyse, usl_throughput
 from redline.report.charts import find_charts, run_charts
 from redline.report.render import (
     load_result,
@@ -27,6 +25,7 @@ from redline.report.render import (
     render_run_html,
     write_reports,
 )
+from synthetic_find import synthetic_find_result
 
 ROOT = Path(__file__).resolve().parents[1]
 FIND_SCHEMA = json.loads((ROOT / "docs/schema/find.schema.json").read_text())
@@ -42,111 +41,6 @@ FIND_CHARTS = {
     "usl",
     "hockey",
 }
-
-
-def synthetic_find_result(model: str = "closed", monitor: bool = True) -> dict[str, Any]:
-    """synthetic_find_result: a search over a USL service (λ 50, σ 0.04, κ 0.004), 5 s
-    steps sampled every 0.5 s, a p99 SLO of 150 ms that breaks at 24 users, a monitor, a
-    soak whose fds leak, and the analysis of it all: the shape `redline find --json` writes."""
-    rng = np.random.default_rng(7)
-    steps: list[StepResult] = []
-    timeseries: list[dict[str, Any]] = []
-    samples: list[dict[str, Any]] = []
-    t = 0.0
-    for i, n in enumerate([1, 2, 4, 8, 12, 16, 24]):
-        x = float(usl_throughput(n, 50, 0.04, 0.004))
-        mean = 1000 * n / x
-        load = n if model == "closed" else round(x * 1.05, 1)
-        fired = ["slo"] if 2.4 * mean > 150 else []
-        steps.append(
-            StepResult(
-                index=i,
-                load=float(load),
-                model=model,
-                phase="sweep",
-                start_s=t,
-                end_s=t + 5,
-                offered_rps=load if model == "open" else None,
-                throughput_rps=x,
-                p50_ms=0.9 * mean,
-                p90_ms=1.6 * mean,
-                p95_ms=1.9 * mean,
-                p99_ms=2.4 * mean,
-                p99_9_ms=3.5 * mean,
-                mean_ms=mean,
-                max_ms=5 * mean,
-                requests=int(5 * x),
-                errors=12 if fired else 0,
-                errors_by_class={"timeout": 9, "status": 3} if fired else {},
-                error_rate=12 / (5 * x) if fired else 0.0,
-                inflight_mean=float(n),
-                steady=True,
-                service={
-                    "cpu_percent": 9.0 * n,
-                    "load1": 0.2 * n,
-                    "rss_bytes": 8e7,
-                    "fds": 30.0 + 4 * i,
-                },
-                fired=fired,
-                why="p99 was over 150 ms (SLO p99<150ms)" if fired else "",
-            )
-        )
-        for k in range(10):
-            t += 0.5
-            noise = 1 + rng.normal(0, 0.03)
-            timeseries.append(
-                {
-                    "t_s": round(t, 3),
-                    "warmup": False,
-                    "requests": int(x * 0.5 * noise),
-                    "errors": 1 if fired and k % 4 == 0 else 0,
-                    "p50_ms": 0.9 * mean * noise,
-                    "p90_ms": 1.6 * mean * noise,
-                    "p99_ms": 2.4 * mean * noise,
-                    "max_ms": 5 * mean * noise,
-                    "active_connections": n,
-                    "intended_rate": load if model == "open" else None,
-                    "achieved_rate": x * noise,
-                    "send_lag_ms": 0.0,
-                    "target": float(load),
-                    "step": i,
-                }
-            )
-            if monitor and k % 2 == 1:
-                samples.append(
-                    {
-                        "t_s": round(t, 3),
-                        "cpu_percent": 9.0 * n * noise,
-                        "load1": 0.2 * n,
-                        "rss_bytes": 8e7 + 1e5 * t,
-                        "fds": 30.0 + 2 * t,
-                        "threads": 4.0,
-                        "connections": float(n),
-                        "extra": {'taskqueue_tasks{status="queued"}': float(i)},
-                    }
-                )
-    # A 10 s soak at 8 users after the search, whose fds keep climbing (the seed's leak).
-    soak = [
-        {"t_s": t + k, "cpu_percent": 72.0, "load1": 1.6, "rss_bytes": 8e7, "fds": 100.0 + 3 * k}
-        for k in range(1, 11)
-    ]
-    samples += soak if monitor else []
-    analysis = analyse(steps, model=model, soak_samples=soak if monitor else [])
-    return {
-        "version": 1,
-        "url": "http://127.0.0.1:8080/",
-        "scenario": None,
-        "model": model,
-        "started_at": "2026-11-23T20:00:00Z",
-        "duration_s": t,
-        "stop": {"condition": "slo", "detail": "p99 was over 150 ms (SLO p99<150ms)"},
-        "generator_limited": False,
-        "config": {"slos": ["p99<150ms"], "max_errors": 0.01, "max_time_s": 180},
-        "steps": [s.to_dict() for s in steps],
-        "timeseries": timeseries,
-        "monitor": samples,
-        **analysis,
-    }
 
 
 @pytest.fixture(scope="module")
@@ -423,74 +317,23 @@ def test_write_reports_picks_the_renderer(tmp_path, run_result, find_result):
 # -- in a real browser -----------------------------------------------------------------------
 
 
-def _open_in_chromium(page_html: str, name: str) -> dict[str, Any]:
-    """_open_in_chromium loads the page offline in headless Chromium and returns console
-    errors, what each chart's canvas holds, and the answers' text; it keeps a screenshot."""
-    sync_api = playwright_api()
-    path = artifacts() / f"{name}.html"
-    path.write_text(page_html)
-    errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            # Offline: any request for something outside the file fails the test.
-            page.route(
-                re.compile(r"^(?!file:).*"),
-                lambda route: (errors.append(route.request.url), route.abort()),
-            )
-            page.goto(path.as_uri(), wait_until="load")
-            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
-            charts = page.evaluate(
-                """() => Array.from(document.querySelectorAll('figure.chart')).map(f => {
-                    const c = f.querySelector('canvas');
-                    let inked = 0;
-                    if (c && c.width && c.height) {
-                        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-                        for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
-                    }
-                    const state = window.redlineCharts.find(s => s.id === f.dataset.chart);
-                    return {id: f.dataset.chart, width: c ? c.width : 0, height: c ? c.height : 0,
-                            inked, draws: state ? state.draws : 0};
-                })"""
-            )
-            answers = page.inner_text("#answers")
-            page.screenshot(path=str(artifacts() / f"{name}.png"), full_page=True)
-        finally:
-            browser.close()
-    return {"errors": errors, "charts": charts, "answers": answers}
-
-
-def _assert_drawn(seen: dict[str, Any], ids: set[str]) -> None:
-    assert seen["errors"] == []
-    assert {c["id"] for c in seen["charts"]} == ids
-    for c in seen["charts"]:
-        assert c["width"] > 100 and c["height"] > 100, c
-        assert c["draws"] >= 1, c
-        # Axes and grid alone ink a few thousand pixels; series add more. Require a share
-        # of the canvas, not an exact count (fonts differ between machines).
-        assert c["inked"] > 0.01 * c["width"] * c["height"], c
-
-
 def test_find_report_in_chromium(find_result):
-    seen = _open_in_chromium(render_html(find_result), "find-report")
-    _assert_drawn(seen, FIND_CHARTS)
+    seen = open_in_chromium(render_html(find_result), "find-report")
+    assert_drawn(seen, FIND_CHARTS)
     for sentence in find_result["answers"]["text"].values():
         assert sentence in seen["answers"]
 
 
 def test_run_report_in_chromium(run_result):
-    seen = _open_in_chromium(render_run_html(run_result), "run-report")
-    _assert_drawn(seen, {c.id for c in run_charts(run_result)})
+    seen = open_in_chromium(render_run_html(run_result), "run-report")
+    assert_drawn(seen, {c.id for c in run_charts(run_result)})
     assert "req/s" in seen["answers"]
 
 
 def test_chromium_test_sees_a_broken_chart(find_result):
     """The browser check must be able to fail: a renderer that throws is caught."""
     page = render_html(find_result).replace("new uPlot(opts", "new uPlotMissing(opts", 1)
-    seen = _open_in_chromium(page, "broken-report")
+    seen = open_in_chromium(page, "broken-report")
     assert seen["errors"] and any("uPlotMissing" in e for e in seen["errors"])
 
 
@@ -509,7 +352,7 @@ def test_empty_find_result_renders():
     jsonschema.validate(result, FIND_SCHEMA)
     assert find_charts(result) == []
     assert "No step was measured" in render_markdown(result)
-    seen = _open_in_chromium(render_html(result), "empty-report")
+    seen = open_in_chromium(render_html(result), "empty-report")
     assert seen["errors"] == [] and seen["charts"] == []
     assert "No step was measured" in seen["answers"]
 
