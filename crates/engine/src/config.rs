@@ -14,6 +14,10 @@ use crate::pacer::{Profile, Stage};
 use crate::target::Target;
 use crate::tls::TlsSettings;
 
+#[path = "config_fields.rs"]
+mod fields;
+use fields::{check_headers, check_method, check_stages, check_warmup_fits, count, positive_secs};
+
 /// RunConfig is what to run. It is deserialised from the JSON the Python package builds;
 /// omitted fields take the defaults below and unknown fields are rejected.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -249,88 +253,23 @@ impl RunConfig {
         })
     }
 
-    /// check validates the configuration and resolves it into [`Checked`] settings.
+    /// check validates the configuration and resolves it into [`Checked`] settings. The
+    /// checks run in a fixed order, so that a config with several faults always gets the
+    /// same message.
     pub fn check(&self) -> Result<Checked, EngineError> {
         let target = Target::parse(&self.url)?;
-        let tls = if target.https {
-            Some(TlsSettings::new(
-                &target.host,
-                self.insecure,
-                self.ca_file.as_deref(),
-            )?)
-        } else {
-            None
-        };
+        let tls = self.tls(&target)?;
         let method = check_method(&self.method)?;
         check_headers(&self.headers)?;
-        let body = match &self.body_b64 {
-            None => Vec::new(),
-            Some(b) => base64::engine::general_purpose::STANDARD
-                .decode(b)
-                .map_err(|e| EngineError::config(format!("body_b64 is not valid base64: {e}")))?,
-        };
+        let body = self.body()?;
         let timeout = positive_secs("timeout", self.timeout_s)?;
-        let interval = positive_secs("interval", self.interval_s)?;
-        if interval.as_secs_f64() < MIN_INTERVAL_S {
-            return Err(EngineError::config(format!(
-                "interval must be at least {}ms, got {}ms",
-                MIN_INTERVAL_S * 1e3,
-                self.interval_s * 1e3
-            )));
-        }
-        let warmup = match Duration::try_from_secs_f64(self.warmup_s) {
-            Ok(w) if w.as_secs_f64() < MAX_SECS => w,
-            _ => {
-                return Err(EngineError::config(format!(
-                    "warmup must be >= 0 s, got {}",
-                    self.warmup_s
-                )))
-            }
-        };
-        let streams = match self.streams {
-            Some(n) => count("streams", n)?,
-            None => 1,
-        };
-        let protocol = match self.http2 {
-            Some(true) => Protocol::Http2,
-            _ => Protocol::Http1,
-        };
-        let negotiate = self.http2.is_none() && target.https;
-        if streams > 1 && self.http2 == Some(false) {
-            return Err(EngineError::config(
-                "streams > 1 needs HTTP/2: HTTP/1.1 sends one request at a time per connection",
-            ));
-        }
-        if streams > 1 && self.http2.is_none() && !target.https {
-            return Err(EngineError::config(
-                "streams > 1 needs HTTP/2: add http2 (h2c with prior knowledge for http://)",
-            ));
-        }
-        if streams > 1 && self.live {
-            return Err(EngineError::config(
-                "a live run does not multiplex yet: give streams 1",
-            ));
-        }
+        let interval = self.interval()?;
+        let warmup = self.warmup()?;
+        let (protocol, negotiate, streams) = self.protocol(target.https)?;
         let (model, profile) = self.model_and_profile(streams)?;
         let duration = self.duration(&profile)?;
-        if let Some(d) = duration {
-            if warmup >= d {
-                return Err(EngineError::config(format!(
-                    "warmup ({:.3}s) must be shorter than the run ({:.3}s)",
-                    warmup.as_secs_f64(),
-                    d.as_secs_f64()
-                )));
-            }
-        }
-        let requests = match self.requests {
-            Some(n) if n < 1 => {
-                return Err(EngineError::config(format!(
-                    "requests must be > 0, got {n}"
-                )))
-            }
-            Some(n) => Some(n.unsigned_abs()),
-            None => None,
-        };
+        check_warmup_fits(warmup, duration)?;
+        let requests = self.requests()?;
         let max_connections = match self.max_connections {
             Some(n) => count("max_connections", n)?,
             None => DEFAULT_MAX_CONNECTIONS,
@@ -370,6 +309,90 @@ impl RunConfig {
             negotiate,
             streams,
         })
+    }
+
+    /// tls is the TLS client settings of an https target (None for http).
+    fn tls(&self, target: &Target) -> Result<Option<TlsSettings>, EngineError> {
+        if !target.https {
+            return Ok(None);
+        }
+        let tls = TlsSettings::new(&target.host, self.insecure, self.ca_file.as_deref())?;
+        Ok(Some(tls))
+    }
+
+    /// body decodes `body_b64` (no body: empty).
+    fn body(&self) -> Result<Vec<u8>, EngineError> {
+        match &self.body_b64 {
+            None => Ok(Vec::new()),
+            Some(b) => base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .map_err(|e| EngineError::config(format!("body_b64 is not valid base64: {e}"))),
+        }
+    }
+
+    /// interval checks `interval_s`: positive and at least [`MIN_INTERVAL_S`].
+    fn interval(&self) -> Result<Duration, EngineError> {
+        let interval = positive_secs("interval", self.interval_s)?;
+        if interval.as_secs_f64() < MIN_INTERVAL_S {
+            return Err(EngineError::config(format!(
+                "interval must be at least {}ms, got {}ms",
+                MIN_INTERVAL_S * 1e3,
+                self.interval_s * 1e3
+            )));
+        }
+        Ok(interval)
+    }
+
+    /// warmup checks `warmup_s`: 0 or more (below [`MAX_SECS`]).
+    fn warmup(&self) -> Result<Duration, EngineError> {
+        match Duration::try_from_secs_f64(self.warmup_s) {
+            Ok(w) if w.as_secs_f64() < MAX_SECS => Ok(w),
+            _ => Err(EngineError::config(format!(
+                "warmup must be >= 0 s, got {}",
+                self.warmup_s
+            ))),
+        }
+    }
+
+    /// protocol is the HTTP version, whether the preflight negotiates it by ALPN, and the
+    /// streams per connection (more than one only where HTTP/2 can carry them).
+    fn protocol(&self, https: bool) -> Result<(Protocol, bool, u32), EngineError> {
+        let streams = match self.streams {
+            Some(n) => count("streams", n)?,
+            None => 1,
+        };
+        let protocol = match self.http2 {
+            Some(true) => Protocol::Http2,
+            _ => Protocol::Http1,
+        };
+        let negotiate = self.http2.is_none() && https;
+        if streams > 1 && self.http2 == Some(false) {
+            return Err(EngineError::config(
+                "streams > 1 needs HTTP/2: HTTP/1.1 sends one request at a time per connection",
+            ));
+        }
+        if streams > 1 && self.http2.is_none() && !https {
+            return Err(EngineError::config(
+                "streams > 1 needs HTTP/2: add http2 (h2c with prior knowledge for http://)",
+            ));
+        }
+        if streams > 1 && self.live {
+            return Err(EngineError::config(
+                "a live run does not multiplex yet: give streams 1",
+            ));
+        }
+        Ok((protocol, negotiate, streams))
+    }
+
+    /// requests checks the request count (`-n`), when one is given.
+    fn requests(&self) -> Result<Option<u64>, EngineError> {
+        match self.requests {
+            Some(n) if n < 1 => Err(EngineError::config(format!(
+                "requests must be > 0, got {n}"
+            ))),
+            Some(n) => Ok(Some(n.unsigned_abs())),
+            None => Ok(None),
+        }
     }
 
     /// start_at checks `start_at_unix_s`: a finite Unix time at most [`MAX_START_WAIT_S`]
@@ -506,83 +529,6 @@ impl RunConfig {
         };
         Ok(wanted.min(lanes).max(1))
     }
-}
-
-fn positive_secs(name: &str, v: f64) -> Result<Duration, EngineError> {
-    if v.is_finite() && v > 0.0 && v < MAX_SECS {
-        Ok(Duration::from_secs_f64(v))
-    } else {
-        Err(EngineError::config(format!(
-            "{name} must be > 0 s, got {v}"
-        )))
-    }
-}
-
-/// count checks a count option (connections, threads, the pool cap): 1 to [`MAX_COUNT`].
-fn count(name: &str, v: i64) -> Result<u32, EngineError> {
-    match u32::try_from(v) {
-        Ok(n) if (1..=MAX_COUNT).contains(&v) => Ok(n),
-        _ if v < 1 => Err(EngineError::config(format!("{name} must be > 0, got {v}"))),
-        _ => Err(EngineError::config(format!(
-            "{name} must be at most {MAX_COUNT}, got {v}"
-        ))),
-    }
-}
-
-fn check_stages(stages: &[Stage]) -> Result<Vec<Stage>, EngineError> {
-    if stages.is_empty() {
-        return Err(EngineError::config("stages must not be empty"));
-    }
-    for (i, s) in stages.iter().enumerate() {
-        if !(s.duration_s.is_finite() && s.duration_s > 0.0 && s.duration_s < MAX_SECS) {
-            return Err(EngineError::config(format!(
-                "stage {}: duration must be > 0, got {}",
-                i + 1,
-                s.duration_s
-            )));
-        }
-        if !(s.target.is_finite() && s.target >= 0.0) {
-            return Err(EngineError::config(format!(
-                "stage {}: target must be >= 0, got {}",
-                i + 1,
-                s.target
-            )));
-        }
-    }
-    if stages.iter().all(|s| s.target == 0.0) {
-        return Err(EngineError::config(
-            "stages: at least one target must be > 0",
-        ));
-    }
-    Ok(stages.to_vec())
-}
-
-/// check_method accepts any RFC 9110 token (`M-SEARCH`, `PROPFIND`) and sends it upper case.
-fn check_method(m: &str) -> Result<String, EngineError> {
-    if m.is_empty() || !m.bytes().all(is_token) {
-        return Err(EngineError::config(format!(
-            "bad HTTP method {m:?}: expected a token like GET or M-SEARCH"
-        )));
-    }
-    Ok(m.to_ascii_uppercase())
-}
-
-fn is_token(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-fn check_headers(headers: &[(String, String)]) -> Result<(), EngineError> {
-    for (k, v) in headers {
-        if k.is_empty() || !k.bytes().all(is_token) {
-            return Err(EngineError::config(format!("bad header name {k:?}")));
-        }
-        if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
-            return Err(EngineError::config(format!(
-                "bad value for header {k:?}: no line breaks allowed"
-            )));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
