@@ -10,7 +10,9 @@ use regex::bytes::Regex;
 
 use super::check::Check;
 use super::extract::{Extract, Source};
-use super::spec::{BodySpec, CheckSpec, ExtractSpec, PlanSpec, RequestSpec, StepSpec};
+use super::spec::{
+    BodySpec, CheckSpec, DataSpec, ExtractSpec, FlowSpec, PlanSpec, RequestSpec, StepSpec,
+};
 use super::template::{Escape, Template};
 use super::*;
 use crate::error::EngineError;
@@ -98,62 +100,15 @@ impl Builder<'_> {
 
     fn request(&mut self, r: &RequestSpec) -> Result<usize, EngineError> {
         let line = r.line;
-        let method = r.method.to_ascii_uppercase();
-        if method.is_empty()
-            || !method
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(self.err(line, format!("bad HTTP method {:?}", r.method)));
-        }
+        let method = self.method(r)?;
         let path = self.template(&r.path, Escape::Path, line)?;
         if !matches!(path.parts.first(), Some(template::Part::Lit(s)) if s.starts_with('/')) {
             return Err(self.err(line, "the path must start with '/'"));
         }
-        let mut query = Vec::new();
-        for (k, v) in &r.query {
-            let mut key = Vec::new();
-            template::write_escaped(&mut key, k, Escape::Form);
-            query.push((
-                String::from_utf8_lossy(&key).into_owned(),
-                self.template(v, Escape::Form, line)?,
-            ));
-        }
-        let mut headers = Vec::new();
-        for (k, v) in &r.headers {
-            if k.is_empty()
-                || !k
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-            {
-                return Err(self.err(line, format!("bad header name {k:?}")));
-            }
-            headers.push((k.clone(), self.template(v, Escape::Header, line)?));
-        }
+        let query = self.form_pairs(&r.query, line)?;
+        let headers = self.headers(r)?;
         let given = |name: &str| r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-        let (body, ctype) = match &r.body {
-            None => (Body::None, None),
-            Some(BodySpec::Json { template }) => (
-                Body::Json(self.template(template, Escape::Json, line)?),
-                Some("application/json"),
-            ),
-            Some(BodySpec::Form { fields }) => {
-                let mut out = Vec::new();
-                for (k, v) in fields {
-                    let mut key = Vec::new();
-                    template::write_escaped(&mut key, k, Escape::Form);
-                    out.push((
-                        String::from_utf8_lossy(&key).into_owned(),
-                        self.template(v, Escape::Form, line)?,
-                    ));
-                }
-                (Body::Form(out), Some("application/x-www-form-urlencoded"))
-            }
-            Some(BodySpec::Text { template }) => (
-                Body::Text(self.template(template, Escape::Raw, line)?),
-                None,
-            ),
-        };
+        let (body, ctype) = self.body(r)?;
         let mut checks = Vec::new();
         for c in &r.checks {
             checks.push(self.check(c, line)?);
@@ -161,42 +116,7 @@ impl Builder<'_> {
         // Extractions define their variables for the steps after this one.
         let mut extract = Vec::new();
         for x in &r.extract {
-            let (var, source, xline) = match x {
-                ExtractSpec::Json {
-                    var,
-                    path,
-                    text,
-                    line,
-                } => (
-                    var,
-                    Source::Json {
-                        path: path.clone(),
-                        text: text.clone(),
-                    },
-                    *line,
-                ),
-                ExtractSpec::Header { var, name, line } => {
-                    (var, Source::Header(name.clone()), *line)
-                }
-                ExtractSpec::Regex {
-                    var,
-                    pattern,
-                    group,
-                    line,
-                } => {
-                    let re = Regex::new(pattern).map_err(|e| {
-                        self.err(line.or(r.line), format!("bad regex {pattern:?}: {e}"))
-                    })?;
-                    if *group > re.captures_len() - 1 {
-                        return Err(self.err(
-                            line.or(r.line),
-                            format!("regex {pattern:?} has no group {group}"),
-                        ));
-                    }
-                    (var, Source::Regex { re, group: *group }, *line)
-                }
-            };
-            let _ = xline;
+            let (var, source) = self.extract(x, r.line)?;
             extract.push(Extract {
                 slot: self.slot(var),
                 source,
@@ -208,16 +128,7 @@ impl Builder<'_> {
         } else {
             stat
         };
-        let mut expected_errors: Vec<u16> = checks
-            .iter()
-            .filter_map(|c| match c {
-                Check::Status(codes) => Some(codes.iter().copied().filter(|&c| c >= 400)),
-                _ => None,
-            })
-            .flatten()
-            .collect();
-        expected_errors.sort_unstable();
-        expected_errors.dedup();
+        let expected_errors = expected_errors(&checks);
         self.requests.push(Request {
             stat,
             hop_stat,
@@ -236,6 +147,112 @@ impl Builder<'_> {
             tally: r.tally.as_ref().map(|t| t.path.clone()),
         });
         Ok(self.requests.len() - 1)
+    }
+
+    /// method is the request's method, upper case.
+    fn method(&self, r: &RequestSpec) -> Result<String, EngineError> {
+        let method = r.method.to_ascii_uppercase();
+        if method.is_empty()
+            || !method
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(self.err(r.line, format!("bad HTTP method {:?}", r.method)));
+        }
+        Ok(method)
+    }
+
+    /// form_pairs builds form-encoded pairs (a query or a form body): the keys escaped once
+    /// here, the values templates escaped as they are filled.
+    fn form_pairs(
+        &self,
+        pairs: &[(String, spec::TemplateSpec)],
+        line: Option<u32>,
+    ) -> Result<Vec<(String, Template)>, EngineError> {
+        let mut out = Vec::new();
+        for (k, v) in pairs {
+            let mut key = Vec::new();
+            template::write_escaped(&mut key, k, Escape::Form);
+            out.push((
+                String::from_utf8_lossy(&key).into_owned(),
+                self.template(v, Escape::Form, line)?,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// headers checks the request's header names and builds their value templates.
+    fn headers(&self, r: &RequestSpec) -> Result<Vec<(String, Template)>, EngineError> {
+        let mut headers = Vec::new();
+        for (k, v) in &r.headers {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            {
+                return Err(self.err(r.line, format!("bad header name {k:?}")));
+            }
+            headers.push((k.clone(), self.template(v, Escape::Header, r.line)?));
+        }
+        Ok(headers)
+    }
+
+    /// body is the request's body and the content type it implies (if any).
+    fn body(&self, r: &RequestSpec) -> Result<(Body, Option<&'static str>), EngineError> {
+        let line = r.line;
+        Ok(match &r.body {
+            None => (Body::None, None),
+            Some(BodySpec::Json { template }) => (
+                Body::Json(self.template(template, Escape::Json, line)?),
+                Some("application/json"),
+            ),
+            Some(BodySpec::Form { fields }) => (
+                Body::Form(self.form_pairs(fields, line)?),
+                Some("application/x-www-form-urlencoded"),
+            ),
+            Some(BodySpec::Text { template }) => (
+                Body::Text(self.template(template, Escape::Raw, line)?),
+                None,
+            ),
+        })
+    }
+
+    /// extract is an extraction's variable and source (a regex compiled and its group
+    /// checked); `request_line` places the errors of one without a line of its own.
+    fn extract<'x>(
+        &self,
+        x: &'x ExtractSpec,
+        request_line: Option<u32>,
+    ) -> Result<(&'x String, Source), EngineError> {
+        Ok(match x {
+            ExtractSpec::Json {
+                var, path, text, ..
+            } => (
+                var,
+                Source::Json {
+                    path: path.clone(),
+                    text: text.clone(),
+                },
+            ),
+            ExtractSpec::Header { var, name, .. } => (var, Source::Header(name.clone())),
+            ExtractSpec::Regex {
+                var,
+                pattern,
+                group,
+                line,
+            } => {
+                let re = Regex::new(pattern).map_err(|e| {
+                    self.err(line.or(request_line), format!("bad regex {pattern:?}: {e}"))
+                })?;
+                if *group > re.captures_len() - 1 {
+                    return Err(self.err(
+                        line.or(request_line),
+                        format!("regex {pattern:?} has no group {group}"),
+                    ));
+                }
+                (var, Source::Regex { re, group: *group })
+            }
+        })
     }
 
     fn steps(
@@ -281,17 +298,7 @@ impl Builder<'_> {
                     mean_s,
                     line,
                 } => {
-                    let ok = |v: f64| v.is_finite() && (0.0..1e9).contains(&v);
-                    let think = match dist.as_str() {
-                        "constant" if ok(*s) => Think::Constant(Duration::from_secs_f64(*s)),
-                        "uniform" if ok(*min_s) && ok(*max_s) && min_s <= max_s => {
-                            Think::Uniform(*min_s, *max_s)
-                        }
-                        "exponential" if ok(*mean_s) && *mean_s > 0.0 => {
-                            Think::Exponential(*mean_s)
-                        }
-                        _ => return Err(self.err(*line, format!("bad think time ({dist})"))),
-                    };
+                    let think = self.think(dist, *s, *min_s, *max_s, *mean_s, *line)?;
                     ops.push(Op::Think(think));
                 }
                 StepSpec::Set { var, choice, line } => {
@@ -327,6 +334,123 @@ impl Builder<'_> {
         }
         Ok(())
     }
+
+    /// think is a think step's time distribution.
+    fn think(
+        &self,
+        dist: &str,
+        s: f64,
+        min_s: f64,
+        max_s: f64,
+        mean_s: f64,
+        line: Option<u32>,
+    ) -> Result<Think, EngineError> {
+        let ok = |v: f64| v.is_finite() && (0.0..1e9).contains(&v);
+        Ok(match dist {
+            "constant" if ok(s) => Think::Constant(Duration::from_secs_f64(s)),
+            "uniform" if ok(min_s) && ok(max_s) && min_s <= max_s => Think::Uniform(min_s, max_s),
+            "exponential" if ok(mean_s) && mean_s > 0.0 => Think::Exponential(mean_s),
+            _ => return Err(self.err(line, format!("bad think time ({dist})"))),
+        })
+    }
+
+    /// data resolves a data set: its columns get slots `data.<set>.<column>`.
+    fn data(&mut self, d: &DataSpec) -> Result<Data, EngineError> {
+        let per_vu = match d.per.as_str() {
+            "vu" => true,
+            "iteration" => false,
+            other => {
+                return Err(self.err(
+                    None,
+                    format!(
+                        "data set {:?}: per must be iteration or vu, got {other:?}",
+                        d.name
+                    ),
+                ))
+            }
+        };
+        if d.rows.is_empty() || d.rows.iter().any(|r| r.len() != d.columns.len()) {
+            return Err(self.err(
+                None,
+                format!(
+                    "data set {:?}: rows must be non-empty and as wide as the columns",
+                    d.name
+                ),
+            ));
+        }
+        let slots = d
+            .columns
+            .iter()
+            .map(|c| self.slot(&format!("data.{}.{c}", d.name)))
+            .collect();
+        Ok(Data {
+            per_vu,
+            slots,
+            rows: d.rows.clone(),
+        })
+    }
+
+    /// declare makes the slots of the variables the steps extract or set: they exist from
+    /// the start (their slots are known before the steps that read them); the compiler has
+    /// checked the order of use.
+    fn declare(&mut self, steps: &[StepSpec]) {
+        for s in steps {
+            match s {
+                StepSpec::Request(r) | StepSpec::Poll { request: r, .. } => {
+                    for x in &r.extract {
+                        let (ExtractSpec::Json { var, .. }
+                        | ExtractSpec::Header { var, .. }
+                        | ExtractSpec::Regex { var, .. }) = x;
+                        self.slot(var);
+                    }
+                }
+                StepSpec::Set { var, .. } => {
+                    self.slot(var);
+                }
+                StepSpec::Loop { steps, .. } | StepSpec::Group { steps, .. } => self.declare(steps),
+                StepSpec::Think { .. } => {}
+            }
+        }
+    }
+
+    /// flows builds the plan's flows (at least one, each weighted and with steps).
+    fn flows(&mut self, specs: &[FlowSpec]) -> Result<Vec<Flow>, EngineError> {
+        if specs.is_empty() {
+            return Err(self.err(None, "the plan has no flow"));
+        }
+        let mut flows = Vec::new();
+        for f in specs {
+            if f.weight == 0 {
+                return Err(self.err(f.line, format!("flow {:?}: weight must be >= 1", f.name)));
+            }
+            let mut ops = Vec::new();
+            self.steps(&f.steps, &mut ops, 0)?;
+            if ops.is_empty() {
+                return Err(self.err(f.line, format!("flow {:?} has no steps", f.name)));
+            }
+            flows.push(Flow {
+                name: f.name.clone(),
+                weight: f.weight,
+                ops,
+            });
+        }
+        Ok(flows)
+    }
+}
+
+/// expected_errors is the error statuses (>= 400) a request's status checks accept, sorted.
+fn expected_errors(checks: &[Check]) -> Vec<u16> {
+    let mut expected: Vec<u16> = checks
+        .iter()
+        .filter_map(|c| match c {
+            Check::Status(codes) => Some(codes.iter().copied().filter(|&c| c >= 400)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    expected.sort_unstable();
+    expected.dedup();
+    expected
 }
 
 impl Script {
@@ -367,87 +491,15 @@ impl Script {
         }
         let mut data = Vec::new();
         for d in &spec.data {
-            let per_vu = match d.per.as_str() {
-                "vu" => true,
-                "iteration" => false,
-                other => {
-                    return Err(b.err(
-                        None,
-                        format!(
-                            "data set {:?}: per must be iteration or vu, got {other:?}",
-                            d.name
-                        ),
-                    ))
-                }
-            };
-            if d.rows.is_empty() || d.rows.iter().any(|r| r.len() != d.columns.len()) {
-                return Err(b.err(
-                    None,
-                    format!(
-                        "data set {:?}: rows must be non-empty and as wide as the columns",
-                        d.name
-                    ),
-                ));
-            }
-            let slots = d
-                .columns
-                .iter()
-                .map(|c| b.slot(&format!("data.{}.{c}", d.name)))
-                .collect();
-            data.push(Data {
-                per_vu,
-                slots,
-                rows: d.rows.clone(),
-            });
+            data.push(b.data(d)?);
         }
-        // Variables a step extracts or sets exist from the start (their slots are known
-        // before the steps that read them); the compiler has checked the order of use.
-        fn declare(b: &mut Builder<'_>, steps: &[StepSpec]) {
-            for s in steps {
-                match s {
-                    StepSpec::Request(r) | StepSpec::Poll { request: r, .. } => {
-                        for x in &r.extract {
-                            let (ExtractSpec::Json { var, .. }
-                            | ExtractSpec::Header { var, .. }
-                            | ExtractSpec::Regex { var, .. }) = x;
-                            b.slot(var);
-                        }
-                    }
-                    StepSpec::Set { var, .. } => {
-                        b.slot(var);
-                    }
-                    StepSpec::Loop { steps, .. } | StepSpec::Group { steps, .. } => {
-                        declare(b, steps)
-                    }
-                    StepSpec::Think { .. } => {}
-                }
-            }
-        }
-        declare(&mut b, &spec.setup);
+        b.declare(&spec.setup);
         for f in &spec.flows {
-            declare(&mut b, &f.steps);
+            b.declare(&f.steps);
         }
         let mut setup = Vec::new();
         b.steps(&spec.setup, &mut setup, 0)?;
-        if spec.flows.is_empty() {
-            return Err(b.err(None, "the plan has no flow"));
-        }
-        let mut flows = Vec::new();
-        for f in &spec.flows {
-            if f.weight == 0 {
-                return Err(b.err(f.line, format!("flow {:?}: weight must be >= 1", f.name)));
-            }
-            let mut ops = Vec::new();
-            b.steps(&f.steps, &mut ops, 0)?;
-            if ops.is_empty() {
-                return Err(b.err(f.line, format!("flow {:?} has no steps", f.name)));
-            }
-            flows.push(Flow {
-                name: f.name.clone(),
-                weight: f.weight,
-                ops,
-            });
-        }
+        let flows = b.flows(&spec.flows)?;
         let pacing = match spec.pacing_s {
             None => None,
             Some(p) if p.is_finite() && p > 0.0 && p < 1e9 => Some(Duration::from_secs_f64(p)),
