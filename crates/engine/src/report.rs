@@ -239,23 +239,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         .filter(|(c, _)| !(200..300).contains(c))
         .map(|(_, &n)| n)
         .sum();
-    let per_name = f
-        .names
-        .iter()
-        .zip(t.per_name.iter())
-        .enumerate()
-        .map(|(i, (name, s))| {
-            let r = NameReport {
-                requests: s.requests,
-                errors: s.errors,
-                latency_ms: LatencySummary::from_histogram(&s.latency),
-                failure_reasons: crate::scenario::summary::reasons(&t.flow, i),
-                histogram: encode_histogram(&s.latency),
-                tally: s.tally.counts(),
-            };
-            (name.clone(), r)
-        })
-        .collect();
+    let per_name = per_name(&f);
     let connections = match f.cfg.model {
         Model::Closed => (f.cfg.profile.peak().ceil() as u64).div_ceil(u64::from(f.cfg.streams)),
         Model::Open => t.peak_connections,
@@ -307,6 +291,27 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
     }
 }
 
+/// per_name is each named request's figures (a scenario's requests, by name).
+fn per_name(f: &RunFacts<'_>) -> BTreeMap<String, NameReport> {
+    let t = &f.totals;
+    f.names
+        .iter()
+        .zip(t.per_name.iter())
+        .enumerate()
+        .map(|(i, (name, s))| {
+            let r = NameReport {
+                requests: s.requests,
+                errors: s.errors,
+                latency_ms: LatencySummary::from_histogram(&s.latency),
+                failure_reasons: crate::scenario::summary::reasons(&t.flow, i),
+                histogram: encode_histogram(&s.latency),
+                tally: s.tally.counts(),
+            };
+            (name.clone(), r)
+        })
+        .collect()
+}
+
 fn generator(f: &RunFacts<'_>) -> Generator {
     let t = &f.totals;
     let open = f.cfg.model == Model::Open;
@@ -338,52 +343,14 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         _ => String::new(),
     };
     let mut verdict = match limit {
-        Limit::Server => {
-            let lag = if open {
-                format!(
-                    ", worst send lag {:.1} ms",
-                    t.max_send_lag_us as f64 / 1000.0
-                )
-            } else {
-                String::new()
-            };
-            let what = match f.outages.len() {
-                0 => "the figures describe the server".to_string(),
-                n => format!(
-                    "the figures describe the server, except that it stopped answering \
-                     ({n} outage{}): see outages",
-                    if n == 1 { "" } else { "s" }
-                ),
-            };
-            format!(
-                "generator kept up: workers {:.0}% busy{lag}; {what}",
-                100.0 * busy
-            )
-        }
+        Limit::Server => kept_up(f, busy),
         Limit::Pool => format!(
             "limited by the connection pool, not the generator: all {} connections were busy \
              while hits fell due; {sent}{}",
             f.cfg.max_connections,
             pool_capacity(f)
         ),
-        Limit::Generator => {
-            let mut reasons = Vec::new();
-            if behind {
-                reasons.push(format!("{sent}: the generator fell behind"));
-            }
-            if busy_hot {
-                reasons.push(format!(
-                    "worker threads were {:.0}% busy: the numbers may describe redline, not the server (add threads or move the generator)",
-                    100.0 * busy
-                ));
-            } else {
-                reasons.push(format!(
-                    "its worker threads were only {:.0}% busy, so they were not run in time (is the machine busy with other work?)",
-                    100.0 * busy
-                ));
-            }
-            format!("generator saturated: {}", reasons.join("; "))
-        }
+        Limit::Generator => saturated(busy, busy_hot, behind, &sent),
     };
     verdict.push_str(&notes(f, limit));
     Generator {
@@ -407,6 +374,52 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         saturated: limit == Limit::Generator,
         verdict,
     }
+}
+
+/// kept_up is the verdict of a run the generator kept up with (`busy`: the workers' busy
+/// ratio).
+fn kept_up(f: &RunFacts<'_>, busy: f64) -> String {
+    let lag = if f.cfg.model == Model::Open {
+        format!(
+            ", worst send lag {:.1} ms",
+            f.totals.max_send_lag_us as f64 / 1000.0
+        )
+    } else {
+        String::new()
+    };
+    let what = match f.outages.len() {
+        0 => "the figures describe the server".to_string(),
+        n => format!(
+            "the figures describe the server, except that it stopped answering \
+             ({n} outage{}): see outages",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
+    format!(
+        "generator kept up: workers {:.0}% busy{lag}; {what}",
+        100.0 * busy
+    )
+}
+
+/// saturated is the verdict of a run that saturated the generator: it fell `behind` the
+/// schedule (`sent` says by how much) and/or its workers were `busy_hot`.
+fn saturated(busy: f64, busy_hot: bool, behind: bool, sent: &str) -> String {
+    let mut reasons = Vec::new();
+    if behind {
+        reasons.push(format!("{sent}: the generator fell behind"));
+    }
+    if busy_hot {
+        reasons.push(format!(
+            "worker threads were {:.0}% busy: the numbers may describe redline, not the server (add threads or move the generator)",
+            100.0 * busy
+        ));
+    } else {
+        reasons.push(format!(
+            "its worker threads were only {:.0}% busy, so they were not run in time (is the machine busy with other work?)",
+            100.0 * busy
+        ));
+    }
+    format!("generator saturated: {}", reasons.join("; "))
 }
 
 /// pool_capacity is, for a pool-limited verdict, what the pool could carry at the service
