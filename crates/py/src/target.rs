@@ -48,65 +48,9 @@ impl Target {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
         }
-        let tls = match (tls_cert, tls_key) {
-            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
-            (None, None) => None,
-            _ => return Err(ConfigError::new_err("tls_cert and tls_key go together")),
-        };
-        let service = service_time
-            .map(|seconds| {
-                Duration::try_from_secs_f64(seconds).map_err(|_| {
-                    ConfigError::new_err(format!("service_time: bad duration {seconds}"))
-                })
-            })
-            .transpose()?;
-        let capacity = match (capacity, service, contention) {
-            (Some(slots), Some(service), _) => Some(Capacity { slots, service }),
-            (None, None, _) | (None, Some(_), Some(_)) => None,
-            (Some(_), None, _) => {
-                return Err(ConfigError::new_err(
-                    "capacity and service_time go together",
-                ))
-            }
-            (None, Some(_), None) => {
-                return Err(ConfigError::new_err(
-                    "service_time and capacity (or contention) go together",
-                ))
-            }
-        };
-        let contention = match (contention, service) {
-            (Some(crosstalk), Some(service)) => Some(Contention {
-                service,
-                crosstalk,
-                serial: serial.unwrap_or(0.0),
-            }),
-            (Some(_), None) => return Err(ConfigError::new_err("contention needs service_time")),
-            (None, _) if serial.is_some() => {
-                return Err(ConfigError::new_err("serial needs contention"))
-            }
-            (None, _) => None,
-        };
-        if rate_limit.is_none() && (burst.is_some() || refuse_status.is_some()) {
-            return Err(ConfigError::new_err(
-                "burst and refuse_status need rate_limit",
-            ));
-        }
-        // A status past u16 is refused in the words `RateLimit::validate` uses for the rest.
-        let status = match refuse_status.map(u16::try_from) {
-            None => 503,
-            Some(Ok(status)) => status,
-            Some(Err(_)) => {
-                let got = refuse_status.unwrap_or_default();
-                return Err(ConfigError::new_err(format!(
-                    "rate limit: refuse status must be a 4xx or 5xx code, got {got}"
-                )));
-            }
-        };
-        let rate_limit = rate_limit.map(|rate| RateLimit {
-            rate,
-            burst: burst.unwrap_or(1),
-            status,
-        });
+        let tls = tls_files(tls_cert, tls_key)?;
+        let (capacity, contention) = service_model(capacity, service_time, contention, serial)?;
+        let rate_limit = token_bucket(rate_limit, burst, refuse_status)?;
         let pause = pause
             .as_deref()
             .map(Pause::parse)
@@ -180,4 +124,89 @@ impl Target {
             py.allow_threads(|| inner.stop());
         }
     }
+}
+
+/// tls_files: the certificate and key, given both or neither.
+fn tls_files(
+    cert: Option<std::path::PathBuf>,
+    key: Option<std::path::PathBuf>,
+) -> PyResult<Option<TlsFiles>> {
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some(TlsFiles { cert, key })),
+        (None, None) => Ok(None),
+        _ => Err(ConfigError::new_err("tls_cert and tls_key go together")),
+    }
+}
+
+/// service_model: the queue of `capacity` slots or the USL contention, whichever the
+/// arguments give, each over `service_time`.
+fn service_model(
+    capacity: Option<usize>,
+    service_time: Option<f64>,
+    contention: Option<f64>,
+    serial: Option<f64>,
+) -> PyResult<(Option<Capacity>, Option<Contention>)> {
+    let service = service_time
+        .map(|seconds| {
+            Duration::try_from_secs_f64(seconds)
+                .map_err(|_| ConfigError::new_err(format!("service_time: bad duration {seconds}")))
+        })
+        .transpose()?;
+    let capacity = match (capacity, service, contention) {
+        (Some(slots), Some(service), _) => Some(Capacity { slots, service }),
+        (None, None, _) | (None, Some(_), Some(_)) => None,
+        (Some(_), None, _) => {
+            return Err(ConfigError::new_err(
+                "capacity and service_time go together",
+            ))
+        }
+        (None, Some(_), None) => {
+            return Err(ConfigError::new_err(
+                "service_time and capacity (or contention) go together",
+            ))
+        }
+    };
+    let contention = match (contention, service) {
+        (Some(crosstalk), Some(service)) => Some(Contention {
+            service,
+            crosstalk,
+            serial: serial.unwrap_or(0.0),
+        }),
+        (Some(_), None) => return Err(ConfigError::new_err("contention needs service_time")),
+        (None, _) if serial.is_some() => {
+            return Err(ConfigError::new_err("serial needs contention"))
+        }
+        (None, _) => None,
+    };
+    Ok((capacity, contention))
+}
+
+/// token_bucket: the rate limit in front, when `rate_limit` is given (`burst` 1 and
+/// `refuse_status` 503 by default).
+fn token_bucket(
+    rate_limit: Option<f64>,
+    burst: Option<u32>,
+    refuse_status: Option<u32>,
+) -> PyResult<Option<RateLimit>> {
+    if rate_limit.is_none() && (burst.is_some() || refuse_status.is_some()) {
+        return Err(ConfigError::new_err(
+            "burst and refuse_status need rate_limit",
+        ));
+    }
+    // A status past u16 is refused in the words `RateLimit::validate` uses for the rest.
+    let status = match refuse_status.map(u16::try_from) {
+        None => 503,
+        Some(Ok(status)) => status,
+        Some(Err(_)) => {
+            let got = refuse_status.unwrap_or_default();
+            return Err(ConfigError::new_err(format!(
+                "rate limit: refuse status must be a 4xx or 5xx code, got {got}"
+            )));
+        }
+    };
+    Ok(rate_limit.map(|rate| RateLimit {
+        rate,
+        burst: burst.unwrap_or(1),
+        status,
+    }))
 }
