@@ -152,16 +152,7 @@ impl<S: Io> Conn<S> {
 
         let behaviour = match request.behaviour {
             Ok(b) => b,
-            Err(reason) => {
-                self.counters_request();
-                let body = format!("{reason}\n");
-                self.simple(
-                    StatusCode::BAD_REQUEST,
-                    body.as_bytes(),
-                    !request.keep_alive,
-                );
-                return Ok((!request.keep_alive).then_some(End::Close));
-            }
+            Err(reason) => return Ok(self.bad_request(&reason, request.keep_alive)),
         };
         if behaviour.route == Route::Stats {
             let body = self.shared.stats().to_json();
@@ -176,13 +167,8 @@ impl<S: Io> Conn<S> {
             return Ok((!request.keep_alive).then_some(End::Close));
         }
         self.counters_request();
-        if let Some(bucket) = &self.shared.bucket {
-            if let Err(wait) = bucket.take() {
-                let status = bucket.status;
-                let seconds = crate::bucket::retry_after(wait);
-                self.refuse(status, seconds, b"rate limited\n", &request);
-                return Ok((!request.keep_alive).then_some(End::Close));
-            }
+        if self.rate_limited(&request) {
+            return Ok((!request.keep_alive).then_some(End::Close));
         }
         if behaviour.reset > 0.0 && self.rng.random::<f64>() < behaviour.reset {
             return Ok(Some(End::Reset));
@@ -206,13 +192,7 @@ impl<S: Io> Conn<S> {
                 }
             }
         }
-        let injected = if behaviour.injections.is_empty() {
-            None
-        } else {
-            let draw = self.rng.random::<f64>();
-            behaviour.injections.pick(draw)
-        };
-        match (behaviour.route, injected) {
+        match (behaviour.route, self.injection(&behaviour)) {
             (Route::Form(page), None) => self.answer_form(page, &behaviour, &request),
             (Route::Task(ask), None) => self.answer_task(ask, &behaviour, &request),
             (_, status) => {
@@ -222,6 +202,39 @@ impl<S: Io> Conn<S> {
         }
         let close = behaviour.close || !request.keep_alive;
         Ok(close.then_some(End::Close))
+    }
+
+    /// bad_request answers a request whose behaviour could not be parsed (a 400 saying why).
+    fn bad_request(&mut self, reason: &str, keep_alive: bool) -> Option<End> {
+        self.counters_request();
+        let body = format!("{reason}\n");
+        self.simple(StatusCode::BAD_REQUEST, body.as_bytes(), !keep_alive);
+        (!keep_alive).then_some(End::Close)
+    }
+
+    /// rate_limited: the token bucket (if any) had no token for this request, which is then
+    /// refused.
+    fn rate_limited(&mut self, request: &Request) -> bool {
+        let Some(bucket) = &self.shared.bucket else {
+            return false;
+        };
+        let Err(wait) = bucket.take() else {
+            return false;
+        };
+        let status = bucket.status;
+        let seconds = crate::bucket::retry_after(wait);
+        self.refuse(status, seconds, b"rate limited\n", request);
+        true
+    }
+
+    /// injection draws the status a behaviour's injections give this request (None: answer
+    /// normally).
+    fn injection(&mut self, behaviour: &Behaviour) -> Option<StatusCode> {
+        if behaviour.injections.is_empty() {
+            return None;
+        }
+        let draw = self.rng.random::<f64>();
+        behaviour.injections.pick(draw)
     }
 
     /// read_body reads (skips, or keeps for a form post) the request's body; `Some(end)` when

@@ -77,14 +77,7 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
     let mut body = RequestBody::None;
     for header in req.headers.iter() {
         if header.name.eq_ignore_ascii_case("connection") {
-            for token in header.value.split(|b| *b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    keep_alive = false;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") {
-                    keep_alive = true;
-                }
-            }
+            keep_alive = connection(header.value, keep_alive);
         } else if header.name.eq_ignore_ascii_case("content-length") {
             match std::str::from_utf8(header.value)
                 .ok()
@@ -99,10 +92,7 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
                 session = Some(id.to_string());
             }
         } else if form_route && header.name.eq_ignore_ascii_case("content-type") {
-            let media = header.value.split(|b| *b == b';').next().unwrap_or(b"");
-            form_type = media
-                .trim_ascii()
-                .eq_ignore_ascii_case(form::FORM_CONTENT_TYPE.as_bytes());
+            form_type = is_form(header.value);
         } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
             if header.value.trim_ascii().eq_ignore_ascii_case(b"chunked") {
                 body = RequestBody::Chunked;
@@ -118,11 +108,7 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         behaviour,
         keep_alive,
         head_only: req.method == Some("HEAD"),
-        verb: match req.method {
-            Some("GET" | "HEAD") => Verb::Get,
-            Some("POST") => Verb::Post,
-            _ => Verb::Other,
-        },
+        verb: verb(req.method),
         session,
         form_type,
         body: if body == RequestBody::Length(0) {
@@ -132,6 +118,37 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         },
     };
     Parsed::Request(request, used)
+}
+
+/// connection is whether to keep the connection open after a `Connection` header's tokens
+/// (`close`, `keep-alive`; the last wins), `keep_alive` before it.
+fn connection(value: &[u8], mut keep_alive: bool) -> bool {
+    for token in value.split(|b| *b == b',') {
+        let token = token.trim_ascii();
+        if token.eq_ignore_ascii_case(b"close") {
+            keep_alive = false;
+        } else if token.eq_ignore_ascii_case(b"keep-alive") {
+            keep_alive = true;
+        }
+    }
+    keep_alive
+}
+
+/// is_form: a `Content-Type` value names a form body (parameters aside).
+fn is_form(value: &[u8]) -> bool {
+    let media = value.split(|b| *b == b';').next().unwrap_or(b"");
+    media
+        .trim_ascii()
+        .eq_ignore_ascii_case(form::FORM_CONTENT_TYPE.as_bytes())
+}
+
+/// verb is the method as the form app sees it.
+fn verb(method: Option<&str>) -> Verb {
+    match method {
+        Some("GET" | "HEAD") => Verb::Get,
+        Some("POST") => Verb::Post,
+        _ => Verb::Other,
+    }
 }
 
 #[cfg(test)]

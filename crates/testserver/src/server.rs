@@ -54,16 +54,7 @@ impl Target {
     /// start binds the address, starts the serving threads and returns once every thread is
     /// accepting, so a client may connect as soon as it returns.
     pub fn start(cfg: TargetConfig) -> Result<Target, TargetError> {
-        let count = match cfg.threads {
-            Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
-        if !(1..=MAX_THREADS).contains(&count) {
-            return Err(TargetError::InvalidThreads {
-                got: count,
-                max: MAX_THREADS,
-            });
-        }
+        let count = thread_count(cfg.threads)?;
         cfg.validate()?;
         let tls = cfg
             .tls
@@ -81,24 +72,12 @@ impl Target {
                 addr: addr.to_string(),
                 source,
             })?;
-        let started = Instant::now();
-        let shared = Arc::new(Shared {
-            board: Board::new(count),
-            started,
-            queue: cfg
-                .capacity
-                .map(|capacity| Queue::new(capacity, cfg.queue_limit, cfg.pause, started)),
-            crowd: cfg.contention.map(Crowd::new),
-            bucket: cfg.rate_limit.map(|limit| Bucket::new(limit, started)),
-            sessions: Sessions::new(),
-            tasks: Ids::new(),
-            h2: cfg.h2_faults,
-        });
         let (shutdown, watcher) = watch::channel(false);
+        // From here on an error drops `target`, which stops the threads already started.
         let mut target = Target {
             addr: local,
             https: tls.is_some(),
-            shared,
+            shared: Arc::new(shared_state(&cfg, count)),
             shutdown,
             threads: Vec::with_capacity(count),
         };
@@ -282,6 +261,39 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, TargetError> {
 /// port already served by someone else (even with `SO_REUSEPORT`) is an error rather than
 /// silently shared, and so that port 0 picks one port for all threads. Between the probe and
 /// the real binds another process may take that ephemeral port; then a fresh one is tried.
+/// thread_count is the serving threads asked for (default: the available cores), checked.
+fn thread_count(threads: Option<usize>) -> Result<usize, TargetError> {
+    let count = match threads {
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    if !(1..=MAX_THREADS).contains(&count) {
+        return Err(TargetError::InvalidThreads {
+            got: count,
+            max: MAX_THREADS,
+        });
+    }
+    Ok(count)
+}
+
+/// shared_state is what the `count` serving threads share: their counters, and the
+/// queue, crowd or token bucket `cfg` asks for, all timed from now.
+fn shared_state(cfg: &TargetConfig, count: usize) -> Shared {
+    let started = Instant::now();
+    Shared {
+        board: Board::new(count),
+        started,
+        queue: cfg
+            .capacity
+            .map(|capacity| Queue::new(capacity, cfg.queue_limit, cfg.pause, started)),
+        crowd: cfg.contention.map(Crowd::new),
+        bucket: cfg.rate_limit.map(|limit| Bucket::new(limit, started)),
+        sessions: Sessions::new(),
+        tasks: Ids::new(),
+        h2: cfg.h2_faults,
+    }
+}
+
 fn bind_listeners(addr: SocketAddr, count: usize) -> io::Result<Vec<StdListener>> {
     let mut attempts = 0;
     loop {
