@@ -292,6 +292,11 @@ impl Conn {
         Ok(())
     }
 
+    /// round_trip writes one request and reads its response into the connection's buffer
+    /// (and capture); `Trip::Stale` when the server had closed before any response byte.
+    // long: the hot path's write-then-read loop, read top to bottom; its locals (bytes read,
+    // the last read filling the buffer, the kernel's arrival stamp) live across the awaits,
+    // and an async helper would nest its future in this one and add an await per request.
     async fn round_trip(
         &mut self,
         request: &[u8],

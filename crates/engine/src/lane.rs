@@ -13,7 +13,7 @@ use tokio::time::Sleep;
 
 use crate::backoff::Turn;
 use crate::config::Protocol;
-use crate::conn::{Conn, Deadline};
+use crate::conn::{Conn, Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
 use crate::flight::{Flight, Sent};
 use crate::http2::{Link, Stream};
@@ -21,11 +21,15 @@ use crate::job::LATE_SLACK;
 use crate::metrics::Response;
 use crate::pacer::{Pace, Pacer};
 use crate::plan::{RequestStep, Step};
-use crate::scenario::executor::{Reply, Transport, Vu};
+use crate::scenario::executor::{Reply, Vu};
 use crate::scenario::response::MAX_CAPTURE;
 use crate::scenario::rng::Rng;
 use crate::shared::{lane_share, Shared};
 use crate::wire::{Outgoing, Wire};
+
+#[path = "lane_io.rs"]
+mod scenario_io;
+use scenario_io::LaneIo;
 
 /// initial_lanes is how many lanes a thread starts: all its VUs (closed), or a small pool
 /// sized for ~1 ms service time at the peak rate (open), which grows when sends run late.
@@ -170,6 +174,11 @@ impl Lane {
         }
     }
 
+    /// run is the lane's loop: wait out the target's backoff, ask the pacer, wait for the
+    /// hit's time, run it; until the pacer says stop.
+    // long: one state machine on the hot path, read top to bottom: most arms `continue` or
+    // `return` the loop, so helpers would hand back a control enum to match again, and each
+    // async helper would nest its future in the lane's (and add an await per request).
     async fn run(&mut self, s: &Rc<Shared>) {
         let start = s.job.start;
         loop {
@@ -381,6 +390,22 @@ impl Lane {
             )
             .await;
         s.flights.land(self.slot);
+        self.record(s, result, &sent, was_open, expected)
+    }
+
+    /// record books the outcome of request `sent` (`result`; `was_open`: its connection was
+    /// open before it) with the target's backoff and the thread's recorder. It is the tail of
+    /// [`Lane::send`], on the hot path: inlined, it allocates nothing and does not await.
+    #[inline]
+    fn record(
+        &mut self,
+        s: &Shared,
+        result: Result<Exchange, Failure>,
+        sent: &Sent,
+        was_open: bool,
+        expected: &[u16],
+    ) -> Reply {
+        let Sent { intended, stat, .. } = *sent;
         let done = Instant::now();
         self.clock = Some(done);
         let probe = std::mem::take(&mut self.probe);
@@ -431,7 +456,7 @@ impl Lane {
                 if f.retries > 0 {
                     rec.retried(intended, f.retries);
                 }
-                rec.error(&sent, f.class, done);
+                rec.error(sent, f.class, done);
                 Reply::Failed(f.class)
             }
         }
@@ -506,90 +531,6 @@ fn wire(s: &Shared, slot: usize) -> Wire {
                 links[group].clone(),
                 slot.is_multiple_of(streams),
             ))
-        }
-    }
-}
-
-/// LaneIo is a lane as the flow executor sees it: each request goes out on the lane's
-/// connection and is recorded exactly as the single-request path records it; think times
-/// sleep on the lane's timer; failed checks and reasons go to the thread's recorder.
-struct LaneIo<'a> {
-    lane: &'a mut Lane,
-    s: &'a Rc<Shared>,
-}
-
-impl Transport for LaneIo<'_> {
-    async fn exchange(
-        &mut self,
-        bytes: &[u8],
-        req: &crate::scenario::Request,
-        hop: bool,
-        intended: Instant,
-        raw: &mut Vec<u8>,
-    ) -> Reply {
-        self.lane
-            .exchange_captured(self.s, bytes, req, hop, intended, raw)
-            .await
-    }
-
-    async fn pause(&mut self, d: Duration) {
-        if d.is_zero() {
-            return;
-        }
-        self.lane.pace.as_mut().reset((Instant::now() + d).into());
-        self.lane.pace.as_mut().await;
-        self.lane.clock = None;
-    }
-
-    fn now(&mut self) -> Instant {
-        // The lane's last completion time stands for "now" until it sleeps (one clock read
-        // less per request, as on the single-request path).
-        *self.lane.clock.get_or_insert_with(Instant::now)
-    }
-
-    fn fail(&mut self, intended: Instant, stat: usize, reason: &str) {
-        let mut rec = self.s.rec.borrow_mut();
-        rec.check_failed(intended, stat);
-        if rec.measured(intended) {
-            rec.totals.flow.reason(stat, reason);
-        }
-    }
-
-    fn reason(&mut self, intended: Instant, stat: usize, reason: &str) {
-        let mut rec = self.s.rec.borrow_mut();
-        if rec.measured(intended) {
-            rec.totals.flow.reason(stat, reason);
-        }
-    }
-
-    fn group(&mut self, start: Instant, g: usize, took: Duration, ok: bool) {
-        let mut rec = self.s.rec.borrow_mut();
-        if rec.measured(start) {
-            let high = rec.totals.latency.high();
-            let us = crate::hdr::micros(took);
-            rec.totals.flow.group(g, us, ok, high);
-        }
-    }
-
-    fn started(&mut self, intended: Instant) {
-        let mut rec = self.s.rec.borrow_mut();
-        rec.iteration_started();
-        if rec.measured(intended) {
-            rec.totals.flow.started();
-        }
-    }
-
-    fn tally(&mut self, intended: Instant, stat: usize, value: &str) {
-        self.s.rec.borrow_mut().tally(intended, stat, value);
-    }
-
-    fn iteration(&mut self, intended: Instant, took: Duration, ok: bool) {
-        let mut rec = self.s.rec.borrow_mut();
-        rec.iteration_ended(ok);
-        if rec.measured(intended) {
-            let high = rec.totals.latency.high();
-            let us = crate::hdr::micros(took);
-            rec.totals.flow.iteration(us, ok, high);
         }
     }
 }
