@@ -5,6 +5,7 @@
 
 pub mod certs;
 pub mod counting;
+pub mod runs;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
