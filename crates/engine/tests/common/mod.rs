@@ -225,23 +225,7 @@ async fn serve(
     let mut chunk = [0u8; 4096];
     // Rendered once per connection so the server allocates nothing per request (the
     // allocation test shares this process).
-    let status = match mode {
-        Mode::Status(s) => s,
-        _ => 200,
-    };
-    let close = if matches!(mode, Mode::Close) {
-        "Connection: close\r\n"
-    } else {
-        ""
-    };
-    let body = match mode {
-        Mode::Body(b) => b,
-        _ => "ok",
-    };
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\n{close}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let resp = response(mode);
     let mut served = 0u32;
     loop {
         // One request head (the engine sends GETs without bodies here).
@@ -272,41 +256,8 @@ async fn serve(
             }
         }
         let t0 = *first.get_or_init(Instant::now);
-        match mode {
-            Mode::Ok { delay } => {
-                if !delay.is_zero() {
-                    tokio::time::sleep(delay).await;
-                }
-            }
-            Mode::Stall { from, to } => {
-                let since = t0.elapsed();
-                if since >= from && since < to {
-                    tokio::time::sleep_until((t0 + to).into()).await;
-                }
-            }
-            Mode::Silent => {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                return;
-            }
-            Mode::Reset => {
-                reset(&sock);
-                return;
-            }
-            Mode::ResetReused if served > 0 => {
-                reset(&sock);
-                return;
-            }
-            Mode::HangAfter(n) if number > n => {
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                return;
-            }
-            Mode::Status(_)
-            | Mode::Body(_)
-            | Mode::Close
-            | Mode::Drop
-            | Mode::ResetReused
-            | Mode::HangAfter(_)
-            | Mode::IdleClose { .. } => {}
+        if !hold(mode, &sock, served, number, t0).await {
+            return;
         }
         served += 1;
         if sock.write_all(resp.as_bytes()).await.is_err() || matches!(mode, Mode::Close) {
@@ -324,6 +275,70 @@ async fn serve(
             return;
         }
     }
+}
+
+/// response is the answer a connection of `mode` gives every request it answers.
+fn response(mode: Mode) -> String {
+    let status = match mode {
+        Mode::Status(s) => s,
+        _ => 200,
+    };
+    let close = if matches!(mode, Mode::Close) {
+        "Connection: close\r\n"
+    } else {
+        ""
+    };
+    let body = match mode {
+        Mode::Body(b) => b,
+        _ => "ok",
+    };
+    format!(
+        "HTTP/1.1 {status} X\r\n{close}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// hold does what `mode` does before answering request `number` of the server (the
+/// connection's request `served` + 1; `t0`: the server's first request): wait, or end the
+/// connection unanswered (false).
+async fn hold(mode: Mode, sock: &TcpStream, served: u32, number: u64, t0: Instant) -> bool {
+    match mode {
+        Mode::Ok { delay } => {
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+        }
+        Mode::Stall { from, to } => {
+            let since = t0.elapsed();
+            if since >= from && since < to {
+                tokio::time::sleep_until((t0 + to).into()).await;
+            }
+        }
+        Mode::Silent => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return false;
+        }
+        Mode::Reset => {
+            reset(sock);
+            return false;
+        }
+        Mode::ResetReused if served > 0 => {
+            reset(sock);
+            return false;
+        }
+        Mode::HangAfter(n) if number > n => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            return false;
+        }
+        Mode::Status(_)
+        | Mode::Body(_)
+        | Mode::Close
+        | Mode::Drop
+        | Mode::ResetReused
+        | Mode::HangAfter(_)
+        | Mode::IdleClose { .. } => {}
+    }
+    true
 }
 
 /// idle_close is a keep-alive timeout: FIN, then count every request that still arrives
