@@ -454,3 +454,7 @@ impl Pacer for AnyPacer {
 #[cfg(test)]
 #[path = "pacer_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "pacer_live_tests.rs"]
+mod live_tests;
