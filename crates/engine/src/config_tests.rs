@@ -58,6 +58,7 @@ fn accepts_good_configs_with_defaults() {
 }
 
 #[test]
+// long: a table of cases, one bad config and its one-line error each.
 fn rejects_bad_configs_with_one_line() {
     let cases = [
         (

@@ -40,6 +40,7 @@ impl Case {
     }
 }
 
+// long: a table of cases, one response each.
 fn cases() -> Vec<Case> {
     let ok = |status, body, close| Ok((status, body, close));
     vec![

@@ -399,7 +399,12 @@ fn in_flight_mean_is_the_time_weighted_mean_over_the_interval() {
             next.in_flight_mean
         );
     }
-    // Merged over threads, the means add.
+}
+
+#[test]
+fn in_flight_means_of_threads_add_when_merged() {
+    let t0 = start();
+    let ms = Duration::from_millis;
     let mut a = Recorder::new(t0, t0, 0, 1, false);
     let mut b = Recorder::new(t0, t0, 0, 1, false);
     a.send(t0, t0, 10, false, false);

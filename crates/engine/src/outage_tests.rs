@@ -56,6 +56,7 @@ fn a_thread_watch_spans_the_failures_since_its_last_answer() {
 }
 
 #[test]
+// long: a table of cases, one sequence of intervals each.
 fn the_tracker_names_an_outage_only_when_every_active_thread_fails() {
     // label, intervals of thread watches, outages (start, end, errors), down at each end
     type Case = (

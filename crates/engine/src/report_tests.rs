@@ -43,6 +43,7 @@ fn facts<'a>(
 }
 
 #[test]
+// long: a table of cases, one run's facts and verdict each.
 fn generator_verdict_says_who_the_numbers_describe() {
     let open = checked(
         r#"{"url":"http://h/","rate":1000,"duration_s":10,"threads":2,"max_connections":50}"#,

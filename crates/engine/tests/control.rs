@@ -183,6 +183,7 @@ fn busiest_window(stamps: &[std::time::Instant], window: Duration) -> usize {
 }
 
 #[test]
+// long: one scenario, the same ramp checked fresh and after a fall.
 fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
     // 999 users join over 1 s, twice: fresh, then again after the target fell back to 1 (the
     // lanes above it idle, as a capacity search's lanes do between its steps). Spread evenly,

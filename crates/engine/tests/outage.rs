@@ -33,6 +33,8 @@ fn worker_cpu_ns() -> u64 {
 }
 
 #[test]
+// long: one scenario (kill the target, measure while it is down, restart it), then
+// what the report and the snapshots say of it.
 fn a_killed_target_is_named_backed_off_and_recovered_from() {
     // A 6 s closed run (10 VUs) against a target killed 2 s in and restarted on the same port
     // 2 s later.

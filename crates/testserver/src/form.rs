@@ -206,6 +206,7 @@ mod tests {
     }
 
     #[test]
+    // long: a table of cases, one visit and its outcome each.
     fn visits_are_decided() {
         let good = "name=Ada&rating=5";
         let bad = |reason: &str| Outcome::BadForm(reason.to_string());

@@ -98,6 +98,7 @@ fn the_survey_flow_redirects_and_is_counted() {
 /// Every way to get the flow wrong is refused with its own status and counted. Table-driven:
 /// (label, request, status, reason in the body, the counter that moves).
 #[test]
+// long: a table of cases, one wrong visit each, on one connection.
 fn wrong_visits_are_refused_and_counted() {
     let target = start(1);
     let mut client = Client::connect(target.local_addr());
