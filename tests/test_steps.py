@@ -121,7 +121,7 @@ CASES = [
         {"requests": 0, "p50_ms": 0.0, "p99_9_ms": 0.0, "inflight_mean": None, "error_rate": 0},
     ),
     (
-        "an older engine's snapshots (no histogram, mean or in-flight): interval medians",
+        "an older engine's snapshots (no histogram, mean or in-flight): request-weighted means",
         [
             {"requests": 10, "errors": 0, "p50_ms": 1.0, "p99_ms": 3.0, "max_ms": 4.0},
             {"requests": 10, "errors": 0, "p50_ms": 2.0, "p99_ms": 5.0, "max_ms": 9.0},

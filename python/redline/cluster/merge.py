@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from redline import _engine
+from redline import _engine, window
 from redline.percentiles import IN_SNAPSHOTS, snapshot_key
 
 #: SNAPSHOT_QUANTILES: the snapshot's percentile fields and the quantile each reads.
@@ -40,7 +40,10 @@ def merge_snapshots(snaps: Sequence[dict[str, Any]], injectors: int) -> dict[str
     out["errors_by_class"] = add_counts(s["errors_by_class"] for s in snaps)
     for (key, _), v in zip(SNAPSHOT_QUANTILES, values, strict=True):
         out[key] = v / 1000.0 if count else 0.0
-    out["mean_ms"] = _weighted_mean(snaps, "mean_ms")
+    # Each injector's histogram holds its `requests` latencies plus any cut off; the requests
+    # are the weight the engine's own mean uses, closely enough for a live view.
+    mean = window.weighted(snaps, "mean_ms")
+    out["mean_ms"] = mean if mean is not None else max(float(s["mean_ms"]) for s in snaps)
     out["max_ms"] = max(float(s["max_ms"]) for s in snaps)
     rates = [s["intended_rate"] for s in snaps if s.get("intended_rate") is not None]
     out["intended_rate"] = sum(rates) if rates else None
@@ -167,16 +170,6 @@ def common_outages(per_injector: Sequence[Sequence[dict[str, Any]]]) -> list[dic
 def merge_histograms(histograms: list[str]) -> str:
     """merge_histograms adds encoded histograms bucket for bucket (one given: itself)."""
     return histograms[0] if len(histograms) == 1 else _engine.merge_histograms(histograms)
-
-
-def _weighted_mean(snaps: Sequence[dict[str, Any]], key: str) -> float:
-    # Each injector's histogram holds its `requests` latencies plus any cut off; the
-    # requests are the weight the engine's own mean uses, closely enough for a live view.
-    weights = [int(s["requests"]) for s in snaps]
-    total = sum(weights)
-    if total == 0:
-        return max(float(s[key]) for s in snaps)
-    return sum(w * float(s[key]) for w, s in zip(weights, snaps, strict=True)) / total
 
 
 def _merge_names(names: list[dict[str, Any]]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from redline import window
 from redline.compare.counting import outcomes
 from redline.compare.figures import LATENCIES, Figure
 from redline.compare.histogram import HistogramError, Layout, decode
@@ -167,7 +168,8 @@ def _side(windows: Sequence[Window], counts: np.ndarray | None) -> Side:
     o = [outcomes(w.snapshots, w.seconds) for w in windows]
     requests = [sum(int(s.get("requests") or 0) for s in w.snapshots) for w in windows]
     own = {
-        f: np.array([_weighted(w.snapshots, f.snapshot_key) for w in windows]) for f in LATENCIES
+        f: np.array([_nan(window.weighted(w.snapshots, f.snapshot_key)) for w in windows])
+        for f in LATENCIES
     }
     return Side(
         seconds=np.array([x.seconds for x in o], dtype=float),
@@ -205,11 +207,6 @@ def _resampled(
     return out
 
 
-def _weighted(snaps: Sequence[dict], key: str) -> float:
-    pairs = [
-        (int(s.get("requests") or 0), float(v))
-        for s in snaps
-        if (v := s.get(key)) is not None and np.isfinite(float(v))
-    ]
-    n = sum(w for w, _ in pairs)
-    return sum(w * x for w, x in pairs) / n if n else float("nan")
+def _nan(x: float | None) -> float:
+    """_nan is ``x``, NaN for None (a window figure the arrays keep as missing)."""
+    return float("nan") if x is None else x

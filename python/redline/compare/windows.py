@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from redline import _engine
+from redline import window
 from redline.compare.counting import outcomes
 from redline.compare.figures import LATENCIES, Figure
 
@@ -74,15 +74,10 @@ class Window:
 
     @cached_property
     def histogram(self) -> str | None:
-        """histogram: the answered snapshots' latency histograms merged into one (encoded as
-        the engine encodes them), None when one of them has none; merged once, since the
-        figures and the bootstrap both read it."""
-        hists = [s.get("histogram") for s in self.snapshots if int(s.get("requests") or 0) > 0]
-        if not hists or not all(isinstance(h, str) and h for h in hists):
-            return None
-        return (
-            str(hists[0]) if len(hists) == 1 else _engine.merge_histograms([str(h) for h in hists])
-        )
+        """histogram: the window's merged latency histogram
+        (:func:`redline.window.merged_histogram`), merged once, since the figures and the
+        bootstrap both read it."""
+        return window.merged_histogram(self.snapshots)
 
     def figures(self) -> dict[Figure, float | None]:
         """figures: goodput, error rate and latency percentiles (None when nothing was
@@ -127,29 +122,9 @@ def whole(stretch: Stretch) -> dict[Figure, float | None]:
     return figures(stretch.snapshots, stretch.span_s)
 
 
-def _percentiles(window: Window) -> dict[Figure, float | None]:
-    """_percentiles reads the latency percentiles from the window's merged histogram;
-    snapshots without histograms fall back to the request-weighted mean of their own
-    percentiles (an approximation: a percentile of a whole is no average of its parts)."""
-    answered = [s for s in window.snapshots if int(s.get("requests") or 0) > 0]
-    if not answered:
-        return {f: None for f in LATENCIES}
-    merged = window.histogram
-    if merged is not None:
-        qs = [float(f.quantile or 0.0) for f in LATENCIES]
-        count, values = _engine.histogram_quantiles(merged, qs)
-        if count:
-            return {f: v / 1000.0 for f, v in zip(LATENCIES, values, strict=True)}
-        return {f: None for f in LATENCIES}
-    return {f: _weighted(answered, f.snapshot_key) for f in LATENCIES}
-
-
-def _weighted(snaps: Sequence[dict[str, Any]], key: str) -> float | None:
-    """_weighted is the request-weighted mean of ``key`` over the snapshots that carry it."""
-    pairs: list[tuple[int, float]] = []
-    for s in snaps:
-        v = s.get(key)
-        if v is not None and math.isfinite(float(v)):
-            pairs.append((int(s.get("requests") or 0), float(v)))
-    n = sum(w for w, _ in pairs)
-    return sum(w * x for w, x in pairs) / n if n else None
+def _percentiles(w: Window) -> dict[Figure, float | None]:
+    """_percentiles reads the latency percentiles over the window
+    (:func:`redline.window.percentiles`); None when nothing was answered."""
+    wanted = [(float(f.quantile or 0.0), f.snapshot_key) for f in LATENCIES]
+    got = window.percentiles(w.snapshots, wanted, w.histogram)
+    return dict(zip(LATENCIES, got or [None] * len(LATENCIES), strict=True))

@@ -10,11 +10,10 @@ the in-flight count (sampled at each interval's end) is averaged, Little's law's
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from redline import _engine
+from redline import window
 from redline.analysis.checks import little_check
 from redline.analysis.outcome import Meter
 from redline.percentiles import IN_SNAPSHOTS, snapshot_key
@@ -33,8 +32,7 @@ def aggregate_step(
     unit (failed outcomes ÷ all outcomes, each request once). With no response the
     percentiles are 0, as in an empty interval's snapshot (so a step that only failed is
     judged, not crashed on), and the mean None; snapshots without histograms (an older
-    engine) fall back to the median of their intervals' figures, and lack what they never
-    carried."""
+    engine) fall back as :mod:`redline.window` says, and lack what they never carried."""
     requests = sum(int(s.get("requests", 0)) for s in snapshots)
     errors = sum(int(s.get("errors", 0)) for s in snapshots)
     counted = (meter or Meter()).total(snapshots)
@@ -52,30 +50,13 @@ def aggregate_step(
 
 
 def _percentiles(snapshots: Sequence[dict[str, Any]]) -> dict[str, float | None]:
-    """_percentiles reads every step percentile from the intervals' merged histogram."""
-    empty: dict[str, float | None] = {k: 0.0 for k in QUANTILES}
-    hists = [s.get("histogram") for s in snapshots]
-    if not snapshots:
-        return empty
-    if not all(isinstance(h, str) and h for h in hists):
-        return _medians(snapshots)
-    merged = _engine.merge_histograms([str(h) for h in hists])
-    count, values = _engine.histogram_quantiles(merged, list(QUANTILES.values()))
-    if count == 0:
-        return empty
-    return {k: v / 1000.0 for k, v in zip(QUANTILES, values, strict=True)}
-
-
-def _medians(snapshots: Sequence[dict[str, Any]]) -> dict[str, float | None]:
-    """_medians is the fallback for snapshots without histograms: each figure's median over
-    the intervals that carry it (an approximation the histograms make unnecessary)."""
-    out: dict[str, float | None] = {}
-    for key in QUANTILES:
-        vals = [float(s[key]) for s in snapshots if s.get(key) is not None]
-        if not vals:
-            out[key] = None
-        else:
-            out[key] = max(vals) if key == "max_ms" else float(statistics.median(vals))
+    """_percentiles reads every step percentile over the step's intervals
+    (:func:`redline.window.percentiles`); with no response they are 0, as in an empty
+    interval's snapshot."""
+    got = window.percentiles(snapshots, [(q, k) for k, q in QUANTILES.items()])
+    if got is None:
+        return {k: 0.0 for k in QUANTILES}
+    out = dict(zip(QUANTILES, got, strict=True))
     # Every snapshot has carried these four (0 when empty); p95 and p99.9 came later.
     for key in ("p50_ms", "p90_ms", "p99_ms", "max_ms"):
         out[key] = out[key] or 0.0
@@ -85,13 +66,7 @@ def _medians(snapshots: Sequence[dict[str, Any]]) -> dict[str, float | None]:
 def _mean(snapshots: Sequence[dict[str, Any]]) -> float | None:
     """_mean is the request-weighted mean of the intervals' mean latency (exact: each
     interval's mean is over its responses, which its ``requests`` counts)."""
-    pairs = [
-        (int(s.get("requests", 0)), float(s["mean_ms"]))
-        for s in snapshots
-        if s.get("mean_ms") is not None and int(s.get("requests", 0)) > 0
-    ]
-    total = sum(n for n, _ in pairs)
-    return sum(n * m for n, m in pairs) / total if total else None
+    return window.weighted(window.answered(snapshots), "mean_ms")
 
 
 def _inflight(snapshots: Sequence[dict[str, Any]]) -> float | None:

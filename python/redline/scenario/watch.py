@@ -25,6 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from redline import window
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
 from redline.scenario.thresholds import QUANTILE, SNAPSHOT_KEY, Threshold, parse
@@ -113,36 +114,15 @@ def value(t: Threshold, snaps: list[dict[str, Any]], window_s: float) -> float |
         return ends.error_rate if ends.total else None
     if t.metric == "rps":
         return requests / window_s if window_s > 0 else None
-    answered = [s for s in snaps if int(s.get("requests", 0)) > 0]
-    if not answered:
+    got = window.answered(snaps)
+    if not got:
         return None
     if t.metric == "max":
-        return max(float(s.get("max_ms", 0.0)) for s in answered)
+        return max(float(s.get("max_ms", 0.0)) for s in got)
     if t.metric == "mean":
-        return _weighted(answered, "mean_ms")
-    return _percentile(answered, t.metric)
-
-
-def _percentile(snaps: list[dict[str, Any]], metric: str) -> float | None:
-    """_percentile reads a percentile from the snapshots' merged histogram. Snapshots without
-    a histogram (an engine that did not ship them) fall back to the request-weighted mean of
-    the intervals' own percentiles: an approximation, since a percentile of a whole is no
-    average of its parts (it lies between the smallest and the largest of them)."""
-    from redline import _engine
-
-    hists = [s.get("histogram") for s in snaps]
-    if not all(isinstance(h, str) and h for h in hists):
-        return _weighted(snaps, SNAPSHOT_KEY[metric])
-    merged = hists[0] if len(hists) == 1 else _engine.merge_histograms([str(h) for h in hists])
-    count, (v,) = _engine.histogram_quantiles(str(merged), [QUANTILE[metric]])
-    return v / 1000.0 if count else None
-
-
-def _weighted(snaps: list[dict[str, Any]], key: str) -> float | None:
-    """_weighted is the request-weighted mean of ``key`` over the snapshots that carry it."""
-    pairs = [(int(s.get("requests", 0)), float(s[key])) for s in snaps if key in s]
-    n = sum(w for w, _ in pairs)
-    return sum(w * x for w, x in pairs) / n if n else None
+        return window.weighted(got, "mean_ms")
+    read = window.percentiles(got, [(QUANTILE[t.metric], SNAPSHOT_KEY[t.metric])])
+    return read[0] if read else None
 
 
 def shown(metric: str, got: float) -> str:
