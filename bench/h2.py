@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 import record
-from run import Row, interleave, redline_argv, target_server
+from run import Row, baseline_argv, interleave, precompile, redline_argv, target_server
 
 DEFAULT_SHAPES = ("4x10", "1x1", "16x1")
 
@@ -43,11 +43,7 @@ def generators(
         argv = redline_argv(url, *flags)
         gens.append(("redline", mode, argv, None))
         if baseline:
-            # The same command line from the other package: `env` execs, so the rusage read
-            # is still that of the generator's own process tree.
-            cli = [sys.executable, "-m", "redline"]
-            argv = ["env", f"PYTHONPATH={baseline}", *cli, *argv[1:]]
-            gens.append(("redline (baseline)", mode, argv, None))
+            gens.append(("redline (baseline)", mode, baseline_argv(argv, baseline), None))
     return gens
 
 
@@ -82,6 +78,7 @@ def main() -> int:
         return 2
     ctx = record.Context.now()
     shapes = args.shape or list(DEFAULT_SHAPES)
+    precompile(*([args.baseline] if args.baseline else []))
     with target_server() as url:
         gens = generators(h2load, url, args.seconds, shapes, args.baseline)
         rows = interleave(gens, args.reps, url)

@@ -28,7 +28,7 @@ import tempfile
 import textwrap
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,9 +107,17 @@ def peak_rss_kb(pid: int) -> int:
     return 0
 
 
-def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = None) -> Row:
-    """Runs argv pinned to the client core; counts requests at the server; reads rusage."""
-    before = server_requests(url)
+def measure(
+    tool: str,
+    mode: str,
+    argv: list[str],
+    url: str,
+    cwd: str | None = None,
+    count: Callable[[str], int] = server_requests,
+) -> Row:
+    """Runs argv pinned to the client core; counts requests at the server (`count(url)`, the
+    target's /__stats by default); reads rusage."""
+    before = count(url)
     start = time.monotonic()
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
@@ -126,7 +134,7 @@ def measure(tool: str, mode: str, argv: list[str], url: str, cwd: str | None = N
     log.seek(0)
     out = log.read().decode(errors="replace")
     log.close()
-    served = server_requests(url) - before
+    served = count(url) - before
     code = os.waitstatus_to_exitcode(status)
     note = "" if code == 0 else f"exit {code}: {out.strip()[-200:]}"
     switches = ru.ru_nvcsw + ru.ru_nivcsw
@@ -254,6 +262,24 @@ def redline_argv(url: str, *flags: str) -> list[str]:
     return [str(VENV_BIN / "redline"), "run", url + "/", "-t", "1", "-q", *flags]
 
 
+def precompile(*packages: Path) -> None:
+    """precompile writes the bytecode of redline's Python package (and any baseline copy), as
+    installing a wheel does: where PYTHONDONTWRITEBYTECODE is set, every run would otherwise
+    compile the CLI's modules again (~40 ms of CPU) and charge it to the generator."""
+    import compileall
+
+    for pkg in (ROOT / "python", *packages):
+        compileall.compile_dir(str(pkg), quiet=1)
+
+
+def baseline_argv(argv: list[str], baseline: Path) -> list[str]:
+    """baseline_argv is a redline_argv command line run from the package in ``baseline`` (a
+    copy of python/ holding another build's extension, e.g. the commit before a change), so
+    that a before and an after are measured interleaved, under the same load, in one table.
+    `env` execs, so the rusage read is still that of the generator's own process tree."""
+    return ["env", f"PYTHONPATH={baseline}", sys.executable, "-m", "redline", *argv[1:]]
+
+
 def median_row(rows: list[Row]) -> Row:
     """The run with the median CPU per request; its note says how many runs there were."""
     ordered = sorted(rows, key=lambda r: r.us_per_req)
@@ -306,13 +332,15 @@ def target_server(*flags: str) -> Iterator[str]:
         server.wait(timeout=10)
 
 
-def interleave(gens: list[Gen], reps: int, url: str) -> list[Row]:
+def interleave(
+    gens: list[Gen], reps: int, url: str, count: Callable[[str], int] = server_requests
+) -> list[Row]:
     """Runs every (tool, mode, argv, cwd) once per repetition, interleaved so that drift hits
     every row alike, and keeps each row's median."""
     runs: dict[tuple[str, str], list[Row]] = {}
     for rep in range(reps):
         for tool, mode, argv, cwd in gens:
-            row = measure(tool, mode, argv, url, cwd)
+            row = measure(tool, mode, argv, url, cwd, count)
             runs.setdefault((tool, mode), []).append(row)
             print(
                 f"  [{rep + 1}/{reps}] {tool} {mode}: {row.rps:,.0f} req/s, "
