@@ -13,7 +13,7 @@ the generator's process tree, and the rows are interleaved over the repetitions 
 median kept. The capacity the open rates are shares of is wrk's best of three 3 s closed runs.
 
     .venv/bin/python bench/http1.py [--seconds 10] [--reps 3] [--shares 10,25,50,90]
-                                    [--baseline DIR]
+                                    [--rates 2000,5000,...] [--baseline DIR]
 
 --baseline DIR adds a "redline (baseline)" row after each redline row: the same command from
 the package in DIR (a copy of python/ holding another build's extension), as in bench/h2.py.
@@ -165,6 +165,9 @@ def main() -> int:
     ap.add_argument(
         "--shares", default="10,25,50,90", help="open rates, as percents of the capacity"
     )
+    ap.add_argument(
+        "--rates", help="open rates in req/s (instead of --shares: a busy machine's capacity moves)"
+    )
     ap.add_argument("--no-record", action="store_true", help="print the table only")
     ap.add_argument(
         "--baseline", type=Path, help="a python/ copy holding another build (adds its rows)"
@@ -182,8 +185,11 @@ def main() -> int:
         probe = [p["WRK"], "-t1", f"-c{CONNS}", "-d3s", url + "/"]
         capacity = max(measure("wrk", "probe", probe, url, count=count).rps for _ in range(3))
         print(f"  capacity probe (wrk): {capacity:,.0f} req/s", flush=True)
-        shares = [int(s) for s in args.shares.split(",")]
-        rates = [int(capacity * s / 100) // 100 * 100 for s in shares]
+        if args.rates:
+            rates = [int(r) for r in args.rates.split(",")]
+        else:
+            shares = [int(s) for s in args.shares.split(",")]
+            rates = [int(capacity * s / 100) // 100 * 100 for s in shares]
         gens = generators(p, url, args.seconds, rates, args.baseline)
         rows = interleave(gens, args.reps, url, count)
     text = f"nginx capacity (wrk, best of 3 × 3 s): {capacity:,.0f} req/s\n\n" + table(rows)
