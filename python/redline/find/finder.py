@@ -19,12 +19,13 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
+from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
 from redline.find.document import answers_text, host_note, result_document, write_json
-from redline.find.ending import Ended
+from redline.find.ending import Ended, Outcome
 from redline.find.flags import SEARCH_DEFAULTS
 from redline.find.live_run import Aligned, LiveRun
 from redline.find.plan import Plan
@@ -60,6 +61,8 @@ def cluster_size(cluster: ClusterOptions) -> int:
     return cluster.injectors or parse_address(cluster.address).injectors or 1
 
 
+# long: the signature and docstring (every option of redline find) are over 50 lines; the body
+# is the order of things: the plan, the live run, the search and its holds, the document.
 def find(
     url: str,
     *,
@@ -122,10 +125,7 @@ def find(
         raise ConfigError("a service CPU limit needs a monitored service (--monitor-...)")
     if max_time <= confirm + 2 * min_step:
         raise ConfigError(f"--max-time: at least {confirm + 2 * min_step + 1:g}s")
-    first = start if start is not None else (1.0 if model == "closed" else 50.0)
-    if cluster is not None and model == "closed" and start is None:
-        # Each injector runs at least one VU: start where every one has its own.
-        first = float(max(1, cluster_size(cluster)))
+    first = _first_load(model, start, cluster)
     ceiling = max_load if max_load is not None else (1000.0 if model == "closed" else 1e6)
     steps_plan = Plan(
         model=model,
@@ -140,6 +140,88 @@ def find(
     run = search_run(options, option, model, first, duration=max_time + soak + 30.0)
     config = run.config(url)
     interval = float(config["interval_s"])  # a search's default or the caller's, parsed
+    _make_live(config, model, plan, first, ceiling)
+    started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    started = time.monotonic()
+    live = LiveRun(config, cluster)
+    monitor = _on_the_runs_clock(monitor, started)
+    search = Search(
+        live,
+        steps_plan,
+        limits,
+        sample=_sampler(live, monitor),
+        on_step=on_step,
+        on_snapshot=on_snapshot,
+        interval_s=interval,
+        meter=meter,
+    )
+    outcome, held, report, interrupted = _searched(
+        search, live, monitor, confirm, soak, started + max_time
+    )
+    settings = _settings(steps_plan, max_time, confirm, soak, interval, config, meter)
+    steady, notes = steady_answer(outcome.best, search)
+    return result_document(
+        url,
+        model,
+        outcome,
+        report,
+        live.timeseries,
+        steady,
+        notes,
+        held.confirmed,
+        held.soaked,
+        monitor,
+        limits,
+        settings,
+        started_at,
+        time.monotonic() - started,
+        interrupted,
+        scenario,
+        meter,
+    )
+
+
+def _settings(
+    plan: Plan,
+    max_time: float,
+    confirm: float,
+    soak: float,
+    interval: float,
+    config: dict[str, Any],
+    meter: Meter,
+) -> dict[str, Any]:
+    """_settings: how the search was set, as the result document records it."""
+    return {
+        "start": plan.start,
+        "ceiling": plan.ceiling,
+        "max_time_s": max_time,
+        "min_step_s": plan.min_step_s,
+        "max_step_s": plan.max_step_s,
+        "ramp_s": plan.ramp,
+        "confirm_s": confirm,
+        "soak_s": soak,
+        "interval_s": interval,
+        "threads": config.get("threads"),
+        "throughput": meter.spec,
+        "stop_at_knee": plan.stop_at_knee,
+    }
+
+
+def _first_load(model: str, start: float | None, cluster: ClusterOptions | None) -> float:
+    """_first_load: the search's first load, ``start`` if given, else 1 user or 50 req/s (a
+    cluster's closed model starts at one user an injector)."""
+    first = start if start is not None else (1.0 if model == "closed" else 50.0)
+    if cluster is not None and model == "closed" and start is None:
+        # Each injector runs at least one VU: start where every one has its own.
+        first = float(max(1, cluster_size(cluster)))
+    return first
+
+
+def _make_live(
+    config: dict[str, Any], model: str, plan: dict[str, Any] | None, first: float, ceiling: float
+) -> None:
+    """_make_live turns a run's engine config into the search's live one: its load set step by
+    step, a scenario's flows as the hit, and in the closed model room for ``ceiling`` users."""
     config["live"] = True
     if plan is not None:
         # A compiled scenario (redline.scenario): each hit is one iteration of its flows.
@@ -148,15 +230,23 @@ def find(
         config["max_vus"] = int(ceiling)
         # More threads than the starting VUs would be cut to one: give the cap instead.
         config["connections"] = int(first)
-    started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    started = time.monotonic()
-    live = LiveRun(config, cluster)
-    if monitor is not None:
-        if getattr(monitor, "_thread", None) is None:
-            monitor.start(origin=started)
-        # A monitor started earlier (--monitor-cmd starts the service first) is read on the
-        # run's clock: t_s in seconds since the live run started.
-        monitor = Aligned(monitor, started - float(monitor.origin))
+
+
+def _on_the_runs_clock(monitor: Any, started: float) -> Any:
+    """_on_the_runs_clock starts ``monitor`` (None: none) if it is not yet, and reads it on the
+    live run's clock, which started at ``started`` (time.monotonic())."""
+    if monitor is None:
+        return None
+    if getattr(monitor, "_thread", None) is None:
+        monitor.start(origin=started)
+    # A monitor started earlier (--monitor-cmd starts the service first) is read on the
+    # run's clock: t_s in seconds since the live run started.
+    return Aligned(monitor, started - float(monitor.origin))
+
+
+def _sampler(live: LiveRun, monitor: Any) -> Callable[[float, float], dict[str, float]]:
+    """_sampler: what the search reads beside the snapshots over a step's window: the
+    generator's busy and waiting shares, the machine's, and the monitored service's figures."""
 
     def sample(t0: float, t1: float) -> dict[str, float]:
         figures: dict[str, float] = {}
@@ -173,19 +263,18 @@ def find(
             figures.update(monitor.window(t0, t1))
         return figures
 
-    search = Search(
-        live,
-        steps_plan,
-        limits,
-        sample=sample,
-        on_step=on_step,
-        on_snapshot=on_snapshot,
-        interval_s=interval,
-        meter=meter,
-    )
+    return sample
+
+
+def _searched(
+    search: Search, live: LiveRun, monitor: Any, confirm: float, soak: float, end_s: float
+) -> tuple[Outcome, _Held, dict[str, Any], bool]:
+    """_searched runs the search and, unless it was cut short or the service collapsed, the
+    holds after it (:func:`_hold`); whatever happens, the live run finishes and the monitor
+    stops. It returns the outcome, the steps held, the run's report, and whether the run was
+    cut short (a Ctrl-C, a cluster that lost an injector)."""
     interrupted = False
-    confirmed: Step | None = None
-    soaked: Step | None = None
+    held = _Held()
     try:
         try:
             outcome = search.run()
@@ -195,24 +284,7 @@ def find(
         # A cluster that lost an injector stopped the run: nothing is left to confirm.
         interrupted = interrupted or live.failure is not None
         if not interrupted and outcome.collapse is None:
-            # The confirmation is a step of the live run at the answer: warm connections,
-            # users joining at the spawn rate, the judged window after the ramp.
-            try:
-                at = search.steady_load()
-                # The search's deadline left confirm + 2 s of --max-time for this.
-                end_by = search.deadline + confirm + 2.0
-                if at is not None and confirm > 0:
-                    confirmed = search.hold(at, confirm, "confirm", end_by)
-                    # Held again, that load broke a limit: the steady state is lighter. Confirm
-                    # the search's answer under it, when --max-time leaves room for the step.
-                    lighter = None if confirmed.ok else search.steady_load(below=at)
-                    left = max_time - (time.monotonic() - started)
-                    if lighter is not None and left >= confirm + steps_plan.ramp + 1.0:
-                        confirmed = search.hold(lighter, confirm, "confirm", end_by)
-                if soak > 0 and outcome.optimal is not None:
-                    soaked = search.hold(outcome.optimal.load, soak, "soak")
-            except Ended:
-                pass
+            _hold(search, outcome, held, confirm, soak, end_s)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -223,40 +295,42 @@ def find(
             interrupted = True
         if monitor is not None:
             monitor.stop()
-    settings = {
-        "start": first,
-        "ceiling": ceiling,
-        "max_time_s": max_time,
-        "min_step_s": min_step,
-        "max_step_s": max_step,
-        "ramp_s": steps_plan.ramp,
-        "confirm_s": confirm,
-        "soak_s": soak,
-        "interval_s": interval,
-        "threads": config.get("threads"),
-        "throughput": meter.spec,
-        "stop_at_knee": stop_at_knee,
-    }
-    steady, notes = steady_answer(outcome.best, search)
-    return result_document(
-        url,
-        model,
-        outcome,
-        report,
-        live.timeseries,
-        steady,
-        notes,
-        confirmed,
-        soaked,
-        monitor,
-        limits,
-        settings,
-        started_at,
-        time.monotonic() - started,
-        interrupted,
-        scenario,
-        meter,
-    )
+    return outcome, held, report, interrupted
+
+
+@dataclass
+class _Held:
+    """_Held: the steps held after the search, each kept as it ends (a Ctrl-C during the next
+    keeps it): the confirmation at the steady load and the soak at the optimum."""
+
+    confirmed: Step | None = None
+    soaked: Step | None = None
+
+
+def _hold(
+    search: Search, outcome: Outcome, held: _Held, confirm: float, soak: float, end_s: float
+) -> None:
+    """_hold confirms the search's steady load for ``confirm`` s and soaks its optimum for
+    ``soak`` s, in ``held``; a lighter load is confirmed instead of one that broke a limit
+    held again, when ``end_s`` (--max-time on time.monotonic()) leaves room for the step."""
+    # The confirmation is a step of the live run at the answer: warm connections,
+    # users joining at the spawn rate, the judged window after the ramp.
+    try:
+        at = search.steady_load()
+        # The search's deadline left confirm + 2 s of --max-time for this.
+        end_by = search.deadline + confirm + 2.0
+        if at is not None and confirm > 0:
+            held.confirmed = search.hold(at, confirm, "confirm", end_by)
+            # Held again, that load broke a limit: the steady state is lighter. Confirm
+            # the search's answer under it, when --max-time leaves room for the step.
+            lighter = None if held.confirmed.ok else search.steady_load(below=at)
+            left = end_s - time.monotonic()
+            if lighter is not None and left >= confirm + search.plan.ramp + 1.0:
+                held.confirmed = search.hold(lighter, confirm, "confirm", end_by)
+        if soak > 0 and outcome.optimal is not None:
+            held.soaked = search.hold(outcome.optimal.load, soak, "soak")
+    except Ended:
+        pass
 
 
 def search_run(
