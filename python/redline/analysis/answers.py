@@ -245,11 +245,7 @@ def build_answers(
     good = [s for s in steps if s.ok]
     if steady is None and pick_steady:
         steady = max(good, key=lambda s: s.throughput_rps, default=None)
-    latency: dict[str, float | None] = {k: None for k in LATENCY_KEYS}
-    if steady is not None:
-        latency = {k: getattr(steady, f) for k, f in LATENCY_KEYS.items()}
-    if latency_ms:
-        latency.update({k: latency_ms[k] for k in LATENCY_KEYS if latency_ms.get(k) is not None})
+    latency = _latency_of(steady, latency_ms)
     opt = optimal if optimal is not None else optimal_step(steps)
     if limit is None:
         limit = limit_step(steps)
@@ -257,6 +253,49 @@ def build_answers(
         reason = limit.fired[0] if limit is not None and limit.fired else "none"
     if detail is None:
         detail = limit.why if limit is not None else ""
+    cap, cap_ci, drift, steady_ci = _capacity_and_spread(steps, steady, model)
+    kind = limit_kind(limit, reason, steps)
+    answers: dict[str, Any] = {
+        "unit": unit,
+        "steady_state_throughput_rps": steady.throughput_rps if steady else None,
+        "steady_state_throughput_ci": steady_ci,
+        "repeat_drift": drift,
+        "steady_state_load": steady.load if steady else None,
+        "latency_ms": latency,
+        "optimal": _optimal_answer(opt, model),
+        "limit": {
+            "kind": kind,
+            "reason": reason,
+            "detail": detail,
+            **_limit_figures(limit, cap, cap_ci, statuses),
+            "collapse": collapse,
+        },
+    }
+    answers["text"] = answer_sentences(answers, model, max((s.load for s in steps), default=None))
+    if not steps:
+        none = "No step was measured: the search ended before its first step."
+        answers["text"] = {k: none for k in answers["text"]}
+    return answers
+
+
+def _latency_of(
+    steady: StepResult | None, latency_ms: dict[str, float | None] | None
+) -> dict[str, float | None]:
+    """_latency_of: the steady step's percentiles (None without one), ``latency_ms``'s over
+    them where it has them."""
+    latency: dict[str, float | None] = {k: None for k in LATENCY_KEYS}
+    if steady is not None:
+        latency = {k: getattr(steady, f) for k, f in LATENCY_KEYS.items()}
+    if latency_ms:
+        latency.update({k: latency_ms[k] for k in LATENCY_KEYS if latency_ms.get(k) is not None})
+    return latency
+
+
+def _capacity_and_spread(
+    steps: Sequence[StepResult], steady: StepResult | None, model: str
+) -> tuple[float | None, float | None, float | None, float | None]:
+    """_capacity_and_spread: the capacity and its ±, the drift of the repeat at the steady
+    load, and the steady throughput's ±, widened to cover that drift."""
     # The confirmation is a reading of the plateau too (find passes the search's steps, and
     # the confirmation as ``steady``).
     held = [steady] if steady is not None and steady.phase == "confirm" else []
@@ -271,54 +310,50 @@ def build_answers(
         steady_ci = max(steady_ci or 0.0, gap)
         if cap is not None:
             cap_ci = max(cap_ci or 0.0, abs(drift) * cap)
-    kind = limit_kind(limit, reason, steps)
+    return cap, cap_ci, drift, steady_ci
+
+
+def _optimal_answer(opt: StepResult | None, model: str) -> dict[str, Any] | None:
+    """_optimal_answer: the optimal step's load, figures and power (None without one)."""
+    if opt is None:
+        return None
+    return {
+        load_key(model): opt.load,
+        "throughput_rps": opt.throughput_rps,
+        "p99_ms": opt.p99_ms,
+        "mean_ms": opt.latency_ms,
+        "power": power(opt.throughput_rps, opt.latency_ms),
+        "step": opt.index,
+    }
+
+
+def _limit_figures(
+    limit: StepResult | None,
+    cap: float | None,
+    cap_ci: float | None,
+    statuses: dict[str, int] | None,
+) -> dict[str, Any]:
+    """_limit_figures: the limit step's figures (None or empty without one), the capacity and
+    its ±, and the run's refusals by HTTP status (``statuses``: every answer by status)."""
     refused = {
         k: int(v)
         for k, v in (statuses or {}).items()
         if str(k).isdigit() and int(k) >= 400 and int(v) > 0
     }
-    key = load_key(model)
-    answers: dict[str, Any] = {
-        "unit": unit,
-        "steady_state_throughput_rps": steady.throughput_rps if steady else None,
-        "steady_state_throughput_ci": steady_ci,
-        "repeat_drift": drift,
-        "steady_state_load": steady.load if steady else None,
-        "latency_ms": latency,
-        "optimal": None
-        if opt is None
-        else {
-            key: opt.load,
-            "throughput_rps": opt.throughput_rps,
-            "p99_ms": opt.p99_ms,
-            "mean_ms": opt.latency_ms,
-            "power": power(opt.throughput_rps, opt.latency_ms),
-            "step": opt.index,
-        },
-        "limit": {
-            "kind": kind,
-            "reason": reason,
-            "detail": detail,
-            "load": limit.load if limit else None,
-            "step": limit.index if limit else None,
-            "capacity_rps": cap,
-            "capacity_ci": cap_ci,
-            "throughput_rps": limit.throughput_rps if limit else None,
-            "offered_rps": limit.offered_rps if limit else None,
-            "errors_by_class": dict(limit.errors_by_class) if limit else {},
-            "error_rate": limit.error_rate if limit else None,
-            "refused_share": _refused_share(limit),
-            "refused_statuses": refused,
-            "p99_ms": limit.p99_ms if limit else None,
-            "service": dict(limit.service) if limit else {},
-            "collapse": collapse,
-        },
+    return {
+        "load": limit.load if limit else None,
+        "step": limit.index if limit else None,
+        "capacity_rps": cap,
+        "capacity_ci": cap_ci,
+        "throughput_rps": limit.throughput_rps if limit else None,
+        "offered_rps": limit.offered_rps if limit else None,
+        "errors_by_class": dict(limit.errors_by_class) if limit else {},
+        "error_rate": limit.error_rate if limit else None,
+        "refused_share": _refused_share(limit),
+        "refused_statuses": refused,
+        "p99_ms": limit.p99_ms if limit else None,
+        "service": dict(limit.service) if limit else {},
     }
-    answers["text"] = answer_sentences(answers, model, max((s.load for s in steps), default=None))
-    if not steps:
-        none = "No step was measured: the search ended before its first step."
-        answers["text"] = {k: none for k in answers["text"]}
-    return answers
 
 
 def _refused_share(limit: StepResult | None) -> float | None:

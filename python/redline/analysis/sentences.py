@@ -100,6 +100,30 @@ def limit_sentence(
     the figures: the word "broke" only where a limit fired (errors, an SLO, a collapse)."""
     reason = lim.get("reason") or "none"
     kind = lim.get("kind") or ("none" if lim.get("load") is None else reason)
+    if kind == "none" or lim.get("load") is None:
+        upto = f" up to {fmt_load(max_load, model)}" if max_load is not None else ""
+        head = f"No limit was found{upto}; the search stopped on '{reason}'."
+        if lim.get("capacity_rps") is not None:
+            cap = rate_text(lim.get("capacity_rps"), lim.get("capacity_ci"), unit)
+            head += f" At its best it sustained {cap}."
+        return head
+    head = _limit_head(lim, kind, reason, model, unit)
+    parts = [head if head.endswith(".") else head + "."]
+    detail = lim.get("detail") or ""
+    errors = {k: v for k, v in (lim.get("errors_by_class") or {}).items() if v}
+    if errors and kind not in ("rate-limit",):
+        listed = ", ".join(f"{v} {k}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
+        parts.append(f"Errors by class: {listed} ({(lim.get('error_rate') or 0):.1%}).")
+    if lim.get("p99_ms") is not None and kind != "shedding" and "p99 was" not in detail:
+        parts.append(f"p99 was {_ms(lim['p99_ms'])}.")
+    figures = _service_figures(lim.get("service") or {})
+    if figures:
+        parts.append("The service: " + ", ".join(figures) + ".")
+    return " ".join(parts)
+
+
+def _limit_head(lim: dict[str, Any], kind: str, reason: str, model: str, unit: str) -> str:
+    """_limit_head: the limit sentence's first part, one case for each kind of limit."""
     cap = rate_text(lim.get("capacity_rps"), lim.get("capacity_ci"), unit)
     at = fmt_load(lim.get("load"), model)
     detail = lim.get("detail") or ""
@@ -108,12 +132,6 @@ def limit_sentence(
     share = lim.get("refused_share")
     offered = lim.get("offered_rps")
     got = lim.get("throughput_rps")
-    if kind == "none" or lim.get("load") is None:
-        upto = f" up to {fmt_load(max_load, model)}" if max_load is not None else ""
-        head = f"No limit was found{upto}; the search stopped on '{reason}'."
-        if lim.get("capacity_rps") is not None:
-            head += f" At its best it sustained {cap}."
-        return head
     if kind == "rate-limit" and model == "closed":
         head = (
             f"It is rate-limited: at {at} it refused {share or 0:.1%} of requests with {codes}"
@@ -160,14 +178,11 @@ def limit_sentence(
         head += f" Within the SLO, at its best, it sustained {cap}."
     else:
         head = f"It broke at {at}: '{reason}' fired" + (f" ({detail})." if detail else ".")
-    parts = [head if head.endswith(".") else head + "."]
-    errors = {k: v for k, v in (lim.get("errors_by_class") or {}).items() if v}
-    if errors and kind not in ("rate-limit",):
-        listed = ", ".join(f"{v} {k}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
-        parts.append(f"Errors by class: {listed} ({(lim.get('error_rate') or 0):.1%}).")
-    if lim.get("p99_ms") is not None and kind != "shedding" and "p99 was" not in detail:
-        parts.append(f"p99 was {_ms(lim['p99_ms'])}.")
-    svc = lim.get("service") or {}
+    return head
+
+
+def _service_figures(svc: dict[str, Any]) -> list[str]:
+    """_service_figures: the monitored service's figures at the limit, as words."""
     figures = []
     if svc.get("cpu_percent") is not None:
         figures.append(f"CPU {svc['cpu_percent']:.0f} %")
@@ -177,6 +192,4 @@ def limit_sentence(
         figures.append(f"{svc['fds']:.0f} open fds")
     if svc.get("rss_bytes") is not None:
         figures.append(f"RSS {svc['rss_bytes'] / 2**20:.0f} MiB")
-    if figures:
-        parts.append("The service: " + ", ".join(figures) + ".")
-    return " ".join(parts)
+    return figures
