@@ -157,11 +157,7 @@ def conduct(
 
     if isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
         raise ConfigError(f"--repeat: a whole number from 1 to {MAX_REPEAT}, got {repeat}")
-    names = (
-        parse_vary(vary)
-        if not isinstance(vary, Mapping)
-        else parse_vary(f"{k}={','.join(str(v) for v in vs)}" for k, vs in vary.items())
-    )
+    names = _names_of(vary)
     configs = configurations(names)
     argv = check_templates(command, url, names)
     ranked = [Ranked(c.label, c.vary, [], measure) for c in configs]
@@ -177,15 +173,7 @@ def conduct(
                     on_start(c, r, service)
                 result = trial(service)
             ranked[i].results.append(result)
-            runs[i].append(
-                {
-                    "repeat": r,
-                    "port": service.port,
-                    "command": service.command,
-                    "url": service.url,
-                    "result": result,
-                }
-            )
+            runs[i].append(_run_record(r, service, result))
             if on_result is not None:
                 on_result(c, r, result)
             if result.get("interrupted"):
@@ -214,6 +202,27 @@ def conduct(
             if a.results and b.results
         ],
         "best": best(ranked, window),
+    }
+
+
+def _names_of(vary: Mapping[str, Sequence[Any]] | Sequence[str]) -> dict[str, list[str]]:
+    """_names_of: the names varied and their values, from ``--vary`` specs or a mapping."""
+    return (
+        parse_vary(vary)
+        if not isinstance(vary, Mapping)
+        else parse_vary(f"{k}={','.join(str(v) for v in vs)}" for k, vs in vary.items())
+    )
+
+
+def _run_record(r: int, service: Service, result: dict[str, Any]) -> dict[str, Any]:
+    """_run_record: one trial's entry among its configuration's runs: the repeat, the
+    service it measured and the result."""
+    return {
+        "repeat": r,
+        "port": service.port,
+        "command": service.command,
+        "url": service.url,
+        "result": result,
     }
 
 

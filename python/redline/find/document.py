@@ -42,20 +42,13 @@ def result_document(
 
     steps: list[Step] = list(outcome.steps)
     searched = [s for s in steps if s.phase not in ("confirm", "soak")]
-    notes = list(notes)
-    # The leak check looks at the service while the load held still: the soak, else the
-    # confirmation step (over a stepped search fds rise with the load, which is no leak).
-    held = soaked or confirmed
-    soak: list[dict[str, Any]] = []
-    if monitor is not None and held is not None:
-        soak = [x for x in monitor.series() if held.start_s <= x["t_s"] <= held.end_s]
     collapse = None
     if outcome.collapse is not None:
         collapse = dataclasses.asdict(outcome.collapse)
     analysed = analysis.analyse(
         searched,
         model=model,
-        soak_samples=soak,
+        soak_samples=_held_samples(monitor, soaked or confirmed),
         steady=steady,
         limit=outcome.broke,
         reason=outcome.reason,
@@ -68,18 +61,7 @@ def result_document(
         pick_steady=False,
     )
     answers = analysed["answers"]
-    drift = answers.get("repeat_drift")
-    if drift is not None and steady is not None and steady.phase == "confirm":
-        notes.append(
-            f"The confirmation of {steady.load:g} users, held after the search, got"
-            f" {abs(drift):.1%} {'less' if drift < 0 else 'more'} than the"
-            " search's step at that load: the ± of the answers covers that as well as the"
-            " noise inside each step."
-        )
-    host = host_note(searched, answers["limit"].get("capacity_rps"), meter.unit)
-    if host:
-        notes.append(host)
-    answers["notes"] = notes
+    answers["notes"] = _notes(notes, answers, steady, searched, meter)
     broke = outcome.broke
     return {
         "version": 1,
@@ -109,6 +91,41 @@ def result_document(
         "run": {k: v for k, v in report.items() if k not in ("timeseries", "histograms")},
         "outages": report.get("outages") or [],
     }
+
+
+def _held_samples(monitor: Any, held: Step | None) -> list[dict[str, Any]]:
+    """_held_samples: the monitor's samples while the load ``held`` still (none without a
+    monitor or such a step)."""
+    # The leak check looks at the service while the load held still: the soak, else the
+    # confirmation step (over a stepped search fds rise with the load, which is no leak).
+    soak: list[dict[str, Any]] = []
+    if monitor is not None and held is not None:
+        soak = [x for x in monitor.series() if held.start_s <= x["t_s"] <= held.end_s]
+    return soak
+
+
+def _notes(
+    notes: list[str],
+    answers: dict[str, Any],
+    steady: Step | None,
+    searched: list[Step],
+    meter: Meter,
+) -> list[str]:
+    """_notes: the steady answer's ``notes``, then the drift of its confirmation from the
+    search's step at that load and the note on an oversubscribed machine, when they apply."""
+    notes = list(notes)
+    drift = answers.get("repeat_drift")
+    if drift is not None and steady is not None and steady.phase == "confirm":
+        notes.append(
+            f"The confirmation of {steady.load:g} users, held after the search, got"
+            f" {abs(drift):.1%} {'less' if drift < 0 else 'more'} than the"
+            " search's step at that load: the ± of the answers covers that as well as the"
+            " noise inside each step."
+        )
+    host = host_note(searched, answers["limit"].get("capacity_rps"), meter.unit)
+    if host:
+        notes.append(host)
+    return notes
 
 
 def host_note(steps: list[Step], capacity: float | None, unit: str) -> str | None:

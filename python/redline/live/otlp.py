@@ -193,6 +193,25 @@ class OtlpExport:
             )
         return False
 
+    def _duration_points(self, name: str, b: Any, start: int, now: int) -> list[Any]:
+        """_duration_points: request name ``name``'s duration histograms (``b``: its books)
+        as data points, one per status code."""
+        # By the conventions each status code is a data point of its own (with
+        # ``error.type`` the code from 400 on); a name whose answers came without codes
+        # (an injector of an older redline) is one point without.
+        points = []
+        split: list[tuple[str | None, Any]] = [*sorted(b.statuses.items())] or [(None, b)]
+        for code, f in split:
+            attrs: dict[str, Any] = {**self._attributes, "redline.request.name": name}
+            if name in self.methods:
+                attrs["http.request.method"] = self.methods[name]
+            if code is not None:
+                attrs["http.response.status_code"] = int(code)
+                if int(code) >= 400:
+                    attrs["error.type"] = code
+            points.append(_histogram_point(attrs, start, now, f))
+        return points
+
     def _data(self, books: Reading) -> Any:
         """_data is one reading as the SDK's MetricsData (cumulative since the start)."""
         from opentelemetry.sdk.metrics.export import (
@@ -216,19 +235,7 @@ class OtlpExport:
             for value, n in sorted(b.tally.items()):
                 said = {"redline.request.name": name, "redline.tally.value": value}
                 tallies.append(NumberDataPoint(said, start, now, n))
-            # By the conventions each status code is a data point of its own (with
-            # ``error.type`` the code from 400 on); a name whose answers came without codes
-            # (an injector of an older redline) is one point without.
-            split: list[tuple[str | None, Any]] = [*sorted(b.statuses.items())] or [(None, b)]
-            for code, f in split:
-                attrs: dict[str, Any] = {**self._attributes, "redline.request.name": name}
-                if name in self.methods:
-                    attrs["http.request.method"] = self.methods[name]
-                if code is not None:
-                    attrs["http.response.status_code"] = int(code)
-                    if int(code) >= 400:
-                        attrs["error.type"] = code
-                durations.append(_histogram_point(attrs, start, now, f))
+            durations += self._duration_points(name, b, start, now)
             for outcome in OUTCOMES:
                 attrs = {"redline.request.name": name, "redline.outcome": outcome}
                 if outcome != "ok":
