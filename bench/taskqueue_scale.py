@@ -225,7 +225,8 @@ SQLITE = "SQLite, 1 instance"
 PG1 = "PostgreSQL, 1 instance"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """parse_args reads the command line (``--repeat`` at least 1)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-time", type=float, default=45.0, help="seconds per search")
     ap.add_argument("--sqlite", action="store_true", help="search SQLite (1 instance) first")
@@ -247,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     ctx = record.Context.now()
 
     def interrupted(signum: int, frame: Any) -> None:
@@ -276,31 +282,13 @@ def main(argv: list[str] | None = None) -> int:
             pair: dict[str, dict[str, Any]] = {}
             for kind in kinds:
                 instance = ExitStack()
-                if kind == "sqlite":
-                    label = SQLITE + tag
-                    url, proc = instance.enter_context(
-                        service(_taskqueue(None, tmp, f"sqlite{rep}"), tmp / f"s{rep}.log")
-                    )
-                    meter = CpuMeter({"taskqueue": [proc.pid], "generator": generator})
-                else:
-                    label = PG1 + tag
-                    dsn = pg.create_database(f"taskqueue{rep}")  # a fresh one each time
-                    url, proc = instance.enter_context(
-                        service(_taskqueue(dsn, tmp, "a"), tmp / f"a{rep}.log")
-                    )
-                    print(f"scale-demo: PostgreSQL {dsn}, taskqueue {url}")
-                    roots = {
-                        "taskqueue A": [proc.pid],
-                        "postgres": [_postmaster_pid(pg)],
-                        "generator": generator,
-                    }
-                    meter = CpuMeter(roots)
-                result, cpu = search(label, url, origin, args.max_time, meter)
+                label, url, roots, dsn = _instance(kind, rep, tag, tmp, pg, generator, instance)
+                result, cpu = search(label, url, origin, args.max_time, CpuMeter(roots))
                 runs.append((label, result, cpu))
                 pair[kind] = compare.read(result, label)
                 if kind == "pg" and last and not args.one:
                     stack.push(instance)  # A stays up for the two-instance search
-                    a, a_dsn, a_doc = url, dsn, pair[kind]
+                    a, a_dsn, a_doc, a_roots = url, dsn, pair[kind], roots
                 else:
                     instance.close()
             if "sqlite" in pair:
@@ -310,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
             b, b_proc = stack.enter_context(service(_taskqueue(a_dsn, tmp, "b"), tmp / "b.log"))
             lb, lb_proc = stack.enter_context(nginx(tmp, [a, b]))
             print(f"scale-demo: taskqueue {b} too, nginx {lb} in front of both")
-            roots = {**roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
+            roots = {**a_roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
             label = "PostgreSQL, 2 instances + nginx"
             result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
             runs.append((label, result, cpu))
@@ -323,20 +311,63 @@ def main(argv: list[str] | None = None) -> int:
     shares = ratio_lines(runs)
     print("\n".join(shares))
     if args.write_results:
-        answers = "\n\n".join(
-            f"**{label}**\n\n```text\n{finder.answers_text(result).rstrip()}\n```"
-            for label, result, _ in runs
+        path = record.append(
+            "taskqueue",
+            "taskqueue scale-out (make scale-demo)",
+            ctx,
+            _results(runs, comparisons, cpus, shares),
         )
-        tables = "\n\n".join(compare.render_markdown([c]).rstrip() for c in comparisons)
-        summary = "".join(f"- {line}\n" for line in shares)
-        body = (
-            f"{answers}\n\n{tables}\n\n"
-            f"CPU per process tree during each search (100 = one core):\n\n{cpus}\n"
-            + (f"\n{summary}" if summary else "")
-        )
-        path = record.append("taskqueue", "taskqueue scale-out (make scale-demo)", ctx, body)
         print(f"scale-demo: appended to {path}")
     return 0
+
+
+def _instance(
+    kind: str,
+    rep: int,
+    tag: str,
+    tmp: Path,
+    pg: LocalPostgres,
+    generator: list[int],
+    instance: ExitStack,
+) -> tuple[str, str, dict[str, list[int]], str | None]:
+    """_instance starts one taskqueue in ``instance`` on the store ``kind`` (sqlite: its own
+    file; pg: a fresh database of ``pg``) for repeat ``rep``; it returns the search's label,
+    the instance's URL, the process trees to meter, and the database (None for SQLite)."""
+    if kind == "sqlite":
+        url, proc = instance.enter_context(
+            service(_taskqueue(None, tmp, f"sqlite{rep}"), tmp / f"s{rep}.log")
+        )
+        return SQLITE + tag, url, {"taskqueue": [proc.pid], "generator": generator}, None
+    dsn = pg.create_database(f"taskqueue{rep}")  # a fresh one each time
+    url, proc = instance.enter_context(service(_taskqueue(dsn, tmp, "a"), tmp / f"a{rep}.log"))
+    print(f"scale-demo: PostgreSQL {dsn}, taskqueue {url}")
+    roots = {
+        "taskqueue A": [proc.pid],
+        "postgres": [_postmaster_pid(pg)],
+        "generator": generator,
+    }
+    return PG1 + tag, url, roots, dsn
+
+
+def _results(
+    runs: list[tuple[str, dict[str, Any], dict[str, float]]],
+    comparisons: list[Any],
+    cpus: str,
+    shares: list[str],
+) -> str:
+    """_results: what --write-results appends: each search's answers, the comparisons, the
+    CPU per process tree and the ratios."""
+    answers = "\n\n".join(
+        f"**{label}**\n\n```text\n{finder.answers_text(result).rstrip()}\n```"
+        for label, result, _ in runs
+    )
+    tables = "\n\n".join(compare.render_markdown([c]).rstrip() for c in comparisons)
+    summary = "".join(f"- {line}\n" for line in shares)
+    return (
+        f"{answers}\n\n{tables}\n\n"
+        f"CPU per process tree during each search (100 = one core):\n\n{cpus}\n"
+        + (f"\n{summary}" if summary else "")
+    )
 
 
 if __name__ == "__main__":
