@@ -16,6 +16,7 @@ import uuid
 
 import httpx
 from conftest import FAST_LEASES, Backend, Server, metric, submit, wait_final
+from origin import Origin
 
 RUNNING_HERE = 'taskqueue_tasks{status="RUNNING"}'
 
@@ -40,6 +41,63 @@ def _holder(servers: list[Server], t0: float) -> Server:
         time.sleep(0.02)
 
 
+class _Submitters:
+    """_Submitters: SUBMITTERS threads posting tasks to ``url`` (half an http-fetch of a fresh
+    blob of ``origin``, half a factorial) until stopped, the server dies or MAX_SUBMIT_S pass;
+    ``accepted`` maps each task that got a 202 to its origin path (None for a factorial)."""
+
+    def __init__(self, url: str, origin: Origin) -> None:
+        self.url, self.origin = url, origin
+        self.accepted: dict[str, str | None] = {}
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._submit, args=(i,)) for i in range(SUBMITTERS)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _submit(self, seed: int) -> None:
+        rng = random.Random(seed)
+        deadline = time.monotonic() + MAX_SUBMIT_S
+        with httpx.Client(base_url=self.url, timeout=5.0) as c:
+            while not self._stop.is_set() and time.monotonic() < deadline:
+                path = None
+                if rng.random() < 0.5:
+                    path = self.origin.set_blob(uuid.uuid4().hex, b"payload", "text/plain")
+                    body = {"type": "http-fetch", "url": self.origin.url(path), "timeout_ms": 1500}
+                else:
+                    body = {"type": "factorial", "n": rng.choice([10, 1000, 20000])}
+                try:
+                    r = c.post("/tasks/submissions", json=body)
+                except httpx.HTTPError:
+                    return  # the server died mid-request: outcome unknown, not counted
+                if r.status_code == 202:
+                    with self.lock:
+                        self.accepted[r.json()["id"]] = path
+
+    def stop(self) -> None:
+        """stop tells the threads to stop and waits for them (10 s each at most)."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(10)
+
+
+def _listed(c: httpx.Client) -> int:
+    """_listed counts the tasks GET /tasks lists, page by page (100 pages of 1,000 at most)."""
+    listed = 0
+    cursor = None
+    for _ in range(100):
+        page = c.get(
+            "/tasks", params={"limit": 1000, **({"cursor": cursor} if cursor else {})}
+        ).json()
+        listed += len(page["tasks"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    return listed
+
+
 def test_kill_9_under_load_loses_no_accepted_task(server_factory, origin, backend: Backend) -> None:
     args = ("--allow-fetch-cidr", "127.0.0.0/8", *FAST_LEASES)
     servers = [server_factory(*args) for _ in range(2 if backend.shared else 1)]
@@ -55,32 +113,8 @@ def test_kill_9_under_load_loses_no_accepted_task(server_factory, origin, backen
     victim = _holder(servers, t0)
     heir = next((s for s in servers if s is not victim), None)
 
-    accepted: dict[str, str | None] = {}  # task id -> origin path (None for factorial)
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def submitter(seed: int) -> None:
-        rng = random.Random(seed)
-        deadline = time.monotonic() + MAX_SUBMIT_S
-        with httpx.Client(base_url=victim.url, timeout=5.0) as c:
-            while not stop.is_set() and time.monotonic() < deadline:
-                path = None
-                if rng.random() < 0.5:
-                    path = origin.set_blob(uuid.uuid4().hex, b"payload", "text/plain")
-                    body = {"type": "http-fetch", "url": origin.url(path), "timeout_ms": 1500}
-                else:
-                    body = {"type": "factorial", "n": rng.choice([10, 1000, 20000])}
-                try:
-                    r = c.post("/tasks/submissions", json=body)
-                except httpx.HTTPError:
-                    return  # the server died mid-request: outcome unknown, not counted
-                if r.status_code == 202:
-                    with lock:
-                        accepted[r.json()["id"]] = path
-
-    threads = [threading.Thread(target=submitter, args=(i,)) for i in range(SUBMITTERS)]
-    for t in threads:
-        t.start()
+    submitters = _Submitters(victim.url, origin)
+    accepted, lock = submitters.accepted, submitters.lock  # task id -> origin path (or None)
     while len(accepted) < KILL_AFTER_ACCEPTED and time.monotonic() - t0 < KILL_BY_S:
         time.sleep(0.005)
     # Some tasks finished before the crash: they must never run again.
@@ -92,9 +126,7 @@ def test_kill_9_under_load_loses_no_accepted_task(server_factory, origin, backen
         }
     victim.kill()  # SIGKILL while the submitters are still sending
     killed_after = time.monotonic() - t0
-    stop.set()
-    for t in threads:
-        t.join(10)
+    submitters.stop()
     assert killed_after < HELD_S, f"killed {killed_after:.1f} s in: the held fetch may have ended"
     assert len(accepted) >= 100, f"only {len(accepted)} submissions accepted: too few to test"
 
@@ -119,14 +151,5 @@ def test_kill_9_under_load_loses_no_accepted_task(server_factory, origin, backen
         # Every attempt past the first is a lease the heir saw expire (requeued), and counted.
         expiries = metric(c.get("/metrics").text, "taskqueue_lease_expiries_total")
         assert 1 <= sum(n - 1 for n in attempts) <= expiries, (attempts, expiries)
-        listed = 0
-        cursor = None
-        for _ in range(100):
-            page = c.get(
-                "/tasks", params={"limit": 1000, **({"cursor": cursor} if cursor else {})}
-            ).json()
-            listed += len(page["tasks"])
-            cursor = page["next_cursor"]
-            if cursor is None:
-                break
+        listed = _listed(c)
     assert listed >= len(accepted) + 1
