@@ -146,6 +146,15 @@ def generators(
 ) -> list[Gen]:
     """Every (tool, mode, argv, cwd) of one repetition: the closed rows, then an open row per
     entry of `rates` (label -> req/s) for each tool that has an open model (redline, oha, k6)."""
+    gens = closed_generators(p, url, secs, tmp)
+    for label, rate in rates.items():
+        gens += open_generators(p, url, secs, tmp, f"open {label} ({rate:,}/s)", rate)
+    return [g for g in gens if g[2][0]]
+
+
+def closed_generators(p: dict[str, str], url: str, secs: int, tmp: str) -> list[Gen]:
+    """The closed rows: every tool with CONNS connections (or users) for `secs` s; k6's script
+    and locust's file are written to `tmp`."""
     gens: list[Gen] = [
         ("wrk", "closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"], None),
         (
@@ -204,39 +213,46 @@ def generators(
             tmp,
         )
     )
-    for label, rate in rates.items():
-        mode = f"open {label} ({rate:,}/s)"
-        gens.append(
-            (
-                "redline",
-                mode,
-                redline_argv(
-                    url, "--rate", str(rate), "--max-connections", str(CONNS), "-d", f"{secs}s"
-                ),
-                None,
-            )
+    return gens
+
+
+def open_generators(
+    p: dict[str, str], url: str, secs: int, tmp: str, mode: str, rate: int
+) -> list[Gen]:
+    """The open rows at `rate` req/s (row label `mode`) of the tools that have an open model:
+    redline, oha and k6 (its script written to `tmp`)."""
+    gens: list[Gen] = []
+    gens.append(
+        (
+            "redline",
+            mode,
+            redline_argv(
+                url, "--rate", str(rate), "--max-connections", str(CONNS), "-d", f"{secs}s"
+            ),
+            None,
         )
-        # oha's open model: a fixed query rate, latency corrected for coordinated omission.
-        oha_argv = [p["OHA"], "-c", str(CONNS), "-q", str(rate), "-z", f"{secs}s"]
-        oha_argv += ["--latency-correction", "--no-tui", url + "/"]
-        gens.append(("oha", mode, oha_argv, None))
-        # k6's open model: the constant-arrival-rate executor.
-        script = Path(tmp) / f"k6-open-{rate}.js"
-        script.write_text(
-            textwrap.dedent(f"""
-            import http from 'k6/http';
-            export const options = {{
-              discardResponseBodies: true,
-              scenarios: {{ open: {{
-                executor: 'constant-arrival-rate', rate: {rate}, timeUnit: '1s',
-                duration: '{secs}s', preAllocatedVUs: {CONNS}, maxVUs: {CONNS},
-              }} }},
-            }};
-            export default function () {{ http.get('{url}/'); }}
-        """)
-        )
-        gens.append(("k6", mode, [p["K6"], "run", "-q", str(script)], None))
-    return [g for g in gens if g[2][0]]
+    )
+    # oha's open model: a fixed query rate, latency corrected for coordinated omission.
+    oha_argv = [p["OHA"], "-c", str(CONNS), "-q", str(rate), "-z", f"{secs}s"]
+    oha_argv += ["--latency-correction", "--no-tui", url + "/"]
+    gens.append(("oha", mode, oha_argv, None))
+    # k6's open model: the constant-arrival-rate executor.
+    script = Path(tmp) / f"k6-open-{rate}.js"
+    script.write_text(
+        textwrap.dedent(f"""
+        import http from 'k6/http';
+        export const options = {{
+          discardResponseBodies: true,
+          scenarios: {{ open: {{
+            executor: 'constant-arrival-rate', rate: {rate}, timeUnit: '1s',
+            duration: '{secs}s', preAllocatedVUs: {CONNS}, maxVUs: {CONNS},
+          }} }},
+        }};
+        export default function () {{ http.get('{url}/'); }}
+    """)
+    )
+    gens.append(("k6", mode, [p["K6"], "run", "-q", str(script)], None))
+    return gens
 
 
 def wrk_matching(p: dict[str, str], url: str, rate: int) -> int | None:
