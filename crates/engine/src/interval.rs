@@ -120,6 +120,13 @@ impl IntervalData {
         }
     }
 
+    /// recorded says whether anything was counted into this interval: a send, an answer, a
+    /// failure, an iteration begun or ended (a name's figures and its tally go with these).
+    pub fn recorded(&self) -> bool {
+        self.sends + self.requests + self.errors > 0
+            || self.iterations != IterationCounts::default()
+    }
+
     /// merge folds another thread's data for the same interval into this one.
     pub fn merge(&mut self, o: &IntervalData) {
         self.requests += o.requests;

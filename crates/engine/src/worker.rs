@@ -12,6 +12,7 @@ use crate::control::{LoadControl, RunControl, FOLLOW_TICK};
 use crate::interval::IntervalData;
 use crate::job::{grace, Job};
 use crate::lane::{grow_pool, initial_lanes, spawn_lane};
+use crate::metrics::Recorder;
 use crate::shared::{lane_share, Shared};
 use crate::totals::Totals;
 use crate::usage::CpuTimes;
@@ -189,21 +190,49 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     // No lane runs from here on: close the books on what is still under way.
     shared.settle(Instant::now());
     reporter.abort();
-    // Flush the last, partial interval unless the reporter just sent a full one.
-    let next = last.get().map_or(0, |i: u64| i + 1);
+    // Flush the last, partial interval unless the reporter just sent a full one and nothing
+    // came in since.
     let elapsed = job.start.elapsed();
-    let boundary = job.cfg.interval.mul_f64(next as f64);
-    if elapsed > boundary + Duration::from_millis(1) || last.get().is_none() {
-        let mut data = shared.rec.borrow_mut().take_interval(Instant::now());
+    let flushed = last_interval(
+        &mut shared.rec.borrow_mut(),
+        Instant::now(),
+        elapsed,
+        job.cfg.interval,
+        last.get(),
+    );
+    if let Some((index, mut data)) = flushed {
         data.watch.thread = job.index;
         let _ = tx.send(Msg::Interval {
-            index: next,
+            index,
             t_end_s: elapsed.as_secs_f64(),
             data: Box::new(data),
         });
-        last.set(Some(next));
+        last.set(Some(index));
     }
     (last.get(), stopped)
+}
+
+/// last_interval takes a thread's last, partial interval when it ends `elapsed` into the run
+/// (at `at`), having sent the intervals up to `last`: always if it sent none, else if the run
+/// went on past the end of the last one sent (by more than a millisecond) or anything was
+/// recorded since the reporter took it. That reporter takes a full interval at its boundary,
+/// but an answer can land in the instant after, with the thread's end in the same
+/// millisecond: left out, it would be in the report's totals and in no interval, so the time
+/// series, the live view and the Prometheus counters, which add the intervals up, would fall
+/// short of the report and of the server (a tally's count short by its last answers, with
+/// nothing unfinished).
+fn last_interval(
+    rec: &mut Recorder,
+    at: Instant,
+    elapsed: Duration,
+    interval: Duration,
+    last: Option<u64>,
+) -> Option<(u64, IntervalData)> {
+    let next = last.map_or(0, |i| i + 1);
+    let boundary = interval.mul_f64(next as f64);
+    let due =
+        last.is_none() || elapsed > boundary + Duration::from_millis(1) || rec.interval.recorded();
+    due.then(|| (next, rec.take_interval(at)))
 }
 
 async fn sleep_until_opt(deadline: Option<Instant>) {
@@ -300,5 +329,70 @@ async fn lanes_done_after_end(s: &Shared) {
     }
     while s.lanes.get() > 0 {
         s.all_done.notified().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Response;
+
+    /// A status poll answered 0.4 ms after the reporter took the last full interval, with the
+    /// thread ending in the same millisecond, goes out in a last, partial interval, tally and
+    /// all: the intervals add up to the totals (before, it was in the totals only).
+    #[test]
+    fn the_last_interval_carries_an_answer_that_came_after_the_last_full_one() {
+        let us = Duration::from_micros;
+        let interval = Duration::from_millis(250);
+        let t0 = Instant::now();
+        // Each case: whether a poll is answered after the reporter took interval 0 (at its
+        // boundary), when the thread ends, and the last interval it sends: index, answers.
+        type Case = (&'static str, bool, Duration, Option<(u64, u64)>);
+        let cases: [Case; 4] = [
+            ("an answer after the take", true, us(250_400), Some((1, 1))),
+            ("nothing since, at once", false, us(250_400), None),
+            ("nothing since, later", false, us(252_000), Some((1, 0))),
+            ("an answer, later", true, us(251_500), Some((1, 1))),
+        ];
+        for (label, answered, end, want) in cases {
+            let mut rec = Recorder::new(t0, t0, 0, 1, false);
+            rec.track_names(1);
+            let sent = t0 + us(249_700);
+            rec.send(sent, sent, 10, false, false);
+            let full = rec.take_interval(t0 + interval);
+            if answered {
+                let at = t0 + end - us(100);
+                rec.response(&Response {
+                    intended: sent,
+                    stat: 0,
+                    status: 200,
+                    latency: at - sent,
+                    service: at - sent,
+                    bytes_in: 100,
+                    expected: false,
+                    at,
+                    ended: at,
+                });
+                rec.tally(sent, 0, "SUCCEEDED");
+            }
+            let last = last_interval(&mut rec, t0 + end, end, interval, Some(0));
+            assert_eq!(
+                last.as_ref().map(|(i, d)| (*i, d.requests)),
+                want,
+                "{label}"
+            );
+            let series = full.requests + last.as_ref().map_or(0, |(_, d)| d.requests);
+            assert_eq!(series, rec.totals.requests, "{label}: intervals and totals");
+            let tallied = |d: &IntervalData| d.names[0].tally.total();
+            assert_eq!(
+                tallied(&full) + last.as_ref().map_or(0, |(_, d)| tallied(d)),
+                rec.totals.per_name[0].tally.total(),
+                "{label}: the tally too"
+            );
+        }
+        // A thread that sent no interval sends one, empty or not.
+        let mut rec = Recorder::new(t0, t0, 0, 1, false);
+        let first = last_interval(&mut rec, t0 + us(100), us(100), interval, None);
+        assert_eq!(first.map(|(i, d)| (i, d.requests)), Some((0, 0)));
     }
 }
