@@ -84,7 +84,9 @@ class LiveRun:
         (_, ra, ba, ta), (_, rb, bb, tb) = inside[0], inside[-1]
         if tb <= ta:
             return None
-        return (bb - ba) / (tb - ta), (rb - ra) / (tb - ta)
+        # The busy time is the machine's CPU time less its idle time, both growing floats: an
+        # idle window can difference to -1e-12, which is no share (the result's schema says >= 0).
+        return max(0.0, (bb - ba) / (tb - ta)), max(0.0, (rb - ra) / (tb - ta))
 
     def _worker_shares(self, t0: float, t1: float) -> tuple[float, float] | None:
         """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time;
