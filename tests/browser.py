@@ -9,10 +9,12 @@ Chromium). Screenshots go to ``$REDLINE_ARTIFACTS``, else a temporary directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,43 +52,52 @@ def playwright_api() -> Any:
     return pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 
-def open_in_chromium(page_html: str, name: str) -> dict[str, Any]:
-    """open_in_chromium loads the page offline in headless Chromium and returns console
-    errors, what each chart's canvas holds, and the answers' text; it keeps a screenshot."""
+@contextlib.contextmanager
+def chromium_page(errors: list[str], allowed: str) -> Iterator[Any]:
+    """chromium_page is a page in headless Chromium (1280 x 900) that records in ``errors``
+    its console errors, its page errors and every request whose URL does not match the
+    regular expression ``allowed`` (refused: the pages work offline)."""
     sync_api = playwright_api()
-    path = artifacts() / f"{name}.html"
-    path.write_text(page_html)
-    errors: list[str] = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
-            # Offline: any request for something outside the file fails the test.
             page.route(
-                re.compile(r"^(?!file:).*"),
+                re.compile(f"^(?!{allowed}).*"),
                 lambda route: (errors.append(route.request.url), route.abort()),
             )
-            page.goto(path.as_uri(), wait_until="load")
-            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
-            charts = page.evaluate(
-                """() => Array.from(document.querySelectorAll('figure.chart')).map(f => {
-                    const c = f.querySelector('canvas');
-                    let inked = 0;
-                    if (c && c.width && c.height) {
-                        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-                        for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
-                    }
-                    const state = window.redlineCharts.find(s => s.id === f.dataset.chart);
-                    return {id: f.dataset.chart, width: c ? c.width : 0, height: c ? c.height : 0,
-                            inked, draws: state ? state.draws : 0};
-                })"""
-            )
-            answers = page.inner_text("#answers")
-            page.screenshot(path=str(artifacts() / f"{name}.png"), full_page=True)
+            yield page
         finally:
             browser.close()
+
+
+def open_in_chromium(page_html: str, name: str) -> dict[str, Any]:
+    """open_in_chromium loads the page offline in headless Chromium and returns console
+    errors, what each chart's canvas holds, and the answers' text; it keeps a screenshot."""
+    path = artifacts() / f"{name}.html"
+    path.write_text(page_html)
+    errors: list[str] = []
+    # Offline: any request for something outside the file fails the test.
+    with chromium_page(errors, "file:") as page:
+        page.goto(path.as_uri(), wait_until="load")
+        page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+        charts = page.evaluate(
+            """() => Array.from(document.querySelectorAll('figure.chart')).map(f => {
+                const c = f.querySelector('canvas');
+                let inked = 0;
+                if (c && c.width && c.height) {
+                    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+                    for (let i = 3; i < px.length; i += 4) if (px[i] > 0) inked++;
+                }
+                const state = window.redlineCharts.find(s => s.id === f.dataset.chart);
+                return {id: f.dataset.chart, width: c ? c.width : 0, height: c ? c.height : 0,
+                        inked, draws: state ? state.draws : 0};
+            })"""
+        )
+        answers = page.inner_text("#answers")
+        page.screenshot(path=str(artifacts() / f"{name}.png"), full_page=True)
     return {"errors": errors, "charts": charts, "answers": answers}
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import redline
-from browser import CHROMIUM, artifacts, playwright_api
+from browser import artifacts, chromium_page
 from conftest import run_cli
 from redline import compare
 from redline.compare import Figure, Verdict
@@ -289,7 +289,6 @@ def test_the_page_draws_both_runs_in_a_browser():
     """The page opens offline in headless Chromium with no console error and every chart
     drawn (skipped where there is no Chromium, failed under CI=true; the screenshot is kept
     as an artefact)."""
-    sync_api = playwright_api()
 
     def doc(name: str, p99: float) -> compare.Document:
         snaps = [
@@ -301,17 +300,10 @@ def test_the_page_draws_both_runs_in_a_browser():
     page_path = artifacts() / "compare.html"
     page_path.write_text(compare.render_html([compare.compare(doc("a.json", 5), doc("b.json", 9))]))
     errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_path.as_uri(), wait_until="load")
-            page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
-            draws = page.evaluate("() => window.redlineCharts.map(s => [s.id, s.draws])")
-            page.screenshot(path=str(artifacts() / "compare.png"), full_page=True)
-        finally:
-            browser.close()
+    with chromium_page(errors, "file:") as page:
+        page.goto(page_path.as_uri(), wait_until="load")
+        page.wait_for_function("window.redlineCharts !== undefined", timeout=10_000)
+        draws = page.evaluate("() => window.redlineCharts.map(s => [s.id, s.draws])")
+        page.screenshot(path=str(artifacts() / "compare.png"), full_page=True)
     assert errors == []
     assert {i for i, _ in draws} == {"goodput-time", "p99-time"} and all(n >= 1 for _, n in draws)

@@ -3,19 +3,17 @@ table) and ``redline ui``: its form, its command line, one run at a time."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import re
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redline
-from browser import CHROMIUM, artifacts, playwright_api
+from browser import artifacts, chromium_page
 from conftest import run_cli
 from live_support import (
     WAIT_S,
@@ -42,27 +40,6 @@ _CHART_STATE = """() => Array.from(document.querySelectorAll('figure.chart')).ma
 })"""
 
 
-@contextlib.contextmanager
-def _chromium_page(errors: list[str]) -> Iterator[Any]:
-    """_chromium_page is a page in headless Chromium that records console errors, page
-    errors and any request that leaves 127.0.0.1 (refused: the pages work offline) in
-    ``errors``."""
-    sync_api = playwright_api()
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.route(
-                re.compile(r"^(?!http://127\.0\.0\.1:).*"),
-                lambda route: (errors.append(route.request.url), route.abort()),
-            )
-            yield page
-        finally:
-            browser.close()
-
-
 def test_live_page_in_chromium(target, session):
     """The page during a run: its charts gain points each interval, the stop button stops
     the run (the target's count is short of a full run's), the final figures equal the
@@ -70,7 +47,7 @@ def test_live_page_in_chromium(target, session):
     error."""
     errors: list[str] = []
     box: dict[str, Any] = {}
-    with _chromium_page(errors) as page:
+    with chromium_page(errors, r"http://127\.0\.0\.1:") as page:
         page.goto(session.web_url, wait_until="load")
         page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
         before = target.stats()["requests"]
@@ -120,7 +97,7 @@ def test_live_per_name_table_in_chromium(target, tmp_path):
     )  # fmt: skip
     try:
         base = cli.wait_line(r"live view at (\S+)").group(1)
-        with _chromium_page(errors) as page:
+        with chromium_page(errors, r"http://127\.0\.0\.1:") as page:
             page.goto(base, wait_until="load")
             # 20 s: the first interval with all three names, on a box busy with the suite
             # (10 s timed out once here, the page and the run being right when read alone).
@@ -158,7 +135,7 @@ def test_ui_starts_a_run_from_the_form_in_chromium(target):
     try:
         base = cli.wait_line(r"start page at (\S+)").group(1)
         before = target.stats()["requests"]
-        with _chromium_page(errors) as page:
+        with chromium_page(errors, r"http://127\.0\.0\.1:") as page:
             page.goto(base, wait_until="load")
             page.wait_for_function("window.redlineLive.status === 'ready'", timeout=10_000)
             page.fill("input[name=target]", target.url + "/")
