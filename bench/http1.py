@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import record
+import run
 from run import (
     CONNS,
     SERVER_CORE,
@@ -142,20 +143,12 @@ def generators(
 
 
 def table(rows: list[Row]) -> str:
-    """The markdown table: each redline row's ratio is to the peer row of the same model."""
-    lines = [
-        "| tool | model | req/s | client CPU µs/req | ratio to its peer | peak RSS MB "
-        "| context switches/req | note |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
-    ]
-    for r in rows:
-        peer = next((q for q in rows if q.mode == r.mode and q.tool in ("wrk", "wrk2")), None)
-        ratio = f"{r.us_per_req / peer.us_per_req:.2f}×" if peer and peer.requests else "-"
-        lines.append(
-            f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} | "
-            f"{r.max_rss_kb / 1024:.1f} | {r.switches_per_req:.3f} | {r.note} |"
-        )
-    return "\n".join(lines)
+    """The markdown table: each row's ratio is to the wrk or wrk2 row of the same model."""
+
+    def peer_of(r: Row) -> Row | None:
+        return next((q for q in rows if q.mode == r.mode and q.tool in ("wrk", "wrk2")), None)
+
+    return run.table(rows, peer_of=peer_of, ratio="ratio to its peer")
 
 
 def main() -> int:

@@ -307,18 +307,25 @@ def median_row(rows: list[Row]) -> Row:
     return dataclasses.replace(row, note=note)
 
 
-def table(rows: list[Row], reference: str = "closed") -> str:
-    """The markdown table; ratios are to the wrk row whose mode is `reference`."""
+def table(
+    rows: list[Row],
+    reference: str = "closed",
+    peer_of: Callable[[Row], Row | None] | None = None,
+    ratio: str = "ratio to wrk",
+) -> str:
+    """The markdown table; ratios are to the wrk row whose mode is `reference`, or to each
+    row's ``peer_of`` (headed ``ratio``)."""
     wrk = next((r for r in rows if r.tool == "wrk" and r.mode == reference), None)
     lines = [
-        "| tool | model | req/s | client CPU µs/req | ratio to wrk | peak RSS MB "
+        f"| tool | model | req/s | client CPU µs/req | {ratio} | peak RSS MB "
         "| context switches/req | note |",
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
-        ratio = f"{r.us_per_req / wrk.us_per_req:.2f}×" if wrk and wrk.requests else "-"
+        peer = peer_of(r) if peer_of else wrk
+        shown = f"{r.us_per_req / peer.us_per_req:.2f}×" if peer and peer.requests else "-"
         lines.append(
-            f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} | "
+            f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {shown} | "
             f"{r.max_rss_kb / 1024:.1f} | {r.switches_per_req:.3f} | {r.note} |"
         )
     return "\n".join(lines)
