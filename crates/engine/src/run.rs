@@ -206,9 +206,6 @@ struct Coordinator<'a> {
     load: Arc<LoadControl>,
     /// outages: spans when the target answered nothing.
     outages: Tracker,
-    /// last_end_s: where the last snapshot emitted ended (as its threads took it), the
-    /// start of the next.
-    last_end_s: f64,
 }
 
 impl<'a> Coordinator<'a> {
@@ -226,7 +223,6 @@ impl<'a> Coordinator<'a> {
             timeseries: Vec::new(),
             load,
             outages: Tracker::default(),
-            last_end_s: 0.0,
         }
     }
 
@@ -343,11 +339,9 @@ impl<'a> Coordinator<'a> {
         let Some(p) = self.pending.remove(&k) else {
             return;
         };
-        // Each interval runs from where the one before ended to when its threads took it
-        // (the latest of them): a late take is a longer interval, not a burst.
-        let t0 = self.last_end_s;
+        let step = self.cfg.interval.as_secs_f64();
+        let t0 = step * k as f64;
         let t1 = p.t_end_s.max(t0);
-        self.last_end_s = t1;
         let warmup = t0 < self.cfg.warmup.as_secs_f64();
         let intended = self.intended_hits(t0, t1).map(|h| h / (t1 - t0).max(1e-9));
         let mut snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended)
@@ -404,46 +398,5 @@ impl<'a> Coordinator<'a> {
             timeseries: self.timeseries,
             outages: self.outages.finish(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::RunConfig;
-
-    /// A thread starved of CPU takes an interval after its boundary: the snapshot ends when
-    /// it was taken and the next one starts there, so each rate divides by the time its
-    /// answers came in over (800 a second throughout, not a burst of 1,280 then 320).
-    #[test]
-    fn a_late_interval_ends_when_taken_and_the_next_starts_there() {
-        let cfg = RunConfig {
-            url: "http://127.0.0.1:9/".into(),
-            threads: Some(1),
-            ..RunConfig::default()
-        }
-        .check()
-        .expect("config");
-        let start = Instant::now();
-        let mut c = Coordinator::new(&cfg, start, Arc::new(LoadControl::new()));
-        let internal = RunControl::new();
-        // Taken at 0.5 s, 1.3 s (0.3 s late) and 1.5 s; 800 sends a second in each.
-        for (index, t_end_s, sends) in [(0, 0.5, 400), (1, 1.3, 640), (2, 1.5, 160)] {
-            let mut data = IntervalData::new(1_000_000);
-            data.sends = sends;
-            let msg = Msg::Interval {
-                index,
-                t_end_s,
-                data: Box::new(data),
-            };
-            c.handle(msg, &internal).expect("handled");
-        }
-        let mut seen = Vec::new();
-        c.emit_ready(&mut |s| seen.push((s.t_s, s.achieved_rate)));
-        let ends: Vec<f64> = seen.iter().map(|s| s.0).collect();
-        assert_eq!(ends, [0.5, 1.3, 1.5]);
-        for (t, rate) in seen {
-            assert!((rate - 800.0).abs() < 1e-6, "at {t} s: {rate} a second");
-        }
     }
 }

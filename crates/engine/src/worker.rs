@@ -264,15 +264,9 @@ async fn report_intervals(shared: Rc<Shared>, tx: Sender<Msg>, last: Rc<Cell<Opt
     for index in 0u64.. {
         let end = job.start + job.cfg.interval.mul_f64((index + 1) as f64);
         tokio::time::sleep_until(end.into()).await;
-        // The interval holds what came in until it is taken: at its boundary when the thread
-        // wakes on time, later when the thread was starved of CPU (it then holds more than an
-        // interval's answers). It ends when it was taken, so that a rate over it divides by
-        // the time it covers: stamped at the boundary, a late take read as a burst above
-        // what the server can serve (a find step over 800 req/s of an 800 req/s server).
-        let taken = Instant::now();
-        let mut data = shared.rec.borrow_mut().take_interval(taken);
+        let mut data = shared.rec.borrow_mut().take_interval(Instant::now());
         data.watch.thread = job.index;
-        let t_end_s = taken.duration_since(job.start).as_secs_f64();
+        let t_end_s = end.duration_since(job.start).as_secs_f64();
         if tx
             .send(Msg::Interval {
                 index,

@@ -129,12 +129,8 @@ class Reader:
         the warm-up :meth:`cut` leaves out), with the monitor's figures for its window."""
         t0 = float(got[0]["t_s"]) - self.interval_s
         t1 = float(got[-1]["t_s"])
-        cut = self.cut(got)
-        used = got[cut:]
-        # The used intervals run from the end of the one before them (each ends when the
-        # engine took it, which on a starved thread is after its boundary).
-        begin = float(got[cut - 1]["t_s"]) if cut else float(used[0]["t_s"]) - self.interval_s
-        span = max(float(used[-1]["t_s"]) - begin, 1e-9)
+        used = got[self.cut(got) :]
+        span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]) + self.interval_s, 1e-9)
         counted = [self.meter.count(s) for s in used]
         good = sum(c.good for c in counted)
         failed = sum(c.failed for c in counted)
@@ -157,7 +153,7 @@ class Reader:
             start_s=round(t0, 3),
             end_s=round(t1, 3),
             intervals=len(used),
-            judged_from_s=round(begin, 3),
+            judged_from_s=round(float(used[0]["t_s"]) - self.interval_s, 3),
             throughput_rps=good / span,
             throughput_se=rate_se([float(c.good) for c in counted], span),
             answered_rps=answered / span,
