@@ -166,6 +166,17 @@ pub struct Recorder {
     pub send_end: Option<Instant>,
     /// interval: the interval being filled.
     pub interval: IntervalData,
+    /// boundary: where that interval ends (None: it takes everything until it is taken).
+    /// What happens at or after it goes into `next`, so that a reporter that wakes late (a
+    /// thread starved of CPU) takes an interval holding only its own time's answers: taken
+    /// whole, the late interval held more than an interval's answers under the interval's
+    /// time, and a rate over it read as a burst the server never served.
+    boundary: Option<Instant>,
+    /// next: what came in at or after `boundary`, the start of the next interval.
+    next: IntervalData,
+    /// last: when the last answer or failure was booked: a check, a tally or an iteration,
+    /// which carry no clock of their own, go into that answer's interval.
+    last: Instant,
     /// totals: post-warmup summary.
     pub totals: Totals,
     open_connections: u64,
@@ -193,6 +204,9 @@ impl Recorder {
             warmup_end,
             send_end: None,
             interval: IntervalData::new(highest_us),
+            boundary: None,
+            next: IntervalData::new(highest_us),
+            last: start,
             totals: Totals::new(highest_us, names, open),
             open_connections: 0,
             flight: FlightClock::new(start),
@@ -206,17 +220,44 @@ impl Recorder {
     pub fn track_names(&mut self, names: usize) {
         let high = self.interval.latency.high();
         self.interval.names = (0..names).map(|_| NameInterval::new(high)).collect();
+        self.next.names = (0..names).map(|_| NameInterval::new(high)).collect();
+    }
+
+    /// bound_interval ends the interval being filled at `boundary`: what happens from then
+    /// on is booked in the next one.
+    pub fn bound_interval(&mut self, boundary: Instant) {
+        self.boundary = Some(boundary);
+    }
+
+    /// unbound books what came in past the boundary into the interval being filled, and
+    /// lifts the boundary (a thread's last, partial interval takes everything).
+    pub fn unbound(&mut self) {
+        if self.boundary.take().is_some() {
+            self.interval.merge(&self.next);
+            self.next.clear();
+        }
+    }
+
+    /// slot is the interval an event at `t` belongs to.
+    #[inline]
+    fn slot(&mut self, t: Instant) -> &mut IntervalData {
+        match self.boundary {
+            Some(b) if t >= b => &mut self.next,
+            _ => &mut self.interval,
+        }
     }
 
     /// iteration_started counts a scenario iteration begun (in the interval, whatever its
     /// part of the run).
     pub fn iteration_started(&mut self) {
-        self.interval.iterations.started += 1;
+        let last = self.last;
+        self.slot(last).iterations.started += 1;
     }
 
     /// iteration_ended counts a scenario iteration ended, completed (`ok`) or failed.
     pub fn iteration_ended(&mut self, ok: bool) {
-        let it = &mut self.interval.iterations;
+        let last = self.last;
+        let it = &mut self.slot(last).iterations;
         if ok {
             it.completed += 1;
         } else {
@@ -227,7 +268,8 @@ impl Recorder {
     /// tally counts an answer of name `stat` by `value` (see [`crate::scenario::tally`]): in
     /// the interval whatever its part of the run, in the totals when measured.
     pub fn tally(&mut self, intended: Instant, stat: usize, value: &str) {
-        if let Some(n) = self.interval.names.get_mut(stat) {
+        let last = self.last;
+        if let Some(n) = self.slot(last).names.get_mut(stat) {
             n.tally.add(value, 1);
         }
         if self.measured(intended) {
@@ -247,7 +289,8 @@ impl Recorder {
         let failed = r.status >= 400 && !r.expected;
         self.flight.down_at(r.at, r.ended);
         self.watch.answered(r.at);
-        let iv = &mut self.interval;
+        self.last = r.at;
+        let iv = self.slot(r.at);
         iv.requests += 1;
         iv.bytes_in += r.bytes_in;
         iv.errors += u64::from(failed);
@@ -291,9 +334,11 @@ impl Recorder {
     /// or an extraction; its response is already counted, so this adds only the error (the
     /// caller adds the reason to `totals.flow`).
     pub fn check_failed(&mut self, intended: Instant, stat: usize) {
-        self.interval.errors += 1;
-        self.interval.errors_by_class.add(ErrorClass::Check);
-        if let Some(n) = self.interval.names.get_mut(stat) {
+        let last = self.last;
+        let iv = self.slot(last);
+        iv.errors += 1;
+        iv.errors_by_class.add(ErrorClass::Check);
+        if let Some(n) = iv.names.get_mut(stat) {
             n.fail(ErrorClass::Check);
         }
         if !self.measured(intended) {
@@ -310,9 +355,11 @@ impl Recorder {
         let (intended, stat) = (sent.intended, sent.stat);
         self.flight.down(at);
         self.watch.failed(sent.sent_at, class);
-        self.interval.errors += 1;
-        self.interval.errors_by_class.add(class);
-        if let Some(n) = self.interval.names.get_mut(stat) {
+        self.last = at;
+        let iv = self.slot(at);
+        iv.errors += 1;
+        iv.errors_by_class.add(class);
+        if let Some(n) = iv.names.get_mut(stat) {
             n.fail(class);
         }
         if !self.measured(intended) {
@@ -340,8 +387,9 @@ impl Recorder {
         // hit the generator sent late waited in it), the actual send in the closed one.
         let from = if self.open { intended.min(now) } else { now };
         self.flight.up_from(now, from);
-        self.interval.sends += 1;
-        self.interval.max_send_lag_us = self.interval.max_send_lag_us.max(lag_us);
+        let iv = self.slot(now);
+        iv.sends += 1;
+        iv.max_send_lag_us = iv.max_send_lag_us.max(lag_us);
         if !self.measured(intended) {
             return;
         }
@@ -425,6 +473,8 @@ impl Recorder {
         };
         let out = self.interval.clone();
         self.interval.clear();
+        // What came in past the boundary starts the next interval (nothing, without one).
+        std::mem::swap(&mut self.interval, &mut self.next);
         out
     }
 }

@@ -515,3 +515,41 @@ fn tallies_count_per_name_per_interval_and_keep_warmup_out_of_the_totals() {
     r.totals.merge(&other.totals);
     assert_eq!(r.totals.per_name[1].tally.counts()["RUNNING"], 2);
 }
+
+/// A reporter that wakes late (its thread starved of CPU) takes an interval holding only
+/// what came before its boundary: what came after starts the next interval, the check that
+/// failed on a late answer with it; at the end the last interval takes the rest. Taken
+/// whole, the first interval held 0.7 s of answers under 0.5 s of time.
+#[test]
+fn a_late_take_leaves_what_came_after_the_boundary_to_the_next_interval() {
+    let t0 = start();
+    let ms = Duration::from_millis;
+    let mut r = Recorder::new(t0, t0, 0, 1, false);
+    r.bound_interval(t0 + ms(500));
+    r.response(&resp(t0 + ms(100), 200, 300)); // answered at 400 ms
+    r.send(t0 + ms(450), t0 + ms(450), 40, false, false);
+    r.response(&resp(t0 + ms(500), 200, 100)); // answered at 600 ms, past the boundary
+    r.check_failed(t0 + ms(500), 0); // a check on that answer: booked with it
+    r.send(t0 + ms(650), t0 + ms(650), 40, false, false);
+    r.error(&out(t0 + ms(650)), ErrorClass::Timeout, t0 + ms(700));
+    // The reporter wakes 300 ms late.
+    let first = r.take_interval(t0 + ms(800));
+    r.bound_interval(t0 + ms(1000));
+    assert_eq!((first.requests, first.errors, first.sends), (1, 0, 1));
+    r.response(&resp(t0 + ms(900), 200, 200)); // answered at 1.1 s, past the next boundary
+    let second = r.take_interval(t0 + ms(1000));
+    assert_eq!((second.requests, second.errors, second.sends), (1, 2, 1));
+    assert_eq!(
+        second.latency.len(),
+        1,
+        "the late answer's latency went with it"
+    );
+    // The run ends: the last interval takes everything past the boundary.
+    r.unbound();
+    let last = r.take_interval(t0 + ms(1200));
+    assert_eq!((last.requests, last.errors, last.sends), (1, 0, 0));
+    assert_eq!(
+        r.totals.requests, 3,
+        "every answer in the totals, and in one interval"
+    );
+}

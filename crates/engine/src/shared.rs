@@ -115,6 +115,8 @@ impl Shared {
             open,
         );
         rec.send_end = cfg.duration.map(|d| job.start + d);
+        // The first interval ends one interval in (the reporter moves the boundary on).
+        rec.bound_interval(job.start + cfg.interval);
         if plan.scenario.is_some() {
             rec.track_names(plan.names.len());
         }

@@ -190,6 +190,8 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     // No lane runs from here on: close the books on what is still under way.
     shared.settle(Instant::now());
     reporter.abort();
+    // The last interval takes everything since the last one taken, boundary or not.
+    shared.rec.borrow_mut().unbound();
     // Flush the last, partial interval unless the reporter just sent a full one and nothing
     // came in since.
     let elapsed = job.start.elapsed();
@@ -264,7 +266,14 @@ async fn report_intervals(shared: Rc<Shared>, tx: Sender<Msg>, last: Rc<Cell<Opt
     for index in 0u64.. {
         let end = job.start + job.cfg.interval.mul_f64((index + 1) as f64);
         tokio::time::sleep_until(end.into()).await;
-        let mut data = shared.rec.borrow_mut().take_interval(Instant::now());
+        // The interval holds what happened before its boundary, however late this wakes:
+        // what came after is already booked in the next one (see `Recorder::boundary`).
+        let mut data = {
+            let mut rec = shared.rec.borrow_mut();
+            let data = rec.take_interval(Instant::now());
+            rec.bound_interval(end + job.cfg.interval);
+            data
+        };
         data.watch.thread = job.index;
         let t_end_s = end.duration_since(job.start).as_secs_f64();
         if tx
