@@ -275,7 +275,7 @@ impl Conn {
         let _ = stream.set_nodelay(true);
         if self.stamp && crate::stamp::enable(&stream).is_err() {
             // Without stamps a nap would be charged to the server: stop napping instead.
-            crate::metronome::set_naps(false);
+            crate::metronome::forbid_naps();
         }
         self.tls = match &self.tls_settings {
             Some(settings) => {

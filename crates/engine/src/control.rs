@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Notify;
+
 use crate::error::EngineError;
 use crate::pacer::Profile;
 
@@ -41,7 +43,12 @@ pub const OPEN_RECHECK_S: f64 = 1.0;
 /// its load ([`RunControl::load`]); share it in an `Arc`.
 #[derive(Debug, Default)]
 pub struct RunControl {
-    stopped: AtomicBool,
+    stopped: Arc<AtomicBool>,
+    /// outer: the caller's flag, for a run's own handle ([`RunControl::linked`]): stopping
+    /// the caller's handle stops the run, not the other way round.
+    outer: Option<Arc<AtomicBool>>,
+    /// signal wakes whoever waits in [`RunControl::stopped`] (shared with linked handles).
+    signal: Arc<Notify>,
     load: Arc<LoadControl>,
 }
 
@@ -55,7 +62,9 @@ impl RunControl {
     /// workers through its own flag, while the caller's target changes reach them.
     pub(crate) fn linked(&self) -> Self {
         RunControl {
-            stopped: AtomicBool::new(false),
+            stopped: Arc::default(),
+            outer: Some(self.stopped.clone()),
+            signal: self.signal.clone(),
             load: self.load.clone(),
         }
     }
@@ -66,15 +75,35 @@ impl RunControl {
         &self.load
     }
 
-    /// stop asks the run to stop; workers notice within a few tens of milliseconds and the
-    /// report of what ran still comes back (with `interrupted: true`).
+    /// stop asks the run to stop; its workers are woken at once and the report of what ran
+    /// still comes back (with `interrupted: true`).
     pub fn stop(&self) {
-        self.stopped.store(true, Ordering::Relaxed);
+        self.stopped.store(true, Ordering::SeqCst);
+        self.signal.notify_waiters();
     }
 
-    /// is_stopped says whether `stop` was called.
+    /// is_stopped says whether `stop` was called (on this handle or the one it is linked to).
     pub fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::Relaxed)
+        self.stopped.load(Ordering::SeqCst)
+            || self
+                .outer
+                .as_ref()
+                .is_some_and(|o| o.load(Ordering::SeqCst))
+    }
+
+    /// stopped resolves when the run is stopped: a wake-up, not a poll, so an idle worker
+    /// thread sleeps until its next send.
+    pub async fn stopped(&self) {
+        loop {
+            let signal = self.signal.notified();
+            tokio::pin!(signal);
+            // Registered before the flag is read, so a stop in between is not missed.
+            signal.as_mut().enable();
+            if self.is_stopped() {
+                return;
+            }
+            signal.await;
+        }
     }
 }
 

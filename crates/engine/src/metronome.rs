@@ -2,17 +2,29 @@
 //!
 //! tokio's timer wheel has millisecond resolution, so a hit due at 10.2 ms is sent at ~11 ms.
 //! In the open model latency is measured from the *intended* send time, so that slop would be
-//! charged to the server: a 20 µs service time showed up as ~1 ms. A `Metronome` is one
-//! `timerfd` per worker thread (nanosecond resolution, delivered through the same epoll as the
-//! sockets) plus a queue of waiting lanes sorted by due time (hits are claimed in schedule
-//! order, so inserts land at the back) with the timer armed for its front: one
-//! `timerfd_settime` per wake-up, shared by every hit due by then.
+//! charged to the server: a 20 µs service time showed up as ~1 ms. A `Metronome` is a queue of
+//! waiting lanes sorted by due time (hits are claimed in schedule order, so inserts land at
+//! the back) and two ways to wake at its front, both at nanosecond resolution:
+//!
+//! - **the nap** ([`on_park`]): when the thread has nothing to run and the front is due
+//!   within [`NAP_MAX`], it sleeps until then in the runtime's before-park hook and wakes the
+//!   lanes due by then itself; responses that arrive meanwhile wait in their sockets and are
+//!   served in the same wake-up as the sends (the runtime polls its reactor without blocking
+//!   when the hook has scheduled work). One timer a wake-up, no `timerfd_settime`.
+//! - **the timer**: one `timerfd` per worker thread, delivered through the same epoll as the
+//!   sockets, armed by the hook for a front further away than a nap (or on a thread that may
+//!   not nap): one `timerfd_settime` a wake-up.
+//!
+//! Arming only in the hook, never on a lane's insert, means a front that a nap serves never
+//! also fires a timer (at 2,000 req/s that was two timer interrupts and a `timerfd_settime`
+//! a request where one nap does).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -26,17 +38,31 @@ use tokio::io::Interest;
 /// sent early is timed from its actual send, so no latency is understated.
 pub const EARLY: Duration = Duration::from_micros(200);
 
+/// NAP_MAX: the longest a thread naps; a front further away than this is left to the timer
+/// (at such low rates a wake-up per response costs little).
+pub const NAP_MAX: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// THIS: the thread's metronome, for the runtime's before-park hook ([`on_park`]) and for
+    /// a connection that finds it cannot nap ([`forbid_naps`]); neither has another way in.
+    static THIS: RefCell<Option<Rc<Metronome>>> = const { RefCell::new(None) };
+}
+
 /// Metronome wakes lanes at their due times with sub-millisecond precision.
 #[derive(Debug)]
 pub struct Metronome {
     fd: AsyncFd<OwnedFd>,
     queue: RefCell<VecDeque<(Instant, Waker)>>,
+    /// armed: when the timerfd fires next (None: disarmed or already fired).
     armed: Cell<Option<Instant>>,
+    /// naps: whether this thread may nap (open model over plain http, stamps working).
+    naps: Cell<bool>,
 }
 
 impl Metronome {
-    /// new creates the thread's timerfd; it must be called inside a tokio runtime.
-    pub fn new() -> io::Result<Metronome> {
+    /// install creates the calling thread's metronome (its timerfd registers with the
+    /// runtime entered on this thread) and makes it the one the park hook serves.
+    pub fn install(naps: bool) -> io::Result<Rc<Metronome>> {
         // SAFETY: plain syscall; the returned descriptor is checked and then owned.
         let raw = unsafe {
             libc::timerfd_create(
@@ -52,18 +78,22 @@ impl Metronome {
         // SAFETY: the OwnedFd is moved into the AsyncFd, so the descriptor stays open and the
         // same for the AsyncFd's whole life.
         let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }?;
-        Ok(Metronome {
+        let m = Rc::new(Metronome {
             fd,
             queue: RefCell::new(VecDeque::new()),
             armed: Cell::new(None),
-        })
+            naps: Cell::new(naps),
+        });
+        THIS.with(|t| *t.borrow_mut() = Some(m.clone()));
+        Ok(m)
     }
 
     /// wait_until returns at `due` (or at once if it is within [`EARLY`]).
     pub async fn wait_until(&self, due: Instant) {
         let mut queued = false;
         poll_fn(|cx| {
-            if Instant::now() + EARLY >= due {
+            let now = Instant::now();
+            if now + EARLY >= due {
                 return Poll::Ready(());
             }
             if !queued {
@@ -74,17 +104,17 @@ impl Metronome {
                 let at = q.partition_point(|(d, _)| *d <= due);
                 q.insert(at, (due, cx.waker().clone()));
                 drop(q);
-                if self.armed.get().is_none_or(|a| due < a) {
-                    self.arm(due);
-                }
+                // A thread too busy to park still sends on time: whoever queues wakes what
+                // fell due meanwhile.
+                self.release(now);
             }
             Poll::Pending
         })
         .await
     }
 
-    /// run is the thread's dispatcher task: on each timer expiry it wakes every lane that is
-    /// due and re-arms for the next one.
+    /// run is the thread's timer task: on each expiry it wakes every lane that is due. The
+    /// next expiry is armed (or napped to) by the park hook.
     pub async fn run(&self) {
         loop {
             let Ok(mut guard) = self.fd.readable().await else {
@@ -94,25 +124,45 @@ impl Metronome {
             guard.clear_ready();
             drop(guard);
             self.armed.set(None);
-            NAP_UNTIL.with(|n| n.set(None));
-            let now = Instant::now() + EARLY;
-            let next = {
-                let mut q = self.queue.borrow_mut();
-                while q.front().is_some_and(|(due, _)| *due <= now) {
-                    if let Some((_, w)) = q.pop_front() {
-                        w.wake();
-                    }
-                }
-                q.front().map(|(due, _)| *due)
-            };
-            if let Some(due) = next {
-                self.arm(due);
+            self.release(Instant::now());
+        }
+    }
+
+    /// release wakes every lane due by `now` + [`EARLY`].
+    fn release(&self, now: Instant) {
+        let by = now + EARLY;
+        let mut q = self.queue.borrow_mut();
+        while q.front().is_some_and(|(due, _)| *due <= by) {
+            if let Some((_, w)) = q.pop_front() {
+                w.wake();
             }
         }
     }
 
+    /// park is the before-park hook's work: nap to a front due within [`NAP_MAX`] and wake
+    /// its lanes, or make sure the timer is armed for it.
+    fn park(&self) {
+        let Some(front) = self.queue.borrow().front().map(|(due, _)| *due) else {
+            return;
+        };
+        let now = Instant::now();
+        if front <= now + EARLY {
+            self.release(now);
+            return;
+        }
+        // A front the timer already fires for is left to it: a nap as well would be a
+        // second timer at the same instant.
+        if self.naps.get() && front <= now + NAP_MAX && self.armed.get() != Some(front) {
+            std::thread::sleep(front - now);
+            self.release(Instant::now());
+            return;
+        }
+        if self.armed.get() != Some(front) {
+            self.arm(front);
+        }
+    }
+
     fn arm(&self, due: Instant) {
-        NAP_UNTIL.with(|n| n.set(Some(due)));
         let wait = due
             .saturating_duration_since(Instant::now())
             .max(Duration::from_nanos(1));
@@ -135,37 +185,35 @@ impl Metronome {
     }
 }
 
-/// NAP_MAX: the longest a thread naps; a next hit further away than this parks on epoll as
-/// usual (at such low rates a wake-up per response costs little).
-pub const NAP_MAX: Duration = Duration::from_millis(1);
-
-thread_local! {
-    /// NAPS: whether this thread may nap (open model over plain http, stamps working).
-    static NAPS: Cell<bool> = const { Cell::new(false) };
-    /// NAP_UNTIL: when the metronome's timer fires next (None: not armed).
-    static NAP_UNTIL: Cell<Option<Instant>> = const { Cell::new(None) };
+/// uninstall lets go of the thread's metronome (before its runtime, whose reactor holds its
+/// timerfd, is dropped).
+pub fn uninstall() {
+    let m = THIS.with(|t| t.borrow_mut().take());
+    drop(m);
 }
 
-/// set_naps allows or forbids naps on this thread.
-pub fn set_naps(on: bool) {
-    NAPS.with(|n| n.set(on));
+/// forbid_naps stops this thread's naps (a connection could not get kernel receive
+/// timestamps, and without them a nap would be charged to the server); its fronts go to the
+/// timer from the next park on.
+pub fn forbid_naps() {
+    THIS.with(|t| {
+        if let Some(m) = t.borrow().as_ref() {
+            m.naps.set(false);
+        }
+    });
 }
 
-/// nap is the worker runtime's before-park hook. When the thread has nothing to run and its
-/// next hit is due within [`NAP_MAX`], it sleeps until then instead of parking on epoll:
-/// responses that arrive meanwhile wait in their sockets, and the one wake-up at the due
-/// time serves them all with the sends (at 90k req/s: 0.04 instead of 0.2 context switches
-/// per request). Their latency is not stretched by the nap: a napping thread's sockets carry
-/// kernel receive timestamps ([`crate::stamp`]), and a response ends when its bytes arrived.
-pub fn nap() {
-    if !NAPS.with(Cell::get) {
-        return;
-    }
-    let Some(due) = NAP_UNTIL.with(Cell::get) else {
+/// on_park is the worker runtime's before-park hook. When the thread has nothing to run and
+/// its next hit is due within [`NAP_MAX`], it sleeps until then instead of parking on epoll
+/// and wakes the lanes due: responses that arrive meanwhile wait in their sockets, and the
+/// one wake-up at the due time serves them all with the sends (at 90k req/s: 0.04 instead
+/// of 0.2 context switches per request). Their latency is not stretched by the nap: a
+/// napping thread's sockets carry kernel receive timestamps ([`crate::stamp`]), and a
+/// response ends when its bytes arrived. Otherwise it arms the thread's timer for that hit.
+pub fn on_park() {
+    // A clone, so no borrow of THIS is held while lanes are woken.
+    let Some(m) = THIS.with(|t| t.borrow().clone()) else {
         return;
     };
-    let now = Instant::now();
-    if due > now && due <= now + NAP_MAX {
-        std::thread::sleep(due - now);
-    }
+    m.park();
 }

@@ -90,6 +90,11 @@ pub fn run(
     Ok(c.finish(process_cpu, gauge.peak()))
 }
 
+/// WATCH is how often the coordinator, between the workers' messages, looks for a worker
+/// thread that died without a word (a stop reaches the workers by itself, see
+/// [`RunControl::stopped`]).
+const WATCH: Duration = Duration::from_millis(100);
+
 /// START_POLL is how often a wait for the start instant looks at the stop flag.
 const START_POLL: Duration = Duration::from_millis(20);
 
@@ -238,7 +243,7 @@ impl<'a> Coordinator<'a> {
             if control.is_stopped() {
                 internal.stop();
             }
-            match rx.recv_timeout(Duration::from_millis(10)) {
+            match rx.recv_timeout(WATCH) {
                 Ok(msg) => self.handle(msg, internal)?,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,

@@ -54,9 +54,9 @@ pub(crate) struct Shared {
     /// open: open model (latency from the intended send).
     pub(crate) open: bool,
     /// metronome: precise send timing for the open model (None: closed model, or no timerfd).
-    pub(crate) metronome: Option<Metronome>,
+    pub(crate) metronome: Option<Rc<Metronome>>,
     /// naps: the thread naps until its next due hit and times responses by kernel receive
-    /// timestamps (open model over plain http; see [`crate::metronome::nap`]).
+    /// timestamps (open model over plain http; see [`crate::metronome::on_park`]).
     pub(crate) naps: bool,
     /// backoff: closed model: the thread's lanes back off a target that refuses connects.
     pub(crate) backoff: Backoff,
@@ -102,11 +102,15 @@ impl Shared {
         }
         .saturating_mul(streams);
         let highest_us = u64::try_from(latency_ceiling(&cfg).as_micros()).unwrap_or(u64::MAX);
-        let metronome = if open { Metronome::new().ok() } else { None };
         // TLS reads go through rustls, and HTTP/2 reads through h2: neither has a way to hand
         // back the kernel's stamps.
-        let naps = metronome.is_some() && cfg.tls.is_none() && cfg.protocol == Protocol::Http1;
-        crate::metronome::set_naps(naps);
+        let plain = cfg.tls.is_none() && cfg.protocol == Protocol::Http1;
+        let metronome = if open {
+            Metronome::install(plain).ok()
+        } else {
+            None
+        };
+        let naps = metronome.is_some() && plain;
         let mut rec = Recorder::new(
             job.start,
             job.start + cfg.warmup,
@@ -148,6 +152,11 @@ impl Shared {
     /// comes first, and says whether the target changed. It registers for the change before
     /// `wait` is first polled, so a change made in between is not missed.
     pub(crate) async fn retarget_or(&self, wait: impl std::future::Future<Output = ()>) -> bool {
+        if !self.job.cfg.live {
+            // Only a live run's target moves; the others spare the waiter list a hit.
+            wait.await;
+            return false;
+        }
         let changed = self.retarget.notified();
         tokio::pin!(changed);
         changed.as_mut().enable();

@@ -1,7 +1,7 @@
 //! Kernel receive timestamps: when a response's bytes reached the socket, not when we read them.
 //!
 //! The open model naps until its next due hit instead of waking for every response (see
-//! [`crate::metronome::nap`]); responses that arrive meanwhile wait in their sockets. Timing
+//! [`crate::metronome::on_park`]); responses that arrive meanwhile wait in their sockets. Timing
 //! them at the read would charge that wait to the server, so sockets of napping threads ask the
 //! kernel to stamp incoming data (`SO_TIMESTAMPNS`) and the reader takes the stamp of the read
 //! that completed the response. The stamp is `CLOCK_REALTIME`; it is turned into an `Instant`

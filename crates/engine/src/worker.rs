@@ -8,7 +8,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::control::{LoadControl, RunControl, FOLLOW_TICK};
+use crate::control::{LoadControl, FOLLOW_TICK};
 use crate::interval::IntervalData;
 use crate::job::{grace, Job};
 use crate::lane::{grow_pool, initial_lanes, spawn_lane};
@@ -16,9 +16,6 @@ use crate::metrics::Recorder;
 use crate::shared::{lane_share, Shared};
 use crate::totals::Totals;
 use crate::usage::CpuTimes;
-
-/// STOP_POLL is how often a worker checks the shared stop flag (the bound on stop latency).
-pub const STOP_POLL: Duration = Duration::from_millis(10);
 
 /// Msg is what a worker thread sends the coordinator.
 #[derive(Debug)]
@@ -115,7 +112,7 @@ pub fn run_thread(mut job: Job, gate: Arc<StartGate>, tx: Sender<Msg>) {
     let cpu0 = CpuTimes::thread();
     let built = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .on_thread_park(crate::metronome::nap)
+        .on_thread_park(crate::metronome::on_park)
         .build();
     // Naps must end on time: 1 ns of timer slack instead of the default 50 us.
     // SAFETY: plain prctl on the calling thread.
@@ -139,6 +136,7 @@ pub fn run_thread(mut job: Job, gate: Arc<StartGate>, tx: Sender<Msg>) {
     let local = tokio::task::LocalSet::new();
     let (last_index, stopped) = local.block_on(&rt, drive(shared.clone(), tx.clone()));
     drop(local);
+    crate::metronome::uninstall();
     let ended = Instant::now();
     let rec = shared.rec.borrow();
     let cpu = CpuTimes::thread().since(&cpu0);
@@ -184,7 +182,7 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     let stopped = tokio::select! {
         _ = all_lanes_done(&shared), if !live => false,
         _ = lanes_done_after_end(&shared), if live => false,
-        _ = wait_stop(&job.control) => true,
+        () = job.control.stopped() => true,
         _ = sleep_until_opt(deadline) => false,
     };
     // No lane runs from here on: close the books on what is still under way.
@@ -241,17 +239,6 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,
-    }
-}
-
-async fn wait_stop(control: &RunControl) {
-    let mut tick = tokio::time::interval(STOP_POLL);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if control.is_stopped() {
-            return;
-        }
     }
 }
 
