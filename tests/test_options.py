@@ -79,7 +79,12 @@ def test_parse_header_leaves_judging_names_to_the_engine():
     assert parse_header("Bad Name: v") == ("Bad Name", "v")
 
 
-F = {"connections": "-c", "max_connections": "--max-connections", "rate": "--rate"}
+F = {
+    "connections": "-c",
+    "max_connections": "--max-connections",
+    "rate": "--rate",
+    "send_ahead": "--send-ahead",
+}
 
 
 @pytest.mark.parametrize(
@@ -111,6 +116,13 @@ F = {"connections": "-c", "max_connections": "--max-connections", "rate": "--rat
             {"max_connections": 5},
             ["--max-connections is ignored by the closed model"],
         ),
+        (
+            "send-ahead, closed",
+            "http://h/",
+            {"connections": 5, "send_ahead": "1ms"},
+            ["--send-ahead is ignored by the closed model"],
+        ),
+        ("send-ahead, open", "http://h/", {"rate": 9, "send_ahead": "1ms"}, []),
         ("cacert over http", "http://h/", {"cacert": "ca.pem"}, ["cacert is ignored for an http"]),
         ("insecure over http", "HTTP://h/", {"insecure": True}, ["insecure is ignored"]),
         ("https uses both", "https://h/", {"cacert": "ca.pem", "insecure": True}, []),
@@ -208,11 +220,12 @@ def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
 
     args = build_parser().parse_args(
         ["find", "http://127.0.0.1:1/", "-t", "2", "-m", "POST", "-H", "A: b", "--body", "x",
-         "--timeout", "3s", "--interval", "250ms", "--http2", "--streams", "4", "-k"]
+         "--timeout", "3s", "--interval", "250ms", "--http2", "--streams", "4", "-k",
+         "--send-ahead", "1ms"]
     )  # fmt: skip
     assert find_options(args)["options"] == RunOptions(
         threads=2, method="POST", headers=["A: b"], body="x", timeout="3s",
-        interval="250ms", http2=True, streams=4, insecure=True,
+        interval="250ms", http2=True, streams=4, insecure=True, send_ahead="1ms",
     )  # fmt: skip
 
 

@@ -56,6 +56,9 @@ pub struct RunConfig {
     pub warmup_s: f64,
     /// interval_s: reporting interval in seconds, default 1.
     pub interval_s: f64,
+    /// send_ahead_s: open model: how far ahead of its due time a hit may go out with one
+    /// due before it, default [`DEFAULT_SEND_AHEAD_S`] (at most [`MAX_SEND_AHEAD_S`]).
+    pub send_ahead_s: f64,
     /// preflight: resolve and make one TCP connect (and TLS handshake) before starting,
     /// default true.
     pub preflight: bool,
@@ -104,6 +107,7 @@ impl Default for RunConfig {
             timeout_s: 30.0,
             warmup_s: 0.0,
             interval_s: 1.0,
+            send_ahead_s: DEFAULT_SEND_AHEAD_S,
             preflight: true,
             insecure: false,
             ca_file: None,
@@ -135,6 +139,18 @@ pub const DEFAULT_DURATION_S: f64 = 10.0;
 /// histograms, and below ~50 ms that merging becomes a measurable share of the run.
 pub const MIN_INTERVAL_S: f64 = 0.05;
 
+/// DEFAULT_SEND_AHEAD_S is how far ahead of its due time an open-model hit goes out with
+/// the ones due before it. Waking once per hit would cost a wake-up per request (the open
+/// model's dominant CPU cost, measured at ~15 µs/request at 30k req/s); sending every hit due
+/// within the next 200 µs together turns that into one wake-up per batch. Hits are never sent
+/// *later* because of this, and a hit sent early is timed from its actual send, so no latency
+/// is understated; what it changes is the arrival process, bunched within the window.
+pub const DEFAULT_SEND_AHEAD_S: f64 = 0.0002;
+
+/// MAX_SEND_AHEAD_S bounds `send_ahead_s`: past 10 ms the bursts are a different load, not
+/// a cheaper way of sending the same one.
+pub const MAX_SEND_AHEAD_S: f64 = 0.01;
+
 /// MAX_START_WAIT_S bounds how far ahead `start_at_unix_s` may be: a start an hour away is a
 /// wrong clock or a wrong unit (milliseconds), not a plan.
 pub const MAX_START_WAIT_S: f64 = 3600.0;
@@ -156,6 +172,8 @@ pub fn defaults() -> serde_json::Value {
         "warmup_s": d.warmup_s,
         "interval_s": d.interval_s,
         "min_interval_s": MIN_INTERVAL_S,
+        "send_ahead_s": d.send_ahead_s,
+        "max_send_ahead_s": MAX_SEND_AHEAD_S,
     })
 }
 
@@ -218,6 +236,9 @@ pub struct Checked {
     pub warmup: Duration,
     /// interval: the reporting interval.
     pub interval: Duration,
+    /// send_ahead: the open model's window for sending hits together (see
+    /// [`DEFAULT_SEND_AHEAD_S`]).
+    pub send_ahead: Duration,
     /// preflight: connect once before starting.
     pub preflight: bool,
     /// tls: the TLS client settings of an https target.
@@ -265,6 +286,7 @@ impl RunConfig {
         let timeout = positive_secs("timeout", self.timeout_s)?;
         let interval = self.interval()?;
         let warmup = self.warmup()?;
+        let send_ahead = self.send_ahead()?;
         let (protocol, negotiate, streams) = self.protocol(target.https)?;
         let (model, profile) = self.model_and_profile(streams)?;
         let duration = self.duration(&profile)?;
@@ -299,6 +321,7 @@ impl RunConfig {
             timeout,
             warmup,
             interval,
+            send_ahead,
             preflight: self.preflight,
             tls,
             live: self.live,
@@ -350,6 +373,18 @@ impl RunConfig {
             _ => Err(EngineError::config(format!(
                 "warmup must be >= 0 s, got {}",
                 self.warmup_s
+            ))),
+        }
+    }
+
+    /// send_ahead checks `send_ahead_s`: from 0 to [`MAX_SEND_AHEAD_S`].
+    fn send_ahead(&self) -> Result<Duration, EngineError> {
+        match Duration::try_from_secs_f64(self.send_ahead_s) {
+            Ok(d) if d.as_secs_f64() <= MAX_SEND_AHEAD_S => Ok(d),
+            _ => Err(EngineError::config(format!(
+                "send_ahead must be from 0 to {}ms, got {}ms",
+                MAX_SEND_AHEAD_S * 1e3,
+                self.send_ahead_s * 1e3
             ))),
         }
     }

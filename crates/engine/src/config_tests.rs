@@ -46,6 +46,10 @@ fn accepts_good_configs_with_defaults() {
     assert_eq!(nothing.profile.peak(), DEFAULT_CONNECTIONS as f64);
     let token = parse(r#"{"url":"http://h/","method":"m-search"}"#).expect("valid method");
     assert_eq!(token.method, "M-SEARCH");
+    let ahead = parse(r#"{"url":"http://h/","rate":10,"send_ahead_s":0}"#).expect("no send-ahead");
+    assert_eq!(ahead.send_ahead, Duration::ZERO);
+    let ahead = parse(r#"{"url":"http://h/","rate":10,"send_ahead_s":0.01}"#).expect("the most");
+    assert_eq!(ahead.send_ahead, Duration::from_millis(10));
     let floor = parse(r#"{"url":"http://h/","interval_s":0.05}"#).expect("interval floor");
     assert_eq!(floor.interval, Duration::from_millis(50));
 
@@ -210,6 +214,16 @@ fn rejects_bad_configs_with_one_line() {
             "negative warmup",
             r#"{"url":"http://h/","warmup_s":-1,"requests":1}"#,
             "warmup must be >= 0 s",
+        ),
+        (
+            "negative send-ahead",
+            r#"{"url":"http://h/","rate":10,"send_ahead_s":-0.001}"#,
+            "send_ahead must be from 0 to 10ms, got -1ms",
+        ),
+        (
+            "send-ahead past 10 ms",
+            r#"{"url":"http://h/","rate":10,"send_ahead_s":0.02}"#,
+            "send_ahead must be from 0 to 10ms, got 20ms",
         ),
         (
             "huge stage",

@@ -242,7 +242,7 @@ impl Lane {
                 Pace::Due(at) => {
                     s.hits.set(hit + 1);
                     let due = start + at;
-                    if due > now + crate::metronome::EARLY {
+                    if due > now + s.job.cfg.send_ahead {
                         // Claimed but not sent: if the run ends meanwhile, it is unsent.
                         s.flights.depart(self.slot, Flight::Due(due));
                         self.timeout.set(now + s.job.cfg.timeout);
@@ -293,7 +293,7 @@ impl Lane {
             };
             due = start + at;
             s.flights.depart(self.slot, Flight::Due(due));
-            if due <= now + crate::metronome::EARLY {
+            if due <= now + s.job.cfg.send_ahead {
                 return due;
             }
         }
@@ -365,7 +365,7 @@ impl Lane {
             .send(now, intended, bytes.len() as u64, late, at_cap);
         // Open model: from the intended send, so time spent waiting for a free connection or
         // a behind-schedule generator counts against the server, as wrk2 does (coordinated
-        // omission); a hit sent a little early (see metronome::EARLY) counts from its send.
+        // omission); a hit sent a little early (see config::DEFAULT_SEND_AHEAD_S) counts from its send.
         // Closed model: from the actual write.
         let from = if s.open { intended.min(now) } else { now };
         let sent = Sent {

@@ -31,13 +31,6 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-/// EARLY is how far ahead of its due time a hit may go out. Waking once per hit would cost a
-/// context switch per request at high rates (the open model's dominant CPU cost, measured at
-/// ~15 µs/request at 30k req/s); sending every hit due within the next 200 µs together turns
-/// that into one wake-up per batch. Hits are never sent *later* because of this, and a hit
-/// sent early is timed from its actual send, so no latency is understated.
-pub const EARLY: Duration = Duration::from_micros(200);
-
 /// NAP_MAX: the longest a thread naps; a front further away than this is left to the timer
 /// (at such low rates a wake-up per response costs little).
 pub const NAP_MAX: Duration = Duration::from_millis(1);
@@ -57,12 +50,15 @@ pub struct Metronome {
     armed: Cell<Option<Instant>>,
     /// naps: whether this thread may nap (open model over plain http, stamps working).
     naps: Cell<bool>,
+    /// early: how far ahead of its due time a hit goes out with the ones due before it
+    /// (the run's `send_ahead`, see [`crate::config::DEFAULT_SEND_AHEAD_S`]).
+    early: Duration,
 }
 
 impl Metronome {
     /// install creates the calling thread's metronome (its timerfd registers with the
     /// runtime entered on this thread) and makes it the one the park hook serves.
-    pub fn install(naps: bool) -> io::Result<Rc<Metronome>> {
+    pub fn install(naps: bool, early: Duration) -> io::Result<Rc<Metronome>> {
         // SAFETY: plain syscall; the returned descriptor is checked and then owned.
         let raw = unsafe {
             libc::timerfd_create(
@@ -83,17 +79,18 @@ impl Metronome {
             queue: RefCell::new(VecDeque::new()),
             armed: Cell::new(None),
             naps: Cell::new(naps),
+            early,
         });
         THIS.with(|t| *t.borrow_mut() = Some(m.clone()));
         Ok(m)
     }
 
-    /// wait_until returns at `due` (or at once if it is within [`EARLY`]).
+    /// wait_until returns at `due` (or at once if it is within the send-ahead window).
     pub async fn wait_until(&self, due: Instant) {
         let mut queued = false;
         poll_fn(|cx| {
             let now = Instant::now();
-            if now + EARLY >= due {
+            if now + self.early >= due {
                 return Poll::Ready(());
             }
             if !queued {
@@ -128,9 +125,9 @@ impl Metronome {
         }
     }
 
-    /// release wakes every lane due by `now` + [`EARLY`].
+    /// release wakes every lane due by `now` + the send-ahead window.
     fn release(&self, now: Instant) {
-        let by = now + EARLY;
+        let by = now + self.early;
         let mut q = self.queue.borrow_mut();
         while q.front().is_some_and(|(due, _)| *due <= by) {
             if let Some((_, w)) = q.pop_front() {
@@ -146,7 +143,7 @@ impl Metronome {
             return;
         };
         let now = Instant::now();
-        if front <= now + EARLY {
+        if front <= now + self.early {
             self.release(now);
             return;
         }

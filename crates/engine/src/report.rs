@@ -87,6 +87,9 @@ pub struct Generator {
     /// timer: open model: what timed the sends, "timerfd" (sub-millisecond) or "runtime_ms"
     /// (tokio's millisecond timer, when no timerfd could be made).
     pub timer: Option<&'static str>,
+    /// send_ahead_ms: open model: how far ahead of its due time a hit could go out with the
+    /// ones due before it (the run's `send_ahead_s`, in ms).
+    pub send_ahead_ms: Option<f64>,
     /// cpu_us_per_request: process CPU per completed request, microseconds.
     pub cpu_us_per_request: Option<f64>,
     /// limit: what held the load back, as measured (see [`Limit`]).
@@ -368,6 +371,7 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         } else {
             "timerfd"
         }),
+        send_ahead_ms: open.then_some(f.cfg.send_ahead.as_secs_f64() * 1e3),
         cpu_us_per_request: (t.requests > 0)
             .then(|| f.process_cpu.total_s() * 1e6 / t.requests as f64),
         limit,
@@ -478,6 +482,13 @@ fn notes(f: &RunFacts<'_>, limit: Limit) -> String {
             t.clamped,
             t.latency.high() as f64 / 1e6,
             t.latency.high() as f64 / 1e6
+        ));
+    }
+    let ahead = f.cfg.send_ahead.as_secs_f64();
+    if f.cfg.model == Model::Open && ahead > crate::config::DEFAULT_SEND_AHEAD_S {
+        out.push_str(&format!(
+            "; hits due within {} ms of one another went out together (send-ahead), so the server saw them in bursts",
+            ahead * 1e3
         ));
     }
     if t.coarse_timer {

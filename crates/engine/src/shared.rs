@@ -106,7 +106,7 @@ impl Shared {
         // back the kernel's stamps.
         let plain = cfg.tls.is_none() && cfg.protocol == Protocol::Http1;
         let metronome = if open {
-            Metronome::install(plain).ok()
+            Metronome::install(plain, cfg.send_ahead).ok()
         } else {
             None
         };

@@ -249,6 +249,12 @@ FLAGS = {
 }
 
 
+def spell_flag(name: str) -> str:
+    """spell_flag is a run option's flag as a warning names it: its entry in :data:`FLAGS`,
+    else ``--`` and the name with dashes (``send_ahead`` -> ``--send-ahead``)."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
 def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
     """cmd_run runs one load test, prints the summary and writes --json and --report; with
     --web/--prometheus it is watched live (and the endpoints linger after it). ``live``: a
@@ -317,7 +323,7 @@ def _run(args: argparse.Namespace, live: Any) -> int:
                 f"threshold {t.text!r}: a URL run has no request names (NAME: is for scenarios)"
             )
     options = RunOptions.from_flags(args)
-    for note in options.ignored(args.url, spell=lambda name: FLAGS.get(name, name)):
+    for note in options.ignored(args.url, spell=spell_flag):
         print(f"redline: warning: {note}", file=sys.stderr)
     view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
     progress = view if live is None else live.progress(view)

@@ -28,7 +28,9 @@ Parser = argparse.ArgumentParser | argparse._ArgumentGroup
 
 
 def secs(seconds: float) -> str:
-    """secs renders a default duration the way a user would type it (10s, 50ms)."""
+    """secs renders a default duration the way a user would type it (10s, 50ms, 200us)."""
+    if seconds and seconds < 1e-3:
+        return f"{seconds * 1e6:g}us"
     if seconds and seconds < 1:
         return f"{seconds * 1000:g}ms"
     return f"{seconds:g}s"
@@ -47,6 +49,8 @@ def shown_defaults(engine: Mapping[str, Any]) -> dict[str, str]:
         "timeout": secs(engine["timeout_s"]),
         "interval": secs(engine["interval_s"]),
         "min_interval": secs(engine["min_interval_s"]),
+        "send_ahead": secs(engine["send_ahead_s"]),
+        "max_send_ahead": secs(engine["max_send_ahead_s"]),
     }
 
 
@@ -98,8 +102,8 @@ def add_threads_flag(group: Parser) -> None:
 
 def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str]) -> None:
     """add_request_flags adds the groups of what each request is and how it goes out: the
-    request (method, headers, body, timeout), https (trust) and the protocol (HTTP/2,
-    streams)."""
+    request (method, headers, body, timeout), https (trust), the protocol (HTTP/2,
+    streams) and the open model's sending (the send-ahead window)."""
     req = parser.add_argument_group("request")
     req.add_argument(
         "-m", "--method", metavar="METHOD", help=f"HTTP method (default: {shown['method']})"
@@ -140,6 +144,14 @@ def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str])
         metavar="N",
         help="HTTP/2 requests in flight per connection (h2load's -m; default 1): "
         "connections × streams VUs",
+    )
+    sending = parser.add_argument_group("sending (open model)")
+    sending.add_argument(
+        "--send-ahead",
+        metavar="DURATION",
+        help="a hit due within this of one being sent goes out with it: fewer wake-ups, "
+        f"arrivals in bursts (default: {shown['send_ahead']}, at most {shown['max_send_ahead']}; "
+        "0: each hit at its own time)",
     )
 
 

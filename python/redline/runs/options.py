@@ -127,6 +127,7 @@ def ignored_options(
     max_connections: object = None,
     cacert: object = None,
     insecure: bool = False,
+    send_ahead: object = None,
     spell: Callable[[str], str] = str,
 ) -> list[str]:
     """ignored_options names each given option the run will not use, one line each. ``spell``
@@ -145,6 +146,11 @@ def ignored_options(
         notes.append(
             f"{spell('max_connections')} is ignored by the closed model "
             f"(it caps the open model's pool: give {spell('rate')})"
+        )
+    if send_ahead is not None and not open_run:
+        notes.append(
+            f"{spell('send_ahead')} is ignored by the closed model "
+            f"(it paces the open model's sends: give {spell('rate')})"
         )
     if url.lower().startswith("http://"):
         for name, value in (("cacert", cacert), ("insecure", insecure or None)):

@@ -56,7 +56,9 @@ class RunOptions:
     pairs, ``body`` or ``@file``); ``timeout``, ``warmup`` (left out of the summary) and the
     reporting ``interval``; ``max_connections`` (the open model's pool cap); ``preflight``
     (one request before the run, to fail fast); TLS (``insecure``, ``cacert``); ``http2``
-    (True: HTTP/2, False: HTTP/1.1, None: the server's choice by ALPN) and ``streams``."""
+    (True: HTTP/2, False: HTTP/1.1, None: the server's choice by ALPN) and ``streams``;
+    ``send_ahead``: the open model's window for sending hits together (default 200us; larger
+    costs fewer wake-ups and sends in bursts)."""
 
     connections: int | None = None
     rate: float | None = None
@@ -77,6 +79,7 @@ class RunOptions:
     cacert: str | os.PathLike[str] | None = None
     http2: bool | None = None
     streams: int | None = None
+    send_ahead: str | float | None = None
 
     @classmethod
     def from_flags(cls, args: argparse.Namespace) -> RunOptions:
@@ -106,6 +109,7 @@ class RunOptions:
             max_connections=self.max_connections,
             cacert=self.cacert,
             insecure=self.insecure,
+            send_ahead=self.send_ahead,
             spell=spell,
         )
 
@@ -125,6 +129,7 @@ class RunOptions:
             "timeout_s": _seconds(self.timeout, "timeout"),
             "warmup_s": _seconds(self.warmup, "warmup"),
             "interval_s": _seconds(self.interval, "interval"),
+            "send_ahead_s": _seconds(self.send_ahead, "send_ahead"),
             "body_b64": encode_body(read_body(self.body)),
             "ca_file": os.fspath(self.cacert) if self.cacert is not None else None,
             "http2": self.http2,
