@@ -15,11 +15,22 @@ injector's share), :mod:`~redline.cluster.merge` (snapshots and reports added ex
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redline.cluster.address import Address, Kind, check_injectors, parse_address
-from redline.cluster.handle import ClusterHandle, OnLoss
-from redline.cluster.split import for_rebalance
+from redline.exports import lazy_attribute
+
+if TYPE_CHECKING:
+    from redline.cluster.handle import ClusterHandle, OnLoss
+
+# The handle (and through it Ray's connection and psutil) loads on first use: every CLI
+# command imports this package for its --cluster flags, and a run without them needs none.
+_HOME = {"ClusterHandle": "handle", "OnLoss": "handle"}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _HOME, name)
+
 
 __all__ = [
     "Address",
@@ -43,6 +54,8 @@ def start_run(
     (``ray://HOST:PORT`` or ``local:N``) and returns the driver's handle; its ``report()``
     ends the injectors (and a Ray that ``local:N`` started)."""
     from redline.cluster.connection import Connection
+    from redline.cluster.handle import ClusterHandle, OnLoss
+    from redline.cluster.split import for_rebalance
 
     address = parse_address(cluster)
     n = check_injectors(injectors, address)

@@ -10,8 +10,6 @@ import sys
 from typing import Any
 
 from redline.cluster.address import check_injectors, parse_address
-from redline.cluster.connection import import_ray
-from redline.cluster.handle import OnLoss
 from redline.errors import ClusterError, InjectorLost
 from redline.runs.runner import ClusterOptions
 
@@ -52,6 +50,9 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions | None:
         if getattr(args, "injectors", None) is not None:
             raise ClusterError("--injectors needs --cluster")
         return None
+    from redline.cluster.connection import import_ray
+    from redline.cluster.handle import OnLoss
+
     parsed = parse_address(address)
     check_injectors(args.injectors, parsed)
     OnLoss.parse(args.on_injector_loss)
