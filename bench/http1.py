@@ -13,7 +13,7 @@ the generator's process tree, and the rows are interleaved over the repetitions 
 median kept. The capacity the open rates are shares of is wrk's best of three 3 s closed runs.
 
     .venv/bin/python bench/http1.py [--seconds 10] [--reps 3] [--shares 10,25,50,90]
-                                    [--rates 2000,5000,...] [--baseline DIR]
+                                    [--rates 2000,5000,...] [--baseline DIR] [--send-ahead 1ms]
 
 --baseline DIR adds a "redline (baseline)" row after each redline row: the same command from
 the package in DIR (a copy of python/ holding another build's extension), as in bench/h2.py.
@@ -123,10 +123,17 @@ http {{
 
 
 def generators(
-    p: dict[str, str], url: str, secs: int, rates: list[int], baseline: Path | None = None
+    p: dict[str, str],
+    url: str,
+    secs: int,
+    rates: list[int],
+    baseline: Path | None = None,
+    send_ahead: str | None = None,
 ) -> list[Gen]:
     """The closed rows, then the open rows of each rate (the peer's first); with ``baseline``
-    a "redline (baseline)" row after each redline row."""
+    a "redline (baseline)" row after each redline row, and with ``send_ahead`` a "redline
+    (send-ahead X)" row after each open redline row: the same run sending the hits due within
+    X together (wrk2 sends on its event loop's millisecond ticks)."""
     closed = ("closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"])
     pairs = [(closed, redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s"))]
     for rate in rates:
@@ -139,6 +146,9 @@ def generators(
         gens.append(("redline", mode, argv, None))
         if baseline:
             gens.append(("redline (baseline)", mode, baseline_argv(argv, baseline), None))
+        if send_ahead and mode != "closed":
+            ahead = [*argv, "--send-ahead", send_ahead]
+            gens.append((f"redline (send-ahead {send_ahead})", mode, ahead, None))
     return gens
 
 
@@ -160,6 +170,9 @@ def main() -> int:
     )
     ap.add_argument(
         "--rates", help="open rates in req/s (instead of --shares: a busy machine's capacity moves)"
+    )
+    ap.add_argument(
+        "--send-ahead", metavar="DURATION", help="adds open rows at this --send-ahead (e.g. 1ms)"
     )
     ap.add_argument("--no-record", action="store_true", help="print the table only")
     ap.add_argument(
@@ -183,7 +196,7 @@ def main() -> int:
         else:
             shares = [int(s) for s in args.shares.split(",")]
             rates = [int(capacity * s / 100) // 100 * 100 for s in shares]
-        gens = generators(p, url, args.seconds, rates, args.baseline)
+        gens = generators(p, url, args.seconds, rates, args.baseline, args.send_ahead)
         rows = interleave(gens, args.reps, url, count)
     text = f"nginx capacity (wrk, best of 3 × 3 s): {capacity:,.0f} req/s\n\n" + table(rows)
     print()

@@ -32,7 +32,8 @@ mod scenario_io;
 use scenario_io::LaneIo;
 
 /// initial_lanes is how many lanes a thread starts: all its VUs (closed), or a small pool
-/// sized for ~1 ms service time at the peak rate (open), which grows when sends run late.
+/// sized for ~1 ms service time plus the send-ahead window at the peak rate (open), which
+/// grows when sends run late.
 pub(crate) fn initial_lanes(s: &Shared) -> u32 {
     let cfg = &s.job.cfg;
     if !s.open {
@@ -41,8 +42,10 @@ pub(crate) fn initial_lanes(s: &Shared) -> u32 {
         let groups = lane_share(vus.div_ceil(cfg.streams), cfg.threads, s.job.index);
         return groups.saturating_mul(cfg.streams).min(s.max_lanes);
     }
+    // A lane a hit due within the send-ahead window of a batch, besides the ones at work.
     let share = cfg.profile.peak() / f64::from(cfg.threads);
-    ((share / 1000.0).ceil() as u32).clamp(1, s.max_lanes)
+    let span = 0.001 + cfg.send_ahead.as_secs_f64();
+    ((share * span).ceil() as u32).clamp(1, s.max_lanes)
 }
 
 /// grow_pool adds connections when hits fall due with no lane free to claim them (all are
@@ -242,6 +245,14 @@ impl Lane {
                 Pace::Due(at) => {
                     s.hits.set(hit + 1);
                     let due = start + at;
+                    if let Some(m) = s.metronome.as_ref().filter(|_| s.naps) {
+                        // The nap's hint, for when every lane is busy: the next hit's time.
+                        let elapsed = now.saturating_duration_since(start);
+                        let next = s.pacer.borrow().pace(elapsed, hit + 1, self.lane);
+                        if let Pace::Due(next) = next {
+                            m.expect(start + next);
+                        }
+                    }
                     if due > now + s.job.cfg.send_ahead {
                         // Claimed but not sent: if the run ends meanwhile, it is unsent.
                         s.flights.depart(self.slot, Flight::Due(due));

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-/// NAP_MAX: the longest a thread naps; a front further away than this is left to the timer
-/// (at such low rates a wake-up per response costs little).
+/// NAP_MAX: the longest a thread naps (plus the send-ahead window); a front further away is
+/// left to the timer (at such low rates a wake-up per response costs little).
 pub const NAP_MAX: Duration = Duration::from_millis(1);
 
 thread_local! {
@@ -50,6 +50,10 @@ pub struct Metronome {
     armed: Cell<Option<Instant>>,
     /// naps: whether this thread may nap (open model over plain http, stamps working).
     naps: Cell<bool>,
+    /// upcoming: when the first hit no lane has claimed yet falls due, as the pacer said at
+    /// the last claim: the nap's other front, for when every lane is busy with a request
+    /// and none waits in the queue (None: not known).
+    upcoming: Cell<Option<Instant>>,
     /// early: how far ahead of its due time a hit goes out with the ones due before it
     /// (the run's `send_ahead`, see [`crate::config::DEFAULT_SEND_AHEAD_S`]).
     early: Duration,
@@ -79,6 +83,7 @@ impl Metronome {
             queue: RefCell::new(VecDeque::new()),
             armed: Cell::new(None),
             naps: Cell::new(naps),
+            upcoming: Cell::new(None),
             early,
         });
         THIS.with(|t| *t.borrow_mut() = Some(m.clone()));
@@ -110,6 +115,11 @@ impl Metronome {
         .await
     }
 
+    /// expect tells the metronome when the next unclaimed hit falls due (see `upcoming`).
+    pub fn expect(&self, due: Instant) {
+        self.upcoming.set(Some(due));
+    }
+
     /// run is the thread's timer task: on each expiry it wakes every lane that is due. The
     /// next expiry is armed (or napped to) by the park hook.
     pub async fn run(&self) {
@@ -137,25 +147,38 @@ impl Metronome {
     }
 
     /// park is the before-park hook's work: nap to a front due within [`NAP_MAX`] and wake
-    /// its lanes, or make sure the timer is armed for it.
+    /// its lanes, or make sure the timer is armed for it. With no lane waiting, or the next
+    /// unclaimed hit due before the queue's front, the thread naps to that hit instead: the
+    /// lanes it needs are busy with requests, whose responses are then read in one wake-up
+    /// at its due time rather than one each (never past it, so no send is late for it).
     fn park(&self) {
-        let Some(front) = self.queue.borrow().front().map(|(due, _)| *due) else {
-            return;
-        };
         let now = Instant::now();
-        if front <= now + self.early {
+        let queued = self.queue.borrow().front().map(|(due, _)| *due);
+        let upcoming = self.upcoming.get().filter(|u| *u > now);
+        let nap_to = match (queued, upcoming) {
+            (Some(q), Some(u)) => q.min(u),
+            (q, u) => match q.or(u) {
+                Some(t) => t,
+                None => return,
+            },
+        };
+        if queued.is_some_and(|q| q <= now + self.early) {
             self.release(now);
             return;
         }
         // A front the timer already fires for is left to it: a nap as well would be a
         // second timer at the same instant.
-        if self.naps.get() && front <= now + NAP_MAX && self.armed.get() != Some(front) {
-            std::thread::sleep(front - now);
+        // A hit may go out up to `early` before its time, so the nap reaches that much further.
+        let reach = now + NAP_MAX + self.early;
+        if self.naps.get() && nap_to <= reach && self.armed.get() != Some(nap_to) {
+            std::thread::sleep(nap_to - now);
             self.release(Instant::now());
             return;
         }
-        if self.armed.get() != Some(front) {
-            self.arm(front);
+        if let Some(q) = queued {
+            if self.armed.get() != Some(q) {
+                self.arm(q);
+            }
         }
     }
 
