@@ -243,3 +243,85 @@ fn a_window_that_never_opens_ends_as_unfinished_without_a_hang() {
         "ended after the grace period, not the 60 s timeout: {took:?}"
     );
 }
+
+/// trailer_server answers every request on 127.0.0.1 with a head, `body` in one DATA frame
+/// and then trailers (the END_STREAM on those), through h2's server; it runs until the test
+/// process ends. Returns its URL.
+fn trailer_server(body: &'static [u8]) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            while let Ok((tcp, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let Ok(mut conn) = h2::server::handshake(tcp).await else {
+                        return;
+                    };
+                    while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                        let head = http::Response::builder().status(200).body(()).unwrap();
+                        let Ok(mut out) = respond.send_response(head, false) else {
+                            continue;
+                        };
+                        let _ = out.send_data(bytes::Bytes::from_static(body), false);
+                        let mut trailers = http::HeaderMap::new();
+                        trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                        let _ = out.send_trailers(trailers);
+                    }
+                });
+            }
+        });
+    });
+    url
+}
+
+#[test]
+fn a_response_that_ends_with_trailers_is_one_answer() {
+    let url = trailer_server(b"hello");
+    let r = go(RunConfig {
+        url,
+        http2: Some(true),
+        threads: Some(1),
+        connections: 2,
+        streams: Some(4),
+        requests: Some(200),
+        timeout_s: 5.0,
+        interval_s: 0.25,
+        ..RunConfig::default()
+    });
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_eq!((r.requests, r.unfinished), (200, 0));
+    // Each answer: its head as redline counts it (no fields: the list's 32 bytes) and its 5
+    // body bytes; the trailers end the stream but are not counted.
+    assert_eq!(r.bytes_in, 200 * (32 + 5), "{}", r.bytes_in);
+    assert_books(&r, "trailers");
+}
+
+#[test]
+fn long_bodies_are_read_whole_while_their_window_goes_back_in_bulk() {
+    // 3 MB each, 3 times what a stream reads before it hands the window it used back to h2
+    // (http2.rs's RELEASE_AT): 8 streams read 72 MB on one connection, every byte counted.
+    let server = target(TargetConfig::default());
+    let size = 3_000_000u64;
+    let r = go(RunConfig {
+        connections: 1,
+        streams: Some(8),
+        requests: Some(24),
+        threads: Some(1),
+        timeout_s: 20.0,
+        ..h2c(&server, &format!("/h2?size={size}"))
+    });
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_eq!(r.requests, 24);
+    assert!(
+        r.bytes_in > 24 * size && r.bytes_in < 24 * (size + 1000),
+        "{}",
+        r.bytes_in
+    );
+    assert_books(&r, "long bodies");
+}
