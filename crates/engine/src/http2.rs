@@ -50,15 +50,6 @@ const WINDOW: u32 = (1 << 30) - 1;
 /// costs no release call.
 const RELEASE_AT: usize = 1 << 20;
 
-/// FRAME is the largest frame the client accepts (SETTINGS_MAX_FRAME_SIZE; 16 KiB by
-/// default): a server sends a long body in frames of up to 256 KiB rather than 16 KiB. Each
-/// frame costs a pass through h2 and the lane, and a fresh read buffer into which h2's
-/// `FramedRead` copies the part of it already read: at 16 KiB a 1 MB response cost ~10x the
-/// instructions it does now (callgrind), and ~15 % more CPU (perf). The price is memory: a
-/// connection's read buffer grows to the largest frame the server sends (1 MiB frames saved
-/// more CPU, but took more memory still).
-const FRAME: u32 = 1 << 18;
-
 /// Link is one HTTP/2 connection shared by a group of lanes.
 pub struct Link {
     addr: SocketAddr,
@@ -217,7 +208,6 @@ impl Link {
         builder
             .initial_window_size(WINDOW)
             .initial_connection_window_size(WINDOW)
-            .max_frame_size(FRAME)
             .enable_push(false);
         let generation = GENERATION.with(|g| {
             let n = g.get() + 1;
