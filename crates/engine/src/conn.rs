@@ -11,14 +11,12 @@
 use std::future::{poll_fn, Future};
 use std::io::{self, Write as _};
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
-use tokio::time::Sleep;
 
 use crate::failure::ErrorClass;
 use crate::http::ResponseReader;
@@ -33,54 +31,9 @@ pub const READ_BUF: usize = 8 * 1024;
 /// buffer never needs to grow past it.
 pub const MAX_HEAD: usize = crate::http::MAX_HEAD;
 
-/// Deadline is a lane's request timeout: one `Sleep` for the lane's life, armed lazily.
-///
-/// Setting a new deadline is a plain store; the sleep only re-arms when it fires before the
-/// current deadline (at most once per timeout period while requests keep completing) or when
-/// the deadline moves earlier. That keeps timer work off the per-request path entirely.
-#[derive(Debug)]
-pub struct Deadline {
-    sleep: Pin<Box<Sleep>>,
-    at: Instant,
-}
-
-impl Deadline {
-    /// new makes a deadline far in the future; call [`Deadline::set`] before each request.
-    pub fn new() -> Self {
-        let at = Instant::now() + std::time::Duration::from_secs(86_400);
-        Deadline {
-            sleep: Box::pin(tokio::time::sleep_until(at.into())),
-            at,
-        }
-    }
-
-    /// set moves the deadline to `at`.
-    pub fn set(&mut self, at: Instant) {
-        self.at = at;
-        if tokio::time::Instant::from_std(at) < self.sleep.deadline() {
-            self.sleep.as_mut().reset(at.into());
-        }
-    }
-
-    /// poll_expired says whether the deadline has passed, registering for a wake-up if not.
-    pub(crate) fn poll_expired(&mut self, cx: &mut std::task::Context<'_>) -> bool {
-        loop {
-            if self.sleep.as_mut().poll(cx).is_pending() {
-                return false;
-            }
-            if Instant::now() >= self.at {
-                return true;
-            }
-            self.sleep.as_mut().reset(self.at.into());
-        }
-    }
-}
-
-impl Default for Deadline {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+#[path = "deadline.rs"]
+mod deadline;
+pub use deadline::Deadline;
 
 /// Exchange is the outcome of one successful request/response.
 #[derive(Debug, Clone, Copy)]

@@ -409,3 +409,109 @@ fn long_chunk_and_trailer_lines_fail_however_they_are_split() {
         assert_every_split(label, &input, 7, want);
     }
 }
+
+/// HEADS are response heads of the forms servers send, and odd ones next to them.
+const HEADS: &[&[u8]] = &[
+    b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Fri, 27 Nov 2026 13:25:46 GMT\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n",
+    b"HTTP/1.0 404 Not Found\r\ncontent-length:  12 \r\nCONNECTION: Keep-Alive, Upgrade\r\n\r\n",
+    b"HTTP/1.1 200 \r\nTransfer-Encoding: gzip, chunked\r\nX-Empty:\r\nX-Tab:\tv\t\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n",
+    b"HTTP/1.1 301 Moved \xc3\xa9\r\nLocation: /x\r\nX-Obs: caf\xc3\xa9\r\nContent-Length: 0\r\n\r\n",
+    // Read, then refused by the framing (no status below 100), as httparse's read is.
+    b"HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\nContent-Length: 0\n\n",
+    b"\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Fold: a\r\n b\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\n: empty\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Ctl: a\x01b\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Del: a\x7fb\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nX-Cr: a\rb\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+    b"http/1.1 200 OK\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\nF: 6\r\nG: 7\r\nH: 8\r\nI: 9\r\nJ: 10\r\nK: 11\r\nL: 12\r\nM: 13\r\nN: 14\r\nO: 15\r\nP: 16\r\nQ: 17\r\n\r\n",
+];
+
+/// agree checks that whatever fast_head reads of `buf`, httparse reads the same: length,
+/// version, code and headers (values up to the spaces around them).
+fn agree(buf: &[u8]) -> bool {
+    let buf = &buf[..buf.len().min(MAX_HEAD)];
+    let mut lines = [(0, 0, 0); FAST_HEADERS];
+    let Some(fast) = fast_head(buf, &mut lines) else {
+        return false;
+    };
+    let mut many = vec![httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut many);
+    let parsed = resp.parse(buf);
+    assert_eq!(parsed, Ok(httparse::Status::Complete(fast.len)), "{buf:?}");
+    assert_eq!(
+        (resp.version, resp.code),
+        (Some(fast.minor), Some(fast.code))
+    );
+    assert_eq!(resp.headers.len(), fast.headers, "{buf:?}");
+    let trim = |v: &[u8]| {
+        let v = v.trim_ascii_start();
+        v[..v.len()
+            - v.iter()
+                .rev()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count()]
+            .to_vec()
+    };
+    for (h, &(name, colon, end)) in resp.headers.iter().zip(lines.iter()) {
+        let (name, colon, end) = (usize::from(name), usize::from(colon), usize::from(end));
+        assert_eq!(h.name.as_bytes(), &buf[name..colon], "{buf:?}");
+        assert_eq!(trim(h.value), trim(&buf[colon + 1..end]), "{buf:?}");
+    }
+    true
+}
+
+#[test]
+fn the_fast_head_reads_what_httparse_reads() {
+    let mut fast = 0;
+    for head in HEADS {
+        // Every prefix (incomplete heads are httparse's to judge), and every byte changed
+        // to one that ends, splits or breaks a line or a token.
+        for end in 0..=head.len() {
+            fast += usize::from(agree(&head[..end]));
+        }
+        for at in 0..head.len() {
+            for b in [
+                b' ', b'\t', b'\r', b'\n', b':', b',', 0, 0x7f, 0x80, b'A', b'0',
+            ] {
+                let mut m = head.to_vec();
+                m[at] = b;
+                fast += usize::from(agree(&m));
+            }
+        }
+    }
+    assert!(fast > 1000, "the fast path read only {fast} heads");
+    // The plain heads take it; the odd ones are httparse's.
+    let takes = |h: &[u8]| fast_head(h, &mut [(0, 0, 0); FAST_HEADERS]).is_some();
+    let taken: Vec<bool> = HEADS.iter().map(|h| takes(h)).collect();
+    let mut want = vec![true; 6];
+    want.resize(HEADS.len(), false);
+    assert_eq!(taken, want);
+}
+
+#[test]
+fn a_fast_head_frames_as_httparse_does() {
+    // The fast path's answer against httparse's for whole responses (status, body, close).
+    let cases: [(&[u8], Parsed); 4] = [
+        (HEADS[0], Ok((200, 3, false, HEADS[0].len()))),
+        (HEADS[1], Ok((404, 12, false, HEADS[1].len() + 12))),
+        (HEADS[3], Ok((204, 0, true, HEADS[3].len()))),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            Err(ParseError::Framing),
+        ),
+    ];
+    for (input, want) in cases {
+        let mut full = input.to_vec();
+        if input == HEADS[1] {
+            full.extend_from_slice(b"hello world!");
+        }
+        assert_eq!(feed(&[&full], false, false), want, "{input:?}");
+    }
+}

@@ -445,12 +445,18 @@ impl Lane {
                 // The response ended when its last bytes arrived: the kernel's stamp when the
                 // thread napped through it, else now.
                 let end = x.arrived.map_or(done, |a| a.clamp(x.sent_at, done));
+                let latency = end.saturating_duration_since(from);
                 let resp = Response {
                     intended,
                     stat,
                     status: x.status,
-                    latency: end.saturating_duration_since(from),
-                    service: end.saturating_duration_since(x.sent_at),
+                    latency,
+                    // The same span in the closed model (and for an open hit sent on time).
+                    service: if from == x.sent_at {
+                        latency
+                    } else {
+                        end.saturating_duration_since(x.sent_at)
+                    },
                     bytes_in: x.bytes_in,
                     expected: x.status >= 400 && expected.contains(&x.status),
                     at: done,

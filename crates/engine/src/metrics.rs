@@ -123,8 +123,11 @@ impl FlightClock {
     /// since then is added, within the current integration.
     fn up_from(&mut self, at: Instant, from: Instant) {
         self.up(at);
-        let missed = self.last.saturating_duration_since(from.max(self.since));
-        self.area_ns += missed.as_nanos();
+        // Nothing missed when it went out when seen (the closed model): no subtraction then.
+        if from < self.last {
+            let missed = self.last.saturating_duration_since(from.max(self.since));
+            self.area_ns += missed.as_nanos();
+        }
     }
 
     fn down(&mut self, at: Instant) {
@@ -137,8 +140,11 @@ impl FlightClock {
     /// within the current integration.
     fn down_at(&mut self, at: Instant, ended: Instant) {
         self.down(at);
-        let over = self.last.saturating_duration_since(ended.max(self.since));
-        self.area_ns = self.area_ns.saturating_sub(over.as_nanos());
+        // Nothing to take back when it ended when seen (no kernel stamp): no subtraction then.
+        if ended < self.last {
+            let over = self.last.saturating_duration_since(ended.max(self.since));
+            self.area_ns = self.area_ns.saturating_sub(over.as_nanos());
+        }
     }
 
     /// mean closes the integration at `at`: the mean count since the last close (the count
@@ -381,8 +387,12 @@ impl Recorder {
         late: bool,
         at_cap: bool,
     ) {
-        let lag = now.saturating_duration_since(intended);
-        let lag_us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
+        // The closed model sends when it means to: no lag, and no subtraction to find that.
+        let lag_us = if now > intended {
+            u64::try_from(now.duration_since(intended).as_micros()).unwrap_or(u64::MAX)
+        } else {
+            0
+        };
         // In flight from where its latency starts: the intended send in the open model (a
         // hit the generator sent late waited in it), the actual send in the closed one.
         let from = if self.open { intended.min(now) } else { now };
