@@ -453,11 +453,15 @@ fn fast_head(buf: &[u8], lines: &mut [(u16, u16, u16); FAST_HEADERS]) -> Option<
     }
 }
 
+/// ONES and HIGH: each byte of a word 0x01, and 0x80, for [`find_colon`]'s and
+/// [`line_end`]'s eight-bytes-at-a-time tests (`(x - ONES) & !x & HIGH` flags the zero bytes
+/// of `x`, the lowest one exactly).
+const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+
 /// find_colon is the index of the first `:` from `i`, eight bytes at a time.
 #[inline]
 fn find_colon(buf: &[u8], mut i: usize) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
     while let Some(word) = buf.get(i..i + 8) {
         let x = u64::from_le_bytes(word.try_into().ok()?) ^ (ONES * u64::from(b':'));
         let flags = x.wrapping_sub(ONES) & !x & HIGH;
@@ -475,8 +479,6 @@ fn find_colon(buf: &[u8], mut i: usize) -> Option<usize> {
 /// tab, or makes the head one for httparse to judge.
 #[inline]
 fn line_end(buf: &[u8], mut i: usize) -> Option<usize> {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
     while let Some(word) = buf.get(i..i + 8) {
         let x = u64::from_le_bytes(word.try_into().ok()?);
         // The lowest flagged byte of each test is exact (a borrow only flags bytes above it).

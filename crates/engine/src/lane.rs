@@ -376,7 +376,8 @@ impl Lane {
             .send(now, intended, bytes.len() as u64, late, at_cap);
         // Open model: from the intended send, so time spent waiting for a free connection or
         // a behind-schedule generator counts against the server, as wrk2 does (coordinated
-        // omission); a hit sent a little early (see config::DEFAULT_SEND_AHEAD_S) counts from its send.
+        // omission); a hit sent a little early (see config::DEFAULT_SEND_AHEAD_S) counts from
+        // its send.
         // Closed model: from the actual write.
         let from = if s.open { intended.min(now) } else { now };
         let sent = Sent {

@@ -155,20 +155,16 @@ impl Metronome {
         let now = Instant::now();
         let queued = self.queue.borrow().front().map(|(due, _)| *due);
         let upcoming = self.upcoming.get().filter(|u| *u > now);
-        let nap_to = match (queued, upcoming) {
-            (Some(q), Some(u)) => q.min(u),
-            (q, u) => match q.or(u) {
-                Some(t) => t,
-                None => return,
-            },
+        let Some(nap_to) = queued.into_iter().chain(upcoming).min() else {
+            return;
         };
         if queued.is_some_and(|q| q <= now + self.early) {
             self.release(now);
             return;
         }
-        // A front the timer already fires for is left to it: a nap as well would be a
-        // second timer at the same instant.
-        // A hit may go out up to `early` before its time, so the nap reaches that much further.
+        // A hit may go out up to `early` before its time, so a nap reaches that much further;
+        // a front the timer already fires for is left to it (a nap as well would be a second
+        // timer at the same instant).
         let reach = now + NAP_MAX + self.early;
         if self.naps.get() && nap_to <= reach && self.armed.get() != Some(nap_to) {
             std::thread::sleep(nap_to - now);

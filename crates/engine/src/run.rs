@@ -82,7 +82,7 @@ pub fn run(
     let start = gate.open(cfg.threads);
     control.load().started(start);
     let mut c = Coordinator::new(&cfg, start, control.load().clone());
-    c.collect(&rx, &handles, &control, &internal, on_interval)?;
+    c.collect(&rx, &handles, &internal, on_interval)?;
     for h in handles {
         let _ = h.join();
     }
@@ -235,14 +235,11 @@ impl<'a> Coordinator<'a> {
         &mut self,
         rx: &Receiver<Msg>,
         handles: &[JoinHandle<()>],
-        control: &RunControl,
         internal: &RunControl,
         on_interval: &mut dyn FnMut(&IntervalSnapshot),
     ) -> Result<(), EngineError> {
+        // The caller's stop needs no relaying: `internal` is linked to its handle.
         while self.done.iter().any(Option::is_none) {
-            if control.is_stopped() {
-                internal.stop();
-            }
             match rx.recv_timeout(WATCH) {
                 Ok(msg) => self.handle(msg, internal)?,
                 Err(RecvTimeoutError::Timeout) => {}
