@@ -245,7 +245,7 @@ impl Lane {
                 Pace::Due(at) => {
                     s.hits.set(hit + 1);
                     let due = start + at;
-                    if let Some(m) = s.metronome.as_ref().filter(|_| s.naps) {
+                    if let Some(m) = s.metronome.as_ref().filter(|m| m.naps()) {
                         // The nap's hint, for when every lane is busy: the next hit's time.
                         let elapsed = now.saturating_duration_since(start);
                         let next = s.pacer.borrow().pace(elapsed, hit + 1, self.lane);
@@ -535,7 +535,7 @@ fn wire(s: &Shared, slot: usize) -> Wire {
         Protocol::Http1 => Wire::H1(Conn::new(
             job.addr,
             job.cfg.tls.clone(),
-            s.naps,
+            s.naps(),
             job.gauge.clone(),
         )),
         Protocol::Http2 => {

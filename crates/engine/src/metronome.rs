@@ -115,6 +115,12 @@ impl Metronome {
         .await
     }
 
+    /// naps says whether this thread naps (see [`forbid_naps`]); lanes ask for kernel
+    /// receive stamps and give the nap its hint only while it does.
+    pub fn naps(&self) -> bool {
+        self.naps.get()
+    }
+
     /// expect tells the metronome when the next unclaimed hit falls due (see `upcoming`).
     pub fn expect(&self, due: Instant) {
         self.upcoming.set(Some(due));

@@ -55,9 +55,6 @@ pub(crate) struct Shared {
     pub(crate) open: bool,
     /// metronome: precise send timing for the open model (None: closed model, or no timerfd).
     pub(crate) metronome: Option<Rc<Metronome>>,
-    /// naps: the thread naps until its next due hit and times responses by kernel receive
-    /// timestamps (open model over plain http; see [`crate::metronome::on_park`]).
-    pub(crate) naps: bool,
     /// backoff: closed model: the thread's lanes back off a target that refuses connects.
     pub(crate) backoff: Backoff,
     /// links: HTTP/2: this thread's connections, one per group of `streams` lanes (lane
@@ -110,7 +107,6 @@ impl Shared {
         } else {
             None
         };
-        let naps = metronome.is_some() && plain;
         let mut rec = Recorder::new(
             job.start,
             job.start + cfg.warmup,
@@ -140,7 +136,6 @@ impl Shared {
             retarget: Notify::new(),
             open,
             metronome,
-            naps,
             backoff: Backoff::new(u64::from(job_index) ^ 0x5eed),
             links: RefCell::new(Vec::new()),
         }
@@ -148,6 +143,13 @@ impl Shared {
 }
 
 impl Shared {
+    /// naps says whether the thread naps until its next due hit, timing responses by kernel
+    /// receive timestamps (open model over plain http, until a connection finds it cannot
+    /// get them): the metronome's word, the one source (see [`crate::metronome::on_park`]).
+    pub(crate) fn naps(&self) -> bool {
+        self.metronome.as_ref().is_some_and(|m| m.naps())
+    }
+
     /// retarget_or waits for `wait` or for a new target ([`Shared::retarget`]), whichever
     /// comes first, and says whether the target changed. It registers for the change before
     /// `wait` is first polled, so a change made in between is not missed.
