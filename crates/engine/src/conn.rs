@@ -443,14 +443,7 @@ async fn write_all(
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                let class = classify(&e, ErrorClass::Write);
-                return Err(if sent_any {
-                    Trip::Failed(class)
-                } else {
-                    Trip::Unsent(class)
-                });
-            }
+            Err(e) => return Err(write_failed(&e, sent_any)),
         }
     }
     Ok(())
@@ -501,17 +494,21 @@ async fn flush_tls(
             Ok(n) => sent_any |= n > 0,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                let class = classify(&e, ErrorClass::Write);
-                return Err(if sent_any {
-                    Trip::Failed(class)
-                } else {
-                    Trip::Unsent(class)
-                });
-            }
+            Err(e) => return Err(write_failed(&e, sent_any)),
         }
     }
     Ok(())
+}
+
+/// write_failed is a write error's trip: `Unsent` while no byte of the request has left (the
+/// server saw nothing of it), `Failed` once some has.
+fn write_failed(e: &io::Error, sent_any: bool) -> Trip {
+    let class = classify(e, ErrorClass::Write);
+    if sent_any {
+        Trip::Failed(class)
+    } else {
+        Trip::Unsent(class)
+    }
 }
 
 /// writable waits for write readiness or the request timeout, whichever comes first.
