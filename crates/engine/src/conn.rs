@@ -272,7 +272,7 @@ impl Conn {
             }
             None => write_all(stream, request, deadline).await?,
         }
-        self.reader = ResponseReader::new(head);
+        self.reader.start(head);
         if let Some((c, _)) = self.capture.as_mut() {
             c.clear(); // a resend starts the capture afresh
         }
