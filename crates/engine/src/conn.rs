@@ -76,6 +76,9 @@ pub struct Conn {
     stamp: bool,
     buf: ReadBuf,
     reader: ResponseReader,
+    /// drained: the socket's cached read readiness was dropped after the last response, with
+    /// nothing left to read (see [`Conn::round_trip`]).
+    drained: bool,
     served: u64,
     /// gauge: the run's open connections, kept as sockets open and close (see
     /// [`ConnectionGauge`]).
@@ -107,6 +110,7 @@ impl Conn {
                 end: 0,
             },
             reader: ResponseReader::new(false),
+            drained: false,
             served: 0,
             gauge,
             capture: None,
@@ -121,6 +125,7 @@ impl Conn {
     /// close drops the socket; returns whether one was open.
     pub fn close(&mut self) -> bool {
         self.buf.clear();
+        self.drained = false;
         self.served = 0;
         self.tls = None;
         let was_open = self.stream.take().is_some();
@@ -272,7 +277,12 @@ impl Conn {
             }
             None => write_all(stream, request, deadline).await?,
         }
-        self.reader = ResponseReader::new(head);
+        self.reader.start(head);
+        if std::mem::take(&mut self.drained) {
+            // Nothing can be read before the server answers this request, and the readiness
+            // a read would check was dropped: wait for the answer at once.
+            readable(stream, deadline).await?;
+        }
         if let Some((c, _)) = self.capture.as_mut() {
             c.clear(); // a resend starts the capture afresh
         }
@@ -340,6 +350,7 @@ impl Conn {
             let _ = stream.try_io(Interest::READABLE, || {
                 Err::<(), _>(io::ErrorKind::WouldBlock.into())
             });
+            self.drained = true;
         }
         Ok(RoundTrip {
             sent_at,

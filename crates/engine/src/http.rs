@@ -18,6 +18,10 @@ use std::mem::MaybeUninit;
 
 use crate::target::Target;
 
+#[path = "http_head.rs"]
+mod head;
+use head::{fast_head, HeadMemo, FAST_HEADERS};
+
 /// MAX_HEAD is the largest response head we accept (status line, headers and the blank line):
 /// the head is bounded by size, not by its number of headers, since real responses carry
 /// many (a `Set-Cookie` per cookie) and curl and browsers accept them. A head must sit whole
@@ -122,6 +126,19 @@ pub struct ResponseReader {
     pub body_bytes: u64,
     /// close: the server will close the connection after this response.
     pub close: bool,
+    /// memo: the last head framed, kept across the responses of a connection (see
+    /// [`ResponseReader::start`]).
+    memo: HeadMemo,
+}
+
+/// Framing is what a response head says about the response: its status, whether the server
+/// closes after it, and how its body is delimited (Content-Length, chunked, or neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Framing {
+    status: u16,
+    close: bool,
+    length: Option<u64>,
+    chunked: bool,
 }
 
 impl ResponseReader {
@@ -133,7 +150,15 @@ impl ResponseReader {
             status: 0,
             body_bytes: 0,
             close: false,
+            memo: HeadMemo::default(),
         }
+    }
+
+    /// start prepares the reader for the response to the next request on the same
+    /// connection (`head_request`: a HEAD); the last head it framed stays known.
+    pub fn start(&mut self, head_request: bool) {
+        self.reset();
+        self.head_request = head_request;
     }
 
     /// reset prepares the reader for the next response on the same connection.
@@ -236,13 +261,18 @@ impl ResponseReader {
         // Only the first MAX_HEAD bytes can hold an acceptable head; parsing no further also
         // makes the outcome independent of how the bytes were split into reads.
         let buf = &buf[..buf.len().min(MAX_HEAD)];
+        if let Some((n, framing)) = self.memo.get(buf) {
+            return Ok(Some(self.apply(n, framing)));
+        }
         let mut lines = [(0, 0, 0); FAST_HEADERS];
         if let Some(head) = fast_head(buf, &mut lines) {
             let headers = lines[..head.headers].iter().map(|&(name, colon, end)| {
                 let (name, colon, end) = (usize::from(name), usize::from(colon), usize::from(end));
                 (&buf[name..colon], &buf[colon + 1..end])
             });
-            return self.frame(head.len, Some(head.minor), Some(head.code), headers);
+            let framing = framing(Some(head.minor), Some(head.code), headers)?;
+            self.memo.keep(&buf[..head.len], framing);
+            return Ok(Some(self.apply(head.len, framing)));
         }
         // Uninitialised: httparse writes only the headers it finds, so a response does not
         // pay for zeroing the whole array (2 KiB) first.
@@ -281,51 +311,20 @@ impl ResponseReader {
             Err(_) => return Err(ParseError::Head),
         };
         let headers = resp.headers.iter().map(|h| (h.name.as_bytes(), h.value));
-        self.frame(n, resp.version, resp.code, headers)
+        let framing = framing(resp.version, resp.code, headers)?;
+        Ok(Some(self.apply(n, framing)))
     }
 
-    /// frame reads the framing of a complete head of `n` bytes: its minor version, status
-    /// code and headers (name, value: the value perhaps with the spaces around it).
-    fn frame<'a>(
-        &mut self,
-        n: usize,
-        version: Option<u8>,
-        code: Option<u16>,
-        headers: impl Iterator<Item = (&'a [u8], &'a [u8])>,
-    ) -> Result<Option<usize>, ParseError> {
-        // httparse takes any three digits; below 100 is no status (hyper rejects it too).
-        let status = code.filter(|&c| c >= 100).ok_or(ParseError::Head)?;
-        let mut close = version == Some(0);
-        let (mut length, mut chunked) = (None, false);
-        for (name, value) in headers {
-            if is_name(name, b"content-length") {
-                let v = parse_length(value).ok_or(ParseError::Framing)?;
-                if length.is_some_and(|l| l != v) {
-                    return Err(ParseError::Framing);
-                }
-                length = Some(v);
-            } else if is_name(name, b"transfer-encoding") {
-                chunked = last_token_is(value, b"chunked");
-                if !chunked {
-                    return Err(ParseError::Framing);
-                }
-            } else if is_name(name, b"connection") {
-                // The usual value is one token: compare it whole before splitting it up.
-                let v = value.trim_ascii();
-                if v.eq_ignore_ascii_case(b"keep-alive") {
-                    close = false;
-                } else if v.eq_ignore_ascii_case(b"close") || has_token(v, b"close") {
-                    close = true;
-                } else if has_token(v, b"keep-alive") {
-                    close = false;
-                }
-            }
-        }
+    /// apply sets the reader to what a complete head of `n` bytes said (`f`), and returns
+    /// `n`: the status, whether the connection closes after this response, and how much body
+    /// follows (none for a HEAD request's response, whatever its head says).
+    fn apply(&mut self, n: usize, f: Framing) -> usize {
+        let status = f.status;
         self.status = status;
-        self.close = close;
+        self.close = f.close;
         let bodiless =
             self.head_request || (100..200).contains(&status) || status == 204 || status == 304;
-        self.state = match (bodiless, chunked, length) {
+        self.state = match (bodiless, f.chunked, f.length) {
             (true, _, _) => State::Done,
             (false, true, _) => State::ChunkSize,
             (false, false, Some(0)) => State::Done,
@@ -339,7 +338,7 @@ impl ResponseReader {
             // An interim response (100 Continue): the real one follows.
             self.state = State::Head;
         }
-        Ok(Some(n))
+        n
     }
 
     fn parse_chunk_size(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
@@ -387,156 +386,48 @@ impl ResponseReader {
     }
 }
 
-/// FAST_HEADERS is how many headers [`fast_head`] reads; a head with more takes httparse's path.
-const FAST_HEADERS: usize = 16;
-
-/// FastHead is a head as [`fast_head`] read it.
-struct FastHead {
-    /// len: the head's length, its last CRLF included.
-    len: usize,
-    /// minor: the minor HTTP version (0 or 1).
-    minor: u8,
-    /// code: the status code's three digits.
-    code: u16,
-    /// headers: how many header lines it has.
-    headers: usize,
+/// framing reads the framing of a complete head: its minor version, status code and headers
+/// (name, value: the value perhaps with the spaces around it).
+fn framing<'a>(
+    version: Option<u8>,
+    code: Option<u16>,
+    headers: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> Result<Framing, ParseError> {
+    // httparse takes any three digits; below 100 is no status (hyper rejects it too).
+    let status = code.filter(|&c| c >= 100).ok_or(ParseError::Head)?;
+    let mut close = version == Some(0);
+    let (mut length, mut chunked) = (None, false);
+    for (name, value) in headers {
+        if is_name(name, b"content-length") {
+            let v = parse_length(value).ok_or(ParseError::Framing)?;
+            if length.is_some_and(|l| l != v) {
+                return Err(ParseError::Framing);
+            }
+            length = Some(v);
+        } else if is_name(name, b"transfer-encoding") {
+            chunked = last_token_is(value, b"chunked");
+            if !chunked {
+                return Err(ParseError::Framing);
+            }
+        } else if is_name(name, b"connection") {
+            // The usual value is one token: compare it whole before splitting it up.
+            let v = value.trim_ascii();
+            if v.eq_ignore_ascii_case(b"keep-alive") {
+                close = false;
+            } else if v.eq_ignore_ascii_case(b"close") || has_token(v, b"close") {
+                close = true;
+            } else if has_token(v, b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    Ok(Framing {
+        status,
+        close,
+        length,
+        chunked,
+    })
 }
-
-/// fast_head reads a complete response head in the form servers send (`HTTP/1.x NNN reason`,
-/// then `name:value` lines, every line ending in CRLF, then CRLF), each header as (name start,
-/// colon, line end) in `lines` (a head is at most [`MAX_HEAD`] bytes: its offsets fit 16 bits).
-/// Anything else, incomplete heads included, is None, and httparse reads it: what this reads is
-/// a subset of what httparse accepts (the same bytes allowed in names, values and reasons; no
-/// bare LF, no leading empty line, no space before a colon, no line folding, at most
-/// [`FAST_HEADERS`] headers) and it finds the same length, version, code and headers; a value
-/// keeps the spaces around it, which the framing trims anyway. The tests hold it to httparse.
-///
-/// Hand-rolled because it runs on every response: with httparse, nginx's 5-header response
-/// cost the worker about 2,350 instructions (a call per line into SIMD code set up for long
-/// lines, and the checks for the lenient forms above), against about 1,500 on this path
-/// (callgrind): the difference is a seventh of all the worker's user-space instructions.
-fn fast_head(buf: &[u8], lines: &mut [(u16, u16, u16); FAST_HEADERS]) -> Option<FastHead> {
-    let minor = match buf.get(..9)? {
-        b"HTTP/1.1 " => 1,
-        b"HTTP/1.0 " => 0,
-        _ => return None,
-    };
-    let (code, space) = (buf.get(9..12)?, *buf.get(12)?);
-    if !code.iter().all(u8::is_ascii_digit) || space != b' ' {
-        return None;
-    }
-    let code = code.iter().fold(0, |n, &d| n * 10 + u16::from(d - b'0'));
-    let mut i = line_end(buf, 13)?;
-    let mut headers = 0;
-    loop {
-        if *buf.get(i)? == b'\r' {
-            let len = (*buf.get(i + 1)? == b'\n').then_some(i + 2)?;
-            return Some(FastHead {
-                len,
-                minor,
-                code,
-                headers,
-            });
-        }
-        let name = i;
-        let colon = find_colon(buf, name)?;
-        let token = buf[name..colon]
-            .iter()
-            .fold(true, |ok, &b| ok & TOKEN[usize::from(b)]);
-        if colon == name || !token {
-            return None;
-        }
-        i = line_end(buf, colon + 1)?;
-        let offset = |at: usize| u16::try_from(at).ok();
-        *lines.get_mut(headers)? = (offset(name)?, offset(colon)?, offset(i - 2)?);
-        headers += 1;
-    }
-}
-
-/// ONES and HIGH: each byte of a word 0x01, and 0x80, for [`find_colon`]'s and
-/// [`line_end`]'s eight-bytes-at-a-time tests (`(x - ONES) & !x & HIGH` flags the zero bytes
-/// of `x`, the lowest one exactly).
-const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
-
-/// find_colon is the index of the first `:` from `i`, eight bytes at a time.
-#[inline]
-fn find_colon(buf: &[u8], mut i: usize) -> Option<usize> {
-    while let Some(word) = buf.get(i..i + 8) {
-        let x = u64::from_le_bytes(word.try_into().ok()?) ^ (ONES * u64::from(b':'));
-        let flags = x.wrapping_sub(ONES) & !x & HIGH;
-        if flags != 0 {
-            return Some(i + (flags.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    Some(i + buf.get(i..)?.iter().position(|&b| b == b':')?)
-}
-
-/// line_end is the index after the CRLF that ends the line at `i`, when every byte before it
-/// is one httparse allows in a header value or a reason phrase. Eight bytes at a time while
-/// none of them is a control byte (below SP, or DEL): a control byte ends the line (CR), is a
-/// tab, or makes the head one for httparse to judge.
-#[inline]
-fn line_end(buf: &[u8], mut i: usize) -> Option<usize> {
-    while let Some(word) = buf.get(i..i + 8) {
-        let x = u64::from_le_bytes(word.try_into().ok()?);
-        // The lowest flagged byte of each test is exact (a borrow only flags bytes above it).
-        let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let del = x ^ (ONES * 0x7f);
-        let del = del.wrapping_sub(ONES) & !del & HIGH;
-        let flags = below_space | del;
-        if flags == 0 {
-            i += 8;
-            continue;
-        }
-        i += (flags.trailing_zeros() / 8) as usize;
-        match buf[i] {
-            b'\r' => return (*buf.get(i + 1)? == b'\n').then_some(i + 2),
-            b'\t' => i += 1,
-            _ => return None,
-        }
-    }
-    loop {
-        let b = *buf.get(i)?;
-        if b == b'\r' {
-            return (*buf.get(i + 1)? == b'\n').then_some(i + 2);
-        }
-        if !VALUE[usize::from(b)] {
-            return None;
-        }
-        i += 1;
-    }
-}
-
-/// TOKEN: the bytes of a header name (RFC 9110's tchar), as httparse takes them.
-static TOKEN: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.'
-            )
-            || matches!(c, b'^' | b'_' | b'`' | b'|' | b'~');
-        b += 1;
-    }
-    t
-};
-
-/// VALUE: the bytes of a header value or reason phrase (HTAB, SP, VCHAR, obs-text), as httparse
-/// takes them.
-static VALUE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        t[b] = b == 0x09 || (b >= 0x20 && b != 0x7f);
-        b += 1;
-    }
-    t
-};
 
 /// parse_length reads a Content-Length value: decimal digits only (no sign, unlike
 /// `u64::from_str`), optional surrounding whitespace, no overflow.

@@ -6,7 +6,11 @@ type Parsed = Result<(u16, u64, bool, usize), ParseError>;
 /// feed offers `chunks` one after another the way a connection does: unconsumed bytes stay
 /// in the buffer and new bytes are appended; `eof` calls `finish` at the end.
 fn feed(chunks: &[&[u8]], head_request: bool, eof: bool) -> Parsed {
-    let mut r = ResponseReader::new(head_request);
+    feed_on(&mut ResponseReader::new(head_request), chunks, eof)
+}
+
+/// feed_on is [`feed`] on reader `r` as it stands (started for the response).
+fn feed_on(r: &mut ResponseReader, chunks: &[&[u8]], eof: bool) -> Parsed {
     let mut buf: Vec<u8> = Vec::new();
     let mut total = 0;
     for c in chunks {
@@ -514,4 +518,42 @@ fn a_fast_head_frames_as_httparse_does() {
         }
         assert_eq!(feed(&[&full], false, false), want, "{input:?}");
     }
+}
+
+#[test]
+fn a_reader_that_knows_the_last_head_frames_as_a_fresh_one() {
+    // Every response after every other on one reader (the kept head from the first), whole
+    // and split at every byte, against a fresh reader's outcome; and the plain head with each
+    // byte changed, after the plain head itself.
+    let mut inputs: Vec<(Vec<u8>, bool, bool)> = cases()
+        .iter()
+        .map(|c| (c.input.to_vec(), c.head_request, c.eof))
+        .collect();
+    inputs.extend(HEADS.iter().map(|h| (h.to_vec(), false, true)));
+    inputs.extend(HEADS.iter().map(|h| (h.to_vec(), true, true)));
+    for at in 0..HEADS[0].len() {
+        for b in [b' ', b'\r', b'\n', b':', 0, b'A', b'4'] {
+            let mut m = HEADS[0].to_vec();
+            m[at] = b;
+            inputs.push((m, false, true));
+        }
+    }
+    for (first, first_head, first_eof) in &inputs[..cases().len() + HEADS.len()] {
+        for (input, head_request, eof) in &inputs {
+            let want = feed(&[input], *head_request, *eof);
+            let splits = [0, input.len() / 2, input.len()];
+            for at in splits.into_iter().chain(1..input.len().min(40)) {
+                let mut r = ResponseReader::new(*first_head);
+                let _ = feed_on(&mut r, &[first], *first_eof);
+                r.start(*head_request);
+                let (a, b) = input.split_at(at);
+                let got = feed_on(&mut r, &[a, b], *eof);
+                assert_eq!(got, want, "{input:?} after {first:?}, split at {at}");
+            }
+        }
+    }
+    // The plain head is kept, and found again at the start of the next response.
+    let mut r = ResponseReader::new(false);
+    assert!(feed_on(&mut r, &[HEADS[0]], false).is_ok());
+    assert!(r.memo.get(HEADS[0]).is_some());
 }
