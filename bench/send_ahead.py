@@ -65,8 +65,8 @@ def main() -> int:
     service_us = round(1e6 * args.utilisation / args.rate)
     d = Path(tempfile.mkdtemp(prefix="send-ahead-"))
     runs: dict[str, list[tuple[Row, dict[str, float]]]] = {}
-    flags = ("--capacity", "1", "--service-time", f"{service_us}us")
-    with target_server(*flags) as url:
+    probe = ("--capacity", "1", "--service-time", f"{service_us}us")
+    with target_server(*probe) as url:
         windows = args.windows.split(",")
         gens = [("wrk2", None)] + [(f"redline --send-ahead {w}", w) for w in windows]
         for rep in range(args.reps):
@@ -80,6 +80,8 @@ def main() -> int:
                     flags = (*rate, "-d", f"{args.seconds}s", "--send-ahead", window)
                     argv = redline_argv(url, *flags, "--json", str(out))
                 row = measure(name, f"open {args.rate:,}/s", argv, url)
+                if row.note:  # it exited non-zero (a bad --windows value, say): say so, once
+                    raise SystemExit(f"bench: {name}: {row.note}")
                 lat = wrk2_latency(out.read_text()) if window is None else redline_latency(out)
                 runs.setdefault(name, []).append((row, lat))
                 print(f"  [{rep + 1}/{args.reps}] {name}: {row.us_per_req:.1f} µs/req, {lat}")
