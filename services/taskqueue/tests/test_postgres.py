@@ -346,6 +346,36 @@ def test_a_frozen_servers_late_outcome_is_dropped_and_counted(cluster, origin) -
     assert origin.hits("/slow") - before == 2  # one fetch per attempt, as the origin saw
 
 
+def test_a_second_cancel_on_the_server_still_running_it_answers_cancelled(cluster, origin) -> None:
+    """A task running on one server is cancelled through the other, in the database; the
+    holder still runs it. A DELETE on the holder then stops its run (whose outcome the store
+    refuses) and answers what the store holds: cancelled, 200, as DELETE is idempotent. (It
+    answered 409 "task already RUNNING", seen in CI when a claim raced the first cancel.)"""
+    servers = cluster(*FAST_LEASES, n=2)
+    before = origin.hits("/hang")
+    with servers[0].client() as c:
+        body = {"type": "http-fetch", "url": origin.url("/hang"), "timeout_ms": 20000}
+        task_id = submit(c, body).json()["id"]
+    holder, other = _holder(servers)
+    deadline = time.monotonic() + 10
+    while origin.hits("/hang") == before:
+        assert time.monotonic() < deadline, "the holder's fetch never reached the origin"
+        time.sleep(0.01)
+    with other.client() as c:
+        first = c.delete(f"/tasks/submissions/{task_id}")
+    assert first.status_code == 200 and first.json()["error"] == "cancelled", first.text
+    with holder.client() as c:
+        again = c.delete(f"/tasks/submissions/{task_id}")
+        assert again.status_code == 200, again.text
+        assert (again.json()["status"], again.json()["error"]) == ("FAILED", "cancelled")
+        # The holder's run was stopped by that DELETE, its refused outcome counted as stale.
+        assert metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 0
+        assert metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") == 1
+        doc = c.get(f"/tasks/submissions/{task_id}").json()
+    assert (doc["status"], doc["error"]) == ("FAILED", "cancelled"), doc
+    assert origin.hits("/hang") - before == 1  # one fetch went out, as the origin saw
+
+
 def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
     limit = 12
     a, b = cluster("--max-queue", str(limit), "--fetch-concurrency", "1", n=2)

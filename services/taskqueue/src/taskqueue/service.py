@@ -302,6 +302,10 @@ class TaskService:
             return task
         if not task.status.finished:
             await self.executor.cancel(task_id, StopReason.CANCELLED)
+            if self.storage.shared and not task.status.finished:
+                # Our outcome was refused: the store moved on without us (another server
+                # cancelled the task, or took it over). What it holds now is the answer.
+                return await self._cancel_shared(task_id)
         if task.status is TaskStatus.FAILED and task.error == "cancelled":
             return task
         raise NotCancellable(task)
