@@ -68,8 +68,10 @@ def cluster(dsn: str, tmp_path: Path) -> Iterator:
         return servers
 
     yield make
-    for s in started:
+    for i, s in enumerate(started):
         s.stop()
+        # pytest shows this only for a failed test: what each server logged, to tell why.
+        print(f"--- server {i} ({s.url}) logged:\n" + "".join(s.lines[-200:]))
 
 
 def test_a_task_submitted_to_one_server_is_served_by_another(cluster) -> None:
@@ -346,11 +348,10 @@ def test_a_frozen_servers_late_outcome_is_dropped_and_counted(cluster, origin) -
     assert origin.hits("/slow") - before == 2  # one fetch per attempt, as the origin saw
 
 
-def test_a_second_cancel_on_the_server_still_running_it_answers_cancelled(cluster, origin) -> None:
-    """A task running on one server is cancelled through the other, in the database; the
-    holder still runs it. A DELETE on the holder then stops its run (whose outcome the store
-    refuses) and answers what the store holds: cancelled, 200, as DELETE is idempotent. (It
-    answered 409 "task already RUNNING", seen in CI when a claim raced the first cancel.)"""
+def _hanging_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, int]:
+    """_hanging_task_on_two: two servers on one store, one http-fetch task to the origin's
+    /hang (20 s time limit) submitted to the first; its id, the server running it (its fetch
+    has reached the origin), the other, and the origin's /hang hits before it."""
     servers = cluster(*FAST_LEASES, n=2)
     before = origin.hits("/hang")
     with servers[0].client() as c:
@@ -361,19 +362,69 @@ def test_a_second_cancel_on_the_server_still_running_it_answers_cancelled(cluste
     while origin.hits("/hang") == before:
         assert time.monotonic() < deadline, "the holder's fetch never reached the origin"
         time.sleep(0.01)
-    with other.client() as c:
-        first = c.delete(f"/tasks/submissions/{task_id}")
-    assert first.status_code == 200 and first.json()["error"] == "cancelled", first.text
+    return task_id, holder, other, before
+
+
+def _cancel(server: Server, task_id: str) -> None:
+    with server.client() as c:
+        r = c.delete(f"/tasks/submissions/{task_id}")
+    assert r.status_code == 200, r.text
+    assert (r.json()["status"], r.json()["error"]) == ("FAILED", "cancelled"), r.text
+
+
+def test_a_task_cancelled_through_another_server_stops_on_its_holder(cluster, origin) -> None:
+    """A task running on one server is cancelled through the other, in the database; the
+    holder is told and stops its run at once (not at its 20 s limit), storing nothing of its
+    own. A DELETE on the holder then answers cancelled too: DELETE is idempotent."""
+    task_id, holder, other, before = _hanging_task_on_two(cluster, origin)
+    _cancel(other, task_id)
     with holder.client() as c:
-        again = c.delete(f"/tasks/submissions/{task_id}")
-        assert again.status_code == 200, again.text
-        assert (again.json()["status"], again.json()["error"]) == ("FAILED", "cancelled")
-        # The holder's run was stopped by that DELETE, its refused outcome counted as stale.
+        deadline = time.monotonic() + 3
+        while metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') != 0:
+            assert time.monotonic() < deadline, "the holder still runs the cancelled task"
+            time.sleep(0.05)
+        assert metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") == 0
+    _cancel(holder, task_id)
+    for s in (holder, other):
+        with s.client() as c:
+            doc = c.get(f"/tasks/submissions/{task_id}").json()
+        assert (doc["status"], doc["error"]) == ("FAILED", "cancelled"), doc
+    assert origin.hits("/hang") - before == 1  # one fetch went out, as the origin saw
+
+
+def test_a_second_cancel_on_the_server_still_running_it_answers_cancelled(
+    cluster, origin, dsn: str
+) -> None:
+    """As above, but the holder misses the notice: the task is cancelled in the database by
+    a store that announces nothing. A DELETE on the holder stops its run, whose outcome the
+    store refuses, and answers what the store holds: cancelled, 200. (It answered 409 "task
+    already RUNNING", seen in CI when a claim raced the first cancel.)"""
+    task_id, holder, _other, before = _hanging_task_on_two(cluster, origin)
+
+    async def cancel_silently() -> None:
+        store = PostgresStorage(dsn)
+        await store.open()
+        try:
+            stored = await store.get(task_id)
+            assert stored is not None and stored.status is TaskStatus.RUNNING, stored
+            done = stored.evolve(
+                status=TaskStatus.FAILED,
+                error="cancelled",
+                finished_at=time.time(),
+                lease_until=None,
+            )
+            assert await store.update(done, prior=stored)
+        finally:
+            await store.close()
+
+    asyncio.run(cancel_silently())
+    with holder.client() as c:
+        assert metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1
+    _cancel(holder, task_id)
+    with holder.client() as c:
         assert metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 0
         assert metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") == 1
-        doc = c.get(f"/tasks/submissions/{task_id}").json()
-    assert (doc["status"], doc["error"]) == ("FAILED", "cancelled"), doc
-    assert origin.hits("/hang") - before == 1  # one fetch went out, as the origin saw
+    assert origin.hits("/hang") - before == 1
 
 
 def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
@@ -436,6 +487,23 @@ def test_database_outage_answers_503_quickly_and_recovers(cluster, pg: LocalPost
             time.sleep(0.2)
         assert wait_final(ca, r.json()["id"])["status"] == "SUCCEEDED"
         assert ca.get("/healthz").status_code == 200
+
+
+def test_a_database_that_is_gone_answers_503_not_500(cluster, pg: LocalPostgres, dsn) -> None:
+    """The server's database is dropped under it (its connections terminated): a reconnect
+    is refused ("database ... does not exist"), and requests are answered 503 with
+    Retry-After, as in an outage, never 500. (Seen as 500s when, during an outage test,
+    another PostgreSQL took the stopped one's port.)"""
+    (a,) = cluster()
+    name = dsn.rsplit("/", 1)[1]
+    with httpx.Client(base_url=a.url, timeout=30.0) as ca:
+        assert submit(ca, {"type": "factorial", "n": 5}).status_code == 202
+        pg.drop_database(name)
+        for _ in range(3):  # the first may meet a terminated pooled connection
+            r = submit(ca, {"type": "factorial", "n": 5})
+            assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
+        assert "does not exist" in r.text, r.text
+        assert ca.get("/healthz").status_code == 503
 
 
 def test_a_database_outage_under_load_on_two_servers_loses_no_accepted_task(

@@ -74,6 +74,7 @@ class StopReason(enum.Enum):
     """StopReason says why a running task's coroutine was cancelled."""
 
     CANCELLED = "cancelled"
+    CANCELLED_ELSEWHERE = "cancelled by another server"
     LEASE_EXPIRED = "lease expired"
     SHUTDOWN = "shutdown"
 
@@ -104,6 +105,7 @@ class Executor:
         }
         self._busy = {t: 0 for t in TaskType}
         self._runs: dict[str, _Run] = {}
+        self._dropping: set[asyncio.Task[bool]] = set()  # drops under way (kept referenced)
         self._pool: ProcessPoolExecutor | None = None
         self._fetcher: Fetcher | None = None
         self._stopping = False
@@ -244,6 +246,16 @@ class Executor:
         await asyncio.wait({run.aio})
         return True
 
+    def drop(self, task_id: str) -> None:
+        """drop stops a run whose task another server cancelled in the shared store, which
+        holds the outcome already: the run's own is stored nowhere."""
+        if task_id in self._runs:
+            stopping = asyncio.get_running_loop().create_task(
+                self.cancel(task_id, StopReason.CANCELLED_ELSEWHERE)
+            )
+            self._dropping.add(stopping)
+            stopping.add_done_callback(self._dropping.discard)
+
     def expire_leases(self, now: float) -> int:
         """expire_leases stops runs whose lease has passed (a hung worker); returns how many."""
         expired = [
@@ -377,6 +389,8 @@ class Executor:
                 started_at=None,
             )
             await self._settle(task, again)
+        elif reason is StopReason.CANCELLED_ELSEWHERE:
+            self._queue.discard(task)  # the store holds the cancel: not ours to cache
         elif reason is StopReason.LEASE_EXPIRED:
             self._metrics.lease_expiries.inc()
             await self._retry_or_fail(run, "abandoned", time.perf_counter())

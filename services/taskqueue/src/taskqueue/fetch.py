@@ -151,8 +151,9 @@ class Fetcher:
         try:
             waiter = asyncio.create_task(answered.wait())
             tasks.append(waiter)
-            await asyncio.wait({primary, waiter}, timeout=hedge_after_s,
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {primary, waiter}, timeout=hedge_after_s, return_when=asyncio.FIRST_COMPLETED
+            )
             if primary.done() or answered.is_set():
                 return await primary
             self._fire_on_hedge()
@@ -166,8 +167,9 @@ class Fetcher:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     @staticmethod
-    async def _first_success(primary: asyncio.Task[FetchResult],
-                             secondary: asyncio.Task[FetchResult]) -> FetchResult:
+    async def _first_success(
+        primary: asyncio.Task[FetchResult], secondary: asyncio.Task[FetchResult]
+    ) -> FetchResult:
         pending: set[asyncio.Task[FetchResult]] = {primary, secondary}
         while pending:
             _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)

@@ -169,21 +169,19 @@ class LocalPostgres:
 
     def create_database(self, name: str) -> str:
         """create_database makes an empty database and returns its URL (psql, no driver needed)."""
+        self._psql(f'CREATE DATABASE "{name}"')
+        return self.dsn(name)
+
+    def drop_database(self, name: str) -> None:
+        """drop_database removes a database, terminating its connections (a test's disaster)."""
+        self._psql(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+    def _psql(self, command: str) -> None:
         subprocess.run(
-            [
-                self._bin("psql"),
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-d",
-                self.dsn(),
-                "-c",
-                f'CREATE DATABASE "{name}"',
-            ],
+            [self._bin("psql"), "-q", "-v", "ON_ERROR_STOP=1", "-d", self.dsn(), "-c", command],
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        return self.dsn(name)
 
     def close(self) -> None:
         """close stops the server and removes the temporary directory it created."""

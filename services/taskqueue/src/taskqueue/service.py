@@ -96,6 +96,7 @@ class TaskService:
         self._housekeeper = loop.create_task(self._housekeeping())
         if self.storage.shared:
             self.storage.on_new_tasks(self.executor.kick)
+            self.storage.on_cancelled(self.executor.drop)
             self._refresher = loop.create_task(self._refresh_shared())
         self.executor.kick()
 
@@ -313,7 +314,8 @@ class TaskService:
     async def _cancel_shared(self, task_id: str) -> Task | None:
         """_cancel_shared cancels a task that is not running here, in the database: a
         compare-and-set, so it loses cleanly to a server that finishes it first. A server
-        still running it then finds its outcome refused and drops it."""
+        still running it is told, and stops; one that misses the notice finds its outcome
+        refused at the end and drops it."""
         for _ in range(10):  # each retry means the task changed state meanwhile
             stored = await self.storage.get(task_id)
             if stored is None:
@@ -330,6 +332,8 @@ class TaskService:
             )
             if await asyncio.shield(self.storage.update(done, prior=stored)):
                 self.metrics.finished.labels(stored.type.value, TaskStatus.FAILED.value).inc()
+                if stored.status is TaskStatus.RUNNING:  # its holder is to stop running it
+                    await self.storage.announce_cancelled(task_id)
                 return done
         assert stored is not None  # the loop returns when the task is gone
         raise NotCancellable(stored)

@@ -145,3 +145,10 @@ class Storage(abc.ABC):
 
     def on_new_tasks(self, wake: Callable[[], None]) -> None:  # noqa: B027 (optional hook)
         """on_new_tasks registers a callback run when any server has stored new tasks."""
+
+    def on_cancelled(self, stop: Callable[[str], None]) -> None:  # noqa: B027 (optional hook)
+        """on_cancelled registers a callback run with a task's id when any server has
+        cancelled it in a shared store (the server running it is to stop)."""
+
+    async def announce_cancelled(self, task_id: str) -> None:  # noqa: B027 (optional hook)
+        """announce_cancelled tells every server that a task was cancelled in a shared store."""

@@ -78,6 +78,10 @@ MAX_BATCH = 1000
 CHANNEL = "taskqueue_new"
 """CHANNEL is the NOTIFY channel on which a server tells the others it stored new tasks."""
 
+CANCEL_CHANNEL = "taskqueue_cancelled"
+"""CANCEL_CHANNEL is the NOTIFY channel on which a server that cancelled a task in the database
+names it (the payload is its id), so that a server still running it stops."""
+
 _NOW = "extract(epoch from clock_timestamp())"
 
 _WRITE = "SELECT * FROM taskqueue_write(" + ", ".join(f"${n}" for n in range(1, 27)) + ")"
@@ -135,6 +139,10 @@ def _unavailable_errors() -> tuple[type[BaseException], ...]:
             asyncpg.PostgresConnectionError,
             asyncpg.exceptions.OperatorInterventionError,  # shutdown, admin termination
             asyncpg.exceptions.InsufficientResourcesError,  # too many connections, disk full
+            # Refused at connect: the database is gone (dropped, or another server now
+            # answers at its address) or the role may not log in. No statement ran.
+            asyncpg.exceptions.InvalidCatalogNameError,
+            asyncpg.exceptions.InvalidAuthorizationSpecificationError,
         ]
     return tuple(errors)
 
@@ -295,6 +303,7 @@ class PostgresStorage(Storage):
         self._writes: _Batcher[_Write] | None = None
         self._reads: _Batcher[str] | None = None
         self._wake: Callable[[], None] | None = None
+        self._stop: Callable[[str], None] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._failing: str | None = None  # why the last call failed; None once one succeeds
         self._claims = 0  # numbers the batches that claim: each claims as owner "<owner>/<n>"
@@ -378,9 +387,22 @@ class PostgresStorage(Storage):
     def on_new_tasks(self, wake: Callable[[], None]) -> None:
         self._wake = wake
 
+    def on_cancelled(self, stop: Callable[[str], None]) -> None:
+        self._stop = stop
+
+    async def announce_cancelled(self, task_id: str) -> None:
+        # Best effort: a server that misses it runs the task on to its time limit, and its
+        # outcome is refused then (the database holds the cancel).
+        try:
+            async with self._con() as con:
+                await con.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, task_id)
+        except (StorageUnavailable, asyncpg.PostgresError) as exc:
+            log.debug("taskqueue: the cancel of %s was not announced: %s", task_id, exc)
+
     async def _listen(self) -> None:
-        """_listen keeps one connection LISTENing for other servers' new tasks (reconnecting
-        after a database restart); claims also poll, so a lost notice only delays a claim."""
+        """_listen keeps one connection LISTENing for other servers' new tasks and cancels
+        (reconnecting after a database restart); claims also poll, so a lost notice only
+        delays a claim, and a lost cancel only wastes the run it should have stopped."""
         while True:
             try:
                 con = await asyncpg.connect(self.dsn, timeout=TIMEOUT_S)
@@ -389,6 +411,7 @@ class PostgresStorage(Storage):
                 continue
             try:
                 await con.add_listener(CHANNEL, self._notified)
+                await con.add_listener(CANCEL_CHANNEL, self._cancelled)
                 while not con.is_closed():
                     await asyncio.sleep(1.0)
             except (*self._errors, asyncpg.PostgresError):
@@ -401,6 +424,11 @@ class PostgresStorage(Storage):
         # A notice of our own inserts: the executor was woken when they were stored.
         if payload != self._notice and self._wake is not None:
             self._wake()
+
+    def _cancelled(self, _con: object, _pid: int, _channel: str, task_id: str) -> None:
+        # Our own too: a claim here may have raced the cancel this server stored.
+        if self._stop is not None:
+            self._stop(task_id)
 
     # --- writes ------------------------------------------------------------------------------
 
