@@ -24,7 +24,7 @@ import httpx
 import psutil
 import pytest
 from conftest import FAST_LEASES, Server, metric, submit, wait_final
-from taskqueue.localpg import LocalPostgres
+from taskqueue.localpg import LocalPostgres, free_port
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.postgres_schema import MIGRATIONS
 from taskqueue.storage import Result, StorageUnavailable
@@ -453,6 +453,14 @@ def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:
         time.sleep(0.3)  # one re-count
         queued = metric(cb.get("/metrics").text, 'taskqueue_shared_tasks{status="QUEUED"}')
         assert queued <= limit, queued
+
+
+def test_the_private_postgresql_port_is_outside_the_ephemeral_range(pg: LocalPostgres) -> None:
+    """An outage test restarts PostgreSQL on its port: a port no outgoing connection or
+    port-0 bind can take while it is down (they draw from ip_local_port_range)."""
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    assert not low <= pg.port <= high, (pg.port, low, high)
+    assert not low <= free_port() <= high
 
 
 def test_database_outage_answers_503_quickly_and_recovers(cluster, pg: LocalPostgres) -> None:

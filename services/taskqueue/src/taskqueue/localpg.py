@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
@@ -40,10 +41,29 @@ def find_bindir() -> Path | None:
 
 
 def free_port() -> int:
-    """free_port asks the kernel for a port that is free now (for a server that binds it next)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """free_port is a port free now, for a server that binds it next and again after a stop.
+
+    It is chosen at random below the kernel's ephemeral range (ip_local_port_range), so that
+    no outgoing connection and no port-0 bind can take it while the server is down for a
+    restart on the same port (a test's outage); above it only when that range starts too low.
+    """
+    low = _ephemeral_low()
+    for _ in range(100):
+        port = random.randrange(10_000, low) if low > 11_000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise LocalPgError("no free port for PostgreSQL")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 def _run_as() -> str | None:
