@@ -285,23 +285,31 @@ def _holder(servers: list[Server]) -> tuple[Server, Server]:
         assert time.monotonic() < deadline, "no server started the task"
 
 
-def _slow_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, int]:
-    """_slow_task_on_two: two servers on one store with short leases, one http-fetch task
-    that takes the origin 1.5 s submitted to the first; its id, the server that runs it, the
-    other, and the origin's /slow hits before it."""
+def _fetch_on_two(
+    cluster: Any, origin: Any, path: str, timeout_ms: int
+) -> tuple[str, Server, Server, int]:
+    """_fetch_on_two: two servers on one store with short leases, one http-fetch task of the
+    origin's `path` submitted to the first; its id, the server running it (its fetch has
+    reached the origin), the other, and the origin's hits of the path before it."""
     servers = cluster(*FAST_LEASES, n=2)
-    before = origin.hits("/slow")
+    route = path.split("?")[0]
+    before = origin.hits(route)
     with servers[0].client() as c:
-        body = {"type": "http-fetch", "url": origin.url("/slow?ms=1500"), "timeout_ms": 2000}
+        body = {"type": "http-fetch", "url": origin.url(path), "timeout_ms": timeout_ms}
         task_id = submit(c, body).json()["id"]
     holder, other = _holder(servers)
-    # RUNNING is durable before the fetch goes out: wait until it reached the origin, so the
-    # kill or the freeze lands on an attempt that made its one fetch (not before it).
+    # RUNNING is durable before the fetch goes out: wait until it reached the origin, so a
+    # kill, a freeze or a cancel lands on an attempt that made its one fetch (not before it).
     deadline = time.monotonic() + 10
-    while origin.hits("/slow") == before:
+    while origin.hits(route) == before:
         assert time.monotonic() < deadline, "the holder's fetch never reached the origin"
         time.sleep(0.01)
     return task_id, holder, other, before
+
+
+def _slow_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, int]:
+    """_slow_task_on_two: a task that takes the origin 1.5 s (2 s limit) on two servers."""
+    return _fetch_on_two(cluster, origin, "/slow?ms=1500", 2000)
 
 
 def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, origin) -> None:
@@ -349,20 +357,8 @@ def test_a_frozen_servers_late_outcome_is_dropped_and_counted(cluster, origin) -
 
 
 def _hanging_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, int]:
-    """_hanging_task_on_two: two servers on one store, one http-fetch task to the origin's
-    /hang (20 s time limit) submitted to the first; its id, the server running it (its fetch
-    has reached the origin), the other, and the origin's /hang hits before it."""
-    servers = cluster(*FAST_LEASES, n=2)
-    before = origin.hits("/hang")
-    with servers[0].client() as c:
-        body = {"type": "http-fetch", "url": origin.url("/hang"), "timeout_ms": 20000}
-        task_id = submit(c, body).json()["id"]
-    holder, other = _holder(servers)
-    deadline = time.monotonic() + 10
-    while origin.hits("/hang") == before:
-        assert time.monotonic() < deadline, "the holder's fetch never reached the origin"
-        time.sleep(0.01)
-    return task_id, holder, other, before
+    """_hanging_task_on_two: a task the origin never answers (20 s limit) on two servers."""
+    return _fetch_on_two(cluster, origin, "/hang", 20000)
 
 
 def _cancel(server: Server, task_id: str) -> None:
@@ -377,6 +373,7 @@ def test_a_task_cancelled_through_another_server_stops_on_its_holder(cluster, or
     holder is told and stops its run at once (not at its 20 s limit), storing nothing of its
     own. A DELETE on the holder then answers cancelled too: DELETE is idempotent."""
     task_id, holder, other, before = _hanging_task_on_two(cluster, origin)
+    hung_up = origin.cancelled("/hang")
     _cancel(other, task_id)
     with holder.client() as c:
         deadline = time.monotonic() + 3
@@ -384,6 +381,11 @@ def test_a_task_cancelled_through_another_server_stops_on_its_holder(cluster, or
             assert time.monotonic() < deadline, "the holder still runs the cancelled task"
             time.sleep(0.05)
         assert metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") == 0
+    # The origin saw the holder's fetch hang up: its connection closed, the request cut short.
+    deadline = time.monotonic() + 3
+    while origin.cancelled("/hang") == hung_up:
+        assert time.monotonic() < deadline, "the origin's /hang was never hung up on"
+        time.sleep(0.02)
     _cancel(holder, task_id)
     for s in (holder, other):
         with s.client() as c:
