@@ -51,7 +51,7 @@ import taskqueue  # noqa: E402
 from redline import compare  # noqa: E402
 from redline.errors import RedlineError  # noqa: E402
 from redline.find import finder  # noqa: E402
-from redline.find.demo import service, stop_group  # noqa: E402
+from redline.find.demo import console_script, service, stop_group  # noqa: E402
 from redline.scenario.compiler import load  # noqa: E402
 from taskqueue.localpg import LocalPgError, LocalPostgres, free_port, wait_port  # noqa: E402
 
@@ -85,13 +85,6 @@ http {{
 }}
 """
 """NGINX_CONF: round robin (nginx's default) over the instances, keep-alive both ways."""
-
-
-def _bin(name: str) -> str:
-    path = Path(sys.executable).parent / name
-    if not path.exists():
-        raise RedlineError(f"{name} is not installed beside {sys.executable}: run make install")
-    return str(path)
 
 
 @contextmanager
@@ -192,7 +185,7 @@ def cpu_table(rows: list[tuple[str, dict[str, float]]]) -> str:
 
 
 def _taskqueue(dsn: str | None, tmp: Path, name: str) -> list[str]:
-    argv = [_bin("taskqueue"), "serve", "--port", "0", "--workers", "1"]
+    argv = [console_script("taskqueue"), "serve", "--port", "0", "--workers", "1"]
     argv += ["--allow-fetch-cidr", "127.0.0.0/8", "--max-queue", "100000"]
     if dsn is None:
         return [*argv, "--data-dir", str(tmp / name)]
@@ -270,7 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         # The instances import the same taskqueue as this script (PYTHONPATH, or the venv's).
         print(f"scale-demo: taskqueue from {Path(taskqueue.__file__).parent}", flush=True)
         origin, origin_proc = stack.enter_context(
-            service([_bin("redline"), "target", "--threads", "1", "--port", "0"], tmp / "o.log")
+            service(
+                [console_script("redline"), "target", "--threads", "1", "--port", "0"],
+                tmp / "o.log",
+            )
         )
         generator = [psutil.Process().pid]
         for rep in range(args.repeat):

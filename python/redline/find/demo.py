@@ -44,8 +44,9 @@ FETCH_PER_HOST = 10
 BUDGET = {"full": 150.0, "quick": 45.0}
 
 
-def _bin(name: str) -> str:
-    """_bin is a console script installed beside this Python (the venv's bin)."""
+def console_script(name: str) -> str:
+    """console_script is the path of a console script installed beside this Python (the
+    venv's bin); a clear error when it is missing."""
     path = Path(sys.executable).parent / name
     if not path.exists():
         raise RedlineError(f"{name} is not installed beside {sys.executable}: run make install")
@@ -128,9 +129,19 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="redline-demo-")))
         origin, origin_proc = stack.enter_context(
-            service([_bin("redline"), "target", "--threads", "1", "--port", "0"], tmp / "o.log")
+            service(
+                [console_script("redline"), "target", "--threads", "1", "--port", "0"],
+                tmp / "o.log",
+            )
         )
-        taskqueue = [_bin("taskqueue"), "serve", "--port", "0", "--data-dir", str(tmp / "data")]
+        taskqueue = [
+            console_script("taskqueue"),
+            "serve",
+            "--port",
+            "0",
+            "--data-dir",
+            str(tmp / "data"),
+        ]
         taskqueue += ["--allow-fetch-cidr", "127.0.0.0/8"]
         taskqueue += ["--fetch-per-host", str(FETCH_PER_HOST)]
         base, proc = stack.enter_context(service(taskqueue, tmp / "tq.log"))
