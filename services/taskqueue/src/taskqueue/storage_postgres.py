@@ -30,12 +30,12 @@ import os
 import secrets
 import socket
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Generic, NamedTuple, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, NamedTuple
 
 import orjson
 
+from taskqueue.batcher import Batcher
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.postgres_schema import MIGRATION_LOCK, MIGRATIONS
 from taskqueue.storage import (
@@ -71,9 +71,6 @@ PARALLEL_READS = 2
 """PARALLEL_READS: batched task reads (status polls of unfinished tasks) in flight at once. Two
 keep the database busy while the next batch forms (on two cores it runs no more at once);
 more would only make the batches smaller."""
-
-MAX_BATCH = 1000
-"""MAX_BATCH bounds one group commit, so that a flood cannot make one transaction huge."""
 
 CHANNEL = "taskqueue_new"
 """CHANNEL is the NOTIFY channel on which a server tells the others it stored new tasks."""
@@ -159,10 +156,6 @@ async def _keep_session(con: Any) -> None:
     """
 
 
-T = TypeVar("T")
-Op = TypeVar("Op")
-
-
 class _Insert(NamedTuple):
     task: Task
 
@@ -183,110 +176,13 @@ _Write = _Insert | _Change | _Claim
 
 
 def _write_key(op: _Write) -> Any:
-    """_write_key: ops that must not share a transaction (see _Batcher) have equal keys: two
+    """_write_key: ops that must not share a transaction (see Batcher) have equal keys: two
     changes of one task, two submissions of one Idempotency-Key, two claims of one kind."""
     if isinstance(op, _Insert):
         return None if op.task.idem_key is None else ("i", op.task.idem_key)
     if isinstance(op, _Change):
         return ("u", op.task.seq)
     return ("c", op.kind)
-
-
-class _Batcher(Generic[Op]):
-    """_Batcher group-commits queued ops: up to `parallel` transactions of up to MAX_BATCH.
-
-    An op with the `key` of one already in the forming batch waits for the next batch, so
-    one transaction never changes the same row twice.
-    """
-
-    def __init__(
-        self,
-        flush: Callable[[list[Op]], Awaitable[list[Any]]],
-        key: Callable[[Op], Any],
-        parallel: int,
-    ) -> None:
-        self._flush = flush
-        self._key = key
-        self._items: deque[tuple[Op, asyncio.Future[Any]]] = deque()
-        self._slots = asyncio.Semaphore(parallel)
-        self._wake = asyncio.Event()
-        self._inflight: set[asyncio.Task[None]] = set()
-        self._loop_task: asyncio.Task[None] | None = None
-        self.batches = 0
-
-    def start(self) -> None:
-        self._loop_task = asyncio.get_running_loop().create_task(self._run())
-
-    def submit(self, op: Op) -> asyncio.Future[Any]:
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._items.append((op, fut))
-        self._wake.set()
-        return fut
-
-    async def stop(self) -> None:
-        """stop lets queued and in-flight batches finish, then ends the loop."""
-        while self._items or self._inflight:
-            self._wake.set()
-            await asyncio.sleep(0.01)
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            await asyncio.gather(self._loop_task, return_exceptions=True)
-
-    async def _run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._items:
-                await self._slots.acquire()
-                batch = self._take()
-                if not batch:
-                    self._slots.release()
-                    break
-                job = asyncio.get_running_loop().create_task(self._commit_in_slot(batch))
-                self._inflight.add(job)
-                job.add_done_callback(self._inflight.discard)
-
-    def _take(self) -> list[tuple[Op, asyncio.Future[Any]]]:
-        batch: list[tuple[Op, asyncio.Future[Any]]] = []
-        keys: set[Any] = set()
-        while self._items and len(batch) < MAX_BATCH:
-            key = self._key(self._items[0][0])
-            if key is not None and key in keys:
-                break
-            keys.add(key)
-            batch.append(self._items.popleft())
-        return batch
-
-    async def _commit_in_slot(self, batch: list[tuple[Op, asyncio.Future[Any]]]) -> None:
-        try:
-            await self._commit(batch)
-        finally:
-            self._slots.release()
-            if self._items:
-                self._wake.set()
-
-    async def _commit(self, batch: list[tuple[Op, asyncio.Future[Any]]]) -> None:
-        self.batches += 1
-        try:
-            values = await self._flush([op for op, _ in batch])
-            outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = [
-                (fut, v, None) for (_, fut), v in zip(batch, values, strict=True)
-            ]
-        except StorageUnavailable as exc:
-            outcomes = [(fut, None, exc) for _, fut in batch]
-        except Exception as exc:
-            if len(batch) > 1:  # find the bad op: one transaction each, so the rest still land
-                for item in batch:
-                    await self._commit([item])
-                return
-            outcomes = [(batch[0][1], None, exc)]
-        for fut, value, err in outcomes:
-            if fut.done():
-                continue
-            if err is None:
-                fut.set_result(value)
-            else:
-                fut.set_exception(err)
 
 
 class PostgresStorage(Storage):
@@ -300,8 +196,8 @@ class PostgresStorage(Storage):
         # The NOTIFY payload naming this store (two stores may share a process, in tests).
         self._notice = f"{self.owner}:{secrets.token_hex(4)}"
         self._pool: Any = None
-        self._writes: _Batcher[_Write] | None = None
-        self._reads: _Batcher[str] | None = None
+        self._writes: Batcher[_Write] | None = None
+        self._reads: Batcher[str] | None = None
         self._wake: Callable[[], None] | None = None
         self._stop: Callable[[str], None] | None = None
         self._listener: asyncio.Task[None] | None = None
@@ -338,8 +234,8 @@ class PostgresStorage(Storage):
         except asyncpg.PostgresError as exc:
             await self._close_pool()
             raise StorageUnavailable(f"database error: {exc}") from None
-        self._writes = _Batcher(self._flush_writes, _write_key, PARALLEL_WRITES)
-        self._reads = _Batcher(self._flush_reads, lambda _: None, PARALLEL_READS)
+        self._writes = Batcher(self._flush_writes, _write_key, PARALLEL_WRITES)
+        self._reads = Batcher(self._flush_reads, lambda _: None, PARALLEL_READS)
         self._writes.start()
         self._reads.start()
         self._listener = asyncio.get_running_loop().create_task(self._listen())
