@@ -14,6 +14,11 @@ median kept. The capacity the open rates are shares of is wrk's best of three 3 
 
     .venv/bin/python bench/http1.py [--seconds 10] [--reps 3] [--shares 10,25,50,90]
                                     [--rates 2000,5000,...] [--baseline DIR] [--send-ahead 1ms]
+                                    [--request-id]
+
+--request-id has nginx add `X-Request-Id: <32 random hex digits>` to every response, as many
+services do: no two heads are alike, so redline's head memo never hits and every head is
+parsed (its worst case; wrk parses every head anyway). `--shares ''` leaves the open rows out.
 
 --baseline DIR adds a "redline (baseline)" row after each redline row: the same command from
 the package in DIR (a copy of python/ holding another build's extension), as in bench/h2.py.
@@ -76,11 +81,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def nginx() -> Iterator[str]:
+def nginx(request_id: bool = False) -> Iterator[str]:
     """nginx runs Debian's nginx (one worker, pinned to the server core) in a scratch
-    directory on a free port; yields its URL."""
+    directory on a free port; yields its URL. With ``request_id`` every response carries a
+    random X-Request-Id."""
     with tempfile.TemporaryDirectory() as d:
         port = free_port()
+        extra = "add_header X-Request-Id $request_id always;" if request_id else ""
         conf = f"""daemon off; master_process off; worker_processes 1;
 pid {d}/nginx.pid; error_log {d}/error.log;
 events {{ worker_connections 4096; }}
@@ -92,7 +99,7 @@ http {{
   server {{
     listen 127.0.0.1:{port} backlog=4096;
     location = /__status {{ stub_status; }}
-    location / {{ return 200 "ok\\n"; }}
+    location / {{ {extra} return 200 "ok\\n"; }}
   }}
 }}
 """
@@ -174,6 +181,11 @@ def main() -> int:
     ap.add_argument(
         "--send-ahead", metavar="DURATION", help="adds open rows at this --send-ahead (e.g. 1ms)"
     )
+    ap.add_argument(
+        "--request-id",
+        action="store_true",
+        help="nginx adds a random X-Request-Id to every response (no two heads alike)",
+    )
     ap.add_argument("--no-record", action="store_true", help="print the table only")
     ap.add_argument(
         "--baseline", type=Path, help="a python/ copy holding another build (adds its rows)"
@@ -187,22 +199,26 @@ def main() -> int:
         return 2
     precompile(*([args.baseline] if args.baseline else []))
     count = StubStatus()
-    with nginx() as url:
+    with nginx(args.request_id) as url:
         probe = [p["WRK"], "-t1", f"-c{CONNS}", "-d3s", url + "/"]
         capacity = max(measure("wrk", "probe", probe, url, count=count).rps for _ in range(3))
         print(f"  capacity probe (wrk): {capacity:,.0f} req/s", flush=True)
         if args.rates:
             rates = [int(r) for r in args.rates.split(",")]
         else:
-            shares = [int(s) for s in args.shares.split(",")]
+            shares = [int(s) for s in args.shares.split(",") if s]
             rates = [int(capacity * s / 100) // 100 * 100 for s in shares]
         gens = generators(p, url, args.seconds, rates, args.baseline, args.send_ahead)
         rows = interleave(gens, args.reps, url, count)
-    text = f"nginx capacity (wrk, best of 3 × 3 s): {capacity:,.0f} req/s\n\n" + table(rows)
+    heads = ", a random X-Request-Id in every response" if args.request_id else ""
+    text = f"nginx capacity (wrk, best of 3 × 3 s): {capacity:,.0f} req/s{heads}\n\n" + table(rows)
     print()
     print(text)
     if not args.no_record:
-        where = record.append("seam", "HTTP/1.1 against nginx: redline vs wrk and wrk2", ctx, text)
+        title = "HTTP/1.1 against nginx: redline vs wrk and wrk2"
+        if args.request_id:
+            title += ", no two response heads alike"
+        where = record.append("seam", title, ctx, text)
         print(f"\nrecorded in {where}")
     return 0
 
