@@ -25,6 +25,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -280,3 +281,79 @@ async def make_fetcher(**kwargs: object) -> AsyncIterator[Fetcher]:
         yield fetcher
     finally:
         await fetcher.close()
+
+
+# --- several servers on one PostgreSQL database -----------------------------------------
+
+
+@pytest.fixture
+def cluster(dsn: str, tmp_path: Path) -> Iterator:
+    """cluster starts taskqueue servers on the test's database, stopping them all at the end."""
+    started: list[Server] = []
+
+    def make(*args: str, n: int = 1) -> list[Server]:
+        servers = [
+            Server(
+                tmp_path / f"unused{len(started) + i}",
+                *("--database", dsn, "--workers", "1", "--allow-fetch-cidr", "127.0.0.0/8"),
+                *args,
+            )
+            for i in range(n)
+        ]
+        errors: list[BaseException] = []
+
+        def start(s: Server) -> None:
+            try:
+                s.start()
+            except BaseException as exc:  # reported below, in the test's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=start, args=(s,)) for s in servers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        started.extend(servers)
+        if errors:
+            raise errors[0]
+        return servers
+
+    yield make
+    for i, s in enumerate(started):
+        s.stop()
+        # pytest shows this only for a failed test: what each server logged, to tell why.
+        print(f"--- server {i} ({s.url}) logged:\n" + "".join(s.lines[-200:]))
+
+
+def holder_of(servers: list[Server]) -> tuple[Server, Server]:
+    """holder_of: of two servers, the one running the one task (it shows it RUNNING in its own
+    gauge) and the other; within 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        for s in servers:
+            with s.client() as c:
+                if metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
+                    return s, servers[1] if s is servers[0] else servers[0]
+        assert time.monotonic() < deadline, "no server started the task"
+
+
+def fetch_on_two(
+    cluster: Any, origin: Any, path: str, timeout_ms: int
+) -> tuple[str, Server, Server, int]:
+    """fetch_on_two: two servers on one store with short leases, one http-fetch task of the
+    origin's `path` submitted to the first; its id, the server running it (its fetch has
+    reached the origin), the other, and the origin's hits of the path before it."""
+    servers = cluster(*FAST_LEASES, n=2)
+    route = path.split("?")[0]
+    before = origin.hits(route)
+    with servers[0].client() as c:
+        body = {"type": "http-fetch", "url": origin.url(path), "timeout_ms": timeout_ms}
+        task_id = submit(c, body).json()["id"]
+    holder, other = holder_of(servers)
+    # RUNNING is durable before the fetch goes out: wait until it reached the origin, so a
+    # kill, a freeze or a cancel lands on an attempt that made its one fetch (not before it).
+    deadline = time.monotonic() + 10
+    while origin.hits(route) == before:
+        assert time.monotonic() < deadline, "the holder's fetch never reached the origin"
+        time.sleep(0.01)
+    return task_id, holder, other, before

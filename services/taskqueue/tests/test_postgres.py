@@ -15,7 +15,6 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ import asyncpg
 import httpx
 import psutil
 import pytest
-from conftest import FAST_LEASES, Server, metric, submit, wait_final
+from conftest import Server, fetch_on_two, metric, submit, wait_final
 from taskqueue.localpg import LocalPostgres, free_port
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.postgres_schema import MIGRATIONS
@@ -33,45 +32,6 @@ from taskqueue.storage_postgres import PostgresStorage
 OUTAGE_503_WITHIN_S = 7.0
 """OUTAGE_503_WITHIN_S: a request during a database outage is answered (503) within the
 store's 5 s bound on any database call, plus scheduling slack."""
-
-
-@pytest.fixture
-def cluster(dsn: str, tmp_path: Path) -> Iterator:
-    """cluster starts taskqueue servers on the test's database, stopping them all at the end."""
-    started: list[Server] = []
-
-    def make(*args: str, n: int = 1) -> list[Server]:
-        servers = [
-            Server(
-                tmp_path / f"unused{len(started) + i}",
-                *("--database", dsn, "--workers", "1", "--allow-fetch-cidr", "127.0.0.0/8"),
-                *args,
-            )
-            for i in range(n)
-        ]
-        errors: list[BaseException] = []
-
-        def start(s: Server) -> None:
-            try:
-                s.start()
-            except BaseException as exc:  # reported below, in the test's thread
-                errors.append(exc)
-
-        threads = [threading.Thread(target=start, args=(s,)) for s in servers]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        started.extend(servers)
-        if errors:
-            raise errors[0]
-        return servers
-
-    yield make
-    for i, s in enumerate(started):
-        s.stop()
-        # pytest shows this only for a failed test: what each server logged, to tell why.
-        print(f"--- server {i} ({s.url}) logged:\n" + "".join(s.lines[-200:]))
 
 
 def test_a_task_submitted_to_one_server_is_served_by_another(cluster) -> None:
@@ -273,43 +233,9 @@ def _workers_of(server: Server) -> list[psutil.Process]:
     return psutil.Process(server.pid).children(recursive=True)
 
 
-def _holder(servers: list[Server]) -> tuple[Server, Server]:
-    """_holder: of two servers, the one running the one task (it shows it RUNNING in its own
-    gauge) and the other; within 10 s."""
-    deadline = time.monotonic() + 10
-    while True:
-        for s in servers:
-            with s.client() as c:
-                if metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1:
-                    return s, servers[1] if s is servers[0] else servers[0]
-        assert time.monotonic() < deadline, "no server started the task"
-
-
-def _fetch_on_two(
-    cluster: Any, origin: Any, path: str, timeout_ms: int
-) -> tuple[str, Server, Server, int]:
-    """_fetch_on_two: two servers on one store with short leases, one http-fetch task of the
-    origin's `path` submitted to the first; its id, the server running it (its fetch has
-    reached the origin), the other, and the origin's hits of the path before it."""
-    servers = cluster(*FAST_LEASES, n=2)
-    route = path.split("?")[0]
-    before = origin.hits(route)
-    with servers[0].client() as c:
-        body = {"type": "http-fetch", "url": origin.url(path), "timeout_ms": timeout_ms}
-        task_id = submit(c, body).json()["id"]
-    holder, other = _holder(servers)
-    # RUNNING is durable before the fetch goes out: wait until it reached the origin, so a
-    # kill, a freeze or a cancel lands on an attempt that made its one fetch (not before it).
-    deadline = time.monotonic() + 10
-    while origin.hits(route) == before:
-        assert time.monotonic() < deadline, "the holder's fetch never reached the origin"
-        time.sleep(0.01)
-    return task_id, holder, other, before
-
-
 def _slow_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, int]:
     """_slow_task_on_two: a task that takes the origin 1.5 s (2 s limit) on two servers."""
-    return _fetch_on_two(cluster, origin, "/slow?ms=1500", 2000)
+    return fetch_on_two(cluster, origin, "/slow?ms=1500", 2000)
 
 
 def test_kill_9_mid_task_the_other_server_completes_it_after_the_lease(cluster, origin) -> None:
@@ -354,79 +280,6 @@ def test_a_frozen_servers_late_outcome_is_dropped_and_counted(cluster, origin) -
         after = wait_final(c, task_id, timeout=5)
     assert (after["status"], after["attempts"]) == ("SUCCEEDED", 2), after
     assert origin.hits("/slow") - before == 2  # one fetch per attempt, as the origin saw
-
-
-def _hanging_task_on_two(cluster: Any, origin: Any) -> tuple[str, Server, Server, int]:
-    """_hanging_task_on_two: a task the origin never answers (20 s limit) on two servers."""
-    return _fetch_on_two(cluster, origin, "/hang", 20000)
-
-
-def _cancel(server: Server, task_id: str) -> None:
-    with server.client() as c:
-        r = c.delete(f"/tasks/submissions/{task_id}")
-    assert r.status_code == 200, r.text
-    assert (r.json()["status"], r.json()["error"]) == ("FAILED", "cancelled"), r.text
-
-
-def test_a_task_cancelled_through_another_server_stops_on_its_holder(cluster, origin) -> None:
-    """A task running on one server is cancelled through the other, in the database; the
-    holder is told and stops its run at once (not at its 20 s limit), storing nothing of its
-    own. A DELETE on the holder then answers cancelled too: DELETE is idempotent."""
-    task_id, holder, other, before = _hanging_task_on_two(cluster, origin)
-    hung_up = origin.cancelled("/hang")
-    _cancel(other, task_id)
-    with holder.client() as c:
-        deadline = time.monotonic() + 3
-        while metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') != 0:
-            assert time.monotonic() < deadline, "the holder still runs the cancelled task"
-            time.sleep(0.05)
-        assert metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") == 0
-    # The origin saw the holder's fetch hang up: its connection closed, the request cut short.
-    deadline = time.monotonic() + 3
-    while origin.cancelled("/hang") == hung_up:
-        assert time.monotonic() < deadline, "the origin's /hang was never hung up on"
-        time.sleep(0.02)
-    _cancel(holder, task_id)
-    for s in (holder, other):
-        with s.client() as c:
-            doc = c.get(f"/tasks/submissions/{task_id}").json()
-        assert (doc["status"], doc["error"]) == ("FAILED", "cancelled"), doc
-    assert origin.hits("/hang") - before == 1  # one fetch went out, as the origin saw
-
-
-def test_a_second_cancel_on_the_server_still_running_it_answers_cancelled(
-    cluster, origin, dsn: str
-) -> None:
-    """As above, but the holder misses the notice: the task is cancelled in the database by
-    a store that announces nothing. A DELETE on the holder stops its run, whose outcome the
-    store refuses, and answers what the store holds: cancelled, 200. (It answered 409 "task
-    already RUNNING", seen in CI when a claim raced the first cancel.)"""
-    task_id, holder, _other, before = _hanging_task_on_two(cluster, origin)
-
-    async def cancel_silently() -> None:
-        store = PostgresStorage(dsn)
-        await store.open()
-        try:
-            stored = await store.get(task_id)
-            assert stored is not None and stored.status is TaskStatus.RUNNING, stored
-            done = stored.evolve(
-                status=TaskStatus.FAILED,
-                error="cancelled",
-                finished_at=time.time(),
-                lease_until=None,
-            )
-            assert await store.update(done, prior=stored)
-        finally:
-            await store.close()
-
-    asyncio.run(cancel_silently())
-    with holder.client() as c:
-        assert metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 1
-    _cancel(holder, task_id)
-    with holder.client() as c:
-        assert metric(c.get("/metrics").text, 'taskqueue_tasks{status="RUNNING"}') == 0
-        assert metric(c.get("/metrics").text, "taskqueue_stale_outcomes_total") == 1
-    assert origin.hits("/hang") - before == 1
 
 
 def test_the_queue_limit_holds_across_servers(cluster, origin) -> None:

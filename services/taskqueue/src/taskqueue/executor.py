@@ -19,6 +19,7 @@ import logging
 import multiprocessing
 import os
 import time
+from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -70,6 +71,12 @@ class Phase(enum.Enum):
     FINISHING = "finishing"
 
 
+DROPS_KEPT = 1024
+"""DROPS_KEPT: how many tasks cancelled elsewhere and not running here when told are
+remembered, so that a claim of one that raced its cancel (the claim committed first, its
+answer came after the notice) is not started."""
+
+
 class StopReason(enum.Enum):
     """StopReason says why a running task's coroutine was cancelled."""
 
@@ -106,6 +113,7 @@ class Executor:
         self._busy = {t: 0 for t in TaskType}
         self._runs: dict[str, _Run] = {}
         self._dropping: set[asyncio.Task[bool]] = set()  # drops under way (kept referenced)
+        self._dropped: OrderedDict[str, None] = OrderedDict()  # told before it ran here
         self._pool: ProcessPoolExecutor | None = None
         self._fetcher: Fetcher | None = None
         self._stopping = False
@@ -199,6 +207,9 @@ class Executor:
                     log.exception("taskqueue: claiming %s tasks failed", kind.value)
                     return
                 for task in tasks:
+                    if task.id in self._dropped:  # cancelled while we claimed it: stored so
+                        del self._dropped[task.id]
+                        continue
                     self._queue.add(task)
                     self._start(task)
                 if len(tasks) < want:
@@ -248,13 +259,18 @@ class Executor:
 
     def drop(self, task_id: str) -> None:
         """drop stops a run whose task another server cancelled in the shared store, which
-        holds the outcome already: the run's own is stored nowhere."""
-        if task_id in self._runs:
-            stopping = asyncio.get_running_loop().create_task(
-                self.cancel(task_id, StopReason.CANCELLED_ELSEWHERE)
-            )
-            self._dropping.add(stopping)
-            stopping.add_done_callback(self._dropping.discard)
+        holds the outcome already: the run's own is stored nowhere. A task not running here
+        is remembered, in case a claim of it is on its way back."""
+        if task_id not in self._runs:
+            self._dropped[task_id] = None
+            while len(self._dropped) > DROPS_KEPT:
+                self._dropped.popitem(last=False)
+            return
+        stopping = asyncio.get_running_loop().create_task(
+            self.cancel(task_id, StopReason.CANCELLED_ELSEWHERE)
+        )
+        self._dropping.add(stopping)
+        stopping.add_done_callback(self._dropping.discard)
 
     def expire_leases(self, now: float) -> int:
         """expire_leases stops runs whose lease has passed (a hung worker); returns how many."""
