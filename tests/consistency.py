@@ -63,6 +63,12 @@ def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> No
     cap = lim.get("capacity_rps")
     if x is not None and cap is not None:
         assert x <= 1.05 * cap + (lim.get("capacity_ci") or 0), (x, cap)
+    if opt is not None and cap is not None:
+        # The optimum's throughput, with its step's ±, agrees with the capacity, or the
+        # page says why it reads more.
+        low = opt["throughput_rps"] - (opt.get("throughput_ci") or 0)
+        if low > 1.05 * cap + (lim.get("capacity_ci") or 0):
+            assert "read more than" in text["optimal"], (opt, cap, text["optimal"])
     if markdown is not None:
         for key in ("throughput", "latency", "optimal", "limit"):
             assert text[key] in markdown, key

@@ -409,3 +409,44 @@ def test_a_step_under_the_plateau_stays_out_of_it_and_the_sentence_says_sustaine
     text = build_answers(steps, model="closed")["text"]["limit"]
     assert "at its best, it sustained 700 ± 14 req/s" in text, text
     assert text.count("p99 was") == 1, text
+
+
+def test_the_optimal_point_says_its_steps_uncertainty_and_agrees_with_the_limit():
+    """The demo's search (taskqueue, seed-000 flows, tasks a second on 2 shared cores): the
+    steps at the plateau agreed on 279 ± 19 tasks/s, and the most power was the step of
+    1,280 users, which read 317. The page said "runs best at 1280 users: 317 tasks/s" beside
+    "stops growing at 279 ± 19": now the optimum carries its step's ± (317 ± 63), which
+    covers the plateau's level. A step that reads more even with its ± is said to."""
+    sweep = [(64, 26, 4.1), (128, 51, 3.8), (256, 96, 7.1), (320, 133, 11.3), (640, 263, 14.7),
+             (1280, 317, 31.3), (1600, 271, 51.4), (2000, 303, 27.6), (2500, 307, 48.1),
+             (3125, 288, 50.4), (3906, 282, 27.7)]  # fmt: skip
+    mean_ms = {n: 0.53 * max(1.0, n / 1280) for n, _, _ in sweep}  # grows past the knee
+    steps = [
+        _reading(i, n, x, se, mean_ms=mean_ms[n], p99_ms=8 * mean_ms[n])
+        for i, (n, x, se) in enumerate(sweep)
+    ]
+    steps.append(_reading(11, 4882, 291.0, 41.1, mean_ms=2.2, p99_ms=60.0, fired=["plateau"]))
+    a = build_answers(steps, model="closed")
+    opt, lim = a["optimal"], a["limit"]
+    assert opt["users"] == 1280 and opt["throughput_ci"] == pytest.approx(62.6)
+    assert "317 ± 63 req/s with p99" in a["text"]["optimal"], a["text"]["optimal"]
+    cap, cap_ci = lim["capacity_rps"], lim["capacity_ci"]
+    assert opt["throughput_rps"] - opt["throughput_ci"] <= cap + cap_ci  # the two agree
+    assert "read more than" not in a["text"]["optimal"]
+
+    # A step that read high while a backlog drained through its window (its in-flight mean
+    # a third of what Little's law needs: no plateau reading) has the most power: above
+    # the limit even with its ±, and said so.
+    def step(i, users, x, mean_ms, inflight=None):
+        return _reading(i, users, x, 5.0, mean_ms=mean_ms, p99_ms=4 * mean_ms,
+                        inflight_mean=inflight)  # fmt: skip
+
+    steps = [step(0, 100, 400.0, 10.0), step(1, 200, 600.0, 15.0), step(2, 300, 1100.0, 15.0, 5.5),
+             step(3, 400, 610.0, 30.0), step(4, 500, 605.0, 40.0)]  # fmt: skip
+    assert not little_of(steps[2]).ok
+    a = build_answers(steps, model="closed")
+    text, lim = a["text"]["optimal"], a["limit"]
+    assert a["optimal"]["users"] == 300 and a["optimal"]["throughput_ci"] == 10.0
+    assert 1100.0 - 10.0 > lim["capacity_rps"] + lim["capacity_ci"], lim
+    assert "That step read more than the 605 ± 6 req/s" in text, text
+    assert "not as a rate to plan on" in text, text

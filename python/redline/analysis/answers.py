@@ -314,12 +314,16 @@ def _capacity_and_spread(
 
 
 def _optimal_answer(opt: StepResult | None, model: str) -> dict[str, Any] | None:
-    """_optimal_answer: the optimal step's load, figures and power (None without one)."""
+    """_optimal_answer: the optimal step's load, figures and power (None without one); its
+    throughput with two standard errors of the step's intervals (the most power of several
+    noisy steps tends to be a step that read high, as in the demo's 317 ± 63 tasks/s where
+    the steps at the plateau agreed on 279 ± 19)."""
     if opt is None:
         return None
     return {
         load_key(model): opt.load,
         "throughput_rps": opt.throughput_rps,
+        "throughput_ci": None if opt.throughput_se is None else 2 * opt.throughput_se,
         "p99_ms": opt.p99_ms,
         "mean_ms": opt.latency_ms,
         "power": power(opt.throughput_rps, opt.latency_ms),

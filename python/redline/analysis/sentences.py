@@ -76,11 +76,11 @@ def answer_sentences(
         optimal = "No optimal operating point: no step met every limit."
     else:
         load = opt.get("users", opt.get("rate"))
+        got = rate_text(opt["throughput_rps"], opt.get("throughput_ci"), unit)
         optimal = (
-            f"It runs best at {fmt_load(load, model)}: "
-            f"{opt['throughput_rps']:,.0f} {unit} with p99 {_ms(opt.get('p99_ms'))}, the most "
-            "throughput per unit of latency (Kleinrock's power) among the steps that met "
-            "every limit."
+            f"It runs best at {fmt_load(load, model)}: {got} with p99 {_ms(opt.get('p99_ms'))},"
+            " the most throughput per unit of latency (Kleinrock's power) among the steps that"
+            " met every limit." + _read_high(opt, answers.get("limit") or {}, unit)
         )
     return {
         "throughput": throughput,
@@ -88,6 +88,21 @@ def answer_sentences(
         "optimal": optimal,
         "limit": limit_sentence(answers.get("limit") or {}, model, max_load, unit),
     }
+
+
+def _read_high(opt: dict[str, Any], lim: dict[str, Any], unit: str) -> str:
+    """_read_high: a sentence when the optimal step read above the capacity even with its ±
+    (the most power of several steps is likely one that read high: by noise, or by a
+    backlog draining through its window), else ''."""
+    cap, cap_ci = lim.get("capacity_rps"), lim.get("capacity_ci") or 0.0
+    low = opt["throughput_rps"] - (opt.get("throughput_ci") or 0.0)
+    if cap is None or low <= cap + cap_ci:
+        return ""
+    return (
+        f" That step read more than the {rate_text(cap, lim.get('capacity_ci'), unit)} the"
+        " service sustains at its best: it has the most power for reading high (the noise of"
+        " a short step, or a backlog draining through it), not as a rate to plan on."
+    )
 
 
 def limit_sentence(
