@@ -15,7 +15,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from redline.scenario import divergence
 from redline.scenario.scenario import Scenario
+from redline.scenario.template import ValueUseError, tracing
 from redline.scenario.user import BUILTINS, ScenarioError, User
 
 #: PLAN_VERSION: bumped when the plan format changes incompatibly.
@@ -72,12 +74,26 @@ def load(path: str | os.PathLike[str], run_vars: dict[str, str] | None = None) -
 def compile_scenario(
     scenario: Scenario, run_vars: dict[str, str], path: str | None = None
 ) -> Compiled:
-    """compile_scenario traces ``scenario``'s setup and flows into a plan."""
+    """compile_scenario traces ``scenario``'s setup and flows into a plan, three times with
+    the markers spelt differently (:mod:`~redline.scenario.divergence`): a plan that differs
+    between the traces holds a constant Python computed from a run-time value, refused."""
     path = path or scenario.file or "<scenario>"
     if not scenario.flows:
         raise ScenarioError(
             "the scenario declares no flow (use @scenario.flow)", path, scenario.line
         )
+    plans = []
+    for salt in divergence.SALTS:
+        with tracing(salt):
+            plans.append(_plan(scenario, run_vars, path))
+    divergence.refuse(plans, path)
+    return Compiled(
+        path, plans[0], scenario.host, dict(scenario.profile), list(scenario.thresholds)
+    )
+
+
+def _plan(scenario: Scenario, run_vars: dict[str, str], path: str) -> dict[str, Any]:
+    """_plan traces ``scenario``'s setup and flows once, in the trace under way."""
     comp = _Compiler(scenario, run_vars)
     base: set[str] = set(BUILTINS)
     for ds in scenario.datasets.values():
@@ -97,7 +113,7 @@ def compile_scenario(
         if not u.steps:
             raise ScenarioError(f"flow {f.name!r} has no steps", path, f.line)
         flows.append({"name": f.name, "weight": f.weight, "steps": u.steps, "line": f.line})
-    plan = {
+    return {
         "version": PLAN_VERSION,
         "file": path,
         "vars": {f"var.{k}": v for k, v in sorted(comp.used_vars.items())},
@@ -105,7 +121,6 @@ def compile_scenario(
         "setup": setup_steps,
         "flows": flows,
     }
-    return Compiled(path, plan, scenario.host, dict(scenario.profile), list(scenario.thresholds))
 
 
 def _trace(fn: Any, user: User, path: str) -> Any:
@@ -114,6 +129,8 @@ def _trace(fn: Any, user: User, path: str) -> Any:
         return fn(user)
     except ScenarioError:
         raise
+    except ValueUseError as e:
+        raise ScenarioError(str(e), path, _line_in(e, path)) from None
     except Exception as e:
         raise ScenarioError(f"{type(e).__name__}: {e}", path, _line_in(e, path)) from None
 

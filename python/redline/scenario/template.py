@@ -6,27 +6,116 @@ extracted from a response is a :class:`Var` whose ``str()`` is a marker. f-strin
 literal text and variable references, which is what the plan carries (a *template*: a list
 whose items are literal strings or ``{"var": NAME}``). The engine fills the references in per
 request, escaping each for where it lands (path, query, header, JSON string, form field).
+
+Ordinary Python run over a marker (``base64``, ``hashlib``, ``len``, ``.upper()``, slicing)
+would compute a constant once, over the marker's text, and send it on every request. Each
+marker therefore carries the trace's *salt* (:func:`tracing`): the compiler traces a scenario
+with salts of different lengths and letters and requires the same plan from each, and
+:func:`parts` refuses a marker whose salt was changed or a marker cut apart. A value the
+engine computes per request (``u.b64encode(...)``) is a Var named ``@N`` that stands for a
+function part, ``{"fn": NAME, "args": [TEMPLATE, ...]}``, registered in the trace.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
-#: The marker delimiters: ASCII record/unit separators, which no sane URL, header or body
-#: text contains, so a marker cannot be confused with user text.
-_OPEN, _CLOSE = "\x1e", "\x1f"
-_MARKER = re.compile("\x1e([^\x1e\x1f]+)\x1f")
+#: The marker delimiters: ASCII record, group and unit separators, which no sane URL, header
+#: or body text contains, so a marker cannot be confused with user text.
+_OPEN, _SALT, _CLOSE = "\x1e", "\x1d", "\x1f"
+_MARKER = re.compile("\x1e([^\x1d\x1e\x1f]+)\x1d([^\x1d\x1e\x1f]*)\x1f")
+_STRAY = re.compile("[\x1d\x1e\x1f]")
 
 #: Template: what the plan carries for a templated string.
 Template = list[Any]
 
+#: _HINTS: what to use instead of a Python operation on a run-time value.
+_HINTS: dict[str, str] = {}
+#: _DOCS: where the ways of using a run-time value are told.
+_DOCS = "docs/scenarios.md, Run-time values"
+
+
+class ValueUseError(Exception):
+    """ValueUseError: Python code used a run-time value where it would compute, once at
+    compile time, a constant that the run would then send on every request."""
+
+
+class _ValueAttributeError(ValueUseError, AttributeError):
+    pass
+
+
+class _ValueTypeError(ValueUseError, TypeError):
+    pass
+
+
+class _TemplateError(ValueUseError, ValueError):
+    pass
+
+
+@dataclass
+class Trace:
+    """Trace is one tracing pass: the salt its markers carry, and the function parts its
+    ``@N`` values stand for."""
+
+    salt: str
+    fns: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def register(self, fn: dict[str, Any]) -> str:
+        """register keeps a function part and returns the name of the Var standing for it
+        (numbered in call order, so that every trace of a scenario names it alike)."""
+        name = f"@{len(self.fns) + 1}"
+        self.fns[name] = fn
+        return name
+
+
+#: _OUTSIDE: the trace of markers made outside a compilation (tests, the REPL).
+_OUTSIDE = Trace("aZ")
+_current: ContextVar[Trace | None] = ContextVar("redline_trace", default=None)
+
+
+@contextmanager
+def tracing(salt: str) -> Iterator[Trace]:
+    """tracing: markers made inside the block carry ``salt``."""
+    trace = Trace(salt)
+    token = _current.set(trace)
+    try:
+        yield trace
+    finally:
+        _current.reset(token)
+
+
+def current() -> Trace:
+    """current: the trace under way."""
+    return _current.get() or _OUTSIDE
+
+
+def describe(name: str) -> str:
+    """describe: a variable's name as a person knows it."""
+    if name.startswith("@"):
+        fn = current().fns.get(name)
+        return f"u.{fn['fn']}(...)" if fn else "a function's value"
+    return repr(name)
+
+
+def _refuse(name: str, what: str, hint: str | None) -> str:
+    use = f"; use {hint}" if hint else ""
+    return (
+        f"{describe(name)} is known only during the run: {what} would be computed once, "
+        f"at compile time, over a placeholder, and sent on every request{use} ({_DOCS})"
+    )
+
 
 class Var:
     """Var is a symbolic value known only during a run (an extracted value, a run variable, a
-    data-file column, a random choice). Use it in f-strings, dicts and lists; comparing it or
-    branching on it at compile time is impossible and raises."""
+    data-file column, a random choice, a function the engine computes per request). Use it in
+    f-strings, dicts and lists, and in the ``u.`` functions; comparing it, branching on it or
+    computing with it in Python at compile time is impossible and raises."""
 
     __slots__ = ("name",)
 
@@ -34,9 +123,13 @@ class Var:
         self.name = name
 
     def __str__(self) -> str:
-        return f"{_OPEN}{self.name}{_CLOSE}"
+        return f"{_OPEN}{self.name}{_SALT}{current().salt}{_CLOSE}"
 
     def __format__(self, spec: str) -> str:
+        if spec:
+            raise _ValueTypeError(
+                _refuse(self.name, f"the format spec {':' + spec!r}", _HINTS.get("format"))
+            )
         return str(self)
 
     def __repr__(self) -> str:
@@ -50,34 +143,99 @@ class Var:
 
     def __bool__(self) -> bool:
         raise TypeError(
-            f"the value of {self.name!r} is known only during the run: a flow cannot branch "
-            "on it (use a check, or poll until a condition holds)"
+            f"the value of {describe(self.name)} is known only during the run: a flow cannot "
+            "branch on it (use a check, or poll until a condition holds)"
         )
 
     def __eq__(self, other: object) -> bool:  # type: ignore[override]
         raise TypeError(
-            f"the value of {self.name!r} is known only during the run: use a check "
+            f"the value of {describe(self.name)} is known only during the run: use a check "
             "(json_eq, json_in, ...) instead of comparing it"
         )
 
     __hash__ = object.__hash__
 
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        hint = _HINTS.get(attr)
+        raise _ValueAttributeError(_refuse(self.name, f".{attr}()", hint))
+
+    def __len__(self) -> int:
+        raise _ValueTypeError(_refuse(self.name, "len()", _HINTS.get("len")))
+
+    def __getitem__(self, key: object) -> Any:
+        raise _ValueTypeError(_refuse(self.name, "indexing or slicing", _HINTS.get("index")))
+
+    def __iter__(self) -> Iterator[Any]:
+        raise _ValueTypeError(_refuse(self.name, "iterating over it", _HINTS.get("index")))
+
+    def __int__(self) -> int:
+        raise _ValueTypeError(_refuse(self.name, "int()", _HINTS.get("int")))
+
+    def __float__(self) -> float:
+        raise _ValueTypeError(_refuse(self.name, "float()", _HINTS.get("int")))
+
+    def __index__(self) -> int:
+        raise _ValueTypeError(_refuse(self.name, "using it as a number", _HINTS.get("int")))
+
+    def __mod__(self, other: object) -> Any:
+        raise _ValueTypeError(_refuse(self.name, "%", "an f-string"))
+
+    def __mul__(self, other: object) -> Any:
+        raise _ValueTypeError(_refuse(self.name, "*", "an f-string"))
+
+    __rmul__ = __mul__
+
+    def __contains__(self, item: object) -> bool:
+        raise _ValueTypeError(_refuse(self.name, "'in'", "a check (contains(...))"))
+
+
+def _ref(name: str) -> dict[str, Any]:
+    """_ref: the template part a variable name stands for (a function's, for ``@N``)."""
+    if name.startswith("@"):
+        fn = current().fns.get(name)
+        if fn is None:
+            raise _TemplateError(f"{name!r}: a function's value used outside its scenario")
+        return fn
+    return {"var": name}
+
 
 def parts(value: Any) -> Template:
-    """parts splits a string (or a Var, or a number) into a template."""
+    """parts splits a string (or a Var, or a number) into a template. A marker whose salt is
+    not the trace's was changed by Python string code, and a marker's delimiter left alone
+    was cut out of one: both would send a constant, so both are refused."""
     if isinstance(value, Var):
-        return [{"var": value.name}]
+        return [_ref(value.name)]
     text = value if isinstance(value, str) else str(value)
     out: Template = []
     pos = 0
+    salt = current().salt
     for m in _MARKER.finditer(text):
-        if m.start() > pos:
-            out.append(text[pos : m.start()])
-        out.append({"var": m.group(1)})
+        if m.group(2) != salt:
+            raise _TemplateError(
+                _refuse(
+                    m.group(1),
+                    "Python string code over it (.upper(), .lower(), .replace(), ...)",
+                    _HINTS.get("upper"),
+                )
+            )
+        _literal(out, text[pos : m.start()])
+        out.append(_ref(m.group(1)))
         pos = m.end()
-    if pos < len(text):
-        out.append(text[pos:])
+    _literal(out, text[pos:])
     return out
+
+
+def _literal(out: Template, text: str) -> None:
+    if _STRAY.search(text):
+        raise _TemplateError(
+            "a run-time value was cut apart by Python code (slicing, split(), strip(), ...): "
+            "that would be computed once, at compile time, over a placeholder, and sent on "
+            f"every request; use the value whole ({_DOCS})"
+        )
+    if text:
+        out.append(text)
 
 
 def json_template(value: Any) -> Template:
@@ -95,7 +253,7 @@ def json_template(value: Any) -> Template:
     def walk(v: Any) -> None:
         if isinstance(v, Var):
             lit('"')
-            out.append({"var": v.name})
+            out.append(_ref(v.name))
             lit('"')
         elif isinstance(v, str):
             lit('"')
@@ -128,10 +286,26 @@ def json_template(value: Any) -> Template:
 
 
 def variables(template: Template) -> list[str]:
-    """variables lists the variable names a template refers to."""
-    return [p["var"] for p in template if isinstance(p, dict)]
+    """variables lists the variable names a template refers to (inside functions too)."""
+    out: list[str] = []
+    for p in template:
+        if isinstance(p, dict):
+            if "var" in p:
+                out.append(p["var"])
+            for arg in p.get("args", ()):
+                if isinstance(arg, list):
+                    out.extend(variables(arg))
+    return out
 
 
 def display(template: Template) -> str:
-    """display renders a template for people: ``/tasks/{id}``."""
-    return "".join(p if isinstance(p, str) else "{" + p["var"] + "}" for p in template)
+    """display renders a template for people: ``/tasks/{id}``, ``{b64encode(...)}``."""
+    out = []
+    for p in template:
+        if isinstance(p, str):
+            out.append(p)
+        elif "var" in p:
+            out.append("{" + p["var"] + "}")
+        else:
+            out.append("{" + p["fn"] + "(...)}")
+    return "".join(out)
