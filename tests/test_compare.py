@@ -21,6 +21,7 @@ from redline.compare import Figure, Stretch, Verdict, bootstrap
 from redline.compare.significance import holm, u_test
 from redline.compare.windows import cut
 from redline.errors import ConfigError
+from test_steps import hdr
 
 # -- outcomes: goodput and error rate --------------------------------------------------------
 
@@ -193,6 +194,71 @@ def test_too_few_windows_are_not_judged():
         {"all": synthetic(1, n=3)}, {"all": synthetic(2, n=3, p99=100.0)}, window_s=1.0
     )
     assert {r.verdict for r in rows} == {Verdict.UNKNOWN}
+
+
+def with_histograms(seed: int, n: int, scale: float = 1.0, per_s: int = 1200) -> Stretch:
+    """with_histograms: n one-second snapshots of ``per_s`` requests each, with histograms,
+    latencies drawn from one distribution (a 4 ms floor, an exponential tail of mean 1 ms)
+    times ``scale``: a known p99 for the requests to judge."""
+    rng = random.Random(seed)
+    snaps = []
+    for i in range(n):
+        values = [round(1000 * scale * (4.0 + rng.expovariate(1.0))) for _ in range(per_s)]
+        q = sorted(values)
+        snaps.append(
+            {
+                "t_s": float(i + 1),
+                "requests": per_s,
+                "errors": 0,
+                "p50_ms": q[per_s // 2] / 1000,
+                "p90_ms": q[per_s * 9 // 10] / 1000,
+                "p99_ms": q[per_s * 99 // 100] / 1000,
+                "p99_9_ms": q[-1] / 1000,
+                "histogram": hdr(values),
+            }
+        )
+    return Stretch(snaps)
+
+
+@pytest.mark.parametrize(
+    "label, scale, verdict",
+    [("25 % slower", 1.25, Verdict.WORSE), ("the same", 1.0, Verdict.SAME)],
+)
+def test_too_few_windows_judge_a_latency_from_the_requests(label, scale, verdict):
+    """3+3 windows cannot be tested; 3,600 requests a side with histograms can: a p99 25 %
+    higher is worse, the same distribution drawn again is no change, and the goodput (no
+    requests to resample) stays unjudged."""
+    rows = compare.compare_stretches(
+        {"all": with_histograms(1, 3)}, {"all": with_histograms(2, 3, scale)}, window_s=1.0
+    )
+    got = {r.figure: r for r in rows}
+    assert got[Figure.P99].verdict is verdict, label
+    assert got[Figure.P99].evidence.requests == (3600, 3600)
+    assert got[Figure.P99].evidence.n == (3, 3)
+    assert got[Figure.P50].verdict is verdict, label
+    assert got[Figure.RPS].verdict is Verdict.UNKNOWN
+    # p99.9 needs 10,000 requests beyond which 10 lie: 3,600 are too few to judge it.
+    assert got[Figure.P99_9].verdict is Verdict.UNKNOWN
+    if verdict is Verdict.WORSE:
+        lo, hi = got[Figure.P99].ci  # type: ignore[misc]
+        assert 0.10 < lo < 0.25 < hi < 0.40
+
+
+def test_a_gated_figure_that_cannot_be_judged_fails_the_gate():
+    """Two 3-window runs without histograms, the p99 doubled: the gate says it cannot judge
+    (it returned [] and passed), and lets it pass only when unjudged figures are allowed."""
+    base, new = synthetic(1, n=3), synthetic(2, n=3, p99=100.0)
+    c = compare.Comparison(
+        _doc(base), _doc(new), compare.compare_stretches({"all": base}, {"all": new}, 1.0)
+    )
+    rules = compare.parse_rules(["p99:+10%", "rps:-5%"])
+    assert compare.failures(rules, c) == [
+        "cannot judge p99: 3+3 windows, need 4 (or 1000 requests a side with histograms);"
+        " run longer or use --interval",
+        "cannot judge rps: 3+3 windows, need 4; run longer or use --interval",
+    ]
+    assert compare.unjudged(rules, c) == compare.failures(rules, c)
+    assert compare.failures(rules, c, allow_unjudged=True) == []
 
 
 @pytest.mark.parametrize(

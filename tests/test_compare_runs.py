@@ -231,6 +231,30 @@ def test_the_same_server_twice_is_no_change(target, tmp_path):
     assert " ~ " in rows["goodput"] and " ~ " in rows["p50"], p.stdout
 
 
+def test_a_smoke_run_too_short_to_judge_does_not_pass(target, tmp_path):
+    """Two 3 s runs at 1 s intervals (3 windows a side), the server 50 % slower: the p99 is
+    judged from the requests and trips its rule (exit 1); the goodput cannot be judged, so a
+    gate on it alone fails with exit 3 and says why (it exited 0), unless --allow-unjudged."""
+    before = target.stats()["requests"]
+    for name, latency in (("a", "20ms"), ("b", "30ms")):
+        p = run_cli(
+            "run", f"{target.url}/?latency={latency}", "-c", "16", "-d", "3s",
+            "--interval", "1s", "--json", str(tmp_path / f"{name}.json"),
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+    answered = sum(json.loads((tmp_path / f"{n}.json").read_text())["requests"] for n in "ab")
+    assert target.stats()["requests"] - before >= answered
+    files = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    p = run_cli("compare", *files, "--fail-on", "p99:+10%")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "FAIL: p99 got worse by +" in p.stdout
+    p = run_cli("compare", *files, "--fail-on", "rps:-5%")
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "FAIL: cannot judge rps: 3+3 windows, need 4; run longer or use --interval" in p.stdout
+    p = run_cli("compare", *files, "--fail-on", "rps:-5%", "--allow-unjudged")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 #: TWO_NAMES: a scenario of two request names; "slow" answers after --var SLOW.
 TWO_NAMES = """\
 from redline.scenario import Scenario

@@ -8,7 +8,7 @@ From Python::
     c = compare.compare(base, new)
     print(compare.render_text([c]))
     for line in compare.failures(compare.parse_rules(["p99:+10%"]), c):
-        print(line)
+        print(line)  # a rule tripped, or its figure could not be judged
 
 Inside: :mod:`documents` reads results into stretches, :mod:`windows` cuts them into windows
 and reads each window's figures (:mod:`counting` counts goodput and errors), :mod:`significance`
@@ -38,6 +38,7 @@ _HOME = {
     "failures": "gate",
     "parse_rule": "gate",
     "parse_rules": "gate",
+    "unjudged": "gate",
     "Outcomes": "counting",
     "outcomes": "counting",
     "render_html": "page",
@@ -70,6 +71,7 @@ __all__ = [
     "parse_rule",
     "parse_rules",
     "failures",
+    "unjudged",
     "render_text",
     "render_markdown",
     "render_html",

@@ -10,6 +10,10 @@ from redline.errors import RedlineError
 
 EXIT_FAILED = 1
 
+#: EXIT_UNJUDGED: no rule tripped, but a gated figure could not be judged (too few windows):
+#: a gate that cannot tell must not pass (``--allow-unjudged`` lets it).
+EXIT_UNJUDGED = 3
+
 COMPARE_DESCRIPTION = """\
 Compare redline results (of `redline run --json` or `redline find --json`) with the first,
 the baseline: goodput, error rate and latency percentiles (per request name for a scenario;
@@ -17,7 +21,10 @@ each of the four answers for a find), with a verdict: better, worse or ~ (no sig
 change). The verdict rests on the runs' interval data: each run is cut into windows of about
 5 s, and the two runs' window figures are compared with a Mann-Whitney test (Holm-corrected
 across request names); a change also has to be at least 5 % (0.1 points for the error rate).
-Exit status: 0, or 1 when a --fail-on rule trips; 2 on bad input."""
+With too few windows (fewer than 4 a side), a latency is judged from the requests instead
+(a bootstrap over the histograms' requests, when each side has enough beyond the percentile).
+Exit status: 0, or 1 when a --fail-on rule trips; 3 when none trips but a gated figure could
+not be judged (unless --allow-unjudged); 2 on bad input."""
 
 COMPARE_EXAMPLES = """\
 examples:
@@ -45,6 +52,12 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
         metavar="[NAME:]FIGURE:TOL",
         help="exit 1 when FIGURE got significantly worse by more than TOL: 'p99:+10%%',"
         " 'rps:-5%%', 'p99.9:+20ms', 'errors:+1%%' (points); @FILE reads one rule a line",
+    )
+    c.add_argument(
+        "--allow-unjudged",
+        action="store_true",
+        help="let a --fail-on figure that cannot be judged (too few windows) pass; by default"
+        " it fails the gate with exit status 3",
     )
     c.add_argument(
         "--window",
@@ -76,7 +89,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
     base = cmp.load(args.base)
     comparisons = [cmp.compare(base, cmp.load(p), window) for p in args.new]
-    failed = [line for c in comparisons for line in cmp.failures(rules, c)]
+    failed = [ln for c in comparisons for ln in cmp.failures(rules, c, allow_unjudged=True)]
+    unjudged = [ln for c in comparisons for ln in cmp.unjudged(rules, c)]
+    if args.allow_unjudged:
+        unjudged = []
     print(cmp.render_text(comparisons), end="")
     if args.markdown:
         Path(args.markdown).write_text(cmp.render_markdown(comparisons))
@@ -84,4 +100,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         Path(args.report).write_text(cmp.render_html(comparisons))
     for line in failed:
         print(f"FAIL: {line}")
-    return EXIT_FAILED if failed else 0
+    for line in unjudged:
+        print(f"FAIL: {line}")
+    if failed:
+        return EXIT_FAILED
+    return EXIT_UNJUDGED if unjudged else 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from redline.compare import bootstrap, significance
+from redline.compare import bootstrap, per_request, significance
 from redline.compare.documents import LIMIT, OPTIMAL, STEADY, WHOLE_RUN, Document, Kind
 from redline.compare.figures import ALL, Figure
 from redline.compare.significance import Evidence, Verdict
@@ -24,8 +24,9 @@ class Row:
     """Row is one figure of one stretch (``group``: "all", a request name, or a find
     answer) in both results: the values, the change (a ratio minus one, percentage points
     for the error rate), the windows' test and the verdict. ``p`` is Holm-adjusted; ``ci``
-    is the change's 95 % bootstrap interval on the windows, in the change's units (None
-    with too few windows)."""
+    is the change's 95 % bootstrap interval on the windows, in the change's units (with too
+    few windows: a latency's on the requests, :mod:`redline.compare.per_request`; None for
+    the others)."""
 
     group: str
     figure: Figure
@@ -108,14 +109,20 @@ def compare_stretches(
         ha, hb = whole(a), whole(b)
         changes = {f: significance.change(f, ha.get(f), hb.get(f)) for f in wanted}
         cis = bootstrap.intervals(ca, cb, centres=changes)
+        few = w is not None and min(len(ca), len(cb)) < significance.MIN_WINDOWS
+        ra, rb = (per_request.requests(a), per_request.requests(b)) if few else (None, None)
         for f in wanted:
             if f not in ha and f not in hb:
                 continue
             sa, sb = _sample(wa, f), _sample(wb, f)
             ev = significance.mann_whitney(sa, sb)
-            delta = changes[f]
+            ci = cis[f]
+            judged = per_request.judge(f, ra, rb) if few and changes[f] is not None else None
+            if judged is not None:
+                ev = Evidence(judged.p, judged.shift, ev.n, judged.requests)
+                ci = judged.ci
             rows.append(
-                Row(group, f, ha.get(f), hb.get(f), delta, ev, ev.p, Verdict.UNKNOWN, w, cis[f])
+                Row(group, f, ha.get(f), hb.get(f), changes[f], ev, ev.p, Verdict.UNKNOWN, w, ci)
             )
     together = set(base if family is None else family)
     for f in ALL:

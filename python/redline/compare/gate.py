@@ -10,6 +10,12 @@ TOLERANCE is a percentage of the base (``+10%``), or for latency milliseconds (`
 the error rate's is in percentage points (``errors:+1%`` trips when the error rate rose by
 more than one point, 0.2 % -> 1.5 %). A sign, when given, must be the figure's worse
 direction (``rps:-5%``, ``p99:+10%``). ``@FILE`` reads one rule a line (``#`` comments).
+
+A rule whose figure cannot be judged (too few windows, and for a latency too few requests to
+judge it from them; a request name without interval data) never passes silently: it is a
+failure of its own, "cannot judge p99: 3+3 windows, need 4; ...", unless the caller allows
+unjudged figures (``--allow-unjudged``). A smoke run too short to tell must not go green on a
+large regression.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from pathlib import Path
 
 from redline.compare.comparison import Comparison, Row
 from redline.compare.figures import Figure, parse_figure
-from redline.compare.significance import Verdict
+from redline.compare.significance import MIN_WINDOWS, Verdict
 from redline.errors import ConfigError
 
 _TOLERANCE = re.compile(r"^([+-]?)(\d+(?:\.\d+)?|\.\d+)\s*(%|pp|ms)$")
@@ -92,10 +98,32 @@ def parse_rules(specs: Iterable[str]) -> list[Rule]:
     return rules
 
 
-def failures(rules: Iterable[Rule], comparison: Comparison) -> list[str]:
+def failures(
+    rules: Iterable[Rule], comparison: Comparison, *, allow_unjudged: bool = False
+) -> list[str]:
     """failures: a line for each rule the comparison trips, naming the figure, the change
-    and the tolerance. A rule naming a stretch the results do not have raises
+    and the tolerance, then (unless ``allow_unjudged``) one for each rule whose figure could
+    not be judged (:func:`unjudged`). A rule naming a stretch the results do not have raises
     :class:`ConfigError` (a typo must not pass the gate)."""
+    rules = list(rules)
+    out = [
+        _line(rule, row, comparison) for rule, row in _rows(rules, comparison) if rule.exceeded(row)
+    ]
+    return out if allow_unjudged else out + unjudged(rules, comparison)
+
+
+def unjudged(rules: Iterable[Rule], comparison: Comparison) -> list[str]:
+    """unjudged: a line for each rule whose figure the comparison could not judge (verdict
+    "?"), saying why and what would let it: "cannot judge p99: 3+3 windows, need 4; run
+    longer or use --interval"."""
+    return [
+        _why(rule, row, comparison)
+        for rule, row in _rows(list(rules), comparison)
+        if row.verdict is Verdict.UNKNOWN
+    ]
+
+
+def _rows(rules: list[Rule], comparison: Comparison) -> list[tuple[Rule, Row]]:
     out = []
     for rule in rules:
         row = comparison.row(rule.figure, rule.group)
@@ -106,9 +134,27 @@ def failures(rules: Iterable[Rule], comparison: Comparison) -> list[str]:
                 f"--fail-on {rule.text!r}: no {rule.figure.value}{where} to judge"
                 f" (compared: {groups})"
             )
-        if rule.exceeded(row):
-            out.append(_line(rule, row, comparison))
+        out.append((rule, row))
     return out
+
+
+def _why(rule: Rule, row: Row, comparison: Comparison) -> str:
+    from redline.compare.per_request import needed
+
+    where = "" if row.group == comparison.headline_group else f" in {row.group!r}"
+    head = f"cannot judge {rule.figure.value}{where}"
+    if row.window_s is None:
+        return (
+            f"{head}: no interval data (the results keep it for the whole run only);"
+            f" gate on the run-wide figure, --fail-on {rule.text!r} is not judged"
+        )
+    if row.base is None or row.new is None or row.change is None:
+        return f"{head}: no change to judge (nothing answered on a side, or a base of 0)"
+    a, b = row.evidence.n
+    why = f"{head}: {a}+{b} windows, need {MIN_WINDOWS}"
+    if rule.figure.quantile is not None:
+        why += f" (or {needed(rule.figure)} requests a side with histograms)"
+    return f"{why}; run longer or use --interval"
 
 
 def _line(rule: Rule, row: Row, comparison: Comparison) -> str:

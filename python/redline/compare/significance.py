@@ -45,11 +45,14 @@ class Verdict(Enum):
 @dataclass(frozen=True)
 class Evidence:
     """Evidence is the outcome of testing one figure's windows: the p-value (None when it could
-    not be tested: too few windows) and the sign of the shift in the windows' medians."""
+    not be tested: too few windows) and the sign of the shift in the windows' medians, over
+    ``n`` windows a side. ``requests`` is set when the figure was judged from the requests
+    instead (:mod:`redline.compare.per_request`: too few windows): how many a side."""
 
     p: float | None
     shift: int
     n: tuple[int, int]
+    requests: tuple[int, int] | None = None
 
 
 def mann_whitney(base: Sequence[float], new: Sequence[float]) -> Evidence:

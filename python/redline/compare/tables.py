@@ -53,6 +53,9 @@ def evidence(row: Row) -> str:
         return "no interval data"
     if row.p is None:
         return f"too few windows ({n})"
+    if row.evidence.requests is not None:
+        a, b = row.evidence.requests
+        return f"p={row.p:.2g} requests={a}+{b} ({n} windows)"
     return f"p={row.p:.2g} {n}"
 
 
