@@ -16,7 +16,7 @@ import jsonschema
 import psutil
 import pytest
 from consistency import assert_consistent
-from redline.find.demo import SCENARIO, truth
+from redline.find.demo import DONE_SERIES, QUEUED_SERIES, SCENARIO, truth
 from redline.scenario.compiler import load
 
 REDLINE = str(Path(sys.executable).parent / "redline")
@@ -80,9 +80,16 @@ def test_demo_quick_end_to_end(tmp_path):
     # Seed 000 asks how many tasks a second the service completes: the answers say it.
     assert a["unit"] == "tasks/s", a["unit"]
     assert "tasks a second" in out, out
-    # A task is counted done when a user's status poll saw it SUCCEEDED, not when submitted.
-    assert result["config"]["throughput"] == "status:SUCCEEDED", result["config"]
-    assert "tasks completed" in out, out
+    # A task is counted done when taskqueue's own counter says so (not when a user's status
+    # poll happened to see it), and every interval carries that count and the queue's depth.
+    assert result["config"]["throughput"].endswith("#" + DONE_SERIES), result["config"]
+    assert result["config"]["backlog"].endswith("#" + QUEUED_SERIES), result["config"]
+    assert "tasks taskqueue completed (its own counter" in out, out
+    work = [i["work"] for i in result["timeseries"] if "work" in i]
+    assert len(work) >= 0.9 * len(result["timeseries"]), len(work)
+    assert all(w["completed"] is None or w["completed"] >= 0 for w in work)
+    # The HTTP figures beside the tasks: every answer a second at the steady state.
+    assert "req/s answered over HTTP" in a["text"]["throughput"], a["text"]
     assert (tmp_path / "demo-report.html").stat().st_size > 1000
     assert len(seen) >= 2, out
     assert_all_gone(seen)
@@ -140,14 +147,15 @@ def test_the_tasks_line_gives_requests_a_second_with_or_without_a_confirmation()
     from: the confirmation when there is one, else the good step with the most goodput (a
     search cut short by its budget has no confirmation; it printed 'n/a' then), not the
     last good step (here a lighter one the optimum's bisection measured after it)."""
-    from redline.find.demo import tasks_line
+    from redline.find.demo import DONE_SERIES, tasks_line
 
     answers = {"steady_state_throughput_rps": 300.0, "steady_state_load": 64}
     searched = [_step(0, "search", 160, 900.0), _step(1, "search", 300, 1700.0)]
     searched.append(_step(2, "optimum", 200, 1150.0))
-    line = tasks_line({"answers": answers, "steps": searched}, "status:SUCCEEDED=tasks")
+    throughput = f"prometheus:http://127.0.0.1:9/metrics#{DONE_SERIES}=tasks"
+    line = tasks_line({"answers": answers, "steps": searched}, throughput)
     assert "300 tasks a second" in line and "1,700 req/s" in line, line
     over = _step(3, "search", 420, 2500.0, ok=False)
     confirmed = [*searched, over, _step(4, "confirm", 290, 1650.0)]
-    line = tasks_line({"answers": answers, "steps": confirmed}, "status:SUCCEEDED=tasks")
+    line = tasks_line({"answers": answers, "steps": confirmed}, throughput)
     assert "1,650 req/s" in line and "n/a" not in line, line

@@ -261,6 +261,7 @@ def build_answers(
         "steady_state_throughput_ci": steady_ci,
         "repeat_drift": drift,
         "steady_state_load": steady.load if steady else None,
+        "steady_state_answered_rps": steady.answered_rps if steady else None,
         "latency_ms": latency,
         "optimal": _optimal_answer(opt, model),
         "limit": {

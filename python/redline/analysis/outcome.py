@@ -15,7 +15,8 @@ throughput of "13k req/s" counted refusals the service never served. Here:
 :class:`Meter` says what one unit of throughput is: a request (default), a scenario iteration
 (``iterations``), the requests of one name (``submit``), or the answers of one name that said
 one value at its tally path (``status:SUCCEEDED``: the tasks the users saw complete), so a task
-queue answers in tasks/s.
+queue answers in tasks/s, or the work the service itself counted (``prometheus:URL#SERIES``: a
+counter of completed work on its /metrics, read into each interval's snapshot as ``work``).
 """
 
 from __future__ import annotations
@@ -77,19 +78,28 @@ def error_rate(requests: int, errors: int, by_class: Mapping[str, Any] | None) -
 class Meter:
     """Meter is what one unit of throughput is: ``requests`` (every request), ``iterations``
     (a scenario's iterations: completed is good, failed is failed), a request name (that
-    name's requests only, from the snapshot's per-name figures) or a name and one value of
+    name's requests only, from the snapshot's per-name figures), a name and one value of
     its tally (``value``: that name's answers whose tally path said it are good, its failed
-    requests failed); ``label`` names the unit (``tasks`` for a task queue's ``submit``)."""
+    requests failed), or ``work``: the service's own counter of completed work (``source``,
+    ``prometheus:URL#SERIES``; each snapshot's ``work.completed``); ``label`` names the unit
+    (``tasks`` for a task queue's ``submit``)."""
 
     what: str = "requests"
     label: str | None = None
     value: str | None = None
+    source: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> Meter:
         """parse reads ``requests``, ``iterations``, ``NAME`` or ``NAME:VALUE``, each with an
         optional ``=LABEL`` (``status:SUCCEEDED=tasks``); it checks the spelling only (which
-        names a scenario has is the caller's to check)."""
+        names a scenario has is the caller's to check); ``prometheus:URL#SERIES[=LABEL]`` is
+        the work meter (the series is the caller's to check)."""
+        if text.startswith("prometheus:"):
+            source, eq, label = text.rpartition("=")
+            if not eq or not label.isidentifier() or "#" not in source:
+                source, label = text, ""
+            return cls("work", label or None, None, source)
         spec, _, label = text.partition("=")
         what, colon, value = spec.partition(":")
         if not what:
@@ -103,6 +113,8 @@ class Meter:
     @property
     def spec(self) -> str:
         """spec is what the meter counts, as :meth:`parse` reads it (without the label)."""
+        if self.source is not None:
+            return self.source
         return self.what if self.value is None else f"{self.what}:{self.value}"
 
     @property
@@ -115,6 +127,13 @@ class Meter:
             return "req/s"
         return f"{self.value or self.what}/s"
 
+    @property
+    def errors(self) -> Meter:
+        """errors is the meter whose failures make the error rate: this one, but the
+        requests' for the work meter (the service's counter counts completions only; the
+        requests that failed are the failures the load saw)."""
+        return Meter() if self.what == "work" else self
+
     def count(self, snap: Mapping[str, Any]) -> Outcomes:
         """count is the snapshot's outcomes in this meter's unit (zero where the snapshot does
         not carry the figure: an interval with no iteration ended, or a name not yet seen)."""
@@ -124,6 +143,9 @@ class Meter:
                 int(snap.get("errors", 0)),
                 snap.get("errors_by_class"),
             )
+        if self.what == "work":
+            done = (snap.get("work") or {}).get("completed")
+            return Outcomes(int(done or 0), 0)
         if self.what == "iterations":
             it = snap.get("iterations") or {}
             return Outcomes(int(it.get("completed", 0)), int(it.get("failed", 0)))

@@ -63,8 +63,13 @@ def answer_sentences(
     else:
         at = answers.get("steady_state_load")
         ci = answers.get("steady_state_throughput_ci")
+        answered = answers.get("steady_state_answered_rps")
+        where = [f"at {fmt_load(at, model)}"] if at is not None else []
+        if unit != "req/s" and answered is not None:
+            # The work counted in its own unit; the HTTP side of the same step beside it.
+            where.append(f"{answered:,.0f} req/s answered over HTTP")
         throughput = f"In a steady state the service sustains {rate_text(x, ci, unit)}" + (
-            f" (at {fmt_load(at, model)})." if at is not None else "."
+            f" ({'; '.join(where)})." if where else "."
         )
         latency = (
             f"Its latency there: p50 {_ms(lat.get('p50'))}, p90 {_ms(lat.get('p90'))}, "

@@ -76,14 +76,7 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
     f.add_argument("--max-time", default="2m", help="bound on the whole search (default 2m)")
-    f.add_argument(
-        "--throughput",
-        default="requests",
-        metavar="requests|iterations|NAME[:VALUE][=LABEL]",
-        help="what throughput counts: requests (default), a scenario's iterations, the"
-        " requests of one name, or its answers whose tally said VALUE; '=LABEL' names the"
-        " unit (e.g. status:SUCCEEDED=tasks: tasks/s)",
-    )
+    add_throughput_flags(f)
     f.add_argument(
         "--stop-at-knee",
         action="store_true",
@@ -112,6 +105,28 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_cluster_flags(f)
     f.set_defaults(func=cmd_find)
     return f
+
+
+def add_throughput_flags(f: argparse.ArgumentParser) -> None:
+    """add_throughput_flags defines what a search counts as throughput (``--throughput``) and
+    the gauge of the work waiting that judges its steadiness (``--backlog``)."""
+    f.add_argument(
+        "--throughput",
+        default="requests",
+        metavar="requests|iterations|NAME[:VALUE]|prometheus:URL#SERIES[=LABEL]",
+        help="what throughput counts: requests (default), a scenario's iterations, the"
+        " requests of one name, its answers whose tally said VALUE, or the service's own"
+        " counter of completed work, read each interval (e.g. prometheus:http://127.0.0.1:8000"
+        '/metrics#taskqueue_tasks_finished_total{status="SUCCEEDED"}=tasks);'
+        " '=LABEL' names the unit (tasks/s)",
+    )
+    f.add_argument(
+        "--backlog",
+        metavar="prometheus:URL#SERIES",
+        help="a gauge of the work waiting (a queue's depth), read each interval: a step"
+        " whose backlog keeps growing is not steady (e.g. prometheus:http://127.0.0.1:8000"
+        '/metrics#taskqueue_tasks{status="QUEUED"})',
+    )
 
 
 def wait_listening(url: str, timeout_s: float) -> None:

@@ -32,7 +32,7 @@ from redline.find.plan import Plan
 from redline.find.rules import Limits, Slo
 from redline.find.search import Search
 from redline.find.step import Step
-from redline.find.throughput import search_meter
+from redline.find.throughput import search_meter, work_probe
 from redline.runs.run_options import LOAD_SHAPE, RunOptions
 from redline.runs.runner import ClusterOptions
 
@@ -81,6 +81,7 @@ def find(
     generator_busy: float | None = 0.9,
     stop_at_knee: bool = False,
     throughput: str = "requests",
+    backlog: str | None = None,
     ramp: float | None = None,
     plan: dict[str, Any] | None = None,
     scenario: str | None = None,
@@ -102,7 +103,10 @@ def find(
     optimum that long. ``max_time`` bounds the whole search. ``ramp`` is how long each step
     change takes (default: a quarter of ``min_step`` or 1 s, whichever is shorter; users with
     long think times settle sooner with a ramp as long as one iteration). ``throughput``
-    says what counts: ``requests``, ``iterations`` (a scenario's) or one request name.
+    says what counts: ``requests``, ``iterations`` (a scenario's), one request name, or the
+    service's own counter of work done (``prometheus:URL#SERIES``, read each interval);
+    ``backlog`` (``prometheus:URL#SERIES``) is a gauge of the work waiting: a step whose
+    backlog keeps growing is not steady.
     ``plan`` (a compiled scenario, named ``scenario`` in the result) replaces the single
     request with the scenario's flows; ``url`` is then its host. ``cluster`` runs the
     search on Ray injectors, each step's load split across them (docs/distributed.md).
@@ -143,7 +147,8 @@ def find(
     _make_live(config, model, plan, first, ceiling)
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
-    live = LiveRun(config, cluster)
+    work = work_probe(meter, backlog, interval)
+    live = LiveRun(config, cluster, work)
     monitor = _on_the_runs_clock(monitor, started)
     search = Search(
         live,
@@ -158,7 +163,7 @@ def find(
     outcome, held, report, interrupted = _searched(
         search, live, monitor, confirm, soak, started + max_time
     )
-    settings = _settings(steps_plan, max_time, confirm, soak, interval, config, meter)
+    settings = _settings(steps_plan, max_time, confirm, soak, interval, config, meter, backlog)
     steady, notes = steady_answer(outcome.best, search)
     return result_document(
         url,
@@ -189,6 +194,7 @@ def _settings(
     interval: float,
     config: dict[str, Any],
     meter: Meter,
+    backlog: str | None,
 ) -> dict[str, Any]:
     """_settings: how the search was set, as the result document records it."""
     return {
@@ -203,6 +209,8 @@ def _settings(
         "interval_s": interval,
         "threads": config.get("threads"),
         "throughput": meter.spec,
+        "throughput_unit": meter.unit,
+        "backlog": backlog,
         "stop_at_knee": plan.stop_at_knee,
     }
 

@@ -51,6 +51,7 @@ def find_options(args: argparse.Namespace) -> dict[str, Any]:
         "soak": parse_duration(args.soak, "--soak"),
         "service_cpu": args.service_cpu,
         "throughput": args.throughput,
+        "backlog": getattr(args, "backlog", None),
         "stop_at_knee": args.stop_at_knee,
         "cluster": cluster_options(args),
     }

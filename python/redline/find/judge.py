@@ -83,6 +83,13 @@ class Judge:
                 fire("slo", f"{slo.percentile} was {float(figure):.1f} ms (SLO {slo})")
         if self.model == "open":
             self._backlog(step, fire, steps)
+        if step.backlog_growing and "backlog" not in step.fired:
+            fire(
+                "backlog",
+                f"the work waiting (--backlog) grew {step.backlog_growth_rps:.1f}/s through"
+                f" the step, to {step.backlog_mean:.0f} on average, at"
+                f" {step.throughput_rps:.0f} {unit} completed",
+            )
         if lim.service_cpu is not None and step.service.get("cpu_percent", 0) > lim.service_cpu:
             fire(
                 "service-cpu",

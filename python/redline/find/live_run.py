@@ -1,5 +1,6 @@
 """live_run: the live engine run a capacity search drives (:class:`LiveRun`: targets set,
-snapshots read, and the generator's own CPU and the machine's alongside each snapshot), and a
+snapshots read, and the generator's own CPU and the machine's alongside each snapshot, and
+the service's own count of work done when asked), and a
 service monitor shown on that run's clock (:class:`Aligned`)."""
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ class LiveRun:
     (its worker threads' CPU time, read from /proc at each snapshot) for the saturation check.
     """
 
-    def __init__(self, config: dict[str, Any], cluster: ClusterOptions | None = None):
+    def __init__(
+        self,
+        config: dict[str, Any],
+        cluster: ClusterOptions | None = None,
+        work: Any = None,
+    ):
+        #: work: a :class:`~redline.service.work.WorkProbe` whose reading each snapshot
+        #: carries as ``work`` (the service's own count of work done, its backlog).
+        self.work = work
         self.handle = start_handle(config, cluster)
         self.timeseries: list[dict[str, Any]] = []
         self._cpu: list[tuple[float, float, float, int]] = []
@@ -35,6 +44,10 @@ class LiveRun:
         if raw is None:
             return None
         snap: dict[str, Any] = json.loads(raw)
+        if self.work is not None:
+            # Read as the interval's snapshot arrives: the counter's growth since the last
+            # one is this interval's work, to the scrape's own delay at either end.
+            snap["work"] = self.work.read()
         if "worker_cpu" in snap:
             self._injector_cpu.append((float(snap["t_s"]), snap["worker_cpu"]))
         else:

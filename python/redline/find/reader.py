@@ -16,7 +16,7 @@ from redline.analysis import mser_cut
 from redline.analysis.evidence import queue_rise_floor_ms, rate_se, steady_counts, trend
 from redline.analysis.outcome import Meter
 from redline.find.rules import Limits, level
-from redline.find.step import Step
+from redline.find.step import Step, backlog_moves
 from redline.find.steps import aggregate_step, inflight_series, little_holds
 
 #: Sampler gives extra per-step figures: the service's (CPU %, fds, RSS) and the generator's
@@ -53,8 +53,9 @@ class Reader:
         """enough: the step can be judged now: plainly bad, or steady with enough outcomes."""
         used = got[self.cut(got) :]
         ends = self.meter.total(used)
+        failures = self.meter.errors.total(used)
         lim = self.limits.max_errors
-        if lim is not None and ends.failed >= 20 and ends.error_rate > 2 * lim:
+        if lim is not None and failures.failed >= 20 and failures.error_rate > 2 * lim:
             return True
         if len(used) < self.min_windows():
             return False
@@ -77,8 +78,47 @@ class Reader:
             # A backlog of the step before still draining through the window (or one
             # building): the rate is no sustained one yet.
             return False
+        if self.backlog_moves(used):
+            # The work waiting still grows (the service has not caught up with this load, or
+            # cannot) or drains (the load before left it): wait for it to settle, up to the
+            # longest step.
+            return False
         rise = self.latency_trend(used)
         return not (rise.significant() and rise.rise > self.queue_floor())
+
+    def backlog_trend(self, used: Sequence[dict[str, Any]]) -> Any:
+        """backlog_trend: the ``--backlog`` gauge's trend over the intervals that read it (a
+        trend of no points without one)."""
+        pts = [
+            (float(s["t_s"]), float(b))
+            for s in used
+            if (b := (s.get("work") or {}).get("backlog")) is not None
+        ]
+        return trend([p[0] for p in pts], [p[1] for p in pts])
+
+    def backlog_moves(self, used: Sequence[dict[str, Any]]) -> int:
+        """backlog_moves: +1 the intervals' backlog grew, -1 it drained, 0 it held still or
+        there is none (:func:`~redline.find.step.backlog_moves`, against the goodput they
+        counted)."""
+        got = self._backlog_figures(used)
+        if got is None:
+            return 0
+        span = len(used) * self.interval_s
+        good = self.meter.total(used).good / span
+        return backlog_moves(got["backlog_growth_rps"], got["backlog_growth_t"], good, span)
+
+    def _backlog_figures(self, used: Sequence[dict[str, Any]]) -> dict[str, float | None] | None:
+        """_backlog_figures: the backlog's mean, growth a second and its t over ``used``
+        (None without a backlog gauge)."""
+        rise = self.backlog_trend(used)
+        if rise.points == 0:
+            return None
+        span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]), 1e-9)
+        return {
+            "backlog_mean": rise.mean,
+            "backlog_growth_rps": rise.rise / span if rise.points >= 3 else None,
+            "backlog_growth_t": rise.t if rise.points >= 4 else None,
+        }
 
     def cycle_s(self, used: Sequence[dict[str, Any]], users: float) -> float | None:
         """cycle_s is how long one iteration of a scenario's users takes over ``used``
@@ -133,8 +173,8 @@ class Reader:
         span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]) + self.interval_s, 1e-9)
         counted = [self.meter.count(s) for s in used]
         good = sum(c.good for c in counted)
-        failed = sum(c.failed for c in counted)
-        refused = sum(c.refused for c in counted)
+        failures = self.meter.errors.total(used)
+        failed, refused = failures.failed, failures.refused
         answered = sum(int(s.get("requests", 0)) for s in used)
         offered = [float(s["intended_rate"]) for s in used if s.get("intended_rate") is not None]
         offered_rps = statistics.fmean(offered) if offered else None
@@ -145,7 +185,8 @@ class Reader:
         figures = self.sample(t0, t1) if self.sample is not None else {}
         counts = [float(c.total) for c in counted]
         rise = self.latency_trend(used)
-        return Step(
+        backlog = self._backlog_figures(used) or {}
+        step = Step(
             index=index,
             model=self.model,
             phase=phase,
@@ -172,9 +213,15 @@ class Reader:
             machine_busy=figures.pop("machine_busy", None),
             generator_share=figures.pop("generator_share", None),
             service=figures,
+            backlog_mean=backlog.get("backlog_mean"),
+            backlog_growth_rps=backlog.get("backlog_growth_rps"),
+            backlog_growth_t=backlog.get("backlog_growth_t"),
             # Percentiles from the merged histograms, errors by class, mean in-flight.
             **aggregate_step(used, self.meter),
         )
+        if step.backlog_moving:
+            step.steady = False
+        return step
 
 
 def ends_of(snap: dict[str, Any]) -> float:

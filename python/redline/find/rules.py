@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from redline.analysis.evidence import trend
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
+from redline.find.step import MIN_DEFICIT as MIN_DEFICIT  # said once, by the step
 from redline.find.step import Step
 from redline.scenario.thresholds import SNAPSHOT_KEY, Threshold
 from redline.scenario.thresholds import parse as parse_threshold
@@ -69,8 +70,6 @@ FLAT_RUN_SPAN = 2.0
 #: error is within this share of it.
 SATURATED_SE = 0.02
 
-#: MIN_DEFICIT: a backlog must miss at least this share of the offered rate (plus noise).
-MIN_DEFICIT = 0.02
 
 #: STARVED: a failing step whose generator workers sat runnable without a CPU for this share
 #: of their time or more is the machine's limit, not the service's: a worker that waits for

@@ -433,7 +433,11 @@ class Search:
             # Open model: hits that fell due during the overload and were never sent are a
             # backlog in redline itself; they go out late (send lag) until it is gone.
             lag = float(snap.get("send_lag_ms", 0) or 0) if self.plan.model == "open" else 0.0
-            if float(snap.get("in_flight", 0) or 0) <= ceiling and lag <= 10.0:
+            # The work waiting inside the service (--backlog) drains too: a queue left by the
+            # overload would be completed in the next step and read as its throughput.
+            queued = (snap.get("work") or {}).get("backlog")
+            drained = queued is None or float(queued) <= max(2.0, 2 * (good.backlog_mean or 0.0))
+            if float(snap.get("in_flight", 0) or 0) <= ceiling and lag <= 10.0 and drained:
                 return
 
     def _unit(self) -> float:

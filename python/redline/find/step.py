@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from redline.analysis.evidence import Z
 from redline.analysis.step import StepResult
+
+#: MIN_DEFICIT: a backlog must grow by at least this share of the goodput a second (the
+#: open model's deficit rule, :data:`redline.find.rules.MIN_DEFICIT`, says the same of the
+#: offered rate).
+MIN_DEFICIT = 0.02
 
 
 @dataclass
@@ -30,3 +36,40 @@ class Step(StepResult):
     #: stalled: closed model: "flat" or "fell" when the users added bought no significant
     #: goodput over the best lighter step (two in a row fire plateau or retrograde).
     stalled: str | None = None
+    #: backlog_mean: the work waiting (``--backlog``'s gauge) over the judged window.
+    backlog_mean: float | None = None
+    #: backlog_growth_rps: how fast that backlog grew through the window (a least-squares
+    #: slope, units a second), and ``backlog_growth_t`` that growth in standard errors.
+    backlog_growth_rps: float | None = None
+    backlog_growth_t: float | None = None
+
+    @property
+    def backlog_growing(self) -> bool:
+        """backlog_growing: the work waiting grew through the judged window
+        (:func:`backlog_moves`): the service did not keep up with this load."""
+        return self._backlog_moves() > 0
+
+    @property
+    def backlog_moving(self) -> bool:
+        """backlog_moving: the work waiting grew or drained through the judged window: either
+        way the work completed is not what this load sustains (a draining queue completes
+        the work of the load before)."""
+        return self._backlog_moves() != 0
+
+    def _backlog_moves(self) -> int:
+        span = self.end_s - (self.judged_from_s if self.judged_from_s is not None else self.start_s)
+        return backlog_moves(
+            self.backlog_growth_rps, self.backlog_growth_t, self.throughput_rps, span
+        )
+
+
+def backlog_moves(growth_rps: float | None, t: float | None, goodput: float, span_s: float) -> int:
+    """backlog_moves: +1 when a backlog grew, -1 when it drained, 0 when it held still (or
+    there is none). It moved when its trend is significant (more than Z standard errors) and
+    material (more than MIN_DEFICIT of the ``goodput`` a second, and more than one unit over
+    ``span_s``): a queue the service does not keep up with, or one the load before left."""
+    if growth_rps is None or t is None:
+        return 0
+    if abs(t) <= Z or abs(growth_rps) <= MIN_DEFICIT * goodput or abs(growth_rps) * span_s <= 1:
+        return 0
+    return 1 if growth_rps > 0 else -1

@@ -35,13 +35,14 @@ def aggregate_step(
     engine) fall back as :mod:`redline.window` says, and lack what they never carried."""
     requests = sum(int(s.get("requests", 0)) for s in snapshots)
     errors = sum(int(s.get("errors", 0)) for s in snapshots)
-    counted = (meter or Meter()).total(snapshots)
+    meter = meter or Meter()
+    counted = meter.total(snapshots)
     out: dict[str, Any] = {
         "requests": requests,
         "errors": errors,
         "good": counted.good,
         "errors_by_class": _errors_by_class(snapshots),
-        "error_rate": counted.error_rate,
+        "error_rate": meter.errors.total(snapshots).error_rate,
         "mean_ms": _mean(snapshots),
         "inflight_mean": _inflight(snapshots),
     }

@@ -1,6 +1,7 @@
 """throughput: what ``--throughput`` counts in a search (a :class:`~redline.analysis.outcome.Meter`:
-requests, a scenario's iterations, one request name, or one value of its tally), checked
-against the scenario's compiled plan before any load."""
+requests, a scenario's iterations, one request name, one value of its tally, or the service's
+own counter of completed work), checked against the scenario's compiled plan before any load;
+and the probe that reads the service's counter and ``--backlog`` gauge each interval."""
 
 from __future__ import annotations
 
@@ -11,14 +12,20 @@ from redline.errors import ConfigError
 
 
 def search_meter(throughput: str, plan: dict[str, Any] | None) -> Meter:
-    """_meter checks what ``--throughput`` counts: requests, a scenario's iterations, one of
-    its request names, or the answers of a tallied name that said one value, optionally
+    """search_meter checks what ``--throughput`` counts: requests, a scenario's iterations,
+    one of its request names, the answers of a tallied name that said one value, or the
+    service's own counter of completed work (``prometheus:URL#SERIES``), optionally
     labelled (``submit=tasks`` and ``status:SUCCEEDED=tasks`` answer in tasks/s)."""
     try:
         meter = Meter.parse(throughput)
     except ValueError as e:
         raise ConfigError(f"--throughput {e}") from None
     if meter.what == "requests":
+        return meter
+    if meter.what == "work":
+        from redline.service.work import Series
+
+        Series.parse(meter.spec, "--throughput")
         return meter
     if plan is None:
         raise ConfigError(
@@ -59,3 +66,18 @@ def plan_names(plan: dict[str, Any], tallied: bool = False) -> set[str]:
 
     walk(plan)
     return out
+
+
+def work_probe(meter: Meter, backlog: str | None, interval_s: float) -> Any:
+    """work_probe is the :class:`~redline.service.work.WorkProbe` that reads the service's
+    own counter (a work meter's) and ``backlog`` gauge into each snapshot, primed (its
+    first reading taken, its series checked); None when neither is asked for."""
+    if meter.what != "work" and backlog is None:
+        return None
+    from redline.service.work import Series, WorkProbe
+
+    done = Series.parse(meter.spec, "--throughput") if meter.what == "work" else None
+    waiting = Series.parse(backlog, "--backlog") if backlog is not None else None
+    probe = WorkProbe(done, waiting, timeout_s=max(0.2, 0.8 * interval_s))
+    probe.prime()
+    return probe

@@ -8,7 +8,7 @@ import uuid
 
 import httpx
 import pytest
-from conftest import submit, wait_final
+from conftest import metric, submit, wait_final
 
 
 def _fetch(client: httpx.Client, url: str, **extra: int) -> dict:
@@ -123,3 +123,41 @@ def test_redirect_to_private_address_is_blocked(server_factory, origin) -> None:
         done = _fetch(c, origin.url("/redirect") + "?to=" + target)
     assert done["status"] == "FAILED" and "block" in done["error"].lower(), done
     assert origin.hits(path) == 0
+
+
+@pytest.mark.sqlite_only("the fetch pool does not touch the store")
+def test_metrics_show_the_fetch_pool_at_its_limit(server_factory, origin) -> None:
+    """Twelve fetches to an origin that answers in 1.5 s, over 3 connections: /metrics says
+    3 of 3 connections to it in use and 9 fetches waiting, 12 executor slots of 100 busy;
+    once they are done nothing is in use, and the origin saw the 12."""
+    srv = server_factory("--allow-fetch-cidr", "127.0.0.0/8", "--fetch-per-host", "3")
+    host = f"127.0.0.1:{origin.port}"
+    path = "/slow?ms=1500"
+    before = origin.hits("/slow")
+    with srv.client() as c:
+        ids = [
+            submit(c, {"type": "http-fetch", "url": origin.url(path)}).json()["id"]
+            for _ in range(12)
+        ]
+        deadline = time.monotonic() + 10
+        while True:
+            text = c.get("/metrics").text
+            waiting = metric(text, f'taskqueue_fetch_waiting{{host="{host}"}}')
+            if waiting == 9 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert waiting == 9, text
+        assert metric(text, f'taskqueue_fetch_host_connections_in_use{{host="{host}"}}') == 3
+        assert metric(text, f'taskqueue_fetch_host_connections_limit{{host="{host}"}}') == 3
+        assert metric(text, "taskqueue_fetch_connections_in_use") == 3
+        assert metric(text, "taskqueue_fetch_connections_limit") == 100
+        assert metric(text, 'taskqueue_executor_slots_in_use{type="http-fetch"}') == 12
+        assert metric(text, 'taskqueue_executor_slots_limit{type="http-fetch"}') == 100
+        for tid in ids:
+            assert wait_final(c, tid, timeout=30)["status"] == "SUCCEEDED"
+        text = c.get("/metrics").text
+    assert metric(text, "taskqueue_fetch_connections_in_use") == 0
+    assert metric(text, 'taskqueue_executor_slots_in_use{type="http-fetch"}') == 0
+    done = 'taskqueue_tasks_finished_total{status="SUCCEEDED",type="http-fetch"}'
+    assert metric(text, done) >= 12
+    assert origin.hits("/slow") - before == 12

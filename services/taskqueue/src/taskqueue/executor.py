@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from taskqueue.config import Config
 from taskqueue.factorial import factorial_digits
-from taskqueue.fetch import Fetcher, FetchError
+from taskqueue.fetch import Fetcher, FetchError, PoolUse
 from taskqueue.metrics import Metrics
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.queue import TaskQueue
@@ -166,6 +166,14 @@ class Executor:
             await self._fetcher.close()
         if self._pool is not None:
             _end(self._pool)
+
+    def slots(self) -> dict[TaskType, tuple[int, int]]:
+        """slots is, per task type, the tasks running here and how many may run at once."""
+        return {kind: (self._busy[kind], self._slots[kind]) for kind in TaskType}
+
+    def pool_use(self) -> PoolUse | None:
+        """pool_use is the fetch pool's occupancy (None before start)."""
+        return None if self._fetcher is None else self._fetcher.pool_use()
 
     def kick(self) -> None:
         """kick starts as many queued tasks as there are free slots; call it after any change."""

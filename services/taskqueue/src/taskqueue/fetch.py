@@ -36,13 +36,26 @@ if sys.version_info >= (3, 11):
 else:  # aiohttp depends on async-timeout before 3.11
     from async_timeout import timeout as _deadline
 
-__all__ = ["Fetcher", "FetchResult", "FetchError", "check_url"]
+__all__ = ["Fetcher", "FetchResult", "FetchError", "PoolUse", "check_url"]
 
 log = logging.getLogger(__name__)
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
 _USER_AGENT = "taskqueue-fetch/1"
+
+
+@dataclass(frozen=True)
+class PoolUse:
+    """PoolUse is the fetch pool's occupancy at one moment: connections held by a fetch, in
+    all and per origin (``host:port``), the limits, and the fetches waiting for a connection
+    per origin (the pool's saturation: work that has a slot but no connection)."""
+
+    in_use: int
+    limit: int
+    per_host: dict[str, int]
+    per_host_limit: int
+    waiting: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,19 @@ class Fetcher:
             headers={"User-Agent": _USER_AGENT},
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout_s),
         )
+
+    def pool_use(self) -> PoolUse:
+        """pool_use reads the connector's occupancy. aiohttp keeps it in private fields
+        (``_acquired``, ``_acquired_per_host``, ``_waiters``, stable since 3.x) and has no
+        public reader; the figures are the limits' own bookkeeping, so nothing here can
+        drift from what the pool enforces. A field a future aiohttp renames reads as 0."""
+        c = self._connector
+        acquired: Any = getattr(c, "_acquired", ())
+        per_key: Any = getattr(c, "_acquired_per_host", {})
+        waiters: Any = getattr(c, "_waiters", {})
+        per_host = {f"{k.host}:{k.port}": len(v) for k, v in dict(per_key).items() if v}
+        waiting = {f"{k.host}:{k.port}": len(v) for k, v in dict(waiters).items() if v}
+        return PoolUse(len(acquired), c.limit, per_host, c.limit_per_host, waiting)
 
     async def close(self) -> None:
         """close shuts the session and every pooled connection."""

@@ -2,12 +2,16 @@
 
 Queue depth by status is computed at scrape time from the scheduler's counters (no gauge
 to keep in step); the process collector supplies `process_open_fds`, the figure the seed's
-"too many open files" bug would have shown climbing.
+"too many open files" bug would have shown climbing. The executor's slots and the fetch
+pool are read at scrape time too, as `X_in_use` / `X_limit` gauge pairs (the names a load
+tester looks for to tell a pool at its limit: `redline find --watch`), with the fetches
+waiting for a connection as the pool's saturation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client import (
     CollectorRegistry,
@@ -18,6 +22,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from taskqueue.fetch import PoolUse
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """CONTENT_TYPE is the media type of the Prometheus text exposition format."""
@@ -52,6 +58,70 @@ class _DepthCollector(Collector):
             for status, n in shared.items():
                 s.add_metric([status], n)
             yield s
+
+
+class _UsageCollector(Collector):
+    """_UsageCollector reports the executor's slots by task type and the fetch pool's
+    connections (in all and per origin host) as in-use / limit gauge pairs."""
+
+    def __init__(
+        self,
+        slots: Callable[[], Mapping[Any, tuple[int, int]]],
+        pool: Callable[[], PoolUse | None],
+    ) -> None:
+        self._slots = slots
+        self._pool = pool
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        used = GaugeMetricFamily(
+            "taskqueue_executor_slots_in_use", "Tasks running here, by type.", labels=["type"]
+        )
+        limit = GaugeMetricFamily(
+            "taskqueue_executor_slots_limit",
+            "Tasks of a type that may run here at once.",
+            labels=["type"],
+        )
+        for kind, (busy, most) in self._slots().items():
+            name = str(getattr(kind, "value", kind))
+            used.add_metric([name], busy)
+            limit.add_metric([name], most)
+        yield used
+        yield limit
+        pool = self._pool()
+        if pool is None:
+            return
+        yield GaugeMetricFamily(
+            "taskqueue_fetch_connections_in_use",
+            "Outbound fetch connections held by a fetch, all origins.",
+            value=pool.in_use,
+        )
+        yield GaugeMetricFamily(
+            "taskqueue_fetch_connections_limit",
+            "Outbound fetch connections allowed at once, all origins (--fetch-concurrency).",
+            value=pool.limit,
+        )
+        host_used = GaugeMetricFamily(
+            "taskqueue_fetch_host_connections_in_use",
+            "Outbound fetch connections held by a fetch, per origin host:port.",
+            labels=["host"],
+        )
+        host_limit = GaugeMetricFamily(
+            "taskqueue_fetch_host_connections_limit",
+            "Outbound fetch connections allowed at once to one origin (--fetch-per-host).",
+            labels=["host"],
+        )
+        waiting = GaugeMetricFamily(
+            "taskqueue_fetch_waiting",
+            "Fetches waiting for a connection to their origin (the pool's saturation).",
+            labels=["host"],
+        )
+        for host in sorted(set(pool.per_host) | set(pool.waiting)):
+            host_used.add_metric([host], pool.per_host.get(host, 0))
+            host_limit.add_metric([host], pool.per_host_limit)
+            waiting.add_metric([host], pool.waiting.get(host, 0))
+        yield host_used
+        yield host_limit
+        yield waiting
 
 
 class Metrics:
@@ -123,6 +193,15 @@ class Metrics:
             " server (or another server cancelled it): the work ran again there.",
             registry=self.registry,
         )
+
+    def watch_usage(
+        self,
+        slots: Callable[[], Mapping[Any, tuple[int, int]]],
+        pool: Callable[[], PoolUse | None],
+    ) -> None:
+        """watch_usage adds the executor's slots and the fetch pool's connections (read at
+        scrape time from ``slots`` and ``pool``) to the registry."""
+        self.registry.register(_UsageCollector(slots, pool))
 
     def render(self) -> bytes:
         """render returns the text exposition of every metric."""

@@ -72,6 +72,7 @@ class TaskService:
         self.queue = TaskQueue(config.cache_finished)
         self.metrics = Metrics(self.depth_by_status, self.shared_depth)
         self.executor = Executor(config, self.storage, self.queue, self.metrics)
+        self.metrics.watch_usage(self.executor.slots, self.executor.pool_use)
         self._seq = 0
         self._storing: dict[
             str, asyncio.Task[Task]
