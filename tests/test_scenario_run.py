@@ -479,3 +479,15 @@ def test_interval_snapshots_count_iterations_and_names(tmp_path):
     ended = sum(s["iterations"]["completed"] + s["iterations"]["failed"] for s in series)
     it = doc["scenario"]["iterations"]
     assert ended == it["completed"] + it["failed"], (ended, it)
+
+
+def test_a_scenario_run_shows_its_progress_as_a_url_run_does(tmp_path):
+    """Without -q a scenario prints a progress line an interval on stderr (a panel on a
+    terminal), as a URL run does: 11 s of a staged run once passed with nothing on screen."""
+    with redline.Target(threads=1) as t:
+        p = run_cli("run", "examples/survey.py", "--host", t.url, "-u", "2", "-d", "2s")
+        seen = t.stats()["requests"]
+    assert p.returncode == 0, p.stderr
+    lines = [s for s in p.stderr.splitlines() if s.startswith("t=")]
+    assert 2 <= len(lines) <= 4, p.stderr
+    assert seen > 0 and all("conns=" in s for s in lines), (seen, lines)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from redline import __version__
+from redline.cli.termination import Termination
 from redline.cli.run_flags import (
     add_interval_flag,
     add_load_flags,
@@ -311,11 +312,16 @@ def _run(args: argparse.Namespace, live: Any) -> int:
     """_run is ``redline run`` proper (``live``: the session, or None)."""
     cluster = cluster_options(args)
     if is_scenario(args.url):
-        if live is None:
-            return cmd_run_scenario(args)
-        return cmd_run_scenario(
-            args, live.progress(), on_result=_finisher(live), on_plan=live.name_methods
-        )
+        view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
+        try:
+            if live is None:
+                return cmd_run_scenario(args, view)
+            return cmd_run_scenario(
+                args, live.progress(view), on_result=_finisher(live), on_plan=live.name_methods
+            )
+        finally:
+            if view is not None:
+                view.close()
     thresholds, watches = parse_thresholds(args.threshold)
     for t in thresholds:
         if t.name is not None:
@@ -448,23 +454,25 @@ def _check_probe_flags(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """main is the console entry point; user errors become one line and exit code 2."""
+    """main is the console entry point; user errors become one line and exit code 2, and a
+    SIGTERM ends the command as Ctrl-C does, then exits 143 (:mod:`.termination`)."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except RedlineError as e:
-        print(f"redline: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("redline: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # Whoever read the output went away (`redline ... | head`, a supervisor that closed
-        # the pipe): nothing more can be said there. Point stdout at /dev/null so that the
-        # interpreter's last flush does not fail again on the way out.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
+    with Termination() as term:
+        try:
+            return term.status(int(args.func(args)))
+        except RedlineError as e:
+            print(f"redline: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            print("redline: " + ("terminated" if term.received else "interrupted"), file=sys.stderr)
+            return term.status(130)
+        except BrokenPipeError:
+            # Whoever read the output went away (`redline ... | head`, a supervisor that closed
+            # the pipe): nothing more can be said there. Point stdout at /dev/null so that the
+            # interpreter's last flush does not fail again on the way out.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 1
 
 
 if __name__ == "__main__":
