@@ -32,6 +32,11 @@ from redline.runs.options import (
         ("0s", 0.0),
         ("-1s", -1.0),  # the sign is the engine's to refuse, with its message
         (-3, -3.0),
+        ("2m30s", 150.0),  # Go's and k6's spelling in parts
+        ("1h30m", 5400.0),
+        ("1s500ms", 1.5),
+        ("1m0.5s", 60.5),
+        ("-2m30s", -150.0),
     ],
 )
 def test_parse_duration_accepts(text, seconds):
@@ -39,7 +44,11 @@ def test_parse_duration_accepts(text, seconds):
 
 
 @pytest.mark.parametrize(
-    "text", ["", "abc", "10 parsecs", "1s2", "s", "--1s", float("nan"), float("inf"), True]
+    "text",
+    [
+        *("", "abc", "10 parsecs", "1s2", "s", "--1s", float("nan"), float("inf"), True),
+        *("30s2m", "1s1s", "2m 30s", "2m30", "1ms500us500us"),  # parts out of order, twice, loose
+    ],
 )
 def test_parse_duration_refuses_with_one_line(text):
     with pytest.raises(ConfigError) as e:

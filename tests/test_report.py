@@ -232,12 +232,6 @@ def test_report_command_renders_from_json(tmp_path, find_result):
         ("not JSON", "{oops", ["--html", "{d}/r.html"], "is not JSON"),
         ("neither result", '{"a": 1}', ["--html", "{d}/r.html"], "neither a find nor a run"),
         ("no output asked", "{}", [], "--html and/or --markdown"),
-        (
-            "markdown of a run",
-            '{"timeseries": []}',
-            ["--markdown", "{d}/r.md"],
-            "only a find result",
-        ),
         ("output directory missing", "{}", ["--html", "{d}/nowhere/r.html"], "does not exist"),
     ],
 )
@@ -462,3 +456,19 @@ def test_a_tally_is_in_the_run_report_the_find_report_and_the_terminal_table(fin
     assert 'id="tally"' in render_html(found)
     table = render_table({"duration_s": 1.0, "per_name": {"status": entry}})
     assert re.search(r"status\s+RUNNING\s+300\s+75.0%", table), table
+
+
+def test_report_command_writes_a_runs_markdown(tmp_path, run_result):
+    """``redline report run.json --markdown`` (once refused): the summary the run printed and
+    its figures, which the server's count holds (the fixture)."""
+    from redline.report.summary import render
+    from redline.runs.result import Result
+
+    src, md = tmp_path / "run.json", tmp_path / "run.md"
+    src.write_text(json.dumps(run_result))
+    p = run_cli("report", str(src), "--markdown", str(md))
+    assert p.returncode == 0, p.stderr
+    text = md.read_text()
+    assert text.startswith(f"# redline run report: GET {run_result['url']}")
+    assert render(Result(run_result)) in text
+    assert f"{run_result['requests']} requests in" in text

@@ -176,6 +176,17 @@ def test_inspect_prints_the_plan_and_options(tmp_path):
     assert [f["name"] for f in doc["plan"]["flows"]] == ["fetch", "factorial"]
 
 
+def test_inspect_prints_the_plan_without_a_host():
+    """The plan does not depend on the host: inspect prints it without --host (it once
+    insisted on one), with ``"host": null``, the same plan as with one."""
+    bare = run_cli("inspect", "examples/survey.py")
+    assert bare.returncode == 0, bare.stderr
+    with_host = run_cli("inspect", "examples/survey.py", "--host", "http://h:1")
+    doc, other = json.loads(bare.stdout), json.loads(with_host.stdout)
+    assert doc["host"] is None and other["host"] == "http://h:1"
+    assert doc["plan"] == other["plan"] and [f["name"] for f in doc["plan"]["flows"]] == ["survey"]
+
+
 def test_data_rows_loops_groups_setup_and_choice(tmp_path):
     (tmp_path / "users.csv").write_text("name,pw\nann,1\nbob,2\n")
     path = write(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 import time
@@ -14,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from redline import __version__
-from redline.cli.termination import Termination
 from redline.cli.run_flags import (
     add_interval_flag,
     add_load_flags,
@@ -22,6 +22,7 @@ from redline.cli.run_flags import (
     add_threads_flag,
     shown_defaults,
 )
+from redline.cli.termination import Termination
 from redline.cluster.command import add_cluster_flags, cluster_options, lost_exit, print_injectors
 from redline.compare.command import add_compare_parser
 from redline.errors import InjectorLost, RedlineError
@@ -41,16 +42,47 @@ from redline.scenario.command import (
     parse_thresholds,
     run_watched,
 )
-from redline.view.progress import Goal, for_stream
+from redline.view.progress import Goal, for_stream, summary_stream
 
 EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line on stderr and exit code 2."""
+    """An ArgumentParser whose errors are one line on stderr and exit code 2, and whose
+    options take a negative value as written (``-d -5s``: argparse reads ``-5s`` as an option
+    and says only "expected one argument"; here the value reaches the check that says what
+    is wrong with it)."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        words = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(_negatives_joined(self, words), namespace)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+#: _NEGATIVE: a word that is a negative number, with a unit or not (-5, -5s, -0.5).
+_NEGATIVE = re.compile(r"^-\.?\d")
+
+
+def _negatives_joined(parser: argparse.ArgumentParser, words: list[str]) -> list[str]:
+    """_negatives_joined writes each option's negative value into the option's word
+    (``-d -5s`` -> ``--duration=-5s``), so argparse takes it as the value."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        action = parser._option_string_actions.get(word)  # noqa: SLF001  (argparse's own table)
+        takes_one = action is not None and action.nargs is None and action.option_strings
+        if takes_one and i + 1 < len(words) and _NEGATIVE.match(words[i + 1]):
+            out.append(f"{action.option_strings[-1]}={words[i + 1]}")  # type: ignore[union-attr]
+            i += 2
+            continue
+        if word == "--":
+            return out + words[i:]
+        out.append(word)
+        i += 1
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,7 +158,11 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     add_threads_flag(load)
     add_request_flags(r, shown)
     out = r.add_argument_group("output")
-    out.add_argument("--json", metavar="FILE", help="write the full result as JSON")
+    out.add_argument(
+        "--json",
+        metavar="FILE",
+        help="write the full result as JSON (-: to stdout, and the summary to stderr)",
+    )
     out.add_argument(
         "--report", metavar="FILE.html", help="write a self-contained HTML report (opens offline)"
     )
@@ -311,6 +347,7 @@ def run_command(argv: list[str], live: Any) -> int:
 def _run(args: argparse.Namespace, live: Any) -> int:
     """_run is ``redline run`` proper (``live``: the session, or None)."""
     cluster = cluster_options(args)
+    warn_threads(args.threads)
     if is_scenario(args.url):
         view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
         try:
@@ -322,6 +359,12 @@ def _run(args: argparse.Namespace, live: Any) -> int:
         finally:
             if view is not None:
                 view.close()
+    for flag, value in SCENARIO_ONLY:
+        if getattr(args, value):
+            raise RedlineError(
+                f"{flag} is a scenario's option (redline run SCENARIO.py); a URL run "
+                + ("has -c/--connections" if value == "users" else "ignores it")
+            )
     thresholds, watches = parse_thresholds(args.threshold)
     for t in thresholds:
         if t.name is not None:
@@ -349,7 +392,7 @@ def _run(args: argparse.Namespace, live: Any) -> int:
         finally:
             if view is not None:
                 view.close()
-    print(render(result), flush=True)
+    print(render(result), file=summary_stream(args.json), flush=True)
     print_injectors(result.data)
     if args.json:
         result.write_json(args.json)
@@ -358,6 +401,29 @@ def _run(args: argparse.Namespace, live: Any) -> int:
         _finisher(live)(result)
     code = judge(thresholds, result, aborted)
     return lost_exit(lost) or code
+
+
+#: SCENARIO_ONLY: the flags only a scenario takes, as (flag, argument name).
+SCENARIO_ONLY = (
+    ("-u/--users", "users"),
+    ("--iterations", "iterations"),
+    ("--var", "var"),
+    ("--host", "host"),
+)
+
+
+def warn_threads(threads: int | None) -> None:
+    """warn_threads warns of ``-t`` beyond this machine's cores: the threads beyond them take
+    turns on the cores, costing CPU and adding no load (the engine also uses no more threads
+    than connections)."""
+    cores = os.cpu_count() or 1
+    if threads is not None and threads > cores:
+        print(
+            f"redline: warning: -t/--threads {threads} is more than this machine's {cores} "
+            "cores: the threads beyond them take turns on the cores and cost CPU without adding "
+            "load (and at most one thread per connection is used)",
+            file=sys.stderr,
+        )
 
 
 def _finisher(live: Any) -> Callable[[Any], None]:

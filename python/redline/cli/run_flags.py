@@ -81,7 +81,8 @@ def add_load_flags(load: Parser, shown: Mapping[str, str]) -> None:
         "-d",
         "--duration",
         metavar="DURATION",
-        help=f"how long to run, e.g. 15s, 2m (default: {shown['duration']} unless -n or --stages)",
+        help=f"how long to run, e.g. 15s, 2m, 2m30s (default: {shown['duration']} unless -n or "
+        "--stages)",
     )
     load.add_argument(
         "-n", "--requests", type=int, metavar="N", help="stop after N requests instead"

@@ -23,6 +23,7 @@ from redline.find.view import FindView, write_outputs
 from redline.live.command import add_live_flags, open_session, url_name
 from redline.runs.options import parse_duration
 from redline.runs.runner import defaults
+from redline.view.progress import summary_stream
 
 FIND_EXAMPLES = """\
 examples:
@@ -93,7 +94,7 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     f.add_argument("--monitor-prometheus", metavar="URL", help="scrape this /metrics each second")
     f.add_argument("--metric", action="append", default=[], help="extra Prometheus series")
     add_vary_flags(f, "find")
-    f.add_argument("--json", metavar="FILE", help="write the result document")
+    f.add_argument("--json", metavar="FILE", help="write the result document (-: to stdout)")
     f.add_argument("--report", metavar="FILE.html", help="write the HTML report")
     f.add_argument("-q", "--quiet", action="store_true", help="no live view")
     # The run options (redline run's flags, the load shape aside: the search sets it).
@@ -233,7 +234,7 @@ def cmd_find(args: argparse.Namespace) -> int:
     finally:
         if view is not None:
             view.close()
-    print(finder.answers_text(result), flush=True)
+    print(finder.answers_text(result), file=summary_stream(args.json), flush=True)
     write_outputs(result, args.json, args.report, args.markdown)
     if live is not None:
         live.finish(result, _render_find)

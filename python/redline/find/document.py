@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -186,5 +187,9 @@ def answers_text(result: dict[str, Any]) -> str:
 
 
 def write_json(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """write_json writes the result document."""
+    """write_json writes the result document (to stdout for ``"-"``)."""
+    if str(path) == "-":
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+        sys.stdout.flush()
+        return
     Path(path).write_text(json.dumps(result, indent=2) + "\n")

@@ -128,7 +128,11 @@ def find(
     if service_cpu is not None and monitor is None:
         raise ConfigError("a service CPU limit needs a monitored service (--monitor-...)")
     if max_time <= confirm + 2 * min_step:
-        raise ConfigError(f"--max-time: at least {confirm + 2 * min_step + 1:g}s")
+        raise ConfigError(
+            f"--max-time: at least {confirm + 2 * min_step + 1:g}s, to hold two steps of "
+            f"--min-step {min_step:g}s and the --confirm step of {confirm:g}s after them "
+            f"(got {max_time:g}s; shorten those, or give a longer --max-time)"
+        )
     first = _first_load(model, start, cluster)
     ceiling = max_load if max_load is not None else (1000.0 if model == "closed" else 1e6)
     steps_plan = Plan(

@@ -91,7 +91,11 @@ def url_name(url: str, method: str | None) -> str:
     (the engine names it ``METHOD path``), so the live series and the report agree."""
     from urllib.parse import urlsplit
 
-    return f"{(method or 'GET').upper()} {urlsplit(url).path or '/'}"
+    try:
+        path = urlsplit(url).path
+    except ValueError as e:  # "http://[::1": an IPv6 address without its "]"
+        raise ConfigError(f"url: {url!r} is not a URL ({e})") from None
+    return f"{(method or 'GET').upper()} {path or '/'}"
 
 
 #: UI_PORT: where ``redline ui`` listens by default (Locust's web UI port).

@@ -13,7 +13,7 @@ from redline.errors import RedlineError
 REPORT_EXAMPLES = """\
 examples:
   redline report find.json --html report.html --markdown report.md
-  redline report run.json --html run.html"""
+  redline report run.json --html run.html --markdown run.md"""
 
 
 def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -23,7 +23,8 @@ def add_report_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="render the HTML and Markdown reports again from a --json result",
         description=(
             "Render a `redline find --json` result as a self-contained HTML report (opens"
-            " offline) and a Markdown summary, or a `redline run --json` result as HTML."
+            " offline) and a Markdown summary, or a `redline run --json` result (a URL run or"
+            " a scenario) as HTML and Markdown."
         ),
         epilog=REPORT_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

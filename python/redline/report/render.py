@@ -60,15 +60,17 @@ def load_result(path: str | Path) -> dict[str, Any]:
 def write_reports(
     result: dict[str, Any], html_path: str | Path | None = None, md_path: str | Path | None = None
 ) -> None:
-    """write_reports writes the HTML and/or Markdown report of a find or run result (a run
-    result has no Markdown table: only HTML)."""
+    """write_reports writes the HTML and/or Markdown report of a find or run result."""
     if html_path is not None:
         render = render_html if is_find_result(result) else render_run_html
         Path(html_path).write_text(render(result))
     if md_path is not None:
-        if not is_find_result(result):
-            raise RedlineError("--markdown: only a find result has the steps table")
-        Path(md_path).write_text(render_markdown(result))
+        if is_find_result(result):
+            Path(md_path).write_text(render_markdown(result))
+        else:
+            from redline.report.run_markdown import render_run_markdown
+
+            Path(md_path).write_text(render_run_markdown(result))
 
 
 # -- formatting ------------------------------------------------------------------------------

@@ -19,26 +19,48 @@ from typing import Any
 from redline.errors import ConfigError
 
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
+#: _COMPOUND: Go's and k6's spelling of a duration in parts, largest unit first: 2m30s, 1h30m,
+#: 1s500ms (each part a number and its unit).
+_COMPOUND = re.compile(r"^\s*(-?)((?:\d+(?:\.\d+)?(?:us|µs|ms|s|m|h))+)\s*$")
+_PART = re.compile(r"(\d+(?:\.\d+)?)(us|µs|ms|s|m|h)")
 #: UNIT_S: seconds per duration unit, the one table (durations, thresholds' and SLOs' bounds).
 UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_duration(value: str | float | int, what: str = "duration") -> float:
-    """parse_duration turns ``"15s"``, ``"250ms"``, ``"2m"``, ``"1.5"`` (seconds) or a number into
-    seconds, refusing malformed or infinite values (JSON cannot carry them) with a ConfigError
-    naming ``what``. The sign is the engine's to judge."""
+    """parse_duration turns ``"15s"``, ``"250ms"``, ``"2m"``, ``"2m30s"``, ``"1.5"`` (seconds) or
+    a number into seconds, refusing malformed or infinite values (JSON cannot carry them) with
+    a ConfigError naming ``what``. The sign is the engine's to judge."""
     if isinstance(value, bool):
         raise ConfigError(f"{what}: expected a duration like 15s, got {value!r}")
     if isinstance(value, (int, float)):
         seconds = float(value)
     else:
         m = _DURATION.match(str(value))
-        if not m:
-            raise ConfigError(f"{what}: expected a duration like 15s, 250ms or 2m, got {value!r}")
-        seconds = float(m.group(1)) * UNIT_S[m.group(2)]
+        if m:
+            seconds = float(m.group(1)) * UNIT_S[m.group(2)]
+        else:
+            seconds = _compound(str(value), what)
     if not _finite(seconds):
         raise ConfigError(f"{what}: expected a finite duration, got {value!r}")
     return seconds
+
+
+def _compound(value: str, what: str) -> float:
+    """_compound reads a duration in parts (``2m30s``), each unit once and largest first."""
+    m = _COMPOUND.match(value)
+    parts = _PART.findall(m.group(2)) if m else []
+    order = [_UNIT_ORDER.index(unit.replace("µ", "u")) for _, unit in parts]
+    if not m or order != sorted(set(order)):
+        raise ConfigError(
+            f"{what}: expected a duration like 15s, 250ms, 2m or 2m30s, got {value!r}"
+        )
+    seconds = sum(float(n) * UNIT_S[unit] for n, unit in parts)
+    return -seconds if m.group(1) else seconds
+
+
+#: _UNIT_ORDER: the units largest first (µs is spelled us here).
+_UNIT_ORDER = ["h", "m", "s", "ms", "us"]
 
 
 def _finite(x: float) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,7 +171,11 @@ class Result:
         return json.dumps(self.data, indent=indent)
 
     def write_json(self, path: str | Path) -> None:
-        """write_json writes the full document to ``path``."""
+        """write_json writes the full document to ``path`` (``"-"``: stdout)."""
+        if str(path) == "-":
+            sys.stdout.write(self.to_json() + "\n")
+            sys.stdout.flush()
+            return
         Path(path).write_text(self.to_json() + "\n")
 
     def __repr__(self) -> str:

@@ -56,16 +56,23 @@ def plan_and_options(
     url = host or compiled.host
     if not url:
         raise ConfigError(f"{compiled.file}: no host: give --host URL or Scenario(host=...)")
+    return (url, *plan_only(compiled, given))
+
+
+def plan_only(compiled: Compiled, given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """plan_only: the plan and the run options of a compiled scenario (no host needed)."""
     profile = merge(compiled.profile, given)
     kw, plan_extra = run_options(profile, compiled.file)
-    plan = {**compiled.plan, **plan_extra}
-    return url, plan, kw
+    return {**compiled.plan, **plan_extra}, kw
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    """cmd_inspect prints the compiled plan and the run options it would use."""
+    """cmd_inspect prints the compiled plan and the run options it would use; without a host
+    (no --host, none in the file) the plan is printed with ``"host": null``: the plan does
+    not depend on it."""
     compiled = compile_file(args.scenario, args.var)
-    url, plan, kw = plan_and_options(compiled, {}, args.host)
+    plan, kw = plan_only(compiled, {})
+    url = args.host or compiled.host
     doc = {"host": url, "options": kw, "thresholds": compiled.thresholds, "plan": plan}
     print(json.dumps(doc, indent=2, default=str))
     return 0
@@ -98,6 +105,7 @@ def cmd_run_scenario(
     from redline.report.summary import render
     from redline.runs.runner import run
     from redline.scenario.table import render as render_tables
+    from redline.view.progress import summary_stream
 
     compiled, url, opts = scenario_run(args)
     if on_plan is not None:
@@ -116,8 +124,9 @@ def cmd_run_scenario(
     summary = render(result).splitlines()
     if summary:
         summary[0] = f"Run @ {compiled.file} against {url}"
-    print("\n".join(summary), flush=True)
-    print(render_tables(result.data), flush=True)
+    out = summary_stream(args.json)
+    print("\n".join(summary), file=out, flush=True)
+    print(render_tables(result.data), file=out, flush=True)
     print_injectors(result.data)
     if args.json:
         result.write_json(args.json)

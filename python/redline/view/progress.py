@@ -213,6 +213,12 @@ class LiveProgress:
         self._live.stop()
 
 
+def summary_stream(json_path: str | None) -> IO[str]:
+    """summary_stream is where a command prints its summary: stdout, unless ``--json -``
+    writes the JSON document there (then stderr, so stdout stays one JSON document)."""
+    return sys.stderr if json_path == "-" else sys.stdout
+
+
 def for_stream(
     stream: IO[str] | None = None, goal: Goal | None = None
 ) -> PlainProgress | LiveProgress:
