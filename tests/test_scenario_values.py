@@ -73,6 +73,7 @@ REFUSED = [
         "the JSON body is computed",
     ),
     ("form field", 'u.post("/", form={"n": str(len(f"{name}"))})\n', "form field 'n'"),
+    ("repr in an f-string", 'u.get(f"/x/{name!r}")\n', "the path is computed by Python"),
     ("in a name", 'u.get("/", name=f"get {name}")\n', "request's name cannot hold"),
     ("in choice", 'u.choice([name, "x"])\n', "options of u.choice cannot hold"),
     (

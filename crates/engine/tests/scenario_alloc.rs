@@ -1,7 +1,8 @@
 //! A scenario's requests reuse their VU's buffers: templated paths, query and headers, checks
 //! and header/regex extractions allocate (next to) nothing per request once warmed up, as on
 //! the single-URL path (see alloc.rs; JSON checks parse a document and do allocate), and a
-//! request written with `tally="$.status"` counts what the service said without allocating.
+//! request written with `tally="$.status"` counts what the service said without allocating,
+//! and a signed request (functions in its templates, values drawn per iteration) neither.
 
 mod common;
 
@@ -46,6 +47,26 @@ fn tallied() -> serde_json::Value {
       {"step": "request", "name": "status", "method": "GET", "path": ["/t"],
        "checks": [{"check": "status", "in": [200]}],
        "tally": {"path": ["status"], "text": "$.status"}}
+    ]}]})
+}
+
+/// signed: one POST per iteration signed over its body, with a UUID and the time drawn for
+/// the iteration and Basic credentials from the data row: the functions reuse the VU's
+/// buffers (scenario/template.rs, Scratch).
+fn signed() -> serde_json::Value {
+    let body = json!([{"fn": "json", "args": [["{\"vu\":\"", {"var": "vu"}, "\",\"id\":\"",
+        {"var": "id"}, "\",\"ts\":\"", {"var": "ts"}, "\"}"]]}]);
+    json!({"file": "signed.py",
+    "data": [{"name": "d", "per": "iteration", "columns": ["c"], "rows": [["a"], ["bb"], ["ccc"]]}],
+    "flows": [{"name": "f", "steps": [
+      {"step": "set", "var": "id", "fn": "uuid4", "args": []},
+      {"step": "set", "var": "ts", "fn": "now", "args": ["rfc3339_ms"]},
+      {"step": "request", "name": "signed", "method": "POST", "path": ["/s"],
+       "headers": [["X-Id", [{"var": "id"}]], ["X-Ts", [{"var": "ts"}]],
+                   ["X-Sig", [{"fn": "hmac_sha256", "args": [["key"], body], "encoding": "base64"}]],
+                   ["Authorization", ["Basic ", {"fn": "base64", "args": [[{"var": "data.d.c"}, ":pw"]]}]],
+                   ["X-Up", [{"fn": "upper", "args": [[{"var": "data.d.c"}]]}]]],
+       "body": {"type": "text", "template": body}}
     ]}]})
 }
 
@@ -118,5 +139,22 @@ fn tallied_answers_do_not_allocate() {
     assert!(
         per_request < MAX_PER_REQUEST,
         "{per_request:.3} allocations per tallied answer"
+    );
+}
+
+#[test]
+fn signed_requests_do_not_allocate() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = common::start(common::Mode::Ok {
+        delay: Duration::ZERO,
+    });
+    let url = server.url("/");
+    let small = allocations_of(&url, signed(), 1, 500);
+    let large = allocations_of(&url, signed(), 1, 5_500);
+    let per_request = large.saturating_sub(small) as f64 / 5_000.0;
+    eprintln!("{small} vs {large} allocations, {per_request:.3} per extra signed request");
+    assert!(
+        per_request < MAX_PER_REQUEST,
+        "{per_request:.3} allocations per signed request"
     );
 }

@@ -22,10 +22,14 @@ from redline.scenario.user import ScenarioError
 SALTS = ("aZ", "Qy" + "7" * 37 + "w", "aZ")
 
 #: HINT: what computes a value per request instead.
-HINT = "the value whole, as a template (docs/scenarios.md, Run-time values)"
+HINT = (
+    "u.b64encode(...), u.hmac_sha256(key, ...), u.sha256(...), u.length(...) and the other "
+    "functions on u, which the engine computes per request (docs/scenarios.md, Functions)"
+)
 #: RANDOM_HINT: what draws a value per request instead.
 RANDOM_HINT = (
-    "u.choice(...), drawn per iteration by the engine (docs/scenarios.md, Run-time values)"
+    "u.uuid4(), u.random_int(low, high), u.random_string(n), u.now() or u.choice([...]), "
+    "drawn by the engine when the flow reaches them (docs/scenarios.md, Functions)"
 )
 
 _MARKER = re.compile("\x1e([^\x1d\x1e\x1f]+)")

@@ -36,9 +36,18 @@ _STRAY = re.compile("[\x1d\x1e\x1f]")
 Template = list[Any]
 
 #: _HINTS: what to use instead of a Python operation on a run-time value.
-_HINTS: dict[str, str] = {}
+_HINTS: dict[str, str] = {
+    "upper": "u.upper(value)",
+    "lower": "u.lower(value)",
+    "encode": "u.b64encode(value), u.sha256(value), u.hmac_sha256(key, value), which take "
+    "text as UTF-8",
+    "decode": "u.b64decode(value)",
+    "len": "u.length(value)",
+    "format": "u.pad(value, width)",
+    "int": "the value as text, or u.random_int(low, high) for a number drawn per request",
+}
 #: _DOCS: where the ways of using a run-time value are told.
-_DOCS = "docs/scenarios.md, Run-time values"
+_DOCS = "docs/scenarios.md, Functions"
 
 
 class ValueUseError(Exception):
@@ -65,12 +74,15 @@ class Trace:
 
     salt: str
     fns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
 
-    def register(self, fn: dict[str, Any]) -> str:
-        """register keeps a function part and returns the name of the Var standing for it
-        (numbered in call order, so that every trace of a scenario names it alike)."""
+    def register(self, fn: dict[str, Any], label: str) -> str:
+        """register keeps a function part (``label``: its name on ``u``) and returns the
+        name of the Var standing for it (numbered in call order, so that every trace of a
+        scenario names it alike)."""
         name = f"@{len(self.fns) + 1}"
         self.fns[name] = fn
+        self.labels[name] = label
         return name
 
 
@@ -98,8 +110,8 @@ def current() -> Trace:
 def describe(name: str) -> str:
     """describe: a variable's name as a person knows it."""
     if name.startswith("@"):
-        fn = current().fns.get(name)
-        return f"u.{fn['fn']}(...)" if fn else "a function's value"
+        label = current().labels.get(name)
+        return f"u.{label}(...)" if label else "a function's value"
     return repr(name)
 
 
@@ -133,7 +145,9 @@ class Var:
         return str(self)
 
     def __repr__(self) -> str:
-        return f"Var({self.name!r})"
+        # The trace's salt in it: a repr sent in a request (f"{v!r}") differs between traces
+        # and is refused as a constant, not sent as the text "Var(...)".
+        return f"Var({self.name!r}, trace {current().salt})"
 
     def __add__(self, other: object) -> str:
         return str(self) + str(other)
@@ -158,7 +172,7 @@ class Var:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        hint = _HINTS.get(attr)
+        hint = _HINTS.get(attr, "the functions on u")
         raise _ValueAttributeError(_refuse(self.name, f".{attr}()", hint))
 
     def __len__(self) -> int:
@@ -217,7 +231,7 @@ def parts(value: Any) -> Template:
                 _refuse(
                     m.group(1),
                     "Python string code over it (.upper(), .lower(), .replace(), ...)",
-                    _HINTS.get("upper"),
+                    "u.upper(value), u.lower(value) and the other functions on u",
                 )
             )
         _literal(out, text[pos : m.start()])
@@ -232,7 +246,7 @@ def _literal(out: Template, text: str) -> None:
         raise _TemplateError(
             "a run-time value was cut apart by Python code (slicing, split(), strip(), ...): "
             "that would be computed once, at compile time, over a placeholder, and sent on "
-            f"every request; use the value whole ({_DOCS})"
+            f"every request; use the value whole, or a function on u ({_DOCS})"
         )
     if text:
         out.append(text)

@@ -15,6 +15,7 @@ from typing import Any
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
 from redline.scenario.checks import Check
+from redline.scenario.functions import Functions
 from redline.scenario.jsonpath import parse_path
 from redline.scenario.template import Template, Var, display, json_template, parts, variables
 
@@ -122,9 +123,10 @@ class Response:
         return self._extract({"from": "regex", "pattern": pattern, "group": group}, "regex")
 
 
-class User:
+class User(Functions):
     """User is what a flow function receives: a virtual user being traced. See
-    docs/scenarios.md for every step."""
+    docs/scenarios.md for every step, and :class:`Functions` for the values the engine
+    computes per request."""
 
     def __init__(self, compiler: Any, defined: set[str]) -> None:
         self._c = compiler

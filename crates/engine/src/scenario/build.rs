@@ -10,10 +10,11 @@ use regex::bytes::Regex;
 
 use super::check::Check;
 use super::extract::{Extract, Source};
+use super::generator::Generator;
 use super::spec::{
     BodySpec, CheckSpec, DataSpec, ExtractSpec, FlowSpec, PlanSpec, RequestSpec, StepSpec,
 };
-use super::template::{Escape, Template};
+use super::template::{BuildError, Escape, Template};
 use super::*;
 use crate::error::EngineError;
 
@@ -63,8 +64,12 @@ impl Builder<'_> {
         escape: Escape,
         line: Option<u32>,
     ) -> Result<Template, EngineError> {
-        Template::build(spec, escape, |n| self.slots.get(n).copied())
-            .map_err(|v| self.err(line, format!("variable {v:?} is used before it is set")))
+        Template::build(spec, escape, |n| self.slots.get(n).copied()).map_err(|e| match e {
+            BuildError::Unknown(v) => {
+                self.err(line, format!("variable {v:?} is used before it is set"))
+            }
+            BuildError::Call(reason) => self.err(line, reason),
+        })
     }
 
     fn check(&self, c: &CheckSpec, line: Option<u32>) -> Result<Check, EngineError> {
@@ -301,15 +306,15 @@ impl Builder<'_> {
                     let think = self.think(dist, *s, *min_s, *max_s, *mean_s, *line)?;
                     ops.push(Op::Think(think));
                 }
-                StepSpec::Set { var, choice, line } => {
-                    if choice.is_empty() {
-                        return Err(self.err(*line, "choice needs at least one option"));
-                    }
-                    let slot = self.slot(var);
-                    ops.push(Op::Set {
-                        slot,
-                        choice: choice.clone(),
-                    });
+                StepSpec::Set {
+                    var,
+                    choice,
+                    func,
+                    args,
+                    line,
+                } => {
+                    let op = self.set(var, choice, func.as_deref(), args, *line)?;
+                    ops.push(op);
                 }
                 StepSpec::Loop { count, steps, line } => {
                     if *count == 0 {
@@ -333,6 +338,29 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+
+    /// set is a set step's op: a draw of a generator (`fn`), else a choice.
+    fn set(
+        &mut self,
+        var: &str,
+        choice: &[String],
+        func: Option<&str>,
+        args: &[serde_json::Value],
+        line: Option<u32>,
+    ) -> Result<Op, EngineError> {
+        let slot = self.slot(var);
+        if let Some(func) = func {
+            let gen = Generator::parse(func, args).map_err(|e| self.err(line, e))?;
+            return Ok(Op::Draw { slot, gen });
+        }
+        if choice.is_empty() {
+            return Err(self.err(line, "choice needs at least one option"));
+        }
+        Ok(Op::Set {
+            slot,
+            choice: choice.to_vec(),
+        })
     }
 
     /// think is a think step's time distribution.

@@ -10,12 +10,14 @@
 //! [`super::json`]).
 
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::check::Seen;
 use super::cookies::CookieJar;
+use super::generator::entropy_seed;
 use super::response::Parsed;
 use super::rng::Rng;
+use super::template::Scratch;
 use super::{Body, Op, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
 use crate::failure::ErrorClass;
 
@@ -80,6 +82,14 @@ pub struct Vu {
     /// iterations: iterations run so far.
     pub iterations: u64,
     rng: Rng,
+    /// entropy: the generator of UUIDs and random values, seeded by the system (unlike
+    /// `rng`, whose sequence a VU's number fixes): no two VUs, even of two processes, alike.
+    entropy: Rng,
+    /// scratch: the buffers of function calls in templates.
+    scratch: Scratch,
+    /// broken: why the request being sent could not be written as the flow says (a
+    /// function that could not be computed); it fails that request.
+    broken: Option<&'static str>,
     req: Vec<u8>,
     body: Vec<u8>,
     raw: Vec<u8>,
@@ -119,6 +129,9 @@ impl Vu {
             jar: CookieJar::default(),
             iterations: 0,
             rng: Rng::new(vu),
+            entropy: Rng::new(entropy_seed(vu)),
+            scratch: Scratch::default(),
+            broken: None,
             // Buffers grow to what the flow needs on first use: ten thousand mostly idle VUs
             // must not each hold a page they never fill.
             req: Vec::new(),
@@ -224,6 +237,9 @@ impl Vu {
                 Op::Set { slot, choice } => {
                     let pick = self.rng.below(choice.len() as u64) as usize;
                     self.vars[*slot].clone_from(&choice[pick]);
+                }
+                Op::Draw { slot, gen } => {
+                    gen.draw(&mut self.entropy, SystemTime::now(), &mut self.vars[*slot]);
                 }
                 Op::LoopStart { count, depth } => self.loops[*depth] = *count,
                 Op::LoopEnd { start, depth } => {
@@ -363,6 +379,17 @@ impl Vu {
             for c in self.parsed.headers_named(&self.raw, "set-cookie") {
                 self.jar.store(c);
             }
+            if let Some(reason) = self.broken.take() {
+                // Sent, and answered, but not as the flow says: a failed request. A 4xx/5xx
+                // is counted as an error already: only its reason is this.
+                self.tally(req, t, intended);
+                if status >= 400 && !req.expected_errors.contains(&status) {
+                    t.reason(intended, stat, reason);
+                } else {
+                    t.fail(intended, stat, reason);
+                }
+                return Err(Failed);
+            }
             if status >= 400 && !req.expected_errors.contains(&status) {
                 self.tally(req, t, intended);
                 t.reason(intended, stat, &format!("HTTP {status}"));
@@ -402,9 +429,12 @@ impl Vu {
         }
     }
 
-    /// render writes `req` into `self.req`; `redirect` replaces it by a GET of that path.
+    /// render writes `req` into `self.req`; `redirect` replaces it by a GET of that path. A
+    /// function of a template that cannot be computed is kept in `self.broken`.
     fn render(&mut self, script: &Script, req: &Request, redirect: Option<&str>) {
         let out = &mut self.req;
+        let scratch = &mut self.scratch;
+        let mut done = Ok(());
         out.clear();
         self.body.clear();
         if let Some(path) = redirect {
@@ -413,13 +443,13 @@ impl Vu {
         } else {
             out.extend_from_slice(req.method.as_bytes());
             out.push(b' ');
-            req.path.render(&self.vars, out);
+            done = done.and(req.path.render(&self.vars, out, scratch));
             for (i, (k, v)) in req.query.iter().enumerate() {
                 let first = i == 0 && !out.contains(&b'?');
                 out.push(if first { b'?' } else { b'&' });
                 out.extend_from_slice(k.as_bytes());
                 out.push(b'=');
-                v.render(&self.vars, out);
+                done = done.and(v.render(&self.vars, out, scratch));
             }
         }
         out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
@@ -428,17 +458,20 @@ impl Vu {
         for (k, v) in &req.headers {
             out.extend_from_slice(k.as_bytes());
             out.extend_from_slice(b": ");
-            v.render(&self.vars, out);
+            done = done.and(v.render(&self.vars, out, scratch));
             out.extend_from_slice(b"\r\n");
         }
         self.jar.write_header(out);
         if redirect.is_some() {
             out.extend_from_slice(b"\r\n");
+            self.broken = done.err();
             return;
         }
         match &req.body {
             Body::None => {}
-            Body::Json(tpl) | Body::Text(tpl) => tpl.render(&self.vars, &mut self.body),
+            Body::Json(tpl) | Body::Text(tpl) => {
+                done = done.and(tpl.render(&self.vars, &mut self.body, scratch));
+            }
             Body::Form(fields) => {
                 for (i, (k, v)) in fields.iter().enumerate() {
                     if i > 0 {
@@ -446,7 +479,7 @@ impl Vu {
                     }
                     self.body.extend_from_slice(k.as_bytes());
                     self.body.push(b'=');
-                    v.render(&self.vars, &mut self.body);
+                    done = done.and(v.render(&self.vars, &mut self.body, scratch));
                 }
             }
         }
@@ -461,6 +494,7 @@ impl Vu {
         }
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&self.body);
+        self.broken = done.err();
     }
 }
 

@@ -405,3 +405,64 @@ fn per_vu_data_rows_and_choice() {
     seen.dedup();
     assert_eq!(seen, ["/a/x", "/a/y", "/b/x", "/b/y", "/c/x", "/c/y"]);
 }
+
+/// signed: a request signed over its body, which holds a UUID and the time drawn once for
+/// the iteration; then a bad base64 to decode.
+fn signed() -> Script {
+    let body = json!([{"fn": "json", "args": [["{\"vu\":\"", {"var": "vu"}, "\",\"id\":\"",
+        {"var": "id"}, "\",\"ts\":\"", {"var": "ts"}, "\"}"]]}]);
+    let p = json!({"file": "t.py", "vars": {"var.B": "!!"}, "flows": [{"name": "f", "steps": [
+        {"step": "set", "var": "id", "fn": "uuid4", "args": []},
+        {"step": "set", "var": "ts", "fn": "now", "args": ["unix"]},
+        {"step": "request", "name": "signed", "method": "POST", "path": ["/s"],
+         "headers": [["X-Id", [{"var": "id"}]], ["X-Ts", [{"var": "ts"}]],
+                     ["X-Sig", [{"fn": "hmac_sha256", "args": [["key"], body], "encoding": "hex"}]],
+                     ["X-Len", [{"fn": "length", "args": [[{"var": "id"}]]}]]],
+         "body": {"type": "text", "template": body}},
+        {"step": "request", "name": "decode", "method": "GET", "path": ["/d"],
+         "headers": [["X-B", [{"fn": "base64_decode", "args": [[{"var": "var.B"}]]}]]]}
+    ]}]});
+    Script::from_json(&p, "h:80").unwrap()
+}
+
+#[test]
+fn functions_sign_what_is_sent_and_draws_hold_for_the_iteration() {
+    use hmac::{Hmac, Mac};
+    let s = signed();
+    let mut t = Fake::new(|_: &str| (200, http(200, "", "ok")));
+    let mut vu = Vu::new(&s, 7);
+    let mut ids = std::collections::HashSet::new();
+    for i in 0..3 {
+        let now = t.clock;
+        assert!(!block(vu.iterate(&s, &mut t, i, now)), "the decode fails");
+        let sent = &t.sent[t.sent.len() - 2];
+        let header = |name: &str| {
+            let line = sent.lines().find(|l| l.starts_with(name)).expect(name);
+            line[name.len() + 2..].to_string()
+        };
+        let body = sent.split("\r\n\r\n").nth(1).unwrap();
+        let (id, ts) = (header("X-Id"), header("X-Ts"));
+        assert_eq!(
+            body,
+            format!("{{\"vu\":\"7\",\"id\":\"{id}\",\"ts\":\"{ts}\"}}")
+        );
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"key").unwrap();
+        mac.update(body.as_bytes());
+        assert_eq!(header("X-Sig"), hex::encode(mac.finalize().into_bytes()));
+        assert_eq!(header("X-Len"), "36");
+        assert!(ids.insert(id), "a new UUID each iteration");
+    }
+    // The undecodable header is sent and answered, and its request fails with the reason.
+    let reasons: Vec<&str> = t.failed.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(reasons, ["base64_decode: not base64"; 3]);
+    assert_eq!(t.sent.len(), 6);
+}
+
+#[test]
+fn a_bad_function_is_refused_with_its_line() {
+    let p = json!({"file": "t.py", "flows": [{"name": "f", "steps": [
+        {"step": "request", "name": "r", "method": "GET", "path": ["/", {"fn": "sha3", "args": [["x"]]}],
+         "line": 12}]}]});
+    let err = Script::from_json(&p, "h:80").unwrap_err().to_string();
+    assert!(err.contains("t.py:12: unknown function \"sha3\""), "{err}");
+}

@@ -5,7 +5,8 @@
 //! what the VUs run: variable names become slots, templates are split with their escaping
 //! decided, regexes are compiled, nested loops and groups are flattened into one list of
 //! [`Op`]s with jumps (so the executor is a plain loop over a program counter, without
-//! recursion or boxed futures). Modules, in dependency order: `spec` (the JSON), `template`,
+//! recursion or boxed futures). Modules, in dependency order: `spec` (the JSON), `function`
+//! (what a template computes per request), `generator` (what a set step draws), `template`,
 //! `response`, `extract`, `check`, `cookies`, `rng`, the script's types here and `build`
 //! (the builder), then `executor` (one
 //! iteration of one VU over a [`executor::Transport`]), `stats` (what it records) and `tally`
@@ -15,6 +16,8 @@ pub mod check;
 pub mod cookies;
 pub mod executor;
 pub mod extract;
+pub mod function;
+pub mod generator;
 pub mod json;
 pub mod response;
 pub mod rng;
@@ -124,6 +127,13 @@ pub enum Op {
         slot: usize,
         /// choice: the options.
         choice: Vec<String>,
+    },
+    /// Draw: set `slot` to what `gen` draws (a UUID, a random value, the time).
+    Draw {
+        /// slot: the variable.
+        slot: usize,
+        /// gen: what draws the value.
+        gen: generator::Generator,
     },
     /// LoopStart: enter a loop of `count` rounds at nesting `depth`.
     LoopStart {

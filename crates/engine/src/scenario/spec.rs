@@ -15,6 +15,31 @@ pub enum PartSpec {
         /// var: the variable's name.
         var: String,
     },
+    /// Call: a function the engine computes per request over its arguments (rendered as
+    /// is), its result escaped for where it lands.
+    Call(CallSpec),
+}
+
+/// CallSpec is a function part of a template: `{"fn": "hmac_sha256", "args": [KEY, TEXT],
+/// "encoding": "hex"}` (docs/scenarios.md, Functions).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallSpec {
+    /// func: the function's name.
+    #[serde(rename = "fn")]
+    pub func: String,
+    /// args: its arguments, each a template.
+    #[serde(default)]
+    pub args: Vec<TemplateSpec>,
+    /// encoding: `hex` or `base64`, for a digest or a signature.
+    #[serde(default)]
+    pub encoding: Option<String>,
+    /// width: the width `pad` pads to.
+    #[serde(default)]
+    pub width: Option<usize>,
+    /// fill: the character `pad` pads with.
+    #[serde(default)]
+    pub fill: Option<String>,
 }
 
 /// TemplateSpec is a templated string.
@@ -211,12 +236,21 @@ pub enum StepSpec {
         #[serde(default)]
         line: Option<u32>,
     },
-    /// Set: set a variable to a random choice.
+    /// Set: set a variable to a random choice, or to what a generator draws when the flow
+    /// reaches the step (`fn`: `uuid4`, `random_int`, `random_string`, `now`), so that every
+    /// use of the value within the iteration sees the same one.
     Set {
         /// var: the variable set.
         var: String,
         /// choice: the options.
+        #[serde(default)]
         choice: Vec<String>,
+        /// func: the generator, instead of a choice.
+        #[serde(default, rename = "fn")]
+        func: Option<String>,
+        /// args: the generator's arguments (bounds, a length and an alphabet, a format).
+        #[serde(default)]
+        args: Vec<serde_json::Value>,
         /// line: the scenario line.
         #[serde(default)]
         line: Option<u32>,

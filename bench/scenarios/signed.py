@@ -1,0 +1,142 @@
+"""Client CPU per request of a signed-request flow against the same flow unsigned (issue 33:
+"with the engine's functions, CPU per request <= 1.3x the unsigned flow's"), in one run:
+
+    .venv/bin/python bench/scenarios/signed.py [--requests 100000] [--rounds 2] [--no-record]
+
+bench/scenarios/signed_flow.py, each iteration one POST: signed (a UUID and the time drawn per
+iteration, in headers and in the JSON body, an HMAC-SHA256 of the body in X-Signature) and
+unsigned (`--var SIGNED=0`: the body without them, no signature). The server is
+tests/verifier.py on this process, pinned to core 0: it checks every signed request (the
+signature over the body received, the UUID's shape and that it is new, the timestamp within
+30 s, the body's values equal to the headers') and counts right and wrong. redline runs
+`-u 50 -t 1 -n REQUESTS` pinned to core 1, the flows alternating for `--rounds` rounds. Its
+CPU is the kernel's rusage of its process (Python start-up and compile included), and the
+engine's alone from its report (generator.cpu_s). The ratio is the signed flow's engine CPU
+per request to the unsigned flow's, medians of the rounds. Appended to
+bench/results/scenarios.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+import record  # noqa: E402
+from verifier import Verifier  # noqa: E402
+
+VENV_BIN = Path(sys.executable).parent
+
+
+@dataclass
+class Row:
+    """Row is one run of one flow: what redline counted, what the server judged, the CPU."""
+
+    flow: str
+    requests: int
+    errors: int
+    right: int
+    wrong: int
+    cpu_s: float
+    engine_s: float
+
+    @property
+    def us(self) -> float:
+        return self.cpu_s / self.requests * 1e6
+
+    @property
+    def engine_us(self) -> float:
+        return self.engine_s / self.requests * 1e6
+
+
+def pinned(core: str, argv: list[str]) -> list[str]:
+    return (["taskset", "-c", core] if shutil.which("taskset") else []) + argv
+
+
+def one(v: Verifier, signed: bool, n: int, tmp: str) -> Row:
+    """one runs the flow for `n` iterations and reads what it cost and what the server saw."""
+    route = "/signed" if signed else "/plain"
+    right0, wrong0 = v.right[route], v.wrong[route]
+    out = Path(tmp) / "r.json"
+    argv = [str(VENV_BIN / "redline"), "run", str(HERE / "signed_flow.py"), "--host", v.url]
+    argv += ["--var", f"SIGNED={int(signed)}", "-u", "50", "-t", "1", "-n", str(n)]
+    argv += ["-q", "--json", str(out)]
+    with open(Path(tmp) / "stderr", "w+") as err:
+        proc = subprocess.Popen(pinned("1", argv), stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"redline exited {proc.returncode}: {err.read()}")
+    doc = json.loads(out.read_text())
+    cpu = ru.ru_utime + ru.ru_stime
+    return Row(
+        "signed" if signed else "unsigned",
+        doc["requests"],
+        doc["errors_total"],
+        v.right[route] - right0,
+        v.wrong[route] - wrong0,
+        cpu,
+        doc["generator"]["cpu_s"],
+    )
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| flow | requests (redline) | server: right | server: wrong | redline errors | "
+        "process CPU s | µs/req | engine CPU s | engine µs/req |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.flow} | {r.requests:,} | {r.right:,} | {r.wrong:,} | {r.errors:,} | "
+            f"{r.cpu_s:.2f} | {r.us:.1f} | {r.engine_s:.2f} | {r.engine_us:.1f} |"
+        )
+    med = {
+        f: statistics.median(r.engine_us for r in rows if r.flow == f)
+        for f in ("signed", "unsigned")
+    }
+    lines.append("")
+    lines.append(
+        f"Signed ÷ unsigned, engine CPU per request (medians of the rounds): "
+        f"{med['signed']:.1f} ÷ {med['unsigned']:.1f} µs = {med['signed'] / med['unsigned']:.2f}×"
+    )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args()
+    start = record.Context.now()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {0})
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, Verifier() as v:
+        for _ in range(args.rounds):
+            for signed in (False, True):
+                rows.append(one(v, signed, args.requests, tmp))
+        if v.reasons:
+            print("server's reasons:", dict(v.reasons))
+    text = table(rows)
+    print(text)
+    if not args.no_record:
+        record.append("scenarios", "signed-request flow: engine CPU per request", start, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
