@@ -1,19 +1,25 @@
 """Client CPU per request of a signed-request flow against the same flow unsigned (issue 33:
-"with the engine's functions, CPU per request <= 1.3x the unsigned flow's"), in one run:
+"with the engine's functions, CPU per request <= 1.3x the unsigned flow's"), and the signed
+flow verified request by request, in one run:
 
-    .venv/bin/python bench/scenarios/signed.py [--requests 100000] [--rounds 2] [--no-record]
+    .venv/bin/python bench/scenarios/signed.py [--requests 100000] [--rounds 3] [--no-record]
 
 bench/scenarios/signed_flow.py, each iteration one POST: signed (a UUID and the time drawn per
 iteration, in headers and in the JSON body, an HMAC-SHA256 of the body in X-Signature) and
-unsigned (`--var SIGNED=0`: the body without them, no signature). The server is
-tests/verifier.py on this process, pinned to core 0: it checks every signed request (the
-signature over the body received, the UUID's shape and that it is new, the timestamp within
-30 s, the body's values equal to the headers') and counts right and wrong. redline runs
-`-u 50 -t 1 -n REQUESTS` pinned to core 1, the flows alternating for `--rounds` rounds. Its
-CPU is the kernel's rusage of its process (Python start-up and compile included), and the
-engine's alone from its report (generator.cpu_s). The ratio is the signed flow's engine CPU
-per request to the unsigned flow's, medians of the rounds. Appended to
-bench/results/scenarios.md.
+unsigned (`--var SIGNED=0`: the body without them, no signature). redline runs
+`-u 50 -t 1 -n REQUESTS` pinned to core 1.
+
+CPU: against `redline target --threads 1` pinned to core 0 (it answers any path at once, the
+same for both flows: a server that took longer over one flow's requests would change how many
+answers each of redline's wake-ups finds, and so its CPU per request), the flows alternating
+for `--rounds` rounds. redline's CPU is the kernel's rusage of its process (Python start-up
+and compile included), and the engine's alone from its report (generator.cpu_s); the ratio
+is the signed flow's engine CPU per request to the unsigned flow's, medians of the rounds.
+
+Truth: the signed flow once more, against tests/verifier.py on this process (pinned to core
+0), which checks every request (the signature over the body received, the UUID's shape and
+that it is new, the timestamp within 30 s, the body's values equal to the headers') and
+counts right and wrong. Appended to bench/results/scenarios.md.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -64,12 +71,24 @@ def pinned(core: str, argv: list[str]) -> list[str]:
     return (["taskset", "-c", core] if shutil.which("taskset") else []) + argv
 
 
-def one(v: Verifier, signed: bool, n: int, tmp: str) -> Row:
-    """one runs the flow for `n` iterations and reads what it cost and what the server saw."""
+def start_target() -> tuple[subprocess.Popen[str], str]:
+    argv = pinned("0", [str(VENV_BIN / "redline"), "target", "--threads", "1"])
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
+        if m:
+            return proc, m.group(1)
+    raise RuntimeError("redline target did not start")
+
+
+def one(url: str, v: Verifier | None, signed: bool, n: int, tmp: str) -> Row:
+    """one runs the flow for `n` iterations against `url` and reads what it cost and what
+    the verifier `v` (when it is the server) saw."""
     route = "/signed" if signed else "/plain"
-    right0, wrong0 = v.right[route], v.wrong[route]
+    right0, wrong0 = (v.right[route], v.wrong[route]) if v else (0, 0)
     out = Path(tmp) / "r.json"
-    argv = [str(VENV_BIN / "redline"), "run", str(HERE / "signed_flow.py"), "--host", v.url]
+    argv = [str(VENV_BIN / "redline"), "run", str(HERE / "signed_flow.py"), "--host", url]
     argv += ["--var", f"SIGNED={int(signed)}", "-u", "50", "-t", "1", "-n", str(n)]
     argv += ["-q", "--json", str(out)]
     with open(Path(tmp) / "stderr", "w+") as err:
@@ -85,22 +104,22 @@ def one(v: Verifier, signed: bool, n: int, tmp: str) -> Row:
         "signed" if signed else "unsigned",
         doc["requests"],
         doc["errors_total"],
-        v.right[route] - right0,
-        v.wrong[route] - wrong0,
+        v.right[route] - right0 if v else -1,
+        v.wrong[route] - wrong0 if v else -1,
         cpu,
         doc["generator"]["cpu_s"],
     )
 
 
-def table(rows: list[Row]) -> str:
+def table(rows: list[Row], truth: Row) -> str:
     lines = [
-        "| flow | requests (redline) | server: right | server: wrong | redline errors | "
-        "process CPU s | µs/req | engine CPU s | engine µs/req |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| server | flow | requests (redline) | redline errors | process CPU s | µs/req | "
+        "engine CPU s | engine µs/req |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r.flow} | {r.requests:,} | {r.right:,} | {r.wrong:,} | {r.errors:,} | "
+            f"| target | {r.flow} | {r.requests:,} | {r.errors:,} | "
             f"{r.cpu_s:.2f} | {r.us:.1f} | {r.engine_s:.2f} | {r.engine_us:.1f} |"
         )
     med = {
@@ -112,6 +131,13 @@ def table(rows: list[Row]) -> str:
         f"Signed ÷ unsigned, engine CPU per request (medians of the rounds): "
         f"{med['signed']:.1f} ÷ {med['unsigned']:.1f} µs = {med['signed'] / med['unsigned']:.2f}×"
     )
+    lines += [
+        "",
+        "| server | flow | requests (redline) | redline errors | server: right | server: wrong |",
+        "|---|---|---:|---:|---:|---:|",
+        f"| tests/verifier.py | {truth.flow} | {truth.requests:,} | {truth.errors:,} | "
+        f"{truth.right:,} | {truth.wrong:,} |",
+    ]
     return "\n".join(lines)
 
 
@@ -125,13 +151,20 @@ def main() -> int:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {0})
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, Verifier() as v:
-        for _ in range(args.rounds):
-            for signed in (False, True):
-                rows.append(one(v, signed, args.requests, tmp))
+    with tempfile.TemporaryDirectory() as tmp:
+        server, url = start_target()
+        try:
+            for _ in range(args.rounds):
+                for signed in (False, True):
+                    rows.append(one(url, None, signed, args.requests, tmp))
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+        with Verifier() as v:
+            truth = one(v.url, v, True, args.requests, tmp)
         if v.reasons:
             print("server's reasons:", dict(v.reasons))
-    text = table(rows)
+    text = table(rows, truth)
     print(text)
     if not args.no_record:
         record.append("scenarios", "signed-request flow: engine CPU per request", start, text)
