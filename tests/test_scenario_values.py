@@ -62,6 +62,12 @@ REFUSED = [
     ("upper on the value", 'u.get("/", headers={"X-Up": name.upper()})\n', ".upper() would"),
     ("upper on an f-string", 'u.get("/", params={"q": f"{name}".upper()})\n', ".upper()"),
     ("slicing an f-string", 'u.get(f"/x/{str(name)[:4]}")\n', "cut apart"),
+    (
+        "replace on an f-string",
+        'u.get("/", params={"q": f"{name}".replace(" ", "+")})\n',
+        "Python string code over it",
+    ),
+    ("split on an f-string", "u.get(f\"/x/{f'{name}'.split(':')[0]}\")\n", "cut apart"),
     ("len of the value", 'u.get("/", headers={"X-Len": str(len(name))})\n', "len() would"),
     ("encode", 'u.post("/", body=name.encode())\n', ".encode() would"),
     ("indexing", 'u.get(f"/{name[0]}")\n', "indexing"),

@@ -18,8 +18,10 @@ from typing import Any
 from redline.scenario.user import ScenarioError
 
 #: SALTS: the salts of the three traces: different lengths, letters and cases, then the
-#: first again.
-SALTS = ("aZ", "Qy" + "7" * 37 + "w", "aZ")
+#: first again. Both hold a space and the punctuation of URLs and credentials, so that
+#: string code which would change them at run time (``.replace(" ", "+")``, ``.split(":")``,
+#: ``.title()``) changes or cuts the marker at compile time, and is refused.
+SALTS = ("a Z-_/.:,=&+0", "Qy 7-_/.:,=&+" + "7" * 30 + "w", "a Z-_/.:,=&+0")
 
 #: HINT: what computes a value per request instead.
 HINT = (
