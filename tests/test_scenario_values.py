@@ -69,6 +69,7 @@ REFUSED = [
     ),
     ("split on an f-string", "u.get(f\"/x/{f'{name}'.split(':')[0]}\")\n", "cut apart"),
     ("len of the value", 'u.get("/", headers={"X-Len": str(len(name))})\n', "len() would"),
+    ("zfill", 'u.get(f"/{u.vu.zfill(6)}")\n', "use u.pad(value, width)"),
     ("encode", 'u.post("/", body=name.encode())\n', ".encode() would"),
     ("indexing", 'u.get(f"/{name[0]}")\n', "indexing"),
     ("int", 'u.post("/", json={"n": int(u.vu)})\n', "int() would"),

@@ -44,6 +44,11 @@ _HINTS: dict[str, str] = {
     "decode": "u.b64decode(value)",
     "len": "u.length(value)",
     "format": "u.pad(value, width)",
+    "zfill": "u.pad(value, width)",
+    "rjust": "u.pad(value, width, fill)",
+    "startswith": "a check on the response that gave it (contains(...), json_eq(...))",
+    "endswith": "a check on the response that gave it (contains(...), json_eq(...))",
+    "split": "resp.regex(...) or resp.json(...) to extract the part wanted",
     "int": "the value as text, or u.random_int(low, high) for a number drawn per request",
 }
 #: _DOCS: where the ways of using a run-time value are told.
