@@ -83,8 +83,8 @@ def compile_scenario(
             "the scenario declares no flow (use @scenario.flow)", path, scenario.line
         )
     plans = []
-    for salt in divergence.SALTS:
-        with tracing(salt):
+    for salt, mark in divergence.TRACES:
+        with tracing(salt, mark):
             plans.append(_plan(scenario, run_vars, path))
     divergence.refuse(plans, path)
     return Compiled(

@@ -1,6 +1,6 @@
 """divergence: the refusal of a value Python computed at compile time from a run-time value.
 
-The compiler traces a scenario three times (:data:`SALTS`): the markers of run-time values
+The compiler traces a scenario three times (:data:`TRACES`): the markers of run-time values
 are spelt differently in the first two traces, alike in the first and third. Where the plans
 agree, every run-time value reached its request as a template; where the first two differ,
 Python computed something from a marker's text (``base64``, ``hashlib``, ``len()``), a
@@ -17,11 +17,13 @@ from typing import Any
 
 from redline.scenario.user import ScenarioError
 
-#: SALTS: the salts of the three traces: different lengths, letters and cases, then the
-#: first again. Both hold a space and the punctuation of URLs and credentials, so that
+#: SALT_A, SALT_B: the salts of the traces: different lengths, letters and cases. Both
+#: hold a space and the punctuation of URLs and credentials, so that
 #: string code which would change them at run time (``.replace(" ", "+")``, ``.split(":")``,
 #: ``.title()``) changes or cuts the marker at compile time, and is refused.
-SALTS = ("a Z-_/.:,=&+0", "Qy 7-_/.:,=&+" + "7" * 30 + "w", "a Z-_/.:,=&+0")
+SALT_A, SALT_B = "a Z-_/.:,=&+0", "Qy 7-_/.:,=&+" + "7" * 30 + "w"
+#: TRACES: each trace's salt and the mark its reprs end with.
+TRACES = ((SALT_A, ""), (SALT_B, "'"), (SALT_A, ""))
 
 #: HINT: what computes a value per request instead.
 HINT = (
@@ -128,7 +130,7 @@ def _marker_in(value: Any) -> str | None:
 
 def refuse(plans: list[dict[str, Any]], path: str) -> None:
     """refuse raises a ScenarioError where the traces' plans (one per salt of
-    :data:`SALTS`) differ."""
+    :data:`TRACES`) differ."""
     a, b, c = plans
     again = first(a, c)
     d = first(a, b)

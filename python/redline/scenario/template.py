@@ -78,6 +78,9 @@ class Trace:
     ``@N`` values stand for."""
 
     salt: str
+    #: mark: what a Var's repr ends with in this trace ("" in the first, whose messages a
+    #: user reads), so that a repr sent in a request differs between traces.
+    mark: str = ""
     fns: dict[str, dict[str, Any]] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
 
@@ -97,9 +100,9 @@ _current: ContextVar[Trace | None] = ContextVar("redline_trace", default=None)
 
 
 @contextmanager
-def tracing(salt: str) -> Iterator[Trace]:
-    """tracing: markers made inside the block carry ``salt``."""
-    trace = Trace(salt)
+def tracing(salt: str, mark: str = "") -> Iterator[Trace]:
+    """tracing: markers made inside the block carry ``salt``, reprs end with ``mark``."""
+    trace = Trace(salt, mark)
     token = _current.set(trace)
     try:
         yield trace
@@ -150,9 +153,9 @@ class Var:
         return str(self)
 
     def __repr__(self) -> str:
-        # The trace's salt in it: a repr sent in a request (f"{v!r}") differs between traces
-        # and is refused as a constant, not sent as the text "Var(...)".
-        return f"Var({self.name!r}, trace {current().salt})"
+        # The trace's mark at its end: a repr sent in a request (f"{v!r}") differs between
+        # traces and is refused as a constant, not sent as the text "Var(...)".
+        return f"Var({self.name!r}){current().mark}"
 
     def __add__(self, other: object) -> str:
         return str(self) + str(other)
