@@ -171,6 +171,20 @@ def test_continue_marks_each_interval_with_the_injectors_that_reported(local_ray
     assert any("injector 1 (" in " ".join(s.get("injectors_lost", [])) for s in snaps[4:])
     assert doc["timeseries"][-1]["t_s"] >= 2.9, "the others ran to the end"
     assert 0 < doc["requests"] <= served(target) - before
+    # The lost share is named: one of three equal injectors, a third of the load, not
+    # handed on; the intervals after the loss count the two left only.
+    cluster = doc["cluster"]
+    row = cluster["injectors"][1]
+    assert row["lost_share"] == pytest.approx(1 / 3, abs=0.01) and 0 < row["lost_at_s"] < 3.0
+    assert cluster["lost_share"] == pytest.approx(1 / 3, abs=0.01)
+    after = cluster["after_loss"]
+    assert after["injectors"] == INJECTORS - 1 and after["from_s"] >= row["lost_at_s"] - 0.25
+    tail = [s for s in doc["timeseries"] if s["t_s"] - 0.25 >= after["from_s"] - 1e-9]
+    assert after["requests"] == sum(s["requests"] for s in tail) > 0
+    from redline.cluster.command import loss_note
+
+    note = loss_note(cluster) or ""
+    assert "injector 1 (" in note and "33 % of the asked load was not offered" in note, note
 
 
 def test_rebalance_hands_the_lost_share_to_the_others(local_ray, target) -> None:

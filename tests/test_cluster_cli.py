@@ -12,9 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import psutil
 import pytest
 import redline
+from accounting import transport_failures
 from conftest import CLI_TIMEOUT_S, run_cli
 from leftovers import alive_descendants
 from redline.cluster.connection import Member, check_versions
@@ -125,7 +127,11 @@ def test_run_on_local_ray_end_to_end(target, tmp_path: Path) -> None:
     no_ray_left()
 
 
-def _start(target: redline.Target, tmp_path: Path) -> subprocess.Popen[str]:
+def _start(
+    target: redline.Target, tmp_path: Path, injectors: int = 2, path: str = ""
+) -> subprocess.Popen[str]:
+    """_start runs ``redline run --cluster local:INJECTORS`` for 30 s, one connection an
+    injector, against the target (``path``: its query, a latency for instance)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     cmd = [
         sys.executable,
@@ -133,9 +139,9 @@ def _start(target: redline.Target, tmp_path: Path) -> subprocess.Popen[str]:
         "redline",
         "run",
         "--cluster",
-        "local:2",
+        f"local:{injectors}",
         "-c",
-        "2",
+        str(injectors),
         "-d",
         "30s",
         "-t",
@@ -145,18 +151,22 @@ def _start(target: redline.Target, tmp_path: Path) -> subprocess.Popen[str]:
         "250ms",
         "--json",
         str(tmp_path / "r.json"),
-        target.url,
+        target.url + path,
     ]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def _until_loaded(target: redline.Target, proc: subprocess.Popen[str], before: int) -> None:
-    """_until_loaded waits (bounded) until the server has answered the cluster's requests."""
+def _until_loaded(
+    target: redline.Target, proc: subprocess.Popen[str], before: int, requests: int = 200
+) -> float:
+    """_until_loaded waits (bounded) until the server has answered ``requests`` of the
+    cluster's, and returns when (time.monotonic())."""
     deadline = time.monotonic() + RAY_RUN_TIMEOUT_S
-    while target.stats()["requests"] - before < 200:
+    while target.stats()["requests"] - before < requests:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "no load within the bound"
-        time.sleep(0.1)
+        time.sleep(0.05)
+    return time.monotonic()
 
 
 def _injectors(proc: subprocess.Popen[str]) -> list[psutil.Process]:
@@ -171,17 +181,22 @@ def _injectors(proc: subprocess.Popen[str]) -> list[psutil.Process]:
 
 
 def _lose_an_injector(
-    target: redline.Target, proc: subprocess.Popen[str], before: int, after_s: float = 0.0
-) -> None:
-    """_lose_an_injector kills one of the run's two injectors once the server is loaded (and
-    ``after_s`` later), waits for redline to end, and checks that it said the loss in one
-    line with status 1 (--on-injector-loss fail)."""
+    target: redline.Target,
+    proc: subprocess.Popen[str],
+    before: int,
+    after_s: float = 0.0,
+    injectors: int = 2,
+) -> tuple[int, str]:
+    """_lose_an_injector kill -9s one of the run's injectors ``after_s`` after the server
+    saw its first requests, waits for redline to end, and checks that it said the loss in
+    one line with status 1 (--on-injector-loss fail). Returns the killed pid and the line."""
     try:
-        _until_loaded(target, proc, before)
+        _until_loaded(target, proc, before, requests=1)
         time.sleep(after_s)
         victims = _injectors(proc)
-        assert len(victims) == 2, [v.cmdline() for v in victims]
-        victims[1].kill()
+        assert len(victims) == injectors, [v.cmdline() for v in victims]
+        victim = victims[-1]
+        victim.kill()
         _, err = proc.communicate(timeout=RAY_RUN_TIMEOUT_S)
     finally:
         if proc.poll() is None:
@@ -190,14 +205,43 @@ def _lose_an_injector(
     assert proc.returncode == 1, err
     line = [x for x in err.splitlines() if x.startswith("redline: error:")]
     assert len(line) == 1 and "died" in line[0] and "--on-injector-loss fail" in line[0], err
+    return victim.pid, line[0]
 
 
-def test_killing_an_injector_stops_the_cli_run_named_and_kept(target, tmp_path: Path) -> None:
+#: SERVICE_S: the target's answer time in the kill tests: a connection sends at most
+#: 1/SERVICE_S requests a second, which bounds what an injector can send unseen.
+SERVICE_S = 0.01
+
+
+def test_kill_9_of_one_injector_6s_into_a_local_3_run_stops_it_named(
+    target, tmp_path: Path
+) -> None:
+    """The issue's run: --cluster local:3, one injector kill -9'd 6 s into the load. The run
+    stops with status 1 naming that injector (its pid), keeps the partial result, and what
+    redline counted is what the server saw, less at most what the dead injector sent after
+    its last snapshot reached the driver."""
     before = target.stats()["requests"]
-    _lose_an_injector(target, _start(target, tmp_path), before)
+    proc = _start(target, tmp_path, injectors=3, path=f"/?latency={SERVICE_S * 1000:g}ms")
+    pid, line = _lose_an_injector(target, proc, before, after_s=6.0, injectors=3)
+    served = target.stats()["requests"] - before
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert doc["cluster"]["failure"] and doc["interrupted"]
-    assert 0 < doc["requests"] <= target.stats()["requests"] - before
+    rows = doc["cluster"]["injectors"]
+    (lost,) = [r for r in rows if r["lost"]]
+    assert lost["pid"] == pid and f"injector {lost['index']} (" in line and f"pid {pid})" in line
+    assert doc["cluster"]["failure"] and doc["interrupted"] and doc["duration_s"] < 20.0
+    assert doc["cluster"]["lost"] == [
+        f"injector {lost['index']} ({lost['host']}, pid {pid}) " + lost["lost"]
+    ]
+    # The live view's intervals name it from the loss on.
+    named = [s for s in doc["timeseries"] if s.get("injectors_lost")]
+    assert named and all(f"pid {pid})" in s["injectors_lost"][0] for s in named)
+    # It had carried its third of the load for 6 s (at most 100 answers a second).
+    assert 0.5 * 6.0 / SERVICE_S * 0.5 <= lost["requests"] <= (6.0 + 5.0) / SERVICE_S, lost
+    # The survivors' reports are exact; the dead one's figures are its snapshots' sums, so
+    # the server saw at most its unsent tail more: POLL + an interval, bounded here by 2 s
+    # of one connection (in flight included).
+    counted = doc["requests"] + transport_failures(doc)
+    assert counted <= served <= counted + 2.0 / SERVICE_S + 1, (counted, served)
     no_ray_left()
 
 
@@ -220,27 +264,43 @@ def test_ctrl_c_stops_every_injector_and_keeps_the_result(target, tmp_path: Path
     no_ray_left()  # so no injector still sends
 
 
-def test_kill_9_of_the_cli_leaves_no_ray_process_and_no_load(target, tmp_path: Path) -> None:
+def _still_after(target: redline.Target, since: float, bound_s: float) -> tuple[float, int]:
+    """_still_after watches the server's count (every 50 ms, for ``bound_s``) and returns
+    when it last moved (seconds after ``since``) and what it read then."""
+    last, moved = target.stats()["requests"], 0.0
+    while time.monotonic() - since < bound_s:
+        time.sleep(0.05)
+        now = target.stats()["requests"]
+        if now != last:
+            last, moved = now, time.monotonic() - since
+    return moved, last
+
+
+def test_kill_9_of_the_cli_stops_the_injectors_within_5s(target, tmp_path: Path) -> None:
     """A kill -9 of redline runs none of its cleanup: the local Ray it started (GCS, raylet,
     the injector actors) must still end with it, and no injector may go on loading the
-    server."""
+    server: the server's count stops moving within 5 s and then stands still."""
     before = target.stats()["requests"]
-    proc = _start(target, tmp_path)
+    proc = _start(target, tmp_path, path=f"/?latency={SERVICE_S * 1000:g}ms")
     try:
         _until_loaded(target, proc, before)
         assert len(_injectors(proc)) == 2
+        at_kill = target.stats()["requests"]
         proc.kill()
+        killed = time.monotonic()
         proc.communicate(timeout=RAY_RUN_TIMEOUT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
     assert proc.returncode == -signal.SIGKILL
+    moved_s, settled = _still_after(target, killed, 8.0)
+    assert moved_s <= 5.0, f"the server still saw requests {moved_s:.1f} s after the kill"
+    # What came after the kill: at most the two connections' answers for those seconds.
+    assert settled - at_kill <= 2 * (moved_s + 0.5) / SERVICE_S + 2, settled - at_kill
     no_ray_left()
-    # Nothing sends any more: the server's count stands still.
-    served = target.stats()["requests"]
     time.sleep(1.0)
-    assert target.stats()["requests"] == served
+    assert target.stats()["requests"] == settled, "nothing sends once Ray is gone"
 
 
 def test_a_find_that_loses_an_injector_stops_names_it_and_keeps_its_steps(
@@ -271,6 +331,13 @@ def test_a_find_that_loses_an_injector_stops_names_it_and_keeps_its_steps(
     for s in doc["steps"]:
         inside = [t for t in short if s["judged_from_s"] < t <= s["end_s"]]
         assert not inside, (s["index"], s["judged_from_s"], s["end_s"], short)
+    # The step the loss cut into is named, not judged: in the stop's detail and in spoiled.
+    (spoiled,) = doc["spoiled"]
+    assert spoiled["measured_again"] is False and spoiled["index"] == len(doc["steps"])
+    assert f"step at {spoiled['load']:g} users" in doc["stop"]["detail"], doc["stop"]
+    assert "spoiled by a lost injector" in doc["stop"]["detail"]
+    schema = json.loads((Path(__file__).parent.parent / "docs/schema/find.schema.json").read_text())
+    jsonschema.validate(doc, schema)
     assert "## Injectors" in Path(f"{out}.md").read_text()
     assert 'id="injectors"' in Path(f"{out}.html").read_text()
     no_ray_left()

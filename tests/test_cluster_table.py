@@ -67,3 +67,32 @@ def test_all_kept_up_says_so_and_a_skewed_clock_is_flagged() -> None:
     assert rows[1]["clock_skew_ms"] == 250.0
     assert "clock is +250 ms off the driver's" in rows[1]["verdict"]
     assert "clock" not in rows[0]["verdict"]
+
+
+def test_a_lost_row_says_when_and_its_share_and_the_note_counts_the_survivors() -> None:
+    from redline.cluster.command import loss_note
+    from redline.cluster.handle import after_loss
+
+    lost = feed(2, lost="died (gone)")
+    lost.lost_at_s, lost.lost_share = 2.1, 1 / 3
+    feeds = [feed(0), feed(1), lost]
+    for f in feeds[:2]:
+        f.lost_at_s = f.lost_share = None
+    rows = injector_rows(feeds, {i: report(500, False, 0.3, "kept up") for i in (0, 1)})
+    assert rows[2]["lost_at_s"] == 2.1 and rows[2]["lost_share"] == 0.333
+    assert rows[2]["verdict"].startswith("lost at 2.1 s, carrying 33 % of the load: died")
+    # Intervals of 0.5 s: the loss at 2.1 s; the first whole interval after it is (2.5, 3.0].
+    series = [
+        {"t_s": 0.5 * k, "requests": 30 if k <= 5 else 20, "injectors_reported": 3 if k <= 5 else 2}
+        for k in range(1, 9)
+    ]
+    after = after_loss(feeds, series, 0.5)
+    assert after == {"from_s": 2.5, "injectors": 2, "requests": 60, "rps": 40.0}
+    note = loss_note(
+        {"injectors": rows, "failure": None, "lost_share": 0.3333, "after_loss": after}
+    )
+    assert note is not None
+    assert "injector 2 (node2, pid 102) at 2.1 s, carrying 33 % of the load" in note
+    assert "33 % of the asked load was not offered at the end" in note
+    assert "from 2.5 s the figures count the 2 injectors left only: 60 requests" in note
+    assert loss_note({"injectors": rows, "failure": "stopped", "lost_share": 0.33}) is None

@@ -67,6 +67,32 @@ def print_injectors(data: dict[str, Any]) -> None:
         from redline.cluster.table import render
 
         print(render(rows), flush=True)
+        note = loss_note(data["cluster"])
+        if note:
+            print(note, flush=True)
+
+
+def loss_note(cluster: dict[str, Any]) -> str | None:
+    """loss_note: for a run that went on after losing injectors (continue, rebalance), who
+    was lost, when, with which share of the load, the share no injector offered at the end,
+    and what the intervals after the loss counted (the injectors left only). None without a
+    loss, or under fail (the error line says it)."""
+    lost = [r for r in cluster.get("injectors") or [] if r.get("lost")]
+    if not lost or cluster.get("failure"):
+        return None
+    from redline.cluster.table import when
+
+    named = "; ".join(f"injector {r['index']} ({r['host']}, pid {r['pid']}){when(r)}" for r in lost)
+    share = float(cluster.get("lost_share") or 0.0)
+    out = f"  lost: {named}; {100 * share:.0f} % of the asked load was not offered at the end"
+    after = cluster.get("after_loss")
+    if after:
+        rps = "-" if after["rps"] is None else f"{after['rps']:,.1f}"
+        out += (
+            f"; from {after['from_s']:.1f} s the figures count the {after['injectors']}"
+            f" injectors left only: {after['requests']:,} requests, {rps} req/s"
+        )
+    return out
 
 
 def lost_exit(lost: InjectorLost | None) -> int:

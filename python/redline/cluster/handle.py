@@ -81,6 +81,12 @@ class Feed:
     finished: bool = False
     lost: str | None = None
     heard_at: float = 0.0
+    #: load: its share of the load now (VUs or req/s), as last split.
+    load: float = 0.0
+    #: lost_at_s: when it was lost, seconds after the shared start instant.
+    lost_at_s: float | None = None
+    #: lost_share: the part of the load then offered that it carried (0 to 1).
+    lost_share: float | None = None
     #: seen: its snapshots after warm-up, summed (its figures if it never reports).
     seen: Seen = field(default_factory=lambda: Seen())
 
@@ -160,7 +166,8 @@ class ClusterHandle:
         except Exception as e:
             self.close()
             raise ClusterError(f"an injector refused the run: {_first_line(e)}") from None
-        for f in self.feeds:
+        for f, c in zip(self.feeds, configs, strict=True):
+            f.load = load_of(c)
             f.pending = f.member.actor.poll.remote(POLL_S)
 
     # The RunHandle interface.
@@ -173,6 +180,8 @@ class ClusterHandle:
         if not live:  # the run is over (every injector stopped or lost): nothing to steer
             return 0.0
         shares = split_value(value, [self.weights[f.member.index] for f in live], self.closed_model)
+        for f, share in zip(live, shares, strict=True):
+            f.load = share
         refs = [
             f.member.actor.set_target.remote(s, ramp_s) for f, s in zip(live, shares, strict=True)
         ]
@@ -246,6 +255,21 @@ class ClusterHandle:
         finally:
             self.close()
         return self._report
+
+    def lost_share_of(self, lost: list[str]) -> float | None:
+        """lost_share_of: the part of the load the injectors named in ``lost`` (lines of
+        ``injectors_lost``) carried when each was lost, taken one after the other."""
+        shares = [
+            f.lost_share
+            for f in self.feeds
+            if f.lost and f.lost_share is not None and f"{f.member.name} {f.lost}" in lost
+        ]
+        if not shares:
+            return None
+        kept = 1.0
+        for s in shares:
+            kept *= 1.0 - s
+        return round(1.0 - kept, 4)
 
     def close(self) -> None:
         """close ends the injectors (and the Ray this run started); report() calls it."""
@@ -332,7 +356,10 @@ class ClusterHandle:
     def _lose(self, f: Feed, why: str) -> None:
         if f.lost is not None:
             return
+        offered = sum(g.load for g in self._running())
         f.lost = why
+        f.lost_at_s = max(0.0, time.time() - self.start_at)
+        f.lost_share = min(1.0, f.load / offered) if offered > 0 else None
         if self.on_loss is OnLoss.REBALANCE:
             self._rebalance = True  # done in _pump, not inside a call that noticed the loss
         if self.on_loss is OnLoss.FAIL and self.failure is None:
@@ -407,8 +434,42 @@ class ClusterHandle:
             "start_at_unix_s": self.start_at,
             "lost": [f"{f.member.name} {f.lost}" for f in self.feeds if f.lost],
             "failure": self.failure,
+            "lost_share": self._lost_share(),
+            "after_loss": after_loss(self.feeds, timeseries, self.interval_s),
         }
         return merged
+
+    def _lost_share(self) -> float:
+        """_lost_share: the part of the asked load that no injector offered at the end,
+        the lost injectors' shares not handed on (0 after a rebalance or a new target)."""
+        if not any(f.lost for f in self.feeds) or self.total <= 0:
+            return 0.0
+        kept = sum(f.load for f in self.feeds if f.lost is None)
+        return round(min(1.0, max(0.0, 1.0 - kept / self.total)), 4)
+
+
+def after_loss(
+    feeds: list[Feed], timeseries: list[dict[str, Any]], interval_s: float
+) -> dict[str, Any] | None:
+    """after_loss: the run from the first whole interval after the first loss on, which
+    counts the injectors left only (what ``--on-injector-loss continue`` measured with
+    them): its start, the injectors that reported, requests and rate. None without a loss
+    or without such an interval (the run stopped on it)."""
+    times = [f.lost_at_s for f in feeds if f.lost_at_s is not None]
+    if not times:
+        return None
+    first = min(times)
+    after = [s for s in timeseries if float(s["t_s"]) - interval_s >= first - 1e-9]
+    if not after:
+        return None
+    span = float(after[-1]["t_s"]) - (float(after[0]["t_s"]) - interval_s)
+    requests = sum(int(s["requests"]) for s in after)
+    return {
+        "from_s": round(float(after[0]["t_s"]) - interval_s, 3),
+        "injectors": min(int(s["injectors_reported"]) for s in after[:-1] or after),
+        "requests": requests,
+        "rps": round(requests / span, 3) if span > 0 else None,
+    }
 
 
 def _partial(seen: Seen) -> dict[str, Any]:

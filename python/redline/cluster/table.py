@@ -26,6 +26,8 @@ def injector_rows(feeds: Sequence[Any], reports: dict[int, dict[str, Any]]) -> l
             "cores": m.cores,
             "clock_skew_ms": round(m.clock_skew_s * 1000.0, 3),
             "lost": f.lost,
+            "lost_at_s": _rounded(getattr(f, "lost_at_s", None)),
+            "lost_share": _rounded(getattr(f, "lost_share", None)),
         }
         if r is not None:
             g = r["generator"]
@@ -50,7 +52,7 @@ def injector_rows(feeds: Sequence[Any], reports: dict[int, dict[str, Any]]) -> l
                 busy_ratio=None,
                 max_send_lag_ms=None,
                 saturated=None,
-                verdict=f"lost: {f.lost}; {seen} requests answered before",
+                verdict=f"lost{when(row)}: {f.lost}; {seen} requests answered before",
                 histogram=None,
             )
         if abs(m.clock_skew_s) > SKEW_WARN_S:
@@ -193,3 +195,18 @@ def _lost_line(rows: list[dict[str, Any]]) -> str:
     return "lost: " + "; ".join(
         f"injector {r['index']} ({r['host']}, pid {r['pid']}) {r['lost']}" for r in lost
     )
+
+
+def _rounded(v: float | None) -> float | None:
+    return None if v is None else round(float(v), 3)
+
+
+def when(row: dict[str, Any]) -> str:
+    """when: a lost row's time of loss and share of the load, as words (" at 6.2 s,
+    carrying 33 % of the load"), or "" where unknown."""
+    out = ""
+    if row.get("lost_at_s") is not None:
+        out += f" at {row['lost_at_s']:.1f} s"
+    if row.get("lost_share") is not None:
+        out += f"{',' if out else ''} carrying {100 * row['lost_share']:.0f} % of the load"
+    return out

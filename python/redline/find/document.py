@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.analysis.outcome import Meter
-from redline.find.ending import Outcome
+from redline.find.ending import Outcome, spoiled_text
 from redline.find.rules import CONDITIONS, Limits
 from redline.find.step import Step
 
@@ -63,6 +63,9 @@ def result_document(
     )
     answers = analysed["answers"]
     answers["notes"] = _notes(notes, answers, steady, searched, meter)
+    for x in outcome.spoiled:  # a step a lost injector spoiled (a cluster run)
+        said = spoiled_text(x, model)
+        answers["notes"].append(f"{said[0].upper()}{said[1:]}.")
     broke = outcome.broke
     return {
         "version": 1,
@@ -87,6 +90,7 @@ def result_document(
             "generator_busy": limits.generator_busy,
         },
         "steps": [x.to_dict() for x in steps],
+        "spoiled": outcome.spoiled,
         "timeseries": timeseries,
         "monitor": monitor.series() if monitor is not None else [],
         "run": {k: v for k, v in report.items() if k not in ("timeseries", "histograms")},

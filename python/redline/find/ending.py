@@ -6,6 +6,7 @@ not recover, and the exceptions that end a search early (:class:`Ended`, :class:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from redline.analysis.outcome import Meter
 from redline.find.step import Step
@@ -56,6 +57,8 @@ class Outcome:
     optimal: Step | None = None
     collapse: Collapse | None = None
     notes: list[str] = field(default_factory=list)
+    #: spoiled: the steps a lost injector cut into, not judged (see Search.spoiled).
+    spoiled: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def good(self) -> list[Step]:
@@ -76,4 +79,23 @@ def no_recovery_detail(c: Collapse, model: str, meter: Meter) -> str:
     return (
         f"collapsed at {c.load:g} {unit} and did not recover within {c.waited_s:.0f} s"
         f" at {c.check_load:g} {unit}{got}"
+    )
+
+
+def spoiled_text(spoiled: dict[str, Any], model: str) -> str:
+    """spoiled_text says which step a lost injector spoiled and what became of it."""
+    unit = "users" if model == "closed" else "req/s"
+    then = (
+        "measured again on the injectors left"
+        if spoiled["measured_again"]
+        else "the run stopped on it (--on-injector-loss fail)"
+    )
+    return (
+        f"the {spoiled['phase']} step at {spoiled['load']:g} {unit} ({spoiled['from_s']:.1f}"
+        f"-{spoiled['to_s']:.1f} s) was spoiled by a lost injector ({spoiled['lost']}),"
+        f" carrying {100 * spoiled['lost_share']:.0f} % of its load: not judged; {then}"
+        if spoiled.get("lost_share") is not None
+        else f"the {spoiled['phase']} step at {spoiled['load']:g} {unit}"
+        f" ({spoiled['from_s']:.1f}-{spoiled['to_s']:.1f} s) was spoiled by a lost injector"
+        f" ({spoiled['lost']}): not judged; {then}"
     )

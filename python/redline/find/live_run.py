@@ -70,6 +70,12 @@ class LiveRun:
         failure = getattr(self.handle, "failure", None)
         return str(failure) if failure else None
 
+    def lost_share_of(self, lost: list[str]) -> float | None:
+        """lost_share_of: the part of the load the injectors named in ``lost`` (as the
+        snapshots' ``injectors_lost`` name them) carried when lost; None off a cluster."""
+        share = getattr(self.handle, "lost_share_of", None)
+        return share(lost) if callable(share) else None
+
     def generator_busy(self, t0: float, t1: float) -> float | None:
         """generator_busy is the CPU the workers wanted over [t0, t1] (ran or waited for) as a
         share of their threads' wall time."""

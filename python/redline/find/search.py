@@ -51,6 +51,7 @@ from redline.find.ending import (
     OutOfTime,
     Starved,
     no_recovery_detail,
+    spoiled_text,
 )
 from redline.find.judge import Judge
 from redline.find.plan import Plan
@@ -122,6 +123,11 @@ class Search:
         self.judge = Judge(
             limits, plan.model, plan.stop_at_knee, self.meter, self.reader.queue_floor
         )
+        #: spoiled: the steps a cluster's lost injector cut into (its share of the load went
+        #: missing mid-step): not judged, each named in the result; ``_lost_seen`` counts the
+        #: losses already taken into account.
+        self.spoiled: list[dict[str, Any]] = []
+        self._lost_seen = 0
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -147,10 +153,40 @@ class Search:
             lost = self.lost()
             if lost:
                 # A cluster stopped on an injector lost (--on-injector-loss fail): the load
-                # after it was not what was asked, so the search ends where it was.
-                return self._outcome("interrupted", lost)
+                # after it was not what was asked, so the search ends where it was, and
+                # says which step the loss spoiled.
+                said = "; ".join(spoiled_text(x, self.plan.model) for x in self.spoiled)
+                return self._outcome("interrupted", f"{lost}; {said}" if said else lost)
             return self._outcome("max-time", "the run ended before the search did")
         return self._outcome()
+
+    def _spoil(
+        self, load: float, phase: str, settle: float, t1: float, lost: dict[str, Any] | list[str]
+    ) -> float:
+        """_spoil records the step that lost injectors cut into (``lost``: the interval that
+        named them, or their names): their share of the load went missing part way, so it is
+        not judged. A run that goes on without them (continue, rebalance) is given the same
+        load again, split over the injectors left, to measure from the returned instant on,
+        counting them only; under fail the run is stopping (math.inf: never)."""
+        if isinstance(lost, dict):
+            lost = list(lost["injectors_lost"][self._lost_seen :])
+        self._lost_seen += len(lost)
+        share = getattr(self.engine, "lost_share_of", None)
+        self.spoiled.append(
+            {
+                "index": len(self.steps),
+                "phase": phase,
+                "load": load,
+                "from_s": round(max(0.0, settle), 3),
+                "to_s": round(t1, 3),
+                "lost": "; ".join(lost),
+                "lost_share": share(lost) if callable(share) else None,
+                "measured_again": not self.lost(),
+            }
+        )
+        if self.lost():
+            return math.inf
+        return self.engine.set_target(load, self.plan.ramp) + self.plan.ramp
 
     def lost(self) -> str | None:
         """lost is why a cluster run stopped on an injector it lost (None: it did not, or
@@ -255,6 +291,7 @@ class Search:
             detail,
             optimal=self.optimal(),
             collapse=self.collapse,
+            spoiled=list(self.spoiled),
         )
 
     # -- phases ---------------------------------------------------------------------------
@@ -428,6 +465,8 @@ class Search:
                 continue
             if self.on_snapshot is not None:
                 self.on_snapshot(snap, good.load, "drain")
+            # A loss while draining spoils no step: the next one's load is split anew.
+            self._lost_seen = max(self._lost_seen, len(snap.get("injectors_lost") or []))
             if float(snap["t_s"]) - self.interval_s < at - 0.001:
                 continue
             # Open model: hits that fell due during the overload and were never sent are a
@@ -479,7 +518,7 @@ class Search:
         # At most max_step of it, so a service that ends no iteration still gets measured,
         # and none past what keeps the step inside the time it was given (``end_by``).
         cycling = fixed_s is not None and self.plan.model == "closed"
-        ended = 0.0
+        ended, t1 = 0.0, settle
         while True:
             if fixed_s is None and self.clock() >= self.deadline:
                 # Out of time: a step with too few intervals to judge is abandoned, not
@@ -493,14 +532,19 @@ class Search:
                     # A step cut short by a lost injector measured less load than it says.
                     if got and not self.lost():
                         break
+                    if self.lost() and settle < math.inf:  # no interval after the loss came
+                        self._spoil(load, phase, settle, t1, [str(self.lost())])
                     raise Ended()
                 continue
             t1 = float(snap["t_s"])
             if self.on_snapshot is not None:
                 self.on_snapshot(snap, load, phase)
-            if int(snap.get("injectors_reported") or 1) < int(snap.get("injectors") or 1):
-                # An interval an injector did not report carries less load than the step's:
-                # no sample of it (the run is stopping on the loss, or the report is late).
+            if len(snap.get("injectors_lost") or []) > self._lost_seen:
+                # An injector was lost inside this step: not judged, measured again from the
+                # new settle (under fail, never: the run is stopping). See _spoil.
+                settle, got, ended = self._spoil(load, phase, settle, t1, snap), [], 0.0
+                continue
+            if _short(snap):
                 continue
             if not got and t1 - self.interval_s < settle - 0.001:
                 # An interval that began before the new load settled measures the ramp.
@@ -534,3 +578,10 @@ class Search:
         if self.on_step is not None:
             self.on_step(step)
         return step
+
+
+def _short(snap: dict[str, Any]) -> bool:
+    """_short: an interval that an injector still running did not report carries less load
+    than the step's: no sample of it (the run is stopping on a loss, or a report is late)."""
+    lost = len(snap.get("injectors_lost") or [])
+    return int(snap.get("injectors_reported") or 1) < int(snap.get("injectors") or 1) - lost
