@@ -31,11 +31,12 @@ def basic(u):
 
 @s.flow
 def signed(u):
-    rid, ts = u.uuid4(), u.now()
-    body = u.json_encode({{"vu": u.vu, "iteration": u.iteration, "id": rid, "ts": ts}})
-    u.post("/signed", body=body, name="signed",
-           headers={{"Content-Type": "application/json", "X-Request-Id": rid, "X-Timestamp": ts,
-                    "X-Signature": u.hmac_sha256(KEY, body)}})
+    with u.loop(2):                                   # a new UUID each round
+        rid, ts = u.uuid4(), u.now()
+        body = u.json_encode({{"vu": u.vu, "iteration": u.iteration, "id": rid, "ts": ts}})
+        u.post("/signed", body=body, name="signed",
+               headers={{"Content-Type": "application/json", "X-Request-Id": rid,
+                        "X-Timestamp": ts, "X-Signature": u.hmac_sha256(KEY, body)}})
 
 @s.flow
 def length(u):
@@ -70,8 +71,10 @@ def test_the_four_cases_send_the_right_bytes_on_every_request(tmp_path):
     for name, route in routes.items():
         assert per_name[name]["requests"] == v.right[route] > 0, (name, v.right)
         assert per_name[name]["errors"] == 0
-    # 4 VUs x 150 iterations, one request each: every one reached the server, judged right.
-    assert sum(v.right.values()) == 600 == doc["requests"]
+    # 4 VUs x 150 iterations (one request each, two for the signed flow): every one reached
+    # the server and was judged right, every UUID new.
+    assert doc["scenario"]["iterations"]["completed"] == 600
+    assert sum(v.right.values()) == doc["requests"] == 600 + v.right["/signed"] // 2
     assert len(v.ids) == v.right["/signed"], "every UUID was new"
 
 
@@ -111,7 +114,8 @@ def test_functions_and_draws_in_the_plan(tmp_path):
             ],
         ]
     ]
-    uuid, now, post = flows["signed"]
+    (loop,) = flows["signed"]
+    uuid, now, post = loop["steps"]
     assert (uuid["fn"], uuid["args"], now["fn"], now["args"]) == ("uuid4", [], "now", ["unix"])
     sig = dict(post["headers"])["X-Signature"]
     assert sig == [
