@@ -109,3 +109,16 @@ def _tally(s):
     t = Tally()
     t.add(s)
     return t
+
+
+def test_the_interval_after_the_end_is_not_a_repeat_with_no_rate():
+    """The run's last line was the drain after -d: 'req/s=0' beside the percentiles of the
+    answers to requests sent before the end, read as the last second once more."""
+    out = io.StringIO()
+    view = PlainProgress(out, Goal(seconds=2.0))
+    for s in (snap(1.0, 100), snap(2.0, 100), snap(2.1, 7, achieved_rate=0.0)):
+        view(s)
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith("t=   2.0s  req/s=") and "after the end" not in lines[1]
+    assert lines[2].startswith("t=   2.1s  after the end: 7 answers to requests sent before it")
+    assert "req/s" not in lines[2]

@@ -75,6 +75,35 @@ def test_req_sec_row_leaves_out_the_drain_interval():
     assert row.endswith("(all 1 threads, per interval; wrk's is per thread)")
 
 
+def test_req_sec_row_leaves_out_the_empty_intervals_after_the_send_window():
+    """A scenario's last iterations drain in whole intervals after -d: 2 s of sending, then
+    two empty seconds. The row's mean is the window's (1.00k), not 500 over four intervals."""
+    series = [
+        {"t_s": 1.0, "requests": 900},
+        {"t_s": 2.0, "requests": 1100},
+        {"t_s": 3.0, "requests": 0},
+        {"t_s": 4.0, "requests": 0},
+    ]
+    row = next(line for line in render(doc(timeseries=series)).splitlines() if "Req/Sec" in line)
+    assert row.split()[1:4] == ["1.00k", "100", "1.10k"], row
+
+
+def test_connections_that_did_not_all_open_are_a_warning():
+    g = {
+        "cpu_s": 0.6,
+        "saturated": False,
+        "busy_ratio": 0.06,
+        "connections_opened": 5843,
+        "limit": "server",
+        "verdict": "generator kept up: workers 6% busy; the figures describe the server at "
+        "the 5843 connections that opened, not the 30000 asked for",
+    }
+    text = render(doc(generator=g, connections=30000))
+    assert (
+        "WARNING: Generator kept up: workers 6% busy; the figures describe the server at " in text
+    )
+
+
 def test_errors_and_non_2xx_are_spelled_out():
     text = render(doc())
     assert "Errors: connect 0, timeout 3," in text

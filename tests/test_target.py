@@ -265,3 +265,32 @@ def test_a_target_whose_reader_went_away_stops_without_a_traceback() -> None:
             p.kill()
             p.wait()
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_target_help_documents_every_query_knob_and_each_example_works():
+    """``redline target --help`` lists the query knobs a newcomer needs; each example it shows
+    is one the server takes (no 400), as the server's own count says."""
+    p = run_cli("target", "--help")
+    assert p.returncode == 0
+    knobs = [
+        line.split()[0]
+        for line in p.stdout.splitlines()
+        if line.startswith("  ") and "=" in line.split()[0]
+    ]
+    named = {k.split("=")[0] for q in knobs for k in q.split("&")}
+    for knob in ("latency", "size", "chunked", "status", "p", "stall", "close", "hang", "reset"):
+        assert knob in named, (knob, named)
+    with redline.Target(threads=1) as t:
+        before = t.stats()["requests"]
+        asked = 0
+        for query in knobs:
+            if query.startswith(("hang", "reset", "stall")):
+                continue  # no answer, a reset, a held answer: checked by their own tests
+            try:
+                with urllib.request.urlopen(f"{t.url}/x?{query}", timeout=10) as r:
+                    status = r.status
+            except urllib.error.HTTPError as e:
+                status = e.code
+            asked += 1
+            assert status != 400, query
+        assert t.stats()["requests"] - before == asked

@@ -138,8 +138,31 @@ def test_untrusted_certificate_is_one_line_and_exit_2(tls_server: TlsServer) -> 
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
-    assert "certificate" in lines[0] and "--cacert" in lines[0]
+    assert "certificate is signed by a CA this machine does not trust" in lines[0], lines
+    assert "--cacert" in lines[0] and "invalid peer certificate" not in lines[0], lines
     assert tls_server.count() == before, "no request may go out over an untrusted connection"
+
+
+def test_a_ca_certificate_served_as_the_servers_own_is_said_in_words(tmp_path: Path) -> None:
+    """What `openssl req -x509` makes is a CA certificate; served as is, rustls refused it
+    as `invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))`. The line says what
+    it is and what to do; with --cacert that certificate is pinned and the run goes."""
+    ca = trustme.CA()
+    cert, key = tmp_path / "ca.pem", tmp_path / "ca.key"
+    ca.cert_pem.write_to_path(str(cert))
+    ca.private_key_pem.write_to_path(str(key))
+    with redline.Target(threads=1, tls_cert=cert, tls_key=key) as t:
+        p = run_cli("run", t.url + "/", "-n", "10", "-q")
+        refused = t.stats()["requests"]
+        pinned = run_cli("run", t.url + "/", "-n", "10", "-q", "--cacert", str(cert))
+        served = t.stats()["requests"]
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    (line,) = p.stderr.strip().splitlines()
+    assert "is a CA certificate presented as the server's own" in line, line
+    assert "--cacert" in line and "OtherError" not in line and "CaUsedAsEndEntity" not in line
+    assert refused == 0, "no request went out"
+    assert pinned.returncode == 0, pinned.stderr
+    assert served == 10
 
 
 def test_insecure_skips_verification(tls_server: TlsServer) -> None:

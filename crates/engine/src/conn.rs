@@ -221,7 +221,10 @@ impl Conn {
         let mut connecting = std::pin::pin!(connecting);
         let stream = poll_fn(|cx| {
             if let Poll::Ready(r) = connecting.as_mut().poll(cx) {
-                return Poll::Ready(r.map_err(|_| ErrorClass::Connect));
+                return Poll::Ready(r.map_err(|e| {
+                    self.gauge.failed_connect(&e);
+                    ErrorClass::Connect
+                }));
             }
             if deadline.poll_expired(cx) {
                 return Poll::Ready(Err(ErrorClass::Connect));

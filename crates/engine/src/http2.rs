@@ -202,7 +202,10 @@ impl Link {
     ) -> Result<(SendRequest<Bytes>, u64), ErrorClass> {
         let tcp = within(TcpStream::connect(self.addr), deadline, ErrorClass::Connect)
             .await?
-            .map_err(|_| ErrorClass::Connect)?;
+            .map_err(|e| {
+                self.gauge.failed_connect(&e);
+                ErrorClass::Connect
+            })?;
         let _ = tcp.set_nodelay(true);
         let mut builder = h2::client::Builder::new();
         builder

@@ -27,6 +27,8 @@ use crate::totals::Totals;
 pub struct ConnectionGauge {
     open: AtomicU64,
     peak: AtomicU64,
+    /// fd_refused: connects the kernel refused for want of a file descriptor.
+    fd_refused: AtomicU64,
 }
 
 impl ConnectionGauge {
@@ -46,6 +48,26 @@ impl ConnectionGauge {
     /// peak is the most connections open at once so far, over all threads.
     pub fn peak(&self) -> u64 {
         self.peak.load(Ordering::Relaxed)
+    }
+
+    /// failed_connect counts a connect that failed with `e` when the cause is the open-file
+    /// limit (EMFILE: this process's `ulimit -n`; ENFILE: the system's): no request can
+    /// tell that from a server that refused, and the report must name it.
+    pub fn failed_connect(&self, e: &std::io::Error) {
+        if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+            self.fd_refused.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// open is how many connections are open now, over all threads (counted at the connect,
+    /// not at the first answer: a connection whose request is still out counts).
+    pub fn open(&self) -> u64 {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// fd_refused is how many connects the open-file limit refused so far.
+    pub fn fd_refused(&self) -> u64 {
+        self.fd_refused.load(Ordering::Relaxed)
     }
 }
 

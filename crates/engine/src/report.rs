@@ -60,6 +60,10 @@ pub enum Limit {
     /// Generator: redline itself fell behind (busy worker threads, or threads not scheduled
     /// in time): the figures may describe redline.
     Generator,
+    /// FdLimit: the open-file limit (`ulimit -n`) refused connects, so fewer connections
+    /// opened than the run asked for: the figures describe the ones that did.
+    #[serde(rename = "fd_limit")]
+    FdLimit,
 }
 
 /// Generator is the self-check: did redline keep up, or do the numbers describe redline?
@@ -92,6 +96,14 @@ pub struct Generator {
     pub send_ahead_ms: Option<f64>,
     /// cpu_us_per_request: process CPU per completed request, microseconds.
     pub cpu_us_per_request: Option<f64>,
+    /// connections_opened: the most connections open at once over the run.
+    pub connections_opened: u64,
+    /// fd_refused: connects the open-file limit refused (EMFILE/ENFILE); when any were,
+    /// `limit` is `fd_limit` and `fd_limit` says what the limit was.
+    pub fd_refused: u64,
+    /// fd_limit: the open-file limit, when it refused connects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fd_limit: Option<crate::nofile::FdLimit>,
     /// limit: what held the load back, as measured (see [`Limit`]).
     pub limit: Limit,
     /// saturated: the generator was the limit (`limit == "generator"`): achieved < 95% of
@@ -244,7 +256,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         .sum();
     let per_name = per_name(&f);
     let connections = match f.cfg.model {
-        Model::Closed => (f.cfg.profile.peak().ceil() as u64).div_ceil(u64::from(f.cfg.streams)),
+        Model::Closed => wanted_connections(&f),
         Model::Open => t.peak_connections,
     };
     Report {
@@ -294,6 +306,15 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
     }
 }
 
+/// wanted_connections: the connections the run asked for: the closed model's peak VUs (over
+/// the streams of a connection), the open model's pool cap.
+fn wanted_connections(f: &RunFacts<'_>) -> u64 {
+    match f.cfg.model {
+        Model::Closed => (f.cfg.profile.peak().ceil() as u64).div_ceil(u64::from(f.cfg.streams)),
+        Model::Open => u64::from(f.cfg.max_connections),
+    }
+}
+
 /// per_name is each named request's figures (a scenario's requests, by name).
 fn per_name(f: &RunFacts<'_>) -> BTreeMap<String, NameReport> {
     let t = &f.totals;
@@ -317,6 +338,9 @@ fn per_name(f: &RunFacts<'_>) -> BTreeMap<String, NameReport> {
 
 fn generator(f: &RunFacts<'_>) -> Generator {
     let t = &f.totals;
+    let fd_limit = (t.fd_refused > 0)
+        .then(crate::nofile::open_file_limit)
+        .flatten();
     let open = f.cfg.model == Model::Open;
     let busy = per_second(f.worker_cpu.total_s(), f64::from(f.cfg.threads) * f.wall_s);
     let intended = f.intended_hits.map(|h| per_second(h, f.measured_s));
@@ -329,7 +353,9 @@ fn generator(f: &RunFacts<'_>) -> Generator {
     // The pool is to blame when hits fell due with every allowed connection busy, and the
     // late or missing ones waited at the cap.
     let capped = t.cap_reached && (t.late_at_cap > 0 || t.unsent > 0);
-    let limit = if busy_hot || (behind && !capped) {
+    let limit = if t.fd_refused > 0 {
+        Limit::FdLimit
+    } else if busy_hot || (behind && !capped) {
         Limit::Generator
     } else if behind {
         Limit::Pool
@@ -354,6 +380,12 @@ fn generator(f: &RunFacts<'_>) -> Generator {
             pool_capacity(f)
         ),
         Limit::Generator => saturated(busy, busy_hot, behind, &sent),
+        Limit::FdLimit => crate::nofile::verdict(
+            wanted_connections(f),
+            t.peak_connections,
+            t.fd_refused,
+            fd_limit,
+        ),
     };
     verdict.push_str(&notes(f, limit));
     Generator {
@@ -374,6 +406,9 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         send_ahead_ms: open.then_some(f.cfg.send_ahead.as_secs_f64() * 1e3),
         cpu_us_per_request: (t.requests > 0)
             .then(|| f.process_cpu.total_s() * 1e6 / t.requests as f64),
+        connections_opened: t.peak_connections,
+        fd_refused: t.fd_refused,
+        fd_limit,
         limit,
         saturated: limit == Limit::Generator,
         verdict,
@@ -391,7 +426,12 @@ fn kept_up(f: &RunFacts<'_>, busy: f64) -> String {
     } else {
         String::new()
     };
+    let (opened, wanted) = (f.totals.peak_connections, wanted_connections(f));
     let what = match f.outages.len() {
+        0 if f.cfg.model == Model::Closed && opened < wanted => format!(
+            "the figures describe the server at the {opened} connections that opened, not \
+             the {wanted} asked for (the rest never connected during the run)"
+        ),
         0 => "the figures describe the server".to_string(),
         n => format!(
             "the figures describe the server, except that it stopped answering \

@@ -81,13 +81,13 @@ pub fn run(
     }
     let start = gate.open(cfg.threads);
     control.load().started(start);
-    let mut c = Coordinator::new(&cfg, start, control.load().clone());
+    let mut c = Coordinator::new(&cfg, start, control.load().clone(), gauge.clone());
     c.collect(&rx, &handles, &internal, on_interval)?;
     for h in handles {
         let _ = h.join();
     }
     let process_cpu = CpuTimes::process().since(&cpu0);
-    Ok(c.finish(process_cpu, gauge.peak()))
+    Ok(c.finish(process_cpu, &gauge))
 }
 
 /// WATCH is how often the coordinator, between the workers' messages, looks for a worker
@@ -161,6 +161,15 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
                             t.host, t.port
                         )));
                     }
+                } else if cfg.protocol == Protocol::Http2 {
+                    crate::h2c::speaks_h2c(stream, wait).map_err(|why| {
+                        EngineError::Unreachable(format!(
+                            "{}:{} does not speak HTTP/2 without TLS (h2c): {why}; leave out \
+                             --http2 to speak HTTP/1.1 (or use https://, where a server offers \
+                             HTTP/2 by ALPN)",
+                            t.host, t.port
+                        ))
+                    })?;
                 }
                 return Ok(*a);
             }
@@ -176,7 +185,10 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
 
 /// tls_hint says what to do about a failed TLS preflight, in words.
 fn tls_hint(why: &str) -> &'static str {
-    if why.contains("certificate") {
+    if why.contains("CA certificate presented") {
+        " (pass that certificate with --cacert FILE: redline trusts it as it is; or skip \
+         checks with --insecure)"
+    } else if why.contains("certificate") {
         " (trust its CA with --cacert FILE, or skip checks with --insecure)"
     } else if why.contains("corrupt message") {
         " (is it an https server? use http:// for plain HTTP)"
@@ -211,10 +223,17 @@ struct Coordinator<'a> {
     load: Arc<LoadControl>,
     /// outages: spans when the target answered nothing.
     outages: Tracker,
+    /// gauge: the connections open across threads, and the connects the fd limit refused.
+    gauge: Arc<ConnectionGauge>,
 }
 
 impl<'a> Coordinator<'a> {
-    fn new(cfg: &'a Checked, start: Instant, load: Arc<LoadControl>) -> Self {
+    fn new(
+        cfg: &'a Checked,
+        start: Instant,
+        load: Arc<LoadControl>,
+        gauge: Arc<ConnectionGauge>,
+    ) -> Self {
         Coordinator {
             cfg,
             names: Plan::for_run(cfg).names,
@@ -228,6 +247,7 @@ impl<'a> Coordinator<'a> {
             timeseries: Vec::new(),
             load,
             outages: Tracker::default(),
+            gauge,
         }
     }
 
@@ -348,6 +368,10 @@ impl<'a> Coordinator<'a> {
         let intended = self.intended_hits(t0, t1).map(|h| h / (t1 - t0).max(1e-9));
         let mut snap = IntervalSnapshot::from_data(&p.data, t0, t1, warmup, intended)
             .with_scenario(&p.data, &self.names);
+        // The gauge counts a connection from its connect; a thread counts it only once an
+        // exchange on it ends, so thousands of connections waiting on a slow server read as 0.
+        snap.active_connections = self.gauge.open();
+        snap.fd_refused = self.gauge.fd_refused();
         snap.down = self.outages.interval(&p.watches);
         snap.down_since_s = self.outages.down_since();
         on_interval(&snap);
@@ -368,9 +392,10 @@ impl<'a> Coordinator<'a> {
         Some((c(t1) - c(t0)).max(0.0))
     }
 
-    /// finish builds the report; `peak_connections` is the most connections open at once
-    /// over all threads (the sum of per-thread peaks overstates it).
-    fn finish(self, process_cpu: CpuTimes, peak_connections: u64) -> Report {
+    /// finish builds the report; `gauge` holds the most connections open at once over all
+    /// threads (the sum of per-thread peaks overstates it) and the connects the open-file
+    /// limit refused.
+    fn finish(self, process_cpu: CpuTimes, gauge: &ConnectionGauge) -> Report {
         let wall_s = self.ended.duration_since(self.start).as_secs_f64();
         let warm = self.cfg.warmup.as_secs_f64();
         // Rates are over the send window: the grace period for the last responses (timed
@@ -386,7 +411,8 @@ impl<'a> Coordinator<'a> {
         let mut totals = self
             .totals
             .unwrap_or_else(|| Totals::new(highest, self.names.len(), open));
-        totals.peak_connections = peak_connections;
+        totals.peak_connections = gauge.peak();
+        totals.fd_refused = gauge.fd_refused();
         build_report(RunFacts {
             cfg: self.cfg,
             names: &self.names,

@@ -42,8 +42,11 @@ pub struct IntervalSnapshot {
     pub mean_ms: f64,
     /// max_ms: slowest response.
     pub max_ms: f64,
-    /// active_connections: connections open at the end of the interval.
+    /// active_connections: connections open at the end of the interval (counted when they
+    /// connect, over all threads).
     pub active_connections: u64,
+    /// fd_refused: connects the open-file limit (`ulimit -n`) refused since the start.
+    pub fd_refused: u64,
     /// in_flight: requests sent and not yet answered at the end of the interval, over all
     /// threads (a point sample; for Little's law use `in_flight_mean`).
     pub in_flight: u64,
@@ -138,6 +141,7 @@ impl IntervalSnapshot {
                 h.max() as f64 / 1000.0
             },
             active_connections: d.active_connections,
+            fd_refused: 0,
             in_flight: d.in_flight,
             in_flight_mean: d.in_flight_mean,
             intended_rate,

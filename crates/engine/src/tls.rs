@@ -131,7 +131,7 @@ impl TlsSettings {
                 io::ErrorKind::UnexpectedEof => {
                     "the server closed the connection during the TLS handshake".to_string()
                 }
-                _ => e.to_string(),
+                _ => refusal(&e),
             })?;
         }
         let h2 = tls.alpn_protocol() == Some(b"h2");
@@ -139,6 +139,39 @@ impl TlsSettings {
         let _ = tls.complete_io(&mut sock);
         Ok(h2)
     }
+}
+
+/// refusal says in words why a handshake failed: rustls' own text for a refused certificate
+/// is its enum's Debug (`invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))`),
+/// which tells a user neither what is wrong nor what to do.
+fn refusal(e: &io::Error) -> String {
+    use rustls::CertificateError as C;
+    let Some(rustls::Error::InvalidCertificate(cert)) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
+        return e.to_string();
+    };
+    let why = match cert {
+        C::UnknownIssuer => "is signed by a CA this machine does not trust".to_string(),
+        C::Expired | C::ExpiredContext { .. } => "has expired".to_string(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "is not valid yet".to_string(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "does not name this host (connect by a name it lists)".to_string()
+        }
+        C::Revoked => "has been revoked".to_string(),
+        C::BadSignature => "carries a signature that does not verify".to_string(),
+        C::BadEncoding => "cannot be read (bad encoding)".to_string(),
+        // webpki's CaUsedAsEndEntity reaches rustls as an opaque `Other`: its name is all
+        // there is to go on.
+        C::Other(other) if format!("{other:?}").contains("CaUsedAsEndEntity") => {
+            "is a CA certificate presented as the server's own (what `openssl req -x509` \
+             makes), which no trust store accepts as a server certificate"
+                .to_string()
+        }
+        other => format!("was refused ({other:?})"),
+    };
+    format!("the server's certificate {why}")
 }
 
 /// Alpn is what the preflight handshake offers the server.

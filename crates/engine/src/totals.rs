@@ -70,6 +70,9 @@ pub struct Totals {
     /// peak_connections: the most connections open at once (one thread's; merged totals
     /// hold the sum of thread peaks until the run puts the [`ConnectionGauge`] peak here).
     pub peak_connections: u64,
+    /// fd_refused: connects the open-file limit refused (put here by the run, from the
+    /// [`ConnectionGauge`]).
+    pub fd_refused: u64,
     /// latency: corrected latency (from the intended send in the open model), µs.
     pub latency: Histogram<u64>,
     /// uncorrected: service time from the actual send (open model only), µs.
@@ -102,6 +105,7 @@ impl Totals {
             late_sends: 0,
             max_send_lag_us: 0,
             peak_connections: 0,
+            fd_refused: 0,
             latency: new_histogram(highest_us),
             uncorrected: open.then(|| new_histogram(highest_us)),
             per_name: (0..names)
@@ -139,6 +143,7 @@ impl Totals {
         self.max_send_lag_us = self.max_send_lag_us.max(o.max_send_lag_us);
         // A sum of per-thread peaks, an upper bound; the run reports the gauge's peak.
         self.peak_connections += o.peak_connections;
+        self.fd_refused += o.fd_refused;
         let _ = self.latency.add(&o.latency);
         if let (Some(a), Some(b)) = (self.uncorrected.as_mut(), o.uncorrected.as_ref()) {
             let _ = a.add(b);

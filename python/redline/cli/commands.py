@@ -31,6 +31,7 @@ from redline.find.command import add_demo_parser, add_find_parser
 from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.report.command import add_report_parser, write_run_report
 from redline.report.summary import render
+from redline.runs.nofile import raise_open_file_limit
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages
 from redline.runs.run_options import RunOptions
 from redline.runs.runner import defaults, run
@@ -250,8 +251,25 @@ def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 #: TARGET_HELP: ``redline target --help``'s description, each probe with its truth.
-TARGET_HELP = """Serve redline's bundled test server until Ctrl-C. Behaviour is per request by query
-(?latency=20ms, ?size=1024, ?status=500&p=0.1, ?stall=1s/5s, ...); /__stats counts what it saw.
+TARGET_HELP = """Serve redline's bundled test server until Ctrl-C. Behaviour is per request, by
+query parameters on any path (combine them: /x?size=1024&latency=20ms); /__stats counts what it
+saw.
+
+Query knobs (unknown ones are ignored, bad values are a 400):
+  latency=20ms                     answer after a fixed time (us, ms, s)
+  latency=uniform:5ms..50ms        ... uniform between two times
+  latency=exp:20ms                 ... exponential with that mean
+  latency=lognormal:20ms:0.5       ... lognormal with that median and sigma
+  size=1024                        a body of N filler bytes (default: "ok")
+  chunked=1                        send the body chunked
+  status=500&p=0.1                 answer 500 to a share p of requests (p=1 when left out)
+  p503=0.1&p429=0.05               several statuses at once, each with its share
+  stall=1s/5s                      hold every answer in the first 1 s of each 5 s window
+  close=1                          answer with Connection: close, then close
+  hang=1                           never answer (the connection stays open)
+  reset=0.1                        abort a share of connections with a TCP RST instead
+Paths: /api/work (a flaky upstream: lognormal latency, random 500 and 429), /form and
+/thanks (a survey form with a session cookie), /tasks/... (a task queue's API).
 
 Probes: server-wide behaviour whose truth is known (N slots, S service time, load L req/s):
   --capacity N --service-time S    at most N in service, each for exactly S, the rest wait
@@ -349,7 +367,9 @@ def _run(args: argparse.Namespace, live: Any) -> int:
     cluster = cluster_options(args)
     warn_threads(args.threads)
     if is_scenario(args.url):
-        view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
+        # The file's own duration is not known here: a goal only from the command line's.
+        goal = run_goal(args) if args.duration or args.stages else Goal()
+        view = None if args.quiet else for_stream(sys.stderr, goal)
         try:
             if live is None:
                 return cmd_run_scenario(args, view)
@@ -523,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     """main is the console entry point; user errors become one line and exit code 2, and a
     SIGTERM ends the command as Ctrl-C does, then exits 143 (:mod:`.termination`)."""
     args = build_parser().parse_args(argv)
+    raise_open_file_limit()  # the connections -c asks for, as far as the hard limit allows
     with Termination() as term:
         try:
             return term.status(int(args.func(args)))

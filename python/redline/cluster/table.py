@@ -87,7 +87,12 @@ def merged_generator(
     out["cpu_us_per_request"] = out["cpu_s"] * 1e6 / requests if requests else None
     saturated = [r for r in rows if r.get("saturated")]
     pooled = [g for g in gens if g.get("limit") == "pool"]
+    short = [g for g in gens if g.get("limit") == "fd_limit"]
+    for key in ("connections_opened", "fd_refused"):
+        out[key] = sum(int(g.get(key) or 0) for g in gens)
     out["limit"] = "generator" if saturated else ("pool" if pooled else "server")
+    if short:
+        out["limit"] = "fd_limit"
     out["saturated"] = bool(saturated)
     if saturated:
         named = "; ".join(
@@ -97,6 +102,8 @@ def merged_generator(
         out["verdict"] = (
             f"generator saturated on {len(saturated)} of {len(rows)} injectors: {named}"
         )
+    elif short:
+        out["verdict"] = f"{len(short)} of {len(rows)} injectors: {short[0]['verdict']}"
     elif pooled:
         out["verdict"] = f"{len(pooled)} of {len(rows)} injectors: {pooled[0]['verdict']}"
     else:

@@ -6,6 +6,7 @@ row says so (wrk's Req/Sec is per thread; redline's is the whole run's)."""
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 from redline.percentiles import PERCENTILES
 from redline.runs.result import Result
@@ -85,7 +86,10 @@ def render(result: Result) -> str:
     verdict = gen.get("verdict", "")
     verdict = verdict[:1].upper() + verdict[1:]
     cpu = f"CPU {gen.get('cpu_s', 0):.2f}s"
-    warn = gen.get("saturated") or gen.get("limit", "server") != "server"
+    # A closed-model run whose connections did not all open did not reach its load.
+    short = d.get("model") == "closed" and gen.get("connections_opened") is not None
+    short = short and gen["connections_opened"] < (d.get("connections") or 0)
+    warn = gen.get("saturated") or gen.get("limit", "server") != "server" or short
     lines.append(f"{'WARNING: ' if warn else ''}{verdict} ({cpu})")
     if result.interrupted:
         lines.append("Interrupted: this summary covers what ran before the stop.")
@@ -136,14 +140,32 @@ def _books(result: Result) -> list[str]:
 
 
 def _per_interval_rps(result: Result) -> list[float]:
-    """Requests per second of each full post-warm-up interval (wrk's Req/Sec row). The short
-    interval in which in-flight requests drain after the end is left out: a few requests in a
-    few milliseconds would read as a huge rate."""
+    """Requests per second of each full post-warm-up interval of the send window (wrk's
+    Req/Sec row). The intervals after the window, in which requests sent before its end drain
+    (a short one after a URL run; whole empty ones after a scenario's last iterations), are
+    left out: a few requests in a few milliseconds would read as a huge rate, and empty
+    intervals would pull the mean below Requests/sec."""
     spans = []
     prev_t = 0.0
-    for s in result.timeseries:
+    for s in send_window(result.timeseries, result.duration_s):
         t = float(s.get("t_s", 0.0))
         spans.append((t - prev_t, s))
         prev_t = t
     full = max((w for w, _ in spans), default=0.0)
     return [s.get("requests", 0) / w for w, s in spans if w >= 0.5 * full and not s.get("warmup")]
+
+
+def send_window(series: list[dict[str, Any]], duration_s: float) -> list[dict[str, Any]]:
+    """send_window: the intervals that began before the send window's end (the warm-up's end
+    plus ``duration_s``, the report's measured window); the ones after hold only the drain of
+    requests sent before it, and none of the load."""
+    warm_end = max((float(s.get("t_s", 0.0)) for s in series if s.get("warmup")), default=0.0)
+    send_end = warm_end + duration_s
+    out = []
+    prev_t = 0.0
+    for s in series:
+        if prev_t >= send_end - 1e-6:
+            break
+        out.append(s)
+        prev_t = float(s.get("t_s", 0.0))
+    return out

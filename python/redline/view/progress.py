@@ -19,19 +19,26 @@ _BARS = "▁▂▃▄▅▆▇█"
 _HISTORY = 40
 
 
-def describe(s: dict[str, Any]) -> str:
-    """describe renders one interval snapshot as a single line (errors by class when any)."""
+def describe(s: dict[str, Any], after_end: bool = False) -> str:
+    """describe renders one interval snapshot as a single line (errors by class when any);
+    ``after_end``: the interval after the run's end, in which requests sent before it were
+    answered (no sends: "req/s=0" beside its percentiles read as a repeat of the last second)."""
     p95 = f"p95={fmt_ms(s['p95_ms']):>8}  " if "p95_ms" in s else ""
     classes = ", ".join(
         f"{k} {v}" for k, v in sorted((s.get("errors_by_class") or {}).items()) if v
     )
+    rate = f"req/s={fmt_count(s.get('achieved_rate') or 0):>7}"
+    if after_end:
+        rate = f"after the end: {s.get('requests', 0):,} answers to requests sent before it"
     line = (
-        f"t={s.get('t_s', 0):6.1f}s  req/s={fmt_count(s.get('achieved_rate') or 0):>7}  "
+        f"t={s.get('t_s', 0):6.1f}s  {rate}  "
         f"p50={fmt_ms(s.get('p50_ms', 0)):>8}  {p95}p99={fmt_ms(s.get('p99_ms', 0)):>8}  "
         f"max={fmt_ms(s.get('max_ms', 0)):>8}  errors={s.get('errors', 0)}"
         + (f" ({classes})" if classes else "")
         + f"  conns={s.get('active_connections', 0)}"
     )
+    if s.get("fd_refused"):
+        line += f" (the open-file limit refused {s['fd_refused']:,} connects)"
     if s.get("intended_rate"):
         line += (
             f"  intended={fmt_count(s['intended_rate'])}/s lag={fmt_ms(s.get('send_lag_ms', 0))}"
@@ -78,13 +85,17 @@ class Goal:
 
 
 class PlainProgress:
-    """PlainProgress prints one line per interval to a stream (default stderr)."""
+    """PlainProgress prints one line per interval to a stream (default stderr); with a
+    ``goal`` in seconds, the interval past it says it is the drain after the end."""
 
-    def __init__(self, stream: IO[str] | None = None):
+    def __init__(self, stream: IO[str] | None = None, goal: Goal | None = None):
         self.stream = stream or sys.stderr
+        self.end_s = goal.seconds if goal is not None else None
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
-        print(describe(snapshot), file=self.stream, flush=True)
+        t = float(snapshot.get("t_s") or 0.0)
+        after_end = self.end_s is not None and t > self.end_s + 1e-6
+        print(describe(snapshot, after_end), file=self.stream, flush=True)
 
     def close(self) -> None:
         """close ends the view (nothing to do for plain lines)."""
@@ -226,4 +237,4 @@ def for_stream(
     stream = stream or sys.stderr
     if stream.isatty():
         return LiveProgress(stream, goal)
-    return PlainProgress(stream)
+    return PlainProgress(stream, goal)
