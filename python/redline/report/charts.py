@@ -147,7 +147,12 @@ def latency_chart(
     keys = [(label, k) for label, k in keys if any(k in r for r in ts)]
     colors = _colors(len(keys))
     series = [Series(label, colors[i], dash=label == "max") for i, (label, _) in enumerate(keys)]
-    data = [_col(ts, "t_s"), *(_col(ts, k) for _, k in keys)]
+    # An interval with no answer has no latency (not 0 ms): a gap in the lines.
+    answered = [r.get("requests", 1) != 0 for r in ts]
+    data = [
+        _col(ts, "t_s"),
+        *([v if a else None for v, a in zip(_col(ts, k), answered, strict=True)] for _, k in keys),
+    ]
     cut = [_cut_off(steps, _num(r.get("t_s"))) for r in ts]
     if any(cut) and any(k == "p99_ms" for _, k in keys):
         series.append(Series("p99, cut as transition (not judged)", MUTED, points_only=True))
@@ -435,8 +440,13 @@ def find_charts(result: dict[str, Any]) -> list[Chart]:
 
 
 def run_charts(result: dict[str, Any]) -> list[Chart]:
-    """run_charts is every chart of a plain run result that has data."""
+    """run_charts is every chart of a plain run result that has data, over its send window
+    (the drain after it, a scenario's whole empty intervals, is no part of the load)."""
+    from redline.report.summary import send_window
+
     ts = result.get("timeseries") or []
+    if result.get("duration_s"):  # a finished run's (the live page's series has none yet)
+        ts = send_window(ts, float(result["duration_s"]))
     charts = [
         throughput_chart(ts),
         latency_chart(ts),

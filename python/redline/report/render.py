@@ -21,6 +21,7 @@ from redline.analysis import answer_sentences
 from redline.errors import RedlineError
 from redline.report.charts import _num, find_charts, monitor_samples, run_charts
 from redline.report.page import page, sanitise
+from redline.report.run_parts import errors_sentence, scenario_html, what_ran
 
 #: QUESTIONS: the four questions, in the order every report answers them.
 QUESTIONS = (
@@ -406,19 +407,13 @@ def tally_text(tally: dict[str, int] | None) -> str:
 def _run_sentences(result: dict[str, Any]) -> dict[str, str]:
     lat = result.get("latency_ms") or {}
     gen = result.get("generator") or {}
-    errors = {k: v for k, v in (result.get("errors") or {}).items() if v}
     return {
         "throughput": f"{fmt(result.get('requests'))} requests in {fmt(result.get('duration_s'))} s"
         f" after warm-up: {fmt(result.get('rps'))} req/s.",
         "latency": f"p50 {fmt(lat.get('p50'))} ms, p90 {fmt(lat.get('p90'))} ms, "
         f"p99 {fmt(lat.get('p99'))} ms, p99.9 {fmt(lat.get('p99_9'))} ms, "
         f"max {fmt(lat.get('max'))} ms.",
-        "errors": (
-            "Errors: " + ", ".join(f"{v} {k}" for k, v in errors.items()) + "."
-            if errors
-            else "No errors."
-        )
-        + f" Non-2xx responses: {result.get('non_2xx', 0)}.",
+        "errors": errors_sentence(result),
         "generator": str(gen.get("verdict") or ""),
     }
 
@@ -475,6 +470,7 @@ def render_run_html(result: dict[str, Any]) -> str:
             "<th>p99 ms</th><th>max ms</th><th>tally</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
         )
+    body += scenario_html(result)
     injectors = (result.get("cluster") or {}).get("injectors")
     if injectors:
         from redline.cluster.table import render_html
@@ -483,13 +479,14 @@ def render_run_html(result: dict[str, Any]) -> str:
     meta = " · ".join(
         str(p)
         for p in (
-            f"{result.get('method', 'GET')} {result.get('url', '')}",
+            what_ran(result),
             f"{result.get('model', 'closed')} model",
             f"{result.get('connections', DASH)} connections",
             f"{fmt(result.get('duration_s'))} s",
         )
     )
-    return page("redline run report", meta, body, run_charts(result))
+    title = "redline scenario report" if result.get("scenario") else "redline run report"
+    return page(title, meta, body, run_charts(result))
 
 
 # -- Markdown --------------------------------------------------------------------------------

@@ -121,6 +121,9 @@ def cmd_run_scenario(
     except InjectorLost as e:
         # The partial result is kept: printed and written like any other.
         result, lost = e.result, e
+    if result.data.get("scenario") is not None:
+        # The report names what ran (the engine knows the plan, not the file it came from).
+        result.data["scenario"]["file"] = compiled.file
     summary = render(result).splitlines()
     if summary:
         summary[0] = f"Run @ {compiled.file} against {url}"
