@@ -70,6 +70,8 @@ def test_live_page_in_chromium(target, session):
         runner.join(WAIT_S)
         served = target.stats()["requests"] - before
         totals = page.inner_text("#f-total")
+        page.wait_for_function("window.redlineLive.whole !== undefined", timeout=10_000)
+        headline = page.inner_text("#f-rate") + " " + page.inner_text("#clock")
         page.wait_for_selector("#report:not([hidden])", timeout=10_000)
         page.screenshot(path=str(artifacts() / "live-page.png"), full_page=True)
         page.click("#report")
@@ -84,6 +86,10 @@ def test_live_page_in_chromium(target, session):
     assert result.interrupted and 0 < served < 200 * 20 / 4
     assert f"{result.data['requests']:,} answered" in totals
     assert f"{result.data['intended']:,} intended" in totals
+    # The finished page headlines the whole run (the summary's rate), not its last interval.
+    rate = f"{result.rps:,.1f}".rstrip("0").rstrip(".")
+    assert headline.startswith(f"{rate} req/s"), (headline, result.rps)
+    assert "(whole run)" in headline
 
 
 def test_live_per_name_table_in_chromium(target, tmp_path):

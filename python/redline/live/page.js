@@ -60,6 +60,16 @@
     }
   }
 
+  // showWhole headlines a finished run by its whole-run figures (the summary's), not by its
+  // last interval, which is often partial (a stop, the drain after the end).
+  function showWhole(w) {
+    live.whole = w;
+    setText("clock", num(w.duration_s, 2) + " s (whole run)");
+    setText("f-rate", num(w.achieved_rate, 1) + " req/s");
+    setText("f-latency", "p50 " + ms(w.p50_ms) + " · p95 " + ms(w.p95_ms) + " · p99 " + ms(w.p99_ms));
+    setText("f-latency-more", "p99.9 " + ms(w.p99_9_ms) + " · max " + ms(w.max_ms) + " (whole run)");
+  }
+
   function addStep(st) {
     live.steps += 1;
     $("search").hidden = false;
@@ -165,6 +175,7 @@
       es.close();  // the server goes away after the run (and its linger): no reconnect
       setStatus(d.status);
       showFigures(null, d.totals);
+      if (d.whole) showWhole(d.whole);
       showNames(d.names);
       if (d.error) setText("form-error", d.error);
       if (d.report) {

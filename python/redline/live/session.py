@@ -353,6 +353,21 @@ class LiveSession:
             "names": self._names,
             "error": self._error,
             "report": "report" if self._report is not None and self._result is not None else None,
+            "whole": self._whole(),
+        }
+
+    def _whole(self) -> dict[str, Any] | None:
+        """_whole: a finished run's headline figures over the whole run (its summary's), for
+        the page to show instead of the last interval's, which is often a partial one (a
+        stop, the drain after the end) and read "0 req/s" above a table of answers."""
+        run = self._result if self.kind is Kind.RUN else None
+        if not isinstance(run, dict) or "rps" not in run:
+            return None
+        lat = run.get("latency_ms") or {}
+        return {
+            "duration_s": run.get("duration_s"),
+            "achieved_rate": run.get("rps"),
+            **{f"{k}_ms": lat.get(k) for k in ("p50", "p95", "p99", "p99_9", "max")},
         }
 
     def _catch_up(self) -> list[tuple[str, Any]]:
