@@ -56,3 +56,17 @@ def test_threads_beyond_the_cores_are_warned_of(target):
     assert f"warning: -t/--threads 1000 is more than this machine's {cores} cores" in p.stderr
     assert target.stats()["requests"] - before == 20
     assert "2 threads and 2 connections" in p.stdout, "one thread per connection at most"
+
+
+def test_a_passed_threshold_is_shown_with_its_value(target):
+    """k6 shows ✓ beside a threshold that held; a CI log that lists only failures cannot tell
+    a passed gate from one that was never given."""
+    before = target.stats()["requests"]
+    p = run_cli(
+        "run", target.url + "/", "-n", "50", "-c", "2", "-q",
+        "--threshold", "p99<60s", "--threshold", "rps>100000000",
+    )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    assert "redline: ✓ threshold p99<60s held: p99 was " in p.stderr, p.stderr
+    assert "redline: threshold rps>100000000 failed: rps was " in p.stderr
+    assert target.stats()["requests"] - before == 50

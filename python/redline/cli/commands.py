@@ -16,6 +16,7 @@ from typing import Any
 
 from redline import __version__
 from redline.cli.run_flags import (
+    add_export_flags,
     add_interval_flag,
     add_load_flags,
     add_request_flags,
@@ -43,6 +44,7 @@ from redline.scenario.command import (
     parse_thresholds,
     run_watched,
 )
+from redline.view.intervals import IntervalLog, parse_out, tee
 from redline.view.progress import Goal, for_stream, summary_stream
 
 EXIT_USAGE = 2
@@ -168,6 +170,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
         "--report", metavar="FILE.html", help="write a self-contained HTML report (opens offline)"
     )
     add_interval_flag(out, shown)
+    add_export_flags(out)
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress on stderr")
     add_live_flags(r)
     add_vary_flags(r, "run")
@@ -363,7 +366,20 @@ def run_command(argv: list[str], live: Any) -> int:
 
 
 def _run(args: argparse.Namespace, live: Any) -> int:
-    """_run is ``redline run`` proper (``live``: the session, or None)."""
+    """_run is ``redline run`` proper (``live``: the session, or None), with ``--out``'s
+    interval log open over it."""
+    if args.out is not None and parse_out(args.out) == "-" and args.json == "-":
+        raise RedlineError("--out json=- and --json - would both write to stdout: choose one")
+    log = IntervalLog(parse_out(args.out)) if args.out is not None else None
+    try:
+        return _run_logged(args, live, log)
+    finally:
+        if log is not None:
+            log.close()
+
+
+def _run_logged(args: argparse.Namespace, live: Any, log: IntervalLog | None) -> int:
+    """_run_logged runs the URL or the scenario, each interval to ``log`` too."""
     cluster = cluster_options(args)
     warn_threads(args.threads)
     if is_scenario(args.url):
@@ -372,9 +388,12 @@ def _run(args: argparse.Namespace, live: Any) -> int:
         view = None if args.quiet else for_stream(sys.stderr, goal)
         try:
             if live is None:
-                return cmd_run_scenario(args, view)
+                return cmd_run_scenario(args, tee(view, log))
             return cmd_run_scenario(
-                args, live.progress(view), on_result=_finisher(live), on_plan=live.name_methods
+                args,
+                tee(live.progress(view), log),
+                on_result=_finisher(live),
+                on_plan=live.name_methods,
             )
         finally:
             if view is not None:
@@ -395,7 +414,7 @@ def _run(args: argparse.Namespace, live: Any) -> int:
     for note in options.ignored(args.url, spell=spell_flag):
         print(f"redline: warning: {note}", file=sys.stderr)
     view = None if args.quiet else for_stream(sys.stderr, run_goal(args))
-    progress = view if live is None else live.progress(view)
+    progress = tee(view if live is None else live.progress(view), log)
     with warnings.catch_warnings():
         # Said above in the CLI's own spelling.
         warnings.simplefilter("ignore", IgnoredOption)
@@ -419,7 +438,7 @@ def _run(args: argparse.Namespace, live: Any) -> int:
     write_run_report(args.report, result.data)
     if live is not None:
         _finisher(live)(result)
-    code = judge(thresholds, result, aborted)
+    code = judge(thresholds, result, aborted, args.junit)
     return lost_exit(lost) or code
 
 

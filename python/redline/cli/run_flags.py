@@ -163,3 +163,18 @@ def add_interval_flag(group: Parser, shown: Mapping[str, str]) -> None:
         metavar="DURATION",
         help=f"reporting interval (default: {shown['interval']}, at least {shown['min_interval']})",
     )
+
+
+def add_export_flags(group: Parser) -> None:
+    """add_export_flags adds ``--out json=FILE`` (the intervals as NDJSON, k6's spelling) and
+    ``--junit FILE`` (the thresholds as a JUnit report for CI)."""
+    group.add_argument(
+        "--out",
+        metavar="json=FILE",
+        help="write each interval as a JSON line as the run goes (NDJSON; json=- for stdout)",
+    )
+    group.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="write a JUnit XML report: one test case per --threshold, one for the run",
+    )

@@ -20,7 +20,7 @@ from redline.report.command import write_run_report
 from redline.runs.run_options import RunOptions
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.profile import merge, run_options
-from redline.scenario.thresholds import Threshold, check
+from redline.scenario.thresholds import Threshold, verdicts
 from redline.scenario.watch import Watch, split
 
 #: EXIT_THRESHOLD: the exit status when a threshold failed.
@@ -136,7 +136,7 @@ def cmd_run_scenario(
     write_run_report(getattr(args, "report", None), result.data)
     if on_result is not None:
         on_result(result)
-    code = judge(thresholds, result, aborted)
+    code = judge(thresholds, result, aborted, getattr(args, "junit", None))
     return lost_exit(lost) or code
 
 
@@ -199,15 +199,25 @@ def parse_thresholds(specs: list[str]) -> tuple[list[Threshold], list[Watch]]:
     return [t for t, _ in pairs], [w for _, w in pairs if w is not None]
 
 
-def judge(thresholds: list[Threshold], result: Any, aborted: str | None) -> int:
+def judge(
+    thresholds: list[Threshold], result: Any, aborted: str | None, junit: str | None = None
+) -> int:
     """judge prints one ``redline: threshold ... failed`` line per failed threshold (the
     abort line first) and returns the exit status: 1 when any failed or the run was aborted,
     130 when the user interrupted it, else 0."""
-    failed = check(thresholds, result.data)
+    judged = verdicts(thresholds, result.data)
+    failed = [line for held, line in judged if not held]
     if aborted:
         failed.insert(0, aborted)
     for line in failed:
         print(f"redline: {line}", file=sys.stderr)
+    for line in (line for held, line in judged if held):
+        print(f"redline: {line}", file=sys.stderr)
+    if junit:
+        from redline.report.junit import write_junit
+
+        what = (result.data.get("scenario") or {}).get("file") or result.data.get("url", "")
+        write_junit(junit, judged, aborted, result.data, str(what))
     if result.interrupted and not aborted:
         return 130
     return EXIT_THRESHOLD if failed else 0

@@ -149,14 +149,23 @@ def _report_key(metric: str) -> str:
 
 def check(thresholds: list[Threshold], data: dict[str, Any]) -> list[str]:
     """check returns one line per failed threshold (empty: all hold)."""
-    failed = []
+    return [line for held, line in verdicts(thresholds, data) if not held]
+
+
+def verdicts(thresholds: list[Threshold], data: dict[str, Any]) -> list[tuple[bool, str]]:
+    """verdicts: each threshold, whether it held, and its line with the value measured
+    (``threshold p99<500ms failed: p99 was 612.00ms``; ``✓ threshold p99<500ms held: ...``,
+    k6's check mark, so a CI log shows what was judged and passed, not only what failed)."""
+    out = []
     for t in thresholds:
         got = actual(t, data)
-        if not t.holds(got):
-            shown = (
-                f"{got:.2%}"
-                if t.metric == "errors"
-                else (f"{got:.1f}" if t.metric == "rps" else f"{got:.2f}ms")
-            )
-            failed.append(f"threshold {t.text} failed: {t.metric} was {shown}")
-    return failed
+        shown = (
+            f"{got:.2%}"
+            if t.metric == "errors"
+            else (f"{got:.1f}" if t.metric == "rps" else f"{got:.2f}ms")
+        )
+        if t.holds(got):
+            out.append((True, f"✓ threshold {t.text} held: {t.metric} was {shown}"))
+        else:
+            out.append((False, f"threshold {t.text} failed: {t.metric} was {shown}"))
+    return out
