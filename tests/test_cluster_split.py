@@ -83,3 +83,11 @@ def test_data_rows_go_to_one_injector_each() -> None:
     assert plan["data"][0]["rows"] == rows, "the plan given is not changed"
     with pytest.raises(ClusterError, match="has 10 rows, fewer than the 11 injectors"):
         partition_plan(plan, 0, 11)
+
+
+def test_csv_sets_go_whole_with_each_injectors_slice() -> None:
+    plan = {"data": [{"name": "u", "per": "iteration", "columns": ["id"], "csv": "id\n1\n2\n"}]}
+    parts = [partition_plan(plan, i, 3) for i in range(3)]
+    assert [p["data"][0]["slice"] for p in parts] == [[0, 3], [1, 3], [2, 3]]
+    assert all(p["data"][0]["csv"] == "id\n1\n2\n" for p in parts)
+    assert "slice" not in plan["data"][0], "the plan given is not changed"

@@ -214,7 +214,10 @@ def test_data_rows_loops_groups_setup_and_choice(tmp_path):
             "name": "users",
             "per": "vu",
             "columns": ["name", "pw"],
-            "rows": [["ann", "1"], ["bob", "2"]],
+            "order": "sequential",
+            "unique": False,
+            "line": 3,
+            "csv": "name,pw\nann,1\nbob,2\n",
         }
     ]
     (login,) = c.plan["setup"]

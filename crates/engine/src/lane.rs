@@ -60,6 +60,9 @@ pub(crate) async fn grow_pool(s: Rc<Shared>) {
     }
     let start = s.job.start;
     loop {
+        if s.plan.scenario.as_ref().is_some_and(|sc| sc.data_stopped()) {
+            return; // The data ran out: no lane starts again.
+        }
         let pace = s.pacer.borrow().pace(start.elapsed(), s.hits.get(), 0);
         let at = match pace {
             Pace::Due(at) => start + at,
@@ -268,7 +271,7 @@ impl Lane {
                 }
             };
             if let Some(script) = s.plan.scenario.clone() {
-                if !self.scenario_iteration(s, &script, hit, intended).await {
+                if !self.scenario_iteration(s, &script, intended).await {
                     return;
                 }
                 continue;
@@ -310,21 +313,22 @@ impl Lane {
         }
     }
 
-    /// scenario_iteration runs one scenario iteration for hit `hit`; false when this VU
-    /// has run its share of iterations (its lane ends). With pacing, the next iteration of
-    /// this VU starts no earlier than `pacing` after this one was meant to.
+    /// scenario_iteration runs one scenario iteration; false when this VU has run its
+    /// share of iterations or its data set has run out (its lane ends). With pacing, the
+    /// next iteration of this VU starts no earlier than `pacing` after this one was meant to.
     async fn scenario_iteration(
         &mut self,
         s: &Rc<Shared>,
         script: &crate::scenario::Script,
-        hit: u64,
         intended: Instant,
     ) -> bool {
         let Some(mut vu) = self.vu.take() else {
             return false;
         };
-        vu.iterate(script, &mut LaneIo { lane: self, s }, hit, intended)
+        s.iterating.set(s.iterating.get() + 1);
+        vu.iterate(script, &mut LaneIo { lane: self, s }, intended)
             .await;
+        s.iterating.set(s.iterating.get() - 1);
         s.flights.land(self.slot);
         let more = !vu.done(script);
         self.vu = Some(vu);

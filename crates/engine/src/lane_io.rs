@@ -38,6 +38,10 @@ impl Transport for LaneIo<'_> {
         self.lane.clock = None;
     }
 
+    async fn yield_now(&mut self) {
+        tokio::task::yield_now().await;
+    }
+
     fn now(&mut self) -> Instant {
         // The lane's last completion time stands for "now" until it sleeps (one clock read
         // less per request, as on the single-request path).

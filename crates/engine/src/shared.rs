@@ -40,6 +40,9 @@ pub(crate) struct Shared {
     pub(crate) hits: Cell<u64>,
     /// lanes: lanes still running their loop (each owns at most one connection).
     pub(crate) lanes: Cell<u32>,
+    /// iterating: lanes in the middle of a scenario iteration (a run whose data ran out
+    /// ends when none is; see `worker::data_used_up`).
+    pub(crate) iterating: Cell<u32>,
     /// max_lanes: this thread's share of the VUs or of max_connections.
     pub(crate) max_lanes: u32,
     /// next_lane: local number of the next lane to spawn.
@@ -130,6 +133,7 @@ impl Shared {
             flights: Flights::with_capacity(max_lanes.min(4096) as usize),
             hits: Cell::new(0),
             lanes: Cell::new(0),
+            iterating: Cell::new(0),
             max_lanes,
             next_lane: Cell::new(0),
             all_done: Notify::new(),

@@ -182,6 +182,7 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     let stopped = tokio::select! {
         _ = all_lanes_done(&shared), if !live => false,
         _ = lanes_done_after_end(&shared), if live => false,
+        () = data_used_up(&shared) => false,
         () = job.control.stopped() => true,
         _ = sleep_until_opt(deadline) => false,
     };
@@ -239,6 +240,31 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d.into()).await,
         None => std::future::pending().await,
+    }
+}
+
+/// DATA_POLL: how often a thread looks whether a data set that stops the run has run out.
+const DATA_POLL: Duration = Duration::from_millis(10);
+
+/// data_used_up resolves once a data set with `on_exhausted="stop"` has run out and no lane
+/// of this thread is in the middle of an iteration: the lanes still waiting (for a ramp to
+/// reach them, a paced start, an open-model hit) would find no row, so the thread ends
+/// there, cleanly, rather than when the last of them wakes. Never for other runs.
+async fn data_used_up(shared: &Shared) {
+    let stops = shared.plan.scenario.as_ref().is_some_and(|s| {
+        s.data
+            .iter()
+            .any(|d| d.on_exhausted == crate::scenario::data::OnExhausted::Stop)
+    });
+    if !stops {
+        return std::future::pending().await;
+    }
+    let script = shared.plan.scenario.clone();
+    loop {
+        tokio::time::sleep(DATA_POLL).await;
+        if script.as_ref().is_some_and(|s| s.data_stopped()) && shared.iterating.get() == 0 {
+            return;
+        }
     }
 }
 

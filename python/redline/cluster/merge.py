@@ -257,7 +257,26 @@ def _merge_scenario(parts: list[dict[str, Any]]) -> dict[str, Any]:
             "latency_ms": _worst([m["latency_ms"] for m in mine]),
         }
     out["groups"] = groups
+    data = _merge_data([p.get("data") or {} for p in parts])
+    if data:
+        out["data"] = data
     out["latency_merged"] = "upper bound: the worst injector's percentiles"
+    return out
+
+
+def _merge_data(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """_merge_data adds up each data set's rows and hand-outs over the injectors (each held
+    its own slice of the file); the set is used up when every injector's slice was."""
+    out: dict[str, Any] = {}
+    for name in sorted({n for p in parts for n in p}):
+        mine = [p[name] for p in parts if name in p]
+        out[name] = {
+            **mine[0],
+            "rows": sum(int(m["rows"]) for m in mine),
+            "taken": sum(int(m["taken"]) for m in mine),
+            "missed": sum(int(m["missed"]) for m in mine),
+            "used_up": all(bool(m["used_up"]) for m in mine),
+        }
     return out
 
 

@@ -123,10 +123,15 @@ def load_of(config: dict[str, Any]) -> float:
 
 def partition_plan(plan: dict[str, Any], index: int, n: int) -> dict[str, Any]:
     """partition_plan is injector ``index``'s copy of a compiled scenario plan, holding every
-    ``n``-th row of each data set from row ``index`` on: each row goes to one injector."""
+    ``n``-th row of each data set from row ``index`` on: each row goes to one injector, so
+    ``unique=True`` holds across the cluster. A CSV set's text goes whole, with the slice
+    for the engine to keep (it alone parses the file; it refuses a slice left empty)."""
     datasets = plan.get("data") or []
     mine = []
     for ds in datasets:
+        if "csv" in ds:
+            mine.append({**ds, "slice": [index, n]})
+            continue
         rows = ds["rows"]
         if len(rows) < n:
             raise ClusterError(

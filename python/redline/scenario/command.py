@@ -73,7 +73,17 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     compiled = compile_file(args.scenario, args.var)
     plan, kw = plan_only(compiled, {})
     url = args.host or compiled.host
-    doc = {"host": url, "options": kw, "thresholds": compiled.thresholds, "plan": plan}
+    # A CSV data set's text is the file itself: shown by its size, not printed whole.
+    data = [
+        {**d, "csv": f"<{len(d['csv'])} characters of CSV>"} if "csv" in d else d
+        for d in plan.get("data", [])
+    ]
+    doc = {
+        "host": url,
+        "options": kw,
+        "thresholds": compiled.thresholds,
+        "plan": {**plan, "data": data},
+    }
     print(json.dumps(doc, indent=2, default=str))
     return 0
 

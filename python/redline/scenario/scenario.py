@@ -15,6 +15,7 @@ compiler (:mod:`redline.scenario.compiler`) traces the flows into a plan.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from collections.abc import Callable
@@ -99,37 +100,92 @@ class Scenario:
         self.setup_fn = fn
         return fn
 
-    def data(self, name: str, path: str, *, per: str = "iteration") -> None:
+    def data(
+        self,
+        name: str,
+        path: str,
+        *,
+        per: str = "iteration",
+        order: str = "sequential",
+        unique: bool = False,
+        on_exhausted: str | None = None,
+    ) -> None:
         """data: a CSV (with a header row) or JSON (a list of objects) data file. Each
         iteration takes the next row (``per="iteration"``), or each VU keeps one row
-        (``per="vu"``), like JMeter's CSV data set; the file is read at compile time."""
+        (``per="vu"``), like JMeter's CSV data set. ``order="random"`` picks a random row
+        each time; ``unique=True`` uses each row at most once across the whole run (every VU,
+        thread and injector); ``on_exhausted`` says what happens when the rows run out:
+        ``"recycle"`` starts over (the default, refused with ``unique``), ``"stop"`` ends the
+        run cleanly (the default with ``unique``), ``"error"`` fails each iteration that finds
+        no row. A CSV file travels in the plan as its text, parsed once by the engine."""
         file, line = caller()
-        if per not in ("iteration", "vu"):
-            raise ScenarioError(f"data(per=...) is 'iteration' or 'vu', got {per!r}", file, line)
+        err = _data_options(per, order, unique, on_exhausted)
+        if err:
+            raise ScenarioError(f"data({name!r}): {err}", file, line)
         base = os.path.dirname(os.path.abspath(file)) if file else os.getcwd()
         full = path if os.path.isabs(path) else os.path.join(base, path)
         try:
-            rows = _read_rows(full)
+            columns, table = _read(full)
         except FileNotFoundError:
             raise ScenarioError(f"data file {path!r} not found", file, line) from None
+        except _NoRows:
+            raise ScenarioError(f"data file {path!r} has no rows", file, line) from None
         except (ValueError, csv.Error, UnicodeDecodeError) as e:
             raise ScenarioError(f"data file {path!r}: {e}", file, line) from None
-        if not rows:
-            raise ScenarioError(f"data file {path!r} has no rows", file, line)
-        columns = list(rows[0])
-        self.datasets[name] = {
+        ds: dict[str, Any] = {
             "name": name,
             "per": per,
             "columns": columns,
-            "rows": [[str(r.get(c, "")) for c in columns] for r in rows],
+            "order": order,
+            "unique": unique,
+            "line": line,
         }
+        if on_exhausted is not None:
+            ds["on_exhausted"] = on_exhausted
+        ds.update(table)
+        self.datasets[name] = ds
 
 
-def _read_rows(path: str) -> list[dict[str, Any]]:
+def _data_options(per: str, order: str, unique: bool, on_exhausted: str | None) -> str | None:
+    """_data_options: what is wrong with a data set's options, or None."""
+    if per not in ("iteration", "vu"):
+        return f"per is 'iteration' or 'vu', got {per!r}"
+    if order not in ("sequential", "random"):
+        return f"order is 'sequential' or 'random', got {order!r}"
+    if not isinstance(unique, bool):
+        return f"unique is True or False, got {unique!r}"
+    if on_exhausted not in (None, "stop", "recycle", "error"):
+        return f"on_exhausted is 'stop', 'recycle' or 'error', got {on_exhausted!r}"
+    if unique and on_exhausted == "recycle":
+        return "unique=True uses each row once: on_exhausted is 'stop' or 'error'"
+    if not unique and order == "random" and on_exhausted not in (None, "recycle"):
+        return (
+            "order='random' without unique draws rows with replacement and never runs out: "
+            "give unique=True to use each row once"
+        )
+    return None
+
+
+def _read(path: str) -> tuple[list[str], dict[str, Any]]:
+    """_read: a data file's columns and its table for the plan: a JSON file's rows, or a CSV
+    file's whole text (only its header and first row are parsed here; the engine parses the
+    rest once, so a million-row file costs its size, not a Python object per cell)."""
     with open(path, newline="", encoding="utf-8") as f:
         if path.endswith(".json"):
             data = json.load(f)
             if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
                 raise ValueError("expected a JSON list of objects")
-            return data
-        return list(csv.DictReader(f))
+            if not data:
+                raise _NoRows
+            columns = list(data[0])
+            return columns, {"rows": [[str(r.get(c, "")) for c in columns] for r in data]}
+        text = f.read()
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None or not any(reader):  # any() stops at the first row with a field
+        raise _NoRows
+    return header, {"csv": text}
+
+
+class _NoRows(Exception):
+    """_NoRows: the data file holds no row."""

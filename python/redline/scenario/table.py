@@ -34,6 +34,18 @@ def _grid(rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _data_line(name: str, d: dict[str, Any]) -> str:
+    """_data_line: what a data set handed out, and what happened when it ran out."""
+    how = "unique" if d.get("unique") else str(d.get("order", "sequential"))
+    line = f"Data {name!r} ({how}): {d['taken']} of {d['rows']} rows taken"
+    if d.get("used_up"):
+        if d.get("on_exhausted") == "stop":
+            line += "; the rows ran out and the run stopped there (on_exhausted='stop')"
+        else:
+            line += f"; the rows ran out: {d['missed']} iterations failed with no row left"
+    return line
+
+
 def render(data: dict[str, Any]) -> str:
     """render returns the scenario tables of a result document (latencies in ms)."""
     secs = float(data.get("duration_s", 0.0))
@@ -72,6 +84,8 @@ def render(data: dict[str, Any]) -> str:
             [["Name", "Value", "Count", "Share"]]
             + [[name, value, str(n), f"{n / total:.1%}"] for name, value, n, total in tallies]
         )
+    for name, d in sorted((sc.get("data") or {}).items()):
+        lines.append(_data_line(name, d))
     it = sc.get("iterations")
     if it:
         lat = it.get("latency_ms", {})

@@ -384,38 +384,12 @@ impl Builder<'_> {
 
     /// data resolves a data set: its columns get slots `data.<set>.<column>`.
     fn data(&mut self, d: &DataSpec) -> Result<Data, EngineError> {
-        let per_vu = match d.per.as_str() {
-            "vu" => true,
-            "iteration" => false,
-            other => {
-                return Err(self.err(
-                    None,
-                    format!(
-                        "data set {:?}: per must be iteration or vu, got {other:?}",
-                        d.name
-                    ),
-                ))
-            }
-        };
-        if d.rows.is_empty() || d.rows.iter().any(|r| r.len() != d.columns.len()) {
-            return Err(self.err(
-                None,
-                format!(
-                    "data set {:?}: rows must be non-empty and as wide as the columns",
-                    d.name
-                ),
-            ));
-        }
         let slots = d
             .columns
             .iter()
             .map(|c| self.slot(&format!("data.{}.{c}", d.name)))
             .collect();
-        Ok(Data {
-            per_vu,
-            slots,
-            rows: d.rows.clone(),
-        })
+        Data::build(d, slots).map_err(|e| self.err(d.line, format!("data set {:?}: {e}", d.name)))
     }
 
     /// declare makes the slots of the variables the steps extract or set: they exist from

@@ -70,6 +70,10 @@ pub trait Transport {
     /// tally counts an answer of `stat`, meant to start at `intended`, by `value` (the
     /// request's `tally`).
     fn tally(&mut self, intended: Instant, stat: usize, value: &str);
+    /// yield_now lets the lane's thread run its other tasks: an iteration that fails before
+    /// any request (no data row left) awaits nothing else, and a VU repeating it must not
+    /// starve its thread.
+    async fn yield_now(&mut self) {}
 }
 
 /// Vu is one virtual user's state between requests and iterations.
@@ -97,6 +101,10 @@ pub struct Vu {
     loops: Vec<u32>,
     groups: Vec<(usize, Instant)>,
     setup_done: bool,
+    /// has_row: the VU holds its row of each per-VU data set.
+    has_row: bool,
+    /// out_of_rows: a data set that stops on running out had no row for this VU: it is done.
+    out_of_rows: bool,
     location: String,
     /// tallied: the value the last answer is tallied by (reused: no allocation per answer).
     tallied: String,
@@ -118,12 +126,6 @@ impl Vu {
     pub fn new(script: &Script, vu: u64) -> Vu {
         let mut vars = script.initial.clone();
         vars[SLOT_VU] = vu.to_string();
-        for d in script.data.iter().filter(|d| d.per_vu) {
-            let row = &d.rows[(vu % d.rows.len() as u64) as usize];
-            for (slot, v) in d.slots.iter().zip(row) {
-                vars[*slot].clone_from(v);
-            }
-        }
         Vu {
             vars,
             jar: CookieJar::default(),
@@ -141,6 +143,8 @@ impl Vu {
             loops: vec![0; script.depth],
             groups: Vec::new(),
             setup_done: false,
+            has_row: false,
+            out_of_rows: false,
             location: String::new(),
             tallied: String::new(),
             locs: Vec::new(),
@@ -151,26 +155,53 @@ impl Vu {
 
     /// done says whether this VU has run its share of iterations.
     pub fn done(&self, script: &Script) -> bool {
-        script.iterations.is_some_and(|n| self.iterations >= n)
+        self.out_of_rows || script.iterations.is_some_and(|n| self.iterations >= n)
+    }
+
+    /// take_rows fills the data sets' columns for an iteration: the next row of each
+    /// per-iteration set, and on the VU's first iteration its row of each per-VU set. Err
+    /// names the set that ran out.
+    fn take_rows(&mut self, script: &Script) -> Result<(), usize> {
+        for (i, d) in script.data.iter().enumerate() {
+            if d.per_vu && self.has_row {
+                continue;
+            }
+            let Some(row) = d.take(&mut self.rng) else {
+                return Err(i);
+            };
+            for (slot, v) in d.slots.iter().zip(d.rows.row(row)) {
+                self.vars[*slot].clear();
+                self.vars[*slot].push_str(v);
+            }
+        }
+        self.has_row = true;
+        Ok(())
     }
 
     /// iterate runs one iteration (the setup first, on a VU's first), meant to start at
-    /// `intended`; `hit` is the run-wide iteration number (it picks per-iteration data rows).
+    /// `intended`, with the data sets' next rows ([`super::data::Data::take`]). A set that
+    /// has run out and stops leaves the VU [`Vu::done`] with no iteration begun; one that
+    /// errs fails the iteration.
     pub async fn iterate<T: Transport>(
         &mut self,
         script: &Script,
         t: &mut T,
-        hit: u64,
         intended: Instant,
     ) -> bool {
+        if let Err(set) = self.take_rows(script) {
+            let d = &script.data[set];
+            if d.on_exhausted == super::data::OnExhausted::Stop {
+                self.out_of_rows = true;
+                return false;
+            }
+            d.miss();
+            t.started(intended);
+            t.iteration(intended, Duration::ZERO, false);
+            t.yield_now().await;
+            return false;
+        }
         self.vars[SLOT_ITERATION].clear();
         let _ = write!(self.vars[SLOT_ITERATION], "{}", self.iterations);
-        for d in script.data.iter().filter(|d| !d.per_vu) {
-            let row = &d.rows[(hit % d.rows.len() as u64) as usize];
-            for (slot, v) in d.slots.iter().zip(row) {
-                self.vars[*slot].clone_from(v);
-            }
-        }
         self.iterations += 1;
         t.started(intended);
         let mut at = intended;

@@ -150,7 +150,7 @@ fn seed000_polls_until_done_then_fetches() {
     let mut t = Fake::new(queue("SUCCEEDED", 3));
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
-    assert!(block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(block(vu.iterate(&s, &mut t, now)));
     let lines: Vec<&str> = t.sent.iter().map(|r| r.lines().next().unwrap()).collect();
     assert_eq!(
         lines,
@@ -187,7 +187,7 @@ fn each_answer_is_tallied_by_its_value_under_its_name() {
     let mut t = Fake::new(queue("SUCCEEDED", 3));
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
-    assert!(block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(block(vu.iterate(&s, &mut t, now)));
     let want = [
         (0, "QUEUED"),
         (1, "RUNNING"),
@@ -202,7 +202,7 @@ fn each_answer_is_tallied_by_its_value_under_its_name() {
     // An error status is what the service said too: tallied, then the iteration ends.
     let mut t = Fake::new(|_: &str| (503, http(503, "", "busy")));
     let now = t.clock;
-    assert!(!block(Vu::new(&s, 0).iterate(&s, &mut t, 0, now)));
+    assert!(!block(Vu::new(&s, 0).iterate(&s, &mut t, now)));
     assert_eq!(
         t.tallies,
         [(0, crate::scenario::tally::NOT_JSON.to_string())]
@@ -210,7 +210,7 @@ fn each_answer_is_tallied_by_its_value_under_its_name() {
     // A transport failure has no answer to tally.
     let mut t = Fake::new(|_: &str| (0, String::new()));
     let now = t.clock;
-    assert!(!block(Vu::new(&s, 0).iterate(&s, &mut t, 0, now)));
+    assert!(!block(Vu::new(&s, 0).iterate(&s, &mut t, now)));
     assert!(t.tallies.is_empty());
 }
 
@@ -220,7 +220,7 @@ fn a_failed_task_fails_the_status_check_and_ends_the_iteration() {
     let mut t = Fake::new(queue("FAILED", 2));
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
-    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(!block(vu.iterate(&s, &mut t, now)));
     assert_eq!(
         t.failed,
         [(
@@ -238,7 +238,7 @@ fn a_poll_that_never_ends_times_out_with_a_reason() {
     let mut t = Fake::new(queue("SUCCEEDED", 1000));
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
-    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(!block(vu.iterate(&s, &mut t, now)));
     assert_eq!(t.failed, [(1, "poll timed out after 10 s".to_string())]);
     // Polls at 0, 1, ..., 9 s (plus 2 ms per response): the next would end past 10 s.
     assert_eq!(t.sent.len() - 1, 10);
@@ -251,7 +251,7 @@ fn transport_failures_and_error_statuses_are_reasons() {
         let mut t = Fake::new(move |_: &str| (status, http(status.max(200), "", "")));
         let mut vu = Vu::new(&s, 0);
         let now = t.clock;
-        assert!(!block(vu.iterate(&s, &mut t, 0, now)), "{label}");
+        assert!(!block(vu.iterate(&s, &mut t, now)), "{label}");
         assert_eq!(t.reasons, [(0, want.to_string())], "{label}");
         assert!(t.failed.is_empty(), "{label}");
     }
@@ -263,7 +263,7 @@ fn a_missing_extraction_fails_with_a_reason() {
     let mut t = Fake::new(|_: &str| (202, http(202, "", "{}")));
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
-    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(!block(vu.iterate(&s, &mut t, now)));
     assert_eq!(t.failed, [(0, "extract $.id: not found".to_string())]);
 }
 
@@ -301,7 +301,7 @@ fn cookies_redirects_forms_loops_groups_and_data() {
     let mut t = Fake::new(serve);
     let mut vu = Vu::new(&s, 3);
     let now = t.clock;
-    assert!(block(vu.iterate(&s, &mut t, 1, now)));
+    assert!(block(vu.iterate(&s, &mut t, now)));
     let lines: Vec<&str> = t.sent.iter().map(|r| r.lines().next().unwrap()).collect();
     assert_eq!(
         lines,
@@ -314,7 +314,7 @@ fn cookies_redirects_forms_loops_groups_and_data() {
         ]
     );
     assert!(
-        t.sent[1].ends_with("\r\n\r\nname=bob+x&i=0"),
+        t.sent[1].ends_with("\r\n\r\nname=ann+x&i=0"),
         "{}",
         t.sent[1]
     );
@@ -358,7 +358,7 @@ fn expected_error_statuses_and_where_redirect_failures_go() {
     let mut t = Fake::new(serve);
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
-    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(!block(vu.iterate(&s, &mut t, now)));
     assert!(t.reasons.is_empty(), "{:?}", t.reasons);
     let hop = s.requests[1].hop_stat;
     assert_eq!(s.names[hop], "go (redirect)");
@@ -376,7 +376,7 @@ fn expected_error_statuses_and_where_redirect_failures_go() {
     let mut t = Fake::new(serve);
     let mut vu = Vu::new(&s, 0);
     let now = t.clock;
-    assert!(!block(vu.iterate(&s, &mut t, 0, now)));
+    assert!(!block(vu.iterate(&s, &mut t, now)));
     assert_eq!(t.reasons, [(0, "HTTP 404".to_string())]);
 }
 
@@ -391,9 +391,9 @@ fn per_vu_data_rows_and_choice() {
     let mut t = Fake::new(|_: &str| (200, http(200, "", "")));
     for vu_n in 0..3u64 {
         let mut vu = Vu::new(&s, vu_n);
-        for hit in 0..20 {
+        for _ in 0..20 {
             let now = t.clock;
-            block(vu.iterate(&s, &mut t, hit, now));
+            block(vu.iterate(&s, &mut t, now));
         }
     }
     let mut seen: Vec<String> = t
@@ -432,9 +432,9 @@ fn functions_sign_what_is_sent_and_draws_hold_for_the_iteration() {
     let mut t = Fake::new(|_: &str| (200, http(200, "", "ok")));
     let mut vu = Vu::new(&s, 7);
     let mut ids = std::collections::HashSet::new();
-    for i in 0..3 {
+    for _ in 0..3 {
         let now = t.clock;
-        assert!(!block(vu.iterate(&s, &mut t, i, now)), "the decode fails");
+        assert!(!block(vu.iterate(&s, &mut t, now)), "the decode fails");
         let sent = &t.sent[t.sent.len() - 2];
         let header = |name: &str| {
             let line = sent.lines().find(|l| l.starts_with(name)).expect(name);

@@ -14,6 +14,7 @@
 
 pub mod check;
 pub mod cookies;
+pub mod data;
 pub mod executor;
 pub mod extract;
 pub mod function;
@@ -32,6 +33,7 @@ mod build;
 use std::time::Duration;
 
 use check::Check;
+pub use data::Data;
 use extract::Extract;
 use template::Template;
 
@@ -166,17 +168,6 @@ pub struct Flow {
     pub ops: Vec<Op>,
 }
 
-/// Data is a data set: the slots its columns fill, its rows, and whether each VU keeps one.
-#[derive(Debug, Clone)]
-pub struct Data {
-    /// per_vu: one row per VU (else the next row each iteration).
-    pub per_vu: bool,
-    /// slots: the variable of each column.
-    pub slots: Vec<usize>,
-    /// rows: the rows.
-    pub rows: Vec<Vec<String>>,
-}
-
 /// Script is a resolved plan, shared (read-only) by every VU of the run.
 #[derive(Debug, Clone)]
 pub struct Script {
@@ -207,6 +198,12 @@ pub struct Script {
 }
 
 impl Script {
+    /// data_stopped says whether a data set has run out and stops the run
+    /// (`on_exhausted="stop"`): no VU starts another iteration.
+    pub fn data_stopped(&self) -> bool {
+        self.data.iter().any(Data::stopped)
+    }
+
     /// pick chooses a flow for a draw in `0..total_weight`.
     pub fn pick(&self, draw: u64) -> &Flow {
         let mut left = draw;

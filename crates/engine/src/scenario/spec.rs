@@ -305,8 +305,34 @@ pub struct DataSpec {
     pub per: String,
     /// columns: the column names.
     pub columns: Vec<String>,
-    /// rows: the rows, each as long as `columns`.
+    /// rows: the rows, each as long as `columns` (a JSON data file; empty with `csv`).
+    #[serde(default)]
     pub rows: Vec<Vec<String>>,
+    /// csv: a CSV data file's text, header first, parsed by the engine (see
+    /// [`super::data`]): the plan carries a large file once, in its own compact form.
+    #[serde(default)]
+    pub csv: Option<String>,
+    /// order: `sequential` (the default) or `random`.
+    #[serde(default = "sequential")]
+    pub order: String,
+    /// unique: each row is used at most once in the run.
+    #[serde(default)]
+    pub unique: bool,
+    /// on_exhausted: `recycle`, `stop` or `error` (default: `stop` when unique, else
+    /// `recycle`).
+    #[serde(default)]
+    pub on_exhausted: Option<String>,
+    /// slice: `[index, count]`: this injector keeps rows `index`, `index + count`, ... (a
+    /// cluster deals each row to one injector).
+    #[serde(default)]
+    pub slice: Option<[u32; 2]>,
+    /// line: the scenario line that declared the set.
+    #[serde(default)]
+    pub line: Option<u32>,
+}
+
+fn sequential() -> String {
+    "sequential".into()
 }
 
 /// PlanSpec is a whole plan.

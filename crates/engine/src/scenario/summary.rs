@@ -47,6 +47,9 @@ pub struct ScenarioReport {
     pub iterations: IterationReport,
     /// groups: per group name.
     pub groups: BTreeMap<String, GroupReport>,
+    /// data: per data set, the rows held and handed out (absent without data sets).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub data: BTreeMap<String, super::data::DataReport>,
 }
 
 fn per_s(n: u64, s: f64) -> f64 {
@@ -94,6 +97,11 @@ pub fn summarize(flow: &FlowTotals, script: &Script, measured_s: f64) -> Scenari
                 .map_or_else(LatencySummary::default, LatencySummary::from_histogram),
         },
         groups,
+        data: script
+            .data
+            .iter()
+            .map(|d| (d.name.clone(), d.report()))
+            .collect(),
     }
 }
 
