@@ -116,13 +116,13 @@ def test_a_starved_generator_is_named_as_the_limit(monkeypatch):
     cpus = sorted(os.sched_getaffinity(0))
     start = finder.LiveRun.__init__
 
-    def starved(self, config, cluster=None):
+    def starved(self, config, cluster=None, work=None):
         # The engine's threads inherit the affinity and the policy of the thread that starts
         # them: this one, for the moment of the start.
         os.sched_setaffinity(0, {cpus[0]})
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         try:
-            start(self, config, cluster)
+            start(self, config, cluster, work)
         finally:
             os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
             os.sched_setaffinity(0, set(cpus))

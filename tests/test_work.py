@@ -9,6 +9,7 @@ import http.server
 import math
 import random
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -303,3 +304,28 @@ def test_the_probe_reads_a_real_endpoint(metrics_url):
         {"completed": 10, "backlog": 0.0},
         {"completed": 10, "backlog": 1.0},
     ]
+
+
+def test_a_started_probe_reads_its_thread_s_latest_reading(metrics_url):
+    """Started, the probe scrapes in its own thread and a read never waits on a scrape; a
+    read with no new reading since the last is empty and the next carries both."""
+    _Metrics.scrapes = 0
+    done = Series.parse(f"prometheus:{metrics_url}#jobs_done_total", "--throughput")
+    p = WorkProbe(done)
+    p.prime()
+    p.start(0.05)
+    try:
+        deadline = time.monotonic() + 10
+        while _Metrics.scrapes < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first = p.read()
+        assert first["completed"] is not None and first["completed"] % 10 == 0
+        assert first["completed"] >= 10
+    finally:
+        p.stop()
+    scrapes = _Metrics.scrapes
+    time.sleep(0.2)
+    assert _Metrics.scrapes == scrapes, "the thread stopped"
+    # Everything the endpoint counted is read, once: the scrapes after the prime, 10 each.
+    total = first["completed"] + (p.read()["completed"] or 0) - 10
+    assert total == 10 * (_Metrics.scrapes - 2)

@@ -108,7 +108,9 @@ def fit_usl(load: Sequence[float], throughput: Sequence[float]) -> UslFit:
     sst = float(np.sum((x - x.mean()) ** 2))
     r2 = 1.0 - sse / sst if sst > 0 else (1.0 if sse < 1e-12 else 0.0)
     peak_n = peak_x = None
-    if kappa > 1e-12 and sigma < 1:
+    # A peak under one user is no peak (the law's denominator turns negative there): a fit
+    # bent that hard by a step that measured nothing says only that throughput did not grow.
+    if kappa > 1e-12 and sigma < 1 and (1 - sigma) / kappa >= 1.0:
         peak_n = math.sqrt((1 - sigma) / kappa)
         peak_x = float(usl_throughput(peak_n, lam, sigma, kappa))
     return UslFit(

@@ -30,6 +30,8 @@ examples:
   redline find http://127.0.0.1:8080/
   redline find --model open --slo 'p99<100ms' --max-errors 1% http://127.0.0.1:8080/api
   redline find --monitor-pid 1234 --json find.json http://127.0.0.1:8080/
+  redline find --watch api=port:8080 --watch db=prometheus:http://127.0.0.1:9187/metrics \
+      http://127.0.0.1:8080/
   redline find 'http://127.0.0.1:{port}/' --vary workers=1,2 --repeat 3 \
       --monitor-cmd 'taskqueue serve --port {port} --workers {workers}' --report workers.html"""
 
@@ -77,7 +79,7 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
     f.add_argument("--max-time", default="2m", help="bound on the whole search (default 2m)")
-    add_throughput_flags(f)
+    add_system_flags(f)
     f.add_argument(
         "--stop-at-knee",
         action="store_true",
@@ -108,9 +110,10 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return f
 
 
-def add_throughput_flags(f: argparse.ArgumentParser) -> None:
-    """add_throughput_flags defines what a search counts as throughput (``--throughput``) and
-    the gauge of the work waiting that judges its steadiness (``--backlog``)."""
+def add_system_flags(f: argparse.ArgumentParser) -> None:
+    """add_system_flags defines what a search reads of the system beside the answers: what
+    it counts as throughput (``--throughput``), the gauge of the work waiting that judges
+    its steadiness (``--backlog``) and the deployment's parts (``--watch``)."""
     f.add_argument(
         "--throughput",
         default="requests",
@@ -127,6 +130,17 @@ def add_throughput_flags(f: argparse.ArgumentParser) -> None:
         help="a gauge of the work waiting (a queue's depth), read each interval: a step"
         " whose backlog keeps growing is not steady (e.g. prometheus:http://127.0.0.1:8000"
         '/metrics#taskqueue_tasks{status="QUEUED"})',
+    )
+
+    f.add_argument(
+        "--watch",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="a part of the deployment to watch each second (repeatable; a NAME may take"
+        " several): pid:PID (its process tree), port:PORT (the listener and its accept"
+        " queue), prometheus:URL (an exporter: pools, counters as rates), cmd:COMMAND"
+        " (started and stopped); at the limit the part that ran out first is named",
     )
 
 

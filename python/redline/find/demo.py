@@ -178,6 +178,7 @@ def demo(quick: bool = False, out_dir: str | os.PathLike[str] = ".", live: bool 
                 slos=["p99<500ms"],
                 throughput=workload["throughput"],
                 backlog=workload.get("backlog"),
+                watch=watched(base, proc.pid, origin_proc.pid),
                 # Users think 1-2 s and poll once a second: joining over one iteration's length
                 # keeps them from moving in waves that take many steps to damp.
                 ramp=workload["ramp"],
@@ -247,6 +248,17 @@ def _workload(base: str, origin: str, quick: bool) -> dict[str, Any]:
         "ramp": 2.0,
         "what": f"taskqueue with the seed-000 scenario {SCENARIO.name}",
     }
+
+
+def watched(base: str, pid: int, origin_pid: int) -> list[str]:
+    """watched are the demo's parts: taskqueue's process (its CPU against the cores it may
+    use) and its own /metrics (its pools: executor slots, fetch connections), and the
+    origin's process."""
+    return [
+        f"taskqueue=pid:{pid}",
+        f"taskqueue=prometheus:{base}/metrics",
+        f"origin=pid:{origin_pid}",
+    ]
 
 
 def truth(plan: dict[str, Any]) -> float | None:

@@ -11,12 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from redline.analysis.bottleneck import bottleneck_sentence, name_bottleneck
 from redline.analysis.outcome import Meter
 from redline.find.ending import Outcome, spoiled_text
 from redline.find.rules import CONDITIONS, Limits
 from redline.find.step import Step
 
 
+# long: the document's every key in one place, as the schema lists them.
 def result_document(
     url: str,
     model: str,
@@ -35,6 +37,7 @@ def result_document(
     interrupted: bool,
     scenario: str | None,
     meter: Meter,
+    watched: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """result_document builds the ``--json`` document of a search from its outcome, the
     engine's report and time series, the steady answer and its notes, the confirmation and
@@ -62,10 +65,12 @@ def result_document(
         pick_steady=False,
     )
     answers = analysed["answers"]
+    watched = watched or {"specs": {}, "series": {}, "backlog_part": None}
     answers["notes"] = _notes(notes, answers, steady, searched, meter)
     for x in outcome.spoiled:  # a step a lost injector spoiled (a cluster run)
         said = spoiled_text(x, model)
         answers["notes"].append(f"{said[0].upper()}{said[1:]}.")
+    _name_bottleneck(answers, searched, outcome.broke, watched.get("backlog_part"))
     broke = outcome.broke
     return {
         "version": 1,
@@ -93,9 +98,22 @@ def result_document(
         "spoiled": outcome.spoiled,
         "timeseries": timeseries,
         "monitor": monitor.series() if monitor is not None else [],
+        "parts": {"specs": watched["specs"], "series": watched["series"]},
         "run": {k: v for k, v in report.items() if k not in ("timeseries", "histograms")},
         "outages": report.get("outages") or [],
     }
+
+
+def _name_bottleneck(
+    answers: dict[str, Any], searched: list[Step], broke: Step | None, backlog_part: str | None
+) -> None:
+    """_name_bottleneck sets ``answers.limit.bottleneck`` (the part and resource that ran out
+    first at the limit, :func:`name_bottleneck`) and says it in the notes."""
+    bottleneck = name_bottleneck(searched, broke, backlog_part)
+    answers["limit"]["bottleneck"] = bottleneck
+    said = bottleneck_sentence(bottleneck)
+    if said:
+        answers["notes"].append(said)
 
 
 def _held_samples(monitor: Any, held: Step | None) -> list[dict[str, Any]]:

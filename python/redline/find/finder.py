@@ -33,8 +33,10 @@ from redline.find.rules import Limits, Slo
 from redline.find.search import Search
 from redline.find.step import Step
 from redline.find.throughput import search_meter, work_probe
+from redline.find.watched import watched_document
 from redline.runs.run_options import LOAD_SHAPE, RunOptions
 from redline.runs.runner import ClusterOptions
+from redline.service.parts import Parts
 
 # Where each part of find lives (the names read here before they moved are kept here too).
 __all__ = [
@@ -82,6 +84,7 @@ def find(
     stop_at_knee: bool = False,
     throughput: str = "requests",
     backlog: str | None = None,
+    watch: list[str] | tuple[str, ...] = (),
     ramp: float | None = None,
     plan: dict[str, Any] | None = None,
     scenario: str | None = None,
@@ -152,23 +155,37 @@ def find(
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     work = work_probe(meter, backlog, interval)
-    live = LiveRun(config, cluster, work)
+    parts = Parts.parse(watch)
+    if parts is not None:
+        parts.start(origin=started)
+    try:
+        live = LiveRun(config, cluster, work)
+    except BaseException:
+        for started_part in (parts, work):
+            if started_part is not None:
+                started_part.stop()
+        raise
     monitor = _on_the_runs_clock(monitor, started)
     search = Search(
         live,
         steps_plan,
         limits,
-        sample=_sampler(live, monitor),
+        sample=_sampler(live, monitor, parts),
         on_step=on_step,
         on_snapshot=on_snapshot,
         interval_s=interval,
         meter=meter,
     )
-    outcome, held, report, interrupted = _searched(
-        search, live, monitor, confirm, soak, started + max_time
-    )
+    try:
+        outcome, held, report, interrupted = _searched(
+            search, live, monitor, confirm, soak, started + max_time
+        )
+    finally:
+        if parts is not None:
+            parts.stop()
     settings = _settings(steps_plan, max_time, confirm, soak, interval, config, meter, backlog)
     steady, notes = steady_answer(outcome.best, search)
+    watched = watched_document(parts, live, backlog)
     return result_document(
         url,
         model,
@@ -187,6 +204,7 @@ def find(
         interrupted,
         scenario,
         meter,
+        watched,
     )
 
 
@@ -256,12 +274,17 @@ def _on_the_runs_clock(monitor: Any, started: float) -> Any:
     return Aligned(monitor, started - float(monitor.origin))
 
 
-def _sampler(live: LiveRun, monitor: Any) -> Callable[[float, float], dict[str, float]]:
+def _sampler(
+    live: LiveRun, monitor: Any, parts: Parts | None = None
+) -> Callable[[float, float], dict[str, Any]]:
     """_sampler: what the search reads beside the snapshots over a step's window: the
-    generator's busy and waiting shares, the machine's, and the monitored service's figures."""
+    generator's busy and waiting shares, the machine's, the monitored service's figures and
+    each watched part's (``parts``)."""
 
-    def sample(t0: float, t1: float) -> dict[str, float]:
-        figures: dict[str, float] = {}
+    def sample(t0: float, t1: float) -> dict[str, Any]:
+        figures: dict[str, Any] = {}
+        if parts is not None:
+            figures["parts"] = parts.window(t0, t1)
         busy = live.generator_busy(t0, t1)
         if busy is not None:
             figures["generator_busy"] = busy

@@ -52,6 +52,7 @@ def find_options(args: argparse.Namespace) -> dict[str, Any]:
         "service_cpu": args.service_cpu,
         "throughput": args.throughput,
         "backlog": getattr(args, "backlog", None),
+        "watch": getattr(args, "watch", None) or (),
         "stop_at_knee": args.stop_at_knee,
         "cluster": cluster_options(args),
     }

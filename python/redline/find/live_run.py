@@ -107,6 +107,19 @@ class LiveRun:
         # idle window can difference to -1e-12, which is no share (the result's schema says >= 0).
         return max(0.0, (bb - ba) / (tb - ta)), max(0.0, (rb - ra) / (tb - ta))
 
+    def generator_series(self) -> list[dict[str, float]]:
+        """generator_series is the generator's own part in the watched series: per interval,
+        its workers' busy share (ran or waited for a CPU) and waiting share of their wall
+        time (empty on a cluster: each injector's machine is its own)."""
+        out = []
+        for (ta, ra, wa, _), (tb, rb, wb, n) in zip(self._cpu, self._cpu[1:], strict=False):
+            wall = n * (tb - ta)
+            if wall > 0:
+                out.append(
+                    {"t_s": tb, "busy": (rb - ra + wb - wa) / wall, "wait": (wb - wa) / wall}
+                )
+        return out
+
     def _worker_shares(self, t0: float, t1: float) -> tuple[float, float] | None:
         """_worker_shares: (ran, waited) of the workers over [t0, t1], shares of wall time;
         on a cluster, the busiest injector's, so that a limit that is one injector's is named
@@ -121,6 +134,8 @@ class LiveRun:
         return (rb - ra) / wall, (wb - wa) / wall
 
     def finish(self) -> dict[str, Any]:
+        if self.work is not None:
+            self.work.stop()
         self.handle.stop()
         while not self.handle.done:
             if self.next_snapshot(0.5) is None and self.handle.done:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from redline.find.steps import aggregate_step, inflight_series, little_holds
 
 #: Sampler gives extra per-step figures: the service's (CPU %, fds, RSS) and the generator's
 #: busy ratio, over a time window of the run in seconds.
-Sampler = Callable[[float, float], dict[str, float]]
+Sampler = Callable[[float, float], dict[str, Any]]
 
 
 class Reader:
@@ -48,6 +49,9 @@ class Reader:
         self.interval_s = interval_s
         self.steps = steps
         self.sample = sample
+        #: max_step_s and clock: the search's longest step and its clock (set by the search).
+        self.max_step_s = math.inf
+        self.clock: Callable[[], float] = time.monotonic
 
     def enough(self, got: list[dict[str, Any]], load: float) -> bool:
         """enough: the step can be judged now: plainly bad, or steady with enough outcomes."""
@@ -85,6 +89,28 @@ class Reader:
             return False
         rise = self.latency_trend(used)
         return not (rise.significant() and rise.rise > self.queue_floor())
+
+    def draining(
+        self,
+        before: list[dict[str, Any]],
+        snap: dict[str, Any],
+        settle: float,
+        fixed_s: float | None,
+        end_by: float | None,
+    ) -> bool:
+        """draining: a held step (the confirmation, the soak) waits while the work waiting
+        (``--backlog``) drains: a queue the load before left would be completed in its window
+        and read as what this load sustains. It waits at most the longest step
+        (``max_step_s``), and none past what keeps the step inside ``end_by`` (on
+        ``clock``); ``before`` keeps the intervals waited."""
+        if fixed_s is None or (snap.get("work") or {}).get("backlog") is None:
+            return False
+        if float(snap["t_s"]) >= settle + self.max_step_s:
+            return False
+        if end_by is not None and self.clock() + fixed_s >= end_by:
+            return False
+        before.append(snap)
+        return len(before) < 4 or self.backlog_moves(before[-4:]) < 0
 
     def backlog_trend(self, used: Sequence[dict[str, Any]]) -> Any:
         """backlog_trend: the ``--backlog`` gauge's trend over the intervals that read it (a
@@ -212,6 +238,7 @@ class Reader:
             generator_wait=figures.pop("generator_wait", None),
             machine_busy=figures.pop("machine_busy", None),
             generator_share=figures.pop("generator_share", None),
+            parts=figures.pop("parts", None) or {},
             service=figures,
             backlog_mean=backlog.get("backlog_mean"),
             backlog_growth_rps=backlog.get("backlog_growth_rps"),

@@ -120,6 +120,7 @@ class Search:
         self.reader = Reader(
             plan.model, plan.min_outcomes, limits, self.meter, interval_s, self.steps, sample
         )
+        self.reader.max_step_s, self.reader.clock = plan.max_step_s, clock
         self.judge = Judge(
             limits, plan.model, plan.stop_at_knee, self.meter, self.reader.queue_floor
         )
@@ -498,6 +499,8 @@ class Search:
         ``end_by`` (on the search's clock)."""
         return self._hold(load, phase, None, fixed_s=seconds, end_by=end_by)
 
+    # long: the one loop that holds a load, with each reason to skip an interval beside it
+    # (the ramp, a lost injector, users not yet cycled, a backlog draining, a partial end).
     def _hold(
         self,
         load: float,
@@ -519,6 +522,7 @@ class Search:
         # and none past what keeps the step inside the time it was given (``end_by``).
         cycling = fixed_s is not None and self.plan.model == "closed"
         ended, t1 = 0.0, settle
+        before: list[dict[str, Any]] = []  # a held step's intervals before its window
         while True:
             if fixed_s is None and self.clock() >= self.deadline:
                 # Out of time: a step with too few intervals to judge is abandoned, not
@@ -558,6 +562,8 @@ class Search:
                 and (end_by is None or self.clock() + (fixed_s or 0.0) < end_by)
             ):
                 ended += ends_of(snap)
+                continue
+            if not got and self.reader.draining(before, snap, settle, fixed_s, end_by):
                 continue
             if got and t1 - float(got[-1]["t_s"]) < 0.9 * self.interval_s:
                 # The run's last, partial interval (cut short by its end) is no rate sample.

@@ -4,7 +4,7 @@ generator's and the machine's CPU over it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redline.analysis.evidence import Z
 from redline.analysis.step import StepResult
@@ -36,6 +36,9 @@ class Step(StepResult):
     #: stalled: closed model: "flat" or "fell" when the users added bought no significant
     #: goodput over the best lighter step (two in a row fire plateau or retrograde).
     stalled: str | None = None
+    #: parts: each watched part's figures over the step (``--watch``; keys as
+    #: :class:`redline.service.monitor.Sample`'s and its ``extra``'s).
+    parts: dict[str, dict[str, float]] = field(default_factory=dict)
     #: backlog_mean: the work waiting (``--backlog``'s gauge) over the judged window.
     backlog_mean: float | None = None
     #: backlog_growth_rps: how fast that backlog grew through the window (a least-squares

@@ -71,13 +71,16 @@ def plan_names(plan: dict[str, Any], tallied: bool = False) -> set[str]:
 def work_probe(meter: Meter, backlog: str | None, interval_s: float) -> Any:
     """work_probe is the :class:`~redline.service.work.WorkProbe` that reads the service's
     own counter (a work meter's) and ``backlog`` gauge into each snapshot, primed (its
-    first reading taken, its series checked); None when neither is asked for."""
+    first reading taken, its series checked) and scraping; None when neither is asked for.
+    The live run stops it (:meth:`LiveRun.finish`)."""
     if meter.what != "work" and backlog is None:
         return None
     from redline.service.work import Series, WorkProbe
 
     done = Series.parse(meter.spec, "--throughput") if meter.what == "work" else None
     waiting = Series.parse(backlog, "--backlog") if backlog is not None else None
-    probe = WorkProbe(done, waiting, timeout_s=max(0.2, 0.8 * interval_s))
+    # Scraped in a thread of its own, twice an interval: a service the search overloads
+    # answers its /metrics late, and the search reads the latest reading without waiting.
+    probe = WorkProbe(done, waiting, timeout_s=max(2.0, 4 * interval_s))
     probe.prime()
-    return probe
+    return probe.start(interval_s / 2)

@@ -13,6 +13,8 @@ growths telescope: a step's count is exact to the scrape's timing at its two end
 
 from __future__ import annotations
 
+import threading
+import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +84,9 @@ class Scraped:
 
     samples: list[tuple[str, dict[str, str], float]]
     names: frozenset[str] = frozenset()
+    #: counters: the sample names of the families typed counter (postgres_exporter's have no
+    #: ``_total`` suffix).
+    counters: frozenset[str] = frozenset()
 
 
 def parse(text: str) -> Scraped:
@@ -90,14 +95,17 @@ def parse(text: str) -> Scraped:
 
     samples: list[tuple[str, dict[str, str], float]] = []
     names: set[str] = set()
+    counters: set[str] = set()
     for family in text_string_to_metric_families(text):
         names.add(family.name)
         if family.type == "counter":
             names.add(f"{family.name}_total")
         for s in family.samples:
             names.add(s.name)
+            if family.type == "counter" and not s.name.endswith("_created"):
+                counters.add(s.name)
             samples.append((s.name, dict(s.labels), float(s.value)))
-    return Scraped(samples, frozenset(names))
+    return Scraped(samples, frozenset(names), frozenset(counters))
 
 
 def scrape(url: str, timeout_s: float) -> Scraped:
@@ -113,7 +121,9 @@ class WorkProbe:
     reading that succeeded (a counter that went down was reset: a restarted service, and its
     new value is its growth, as Prometheus' ``rate`` takes it). A scrape that fails gives
     None for that interval, and the next one carries the growth of both (``spans``: how
-    many intervals it covers), so a step's sum stays exact."""
+    many intervals it covers), so a step's sum stays exact. Started (:meth:`start`), it
+    scrapes in a thread of its own and a read takes the latest reading (None: no reading
+    since the last read)."""
 
     def __init__(
         self,
@@ -132,6 +142,11 @@ class WorkProbe:
         self.last_error = ""
         self._last: float | None = None
         self._missed = 0
+        self._lock = threading.Lock()
+        self._latest: dict[str, Scraped] | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._period_s = 0.5
 
     def _samples(self) -> dict[str, Scraped]:
         urls = {s.url for s in (self.done, self.backlog) if s is not None}
@@ -150,8 +165,49 @@ class WorkProbe:
         if self.done is not None:
             self._last = self.done.value(got[self.done.url])
 
+    def start(self, period_s: float) -> WorkProbe:
+        """start scrapes in a thread of its own, one scrape after another at most every
+        ``period_s``: :meth:`read` then takes the latest reading at once instead of waiting
+        for a scrape (a service overloaded by the search answers its /metrics late, and the
+        search must not wait on it)."""
+        self._period_s = period_s
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="redline-work", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """stop ends the scraping thread (idempotent)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout_s + 1.0)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            began = time.monotonic()
+            try:
+                got = self._samples()
+            except Exception as e:  # noqa: BLE001 (a failed scrape must not end the search)
+                with self._lock:
+                    self.failures += 1
+                    self.last_error = _why(e)
+            else:
+                with self._lock:
+                    self._latest = got
+            self._stop.wait(max(0.0, self._period_s - (time.monotonic() - began)))
+
     def _urls(self) -> str:
         return " and ".join(sorted({s.url for s in (self.done, self.backlog) if s is not None}))
+
+    def _fresh(self) -> dict[str, Scraped] | None:
+        """_fresh: a new reading: a scrape now without the thread, else the thread's latest
+        reading, None when it has none newer than the last one read."""
+        if self._thread is None:
+            return self._samples()
+        with self._lock:
+            got, self._latest = self._latest, None
+        return got
 
     def read(self) -> dict[str, Any]:
         """read is one interval's ``work``: ``completed`` (the counter's growth, None when
@@ -159,10 +215,12 @@ class WorkProbe:
         ``backlog`` (the gauge now, None when it failed)."""
         out: dict[str, Any] = {}
         try:
-            got = self._samples()
+            got = self._fresh()
         except Exception as e:  # noqa: BLE001 (a failed scrape must not end the search)
             self.failures += 1
             self.last_error = _why(e)
+            got = None
+        if got is None:
             self._missed += 1
             if self.done is not None:
                 out["completed"] = None

@@ -1,0 +1,219 @@
+"""bottleneck: which part of the deployment ran out of what, by Brendan Gregg's USE method.
+
+Each watched part's figures over each step (``--watch``; the generator is always a part) give
+every resource's utilisation, and a resource is *saturated* when it has run out:
+
+- ``cpu``: the part's CPU over the cores it may use (its affinity, cut by its cgroup quota:
+  a process pinned to one core at 100 % of a core is saturated on a machine of 16), >= 90 %;
+- ``memory``: resident memory over its limit (cgroup, else the machine's), >= 90 %;
+- ``fds``: open files over RLIMIT_NOFILE, >= 90 %;
+- ``pool``: an exporter's ``X_in_use`` over ``X_limit`` (or ``X_max``), >= 95 %;
+- ``accept-queue``: connections waiting in the part's listening socket, one or more on
+  average (workers that cannot keep up, whatever their CPU says);
+- ``errors``: the part's error counters counting (over one a second) where they were not at
+  the lightest step;
+- ``backlog``: the ``--backlog`` gauge grew through the step;
+- ``generator``: redline's own workers busy >= 90 % of the time, or waiting for a CPU a
+  quarter of it.
+
+At the limit (the first step that broke a limit), the bottleneck is the saturated resource
+that ran out first: the one saturated at the lightest load, ties going to the cause before
+the symptom (the generator, whose figures all others rest on; then CPU, memory, fds, a pool;
+an accept queue, errors and a backlog are what a saturated resource upstream shows). Nothing
+saturated: no part is named, and the evidence says what the figures point to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: RESOURCES in the order a tie is broken (cause before symptom).
+RESOURCES = ("generator", "cpu", "memory", "fds", "pool", "accept-queue", "errors", "backlog")
+
+#: SATURATED: the utilisation from which a resource has run out (the accept queue, errors
+#: and the backlog are judged on their own rules, see the module's text).
+SATURATED = {"cpu": 0.9, "memory": 0.9, "fds": 0.9, "pool": 0.95, "generator": 0.9}
+
+#: STARVED: the generator's workers waiting for a CPU this share of their time is its limit
+#: (:data:`redline.find.rules.STARVED`).
+STARVED = 0.25
+
+#: ERRORS_RATE: a part's error counters counting faster than this a second have started.
+ERRORS_RATE = 1.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Reading is one resource of one part over one step: its utilisation (a share; the
+    accept queue's length over its limit, errors a second for ``errors``), whether it was
+    saturated, and the figures in words."""
+
+    part: str
+    resource: str
+    utilisation: float
+    saturated: bool
+    evidence: str
+    #: key tells apart several readings of one part and resource (its pools, by name).
+    key: str = ""
+    #: size: a pool's limit (of two pools full at once, the smaller is named).
+    size: float = 0.0
+
+
+def readings(step: Any, backlog_part: str | None = None) -> list[Reading]:
+    """readings are every resource's reading over one step: the generator's (its busy and
+    waiting shares), each watched part's (``step.parts``), and the backlog's."""
+    out: list[Reading] = []
+    busy, wait = getattr(step, "generator_busy", None), getattr(step, "generator_wait", None)
+    if busy is not None:
+        starved = (wait or 0.0) >= STARVED
+        out.append(
+            Reading(
+                "generator",
+                "generator",
+                busy,
+                busy >= SATURATED["generator"] or starved,
+                f"redline's workers busy {busy:.0%} of the time"
+                + (f", waiting for a CPU {wait:.0%}" if wait is not None else ""),
+            )
+        )
+    for name, figures in (getattr(step, "parts", None) or {}).items():
+        out += _part(name, figures)
+    if getattr(step, "backlog_growing", False):
+        g = step.backlog_growth_rps or 0.0
+        out.append(
+            Reading(
+                backlog_part or "the service",
+                "backlog",
+                g,
+                True,
+                f"the work waiting grew {g:.1f}/s to {step.backlog_mean or 0:.0f}",
+            )
+        )
+    return out
+
+
+def _part(name: str, f: dict[str, float]) -> list[Reading]:
+    out: list[Reading] = []
+    cpu = f.get("cpu_percent")
+    if cpu is not None:
+        cores = f.get("cores_allowed") or float(os.cpu_count() or 1)
+        u = cpu / 100.0 / cores
+        out.append(
+            Reading(
+                name, "cpu", u, u >= SATURATED["cpu"], f"CPU {cpu:.0f} % of {cores:g} cores allowed"
+            )
+        )
+    for resource, used, limit, word in (
+        ("memory", "rss_bytes", "memory_limit", "resident memory"),
+        ("fds", "fds", "fds_limit", "open files"),
+    ):
+        if f.get(used) is not None and f.get(limit):
+            u = f[used] / f[limit]
+            text = f"{word} {f[used]:,.0f} of {f[limit]:,.0f}"
+            out.append(Reading(name, resource, u, u >= SATURATED[resource], text))
+    for key, v in f.items():
+        if key.startswith("pool:") and f.get("pool_limit:" + key[5:]):
+            most = f["pool_limit:" + key[5:]]
+            u = v / most
+            text = f"pool {key[5:]} held {v:.1f} of {most:g}"
+            out.append(Reading(name, "pool", u, u >= SATURATED["pool"], text, key[5:], most))
+    queue = f.get("accept_queue")
+    if queue is not None:
+        cap = f.get("accept_queue_limit")
+        u = queue / cap if cap else queue
+        text = f"accept queue {queue:.1f} connections waiting" + (
+            f" (limit {cap:g})" if cap else ""
+        )
+        out.append(Reading(name, "accept-queue", u, queue >= 1.0, text))
+    errors = f.get("errors_rate")
+    if errors is not None:
+        out.append(Reading(name, "errors", errors, errors > ERRORS_RATE, f"errors {errors:.1f}/s"))
+    return out
+
+
+def name_bottleneck(
+    steps: Sequence[Any], limit: Any, backlog_part: str | None = None
+) -> dict[str, Any] | None:
+    """name_bottleneck is ``answers.limit.bottleneck``: ``{"part", "resource",
+    "utilisation", "evidence"}`` of the resource that ran out first at ``limit`` (the step
+    that broke a limit), among the searched ``steps``; part and resource None, and the
+    evidence saying what the figures point to, when nothing ran out. None without a limit
+    step or without any part's figures."""
+    if limit is None:
+        return None
+    at = readings(limit, backlog_part)
+    searched = sorted(
+        (
+            s
+            for s in steps
+            if s.phase not in ("recover", "confirm", "soak") and s.load <= limit.load
+        ),
+        key=lambda s: s.load,
+    )
+    watched = any(getattr(s, "parts", None) for s in [*searched, limit])
+    if not watched and not any(r.saturated for r in at):
+        return None
+    lightest = searched[0] if searched else None
+    base = {(r.part, r.resource): r for r in readings(lightest, backlog_part)} if lightest else {}
+    # What ran out at the limit, or at a lighter step and not seen free at the limit (an
+    # exporter that stopped answering under the overload has no figures there).
+    seen = {(r.part, r.resource, r.key): r for r in at}
+    first: dict[tuple[str, str, str], tuple[float, Reading]] = {}
+    for s in [*searched, limit]:
+        for r in readings(s, backlog_part):
+            k = (r.part, r.resource, r.key)
+            if r.saturated and k not in first and not _already(r, base):
+                first[k] = (float(s.load), seen.get(k, r))
+    saturated = [(load, r) for k, (load, r) in first.items() if seen.get(k, r).saturated]
+    if not saturated:
+        return {"part": None, "resource": None, "utilisation": None, "evidence": _nothing(at)}
+    # Ties: cause before symptom; of two pools full at once, the smaller (the larger's
+    # holders wait on it: 100 task slots held by tasks waiting for 10 connections).
+    since, top = min(saturated, key=lambda x: (x[0], RESOURCES.index(x[1].resource), x[1].size))
+    unit = "users" if getattr(limit, "model", "closed") == "closed" else "req/s"
+    others = [r for r in at if r.part == top.part and r.resource == "cpu" and r is not top]
+    beside = f", while its {others[0].evidence}" if others else ""
+    return {
+        "part": top.part,
+        "resource": top.resource,
+        "utilisation": round(top.utilisation, 4),
+        "evidence": f"{top.evidence} at {limit.load:g} {unit}"
+        + (f" (saturated from {since:g} {unit} on)" if since < limit.load else "")
+        + beside,
+    }
+
+
+def _already(r: Reading, base: dict[tuple[str, str], Reading]) -> bool:
+    """_already: errors that counted at the lightest step too did not start with the load."""
+    first = base.get((r.part, r.resource))
+    return r.resource == "errors" and first is not None and first.saturated
+
+
+def _nothing(at: Sequence[Reading]) -> str:
+    """_nothing says what the figures point to when no resource ran out: the busiest one,
+    and that latency grew with every watched resource short of its limit."""
+    busiest = max(
+        (r for r in at if r.resource in SATURATED), key=lambda r: r.utilisation, default=None
+    )
+    most = f" (the busiest: {busiest.part}'s {busiest.evidence})" if busiest else ""
+    return (
+        "no watched resource ran out" + most + ": the limit is something no part exports,"
+        " such as a concurrency limit or a lock inside a part, or a part not watched"
+    )
+
+
+def bottleneck_sentence(b: dict[str, Any] | None) -> str | None:
+    """bottleneck_sentence says the bottleneck in one sentence (None without one)."""
+    if not b:
+        return None
+    if b.get("part") is None:
+        return f"Bottleneck: none named: {b['evidence']}."
+    what = {"accept-queue": "accept queue", "generator": "CPU (the load generator itself)"}
+    resource = what.get(b["resource"], b["resource"])
+    return (
+        f"Bottleneck: {b['part']}'s {resource} ran out first ({b['utilisation']:.0%}):"
+        f" {b['evidence']}."
+    )

@@ -1,0 +1,155 @@
+"""The bottleneck named (redline.analysis.bottleneck): deployments of known cause, as the
+steps of a search saw them, each naming its part and resource and no other; and nothing
+named where nothing ran out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from redline.analysis.bottleneck import bottleneck_sentence, name_bottleneck
+from redline.find.step import Step
+
+IDLE = {"cpu_percent": 5.0, "cores_allowed": 2.0, "fds": 50.0, "fds_limit": 1024.0}
+
+
+def steps(figures: list[dict[str, Any]], fired_last: str = "plateau") -> list[Step]:
+    """One step per figures, at 8, 16, 32 ... users; the last fired ``fired_last``."""
+    out = []
+    for i, f in enumerate(figures):
+        s = Step(
+            index=i,
+            load=8.0 * 2**i,
+            throughput_rps=100.0,
+            p50_ms=1.0,
+            p99_ms=2.0,
+            generator_busy=f.get("generator_busy", 0.2),
+            generator_wait=f.get("generator_wait", 0.01),
+            parts=f.get("parts", {}),
+        )
+        out.append(s)
+    out[-1].fired = [fired_last]
+    return out
+
+
+def pinned(cpu: float) -> dict[str, float]:
+    return {"cpu_percent": cpu, "cores_allowed": 1.0}
+
+
+def pool(in_use: float, limit: float, name: str = "db_connections") -> dict[str, float]:
+    return {f"pool:{name}": in_use, f"pool_limit:{name}": limit}
+
+
+CASES = [
+    (
+        "a part CPU-bound on one pinned core (the other part idle)",
+        [
+            {"parts": {"api": pinned(40.0), "db": IDLE}},
+            {"parts": {"api": pinned(75.0), "db": IDLE}},
+            {"parts": {"api": pinned(97.0), "db": IDLE}},
+            {"parts": {"api": pinned(99.0), "db": IDLE}},
+        ],
+        ("api", "cpu"),
+    ),
+    (
+        "a small worker pool behind a listening socket: CPU low, the accept queue growing",
+        [
+            {"parts": {"api": {**IDLE, "accept_queue": 0.0, "accept_queue_limit": 128.0}}},
+            {"parts": {"api": {**IDLE, "accept_queue": 0.2, "accept_queue_limit": 128.0}}},
+            {"parts": {"api": {**IDLE, "accept_queue": 9.0, "accept_queue_limit": 128.0}}},
+            {"parts": {"api": {**IDLE, "accept_queue": 40.0, "accept_queue_limit": 128.0}}},
+        ],
+        ("api", "accept-queue"),
+    ),
+    (
+        "a pool gauge at its limit (and the larger pool its holders fill at once)",
+        [
+            {"parts": {"tq": {**IDLE, **pool(3, 10), **pool(20, 100, "slots")}}},
+            {"parts": {"tq": {**IDLE, **pool(10, 10), **pool(100, 100, "slots")}}},
+            {"parts": {"tq": {**IDLE, **pool(10, 10), **pool(100, 100, "slots")}}},
+        ],
+        ("tq", "pool"),
+    ),
+    (
+        "the generator itself the limit",
+        [
+            {"parts": {"api": IDLE}, "generator_busy": 0.5},
+            {"parts": {"api": IDLE}, "generator_busy": 0.97},
+            {"parts": {"api": pinned(60.0)}, "generator_busy": 0.99},
+        ],
+        ("generator", "generator"),
+    ),
+    (
+        "open files at the limit",
+        [
+            {"parts": {"api": {**IDLE, "fds": 300.0}}},
+            {"parts": {"api": {**IDLE, "fds": 1000.0}}},
+        ],
+        ("api", "fds"),
+    ),
+    (
+        "an exporter that stopped answering at the limit: the pool full a step before",
+        [
+            {"parts": {"tq": {**IDLE, **pool(4, 10)}}},
+            {"parts": {"tq": {**IDLE, **pool(10, 10)}}},
+            {"parts": {"tq": {}}},
+        ],
+        ("tq", "pool"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "figures", "named"), CASES, ids=[c[0] for c in CASES])
+def test_the_part_and_resource_that_ran_out_first_are_named(label, figures, named):
+    s = steps(figures)
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and (b["part"], b["resource"]) == named, (label, b)
+    assert b["utilisation"] > 0.9 or named[1] == "accept-queue", b
+    assert str(int(s[-1].load)) in b["evidence"], b
+    sentence = bottleneck_sentence(b)
+    assert sentence is not None and f"{named[0]}'s" in sentence
+
+
+def test_the_smaller_of_two_full_pools_is_named_with_its_figures():
+    s = steps(CASES[2][1])
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and "db_connections held 10.0 of 10" in b["evidence"], b
+    assert "saturated from 16 users on" in b["evidence"], b
+
+
+def test_nothing_ran_out_nothing_is_named():
+    s = steps([{"parts": {"api": IDLE, "db": pinned(30.0)}} for _ in range(4)], "slo")
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and b["part"] is None and b["resource"] is None, b
+    assert "no watched resource ran out" in b["evidence"]
+    assert "db's CPU 30 %" in b["evidence"], b
+    said = bottleneck_sentence(b)
+    assert said is not None and said.startswith("Bottleneck: none named")
+
+
+def test_errors_counting_before_the_load_grew_are_no_bottleneck():
+    """A part whose error counter counted at the lightest step already (another tenant, a
+    probe failing) did not run out with the load: not named."""
+    errs = {**IDLE, "errors_rate": 5.0}
+    s = steps([{"parts": {"api": errs}} for _ in range(3)])
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and b["part"] is None, b
+    started = [{"parts": {"api": IDLE}}, {"parts": {"api": {**IDLE, "errors_rate": 20.0}}}]
+    s = steps(started, "errors")
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and (b["part"], b["resource"]) == ("api", "errors"), b
+
+
+def test_no_limit_or_no_parts_names_nothing():
+    s = steps([{"parts": {"api": IDLE}}])
+    assert name_bottleneck(s, None) is None
+    bare = steps([{}, {}])
+    assert name_bottleneck(bare, bare[-1]) is None
+
+
+def test_a_growing_backlog_is_named_on_the_part_that_exports_it():
+    s = steps([{"parts": {"tq": IDLE}}, {"parts": {"tq": IDLE}}], "backlog")
+    s[-1].backlog_growth_rps, s[-1].backlog_growth_t, s[-1].backlog_mean = 50.0, 9.0, 400.0
+    s[-1].end_s, s[-1].start_s = 10.0, 0.0
+    b = name_bottleneck(s, s[-1], backlog_part="tq")
+    assert b is not None and (b["part"], b["resource"]) == ("tq", "backlog"), b

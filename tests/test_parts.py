@@ -1,0 +1,253 @@
+"""Watching the parts of a deployment (redline.service.parts, redline.service.sockets):
+the --watch spellings, a listening socket's accept queue as ss reads it, what a process may
+use, an exporter's pools and counters, and a search that names the part of known cause."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from redline.errors import ConfigError
+from redline.service.parts import ExporterMonitor, Parts, PortMonitor, Watch, allowance
+from redline.service.sockets import accept_queue
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "target"),
+    [
+        ("api=pid:1234", "pid", "1234"),
+        ("lb=port:8080", "port", "8080"),
+        (
+            "db=prometheus:http://127.0.0.1:9187/metrics",
+            "prometheus",
+            "http://127.0.0.1:9187/metrics",
+        ),
+        ("svc=cmd:taskqueue serve --port 0", "cmd", "taskqueue serve --port 0"),
+    ],
+)
+def test_a_watch_is_a_name_and_a_spec(text, kind, target):
+    w = Watch.parse(text)
+    assert (w.kind, w.target) == (kind, target)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("pid:1234", "expected NAME=SPEC"),
+        ("a b=pid:1", "expected NAME=SPEC"),
+        ("api=1234", "SPEC is pid:PID"),
+        ("api=socket:80", "SPEC is pid:PID"),
+        ("api=port:http", "port takes a number"),
+        ("api=prometheus:127.0.0.1:9/metrics", "http(s) URL"),
+        ("generator=pid:1", "always watched"),
+    ],
+)
+def test_a_bad_watch_is_one_clear_line(text, says):
+    with pytest.raises(ConfigError) as e:
+        Watch.parse(text)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_accept_queue_is_read_as_ss_reads_it():
+    """Five connections no one accepts wait in a queue of eight; one accepted, four."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+        try:
+            q = accept_queue(port)
+            assert q is not None and (q.length, q.limit) == (5, 8)
+            conn, _ = listener.accept()
+            conn.close()
+            q = accept_queue(port)
+            assert q is not None and q.length == 4
+        finally:
+            for c in clients:
+                c.close()
+    assert accept_queue(port) is None
+
+
+def test_the_port_monitor_finds_the_listener_and_what_it_may_use():
+    code = "import socket,time; s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(16);"
+    code += " print(s.getsockname()[1], flush=True); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        os.sched_setaffinity(proc.pid, {min(os.sched_getaffinity(0))})
+        clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        m = PortMonitor(port)
+        m.prime()
+        assert m.pid == proc.pid
+        s = m.read(1.0)
+        assert s.extra["accept_queue"] == 3 and s.extra["accept_queue_limit"] == 16
+        assert s.extra["cores_allowed"] == 1.0
+        assert s.extra["fds_limit"] >= 64 and s.extra["memory_limit"] > 0
+        for c in clients:
+            c.close()
+    finally:
+        proc.kill()
+        proc.wait(10)
+    with pytest.raises(ConfigError, match="nothing listens"):
+        PortMonitor(port).prime()
+
+
+def test_allowance_reads_affinity_and_limits_of_this_process():
+    got = allowance(os.getpid())
+    assert got["cores_allowed"] == len(os.sched_getaffinity(0))
+    assert got["fds_limit"] > 0 and got["memory_limit"] > 0
+
+
+class _Exporter(http.server.BaseHTTPRequestHandler):
+    """_Exporter: a pool of 10 with 7 in use, one of 4 full, and counters that grow by 5 and
+    3 (failures) every scrape."""
+
+    scrapes = 0
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        n = type(self).scrapes = type(self).scrapes + 1
+        body = textwrap.dedent(
+            f"""\
+            # TYPE app_conns_in_use gauge
+            app_conns_in_use{{host="a"}} 7
+            # TYPE app_conns_limit gauge
+            app_conns_limit{{host="a"}} 10
+            # TYPE app_workers_in_use gauge
+            app_workers_in_use 4
+            # TYPE app_workers_max gauge
+            app_workers_max 4
+            # TYPE app_done_total counter
+            app_done_total{{kind="x"}} {5 * n}
+            # TYPE app_failures_total counter
+            app_failures_total {3 * n}
+            # TYPE process_open_fds gauge
+            process_open_fds 12
+            # TYPE process_max_fds gauge
+            process_max_fds 1024
+            """
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def exporter() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Exporter)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_an_exporter_gives_its_pools_and_its_counters_as_rates(exporter):
+    clock = iter([10.0, 12.0]).__next__
+    m = ExporterMonitor(exporter, clock=clock)
+    m.read(0.0)
+    s = m.read(2.0)
+    conns = 'app_conns{host="a"}'
+    assert s.extra[f"pool:{conns}"] == 7 and s.extra[f"pool_limit:{conns}"] == 10
+    assert s.extra["pool:app_workers"] == 4 and s.extra["pool_limit:app_workers"] == 4
+    # 5 done and 3 failed a scrape, scrapes 2 s apart.
+    assert s.extra["rate:app_done_total"] == pytest.approx(2.5)
+    assert s.extra["errors_rate"] == pytest.approx(1.5)
+    assert s.fds == 12 and s.extra["fds_limit"] == 1024
+
+
+def test_parts_merge_the_specs_of_one_name_and_share_a_clock(exporter):
+    parts = Parts.parse([f"me=pid:{os.getpid()}", f"me=prometheus:{exporter}"], interval_s=0.2)
+    assert parts is not None and [p.name for p in parts.parts] == ["me"]
+    with parts.start(origin=time.monotonic()):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(parts.parts[0].samples()) < 6:
+            time.sleep(0.1)
+    got = parts.window(0.0, 60.0)["me"]
+    assert "cpu_percent" in got and 'pool:app_conns{host="a"}' in got and "cores_allowed" in got
+    assert parts.specs() == {"me": [f"pid:{os.getpid()}", f"prometheus:{exporter}"]}
+    series = parts.series()["me"]
+    assert all(0.0 <= x["t_s"] <= 60.0 for x in series)
+
+
+#: WORKERS: a server of two worker threads, each taking a connection from the listening
+#: socket, answering after 20 ms and closing it: 100 req/s at most, the rest wait in the
+#: accept queue (its CPU stays low: the truth is the accept queue).
+WORKERS = textwrap.dedent(
+    """\
+    import socket, sys, threading, time
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0)); s.listen(512)
+    print(s.getsockname()[1], flush=True)
+    ANSWER = b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok"
+    def work():
+        while True:
+            c, _ = s.accept()
+            try:
+                data = b""
+                while b"\\r\\n\\r\\n" not in data:
+                    got = c.recv(4096)
+                    if not got:
+                        break
+                    data += got
+                time.sleep(0.02)
+                c.sendall(ANSWER)
+            except OSError:
+                pass
+            finally:
+                c.close()
+    for _ in range(2):
+        threading.Thread(target=work, daemon=True).start()
+    time.sleep(600)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.alone  # a redline starved of CPU by the suite is named instead (rightly)
+def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
+    """Known cause: two workers behind a listening socket (CPU low, connections waiting).
+    The search's limit names that part's accept queue, and not its CPU or the generator."""
+    from redline.find import find
+
+    proc = subprocess.Popen([sys.executable, "-c", WORKERS], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        result = find(
+            f"http://127.0.0.1:{port}/",
+            model="closed",
+            start=1,
+            max_time=40.0,
+            max_step=6.0,
+            confirm=4.0,
+            slos=["p99<200ms"],
+            watch=[f"api=port:{port}"],
+        )
+    finally:
+        proc.kill()
+        proc.wait(10)
+    b = result["answers"]["limit"]["bottleneck"]
+    assert b is not None and (b["part"], b["resource"]) == ("api", "accept-queue"), (
+        b,
+        result["stop"],
+    )
+    series = result["parts"]["series"]
+    assert series["api"] and series["generator"]
+    assert any(x["extra"].get("accept_queue", 0) >= 1 for x in series["api"])
