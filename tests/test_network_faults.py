@@ -53,6 +53,7 @@ def run_counted(target: redline.Target, url: str, **options: Any) -> tuple[Any, 
     return result, seen
 
 
+@pytest.mark.alone  # a ±5 % latency bound: not beside the parallel suite
 def test_added_latency_shifts_latency_by_that_amount(toxiproxy, proxied, target) -> None:
     name, url = proxied
     base, _ = run_counted(target, url + "/", connections=2, duration="3s")
@@ -69,6 +70,7 @@ def test_added_latency_shifts_latency_by_that_amount(toxiproxy, proxied, target)
     assert slow.data["errors_total"] == 0 and seen > 0
 
 
+@pytest.mark.alone  # a ±5 % latency bound: not beside the parallel suite
 def test_jitter_spreads_latency_around_the_added_amount(toxiproxy, proxied, target) -> None:
     name, url = proxied
     base, _ = run_counted(target, url + "/", connections=2, duration="3s")
