@@ -1,5 +1,5 @@
 """Peak memory of 10,000 concurrent VUs of examples/taskqueue.py in one redline process
-(issue 8: <= 200 MB RSS), in one run:
+(issue 8: <= 200 MB RSS; issue 35: <= 150 MB), in one run:
 
     .venv/bin/python bench/scenarios/vus.py [--vus 10000] [--ramp 20] [--hold 20] [--no-record]
 

@@ -23,9 +23,16 @@ use crate::http::ResponseReader;
 use crate::metrics::ConnectionGauge;
 use crate::tls::{self, TlsSettings};
 
-/// READ_BUF is the initial read buffer per connection (wrk uses 8 KiB as well); bodies are
-/// counted through it, never kept, so it only grows for unusually large response heads.
+/// READ_BUF is the read buffer of a connection that has met a response larger than
+/// [`READ_BUF_FIRST`] (wrk uses 8 KiB as well); bodies are counted through it, never kept, so
+/// past it it only grows for unusually large response heads.
 pub const READ_BUF: usize = 8 * 1024;
+
+/// READ_BUF_FIRST is the read buffer a connection starts with: most answers (an API's JSON, a
+/// task's status) fit in one, and ten thousand VUs each holding 8 KiB they never fill took
+/// 80 MB. The first read that fills it grows it to [`READ_BUF`] at once, for the connection's
+/// life: one allocation per connection, none per request.
+pub const READ_BUF_FIRST: usize = 1024;
 
 /// MAX_HEAD is the largest response head we accept; the reader enforces it, and the read
 /// buffer never needs to grow past it.
@@ -105,7 +112,7 @@ impl Conn {
             tls: None,
             stamp,
             buf: ReadBuf {
-                data: vec![0; READ_BUF],
+                data: vec![0; READ_BUF_FIRST],
                 start: 0,
                 end: 0,
             },
@@ -240,9 +247,11 @@ impl Conn {
         }
         self.tls = match &self.tls_settings {
             Some(settings) => {
-                let mut session = settings.session().map_err(|_| ErrorClass::Connect)?;
+                // Boxed before the handshake: a session held across its awaits would sit in
+                // every lane's future, plain HTTP's too (rustls' state is a few hundred bytes).
+                let mut session = Box::new(settings.session().map_err(|_| ErrorClass::Connect)?);
                 handshake(&mut session, &stream, deadline).await?;
-                Some(Box::new(session))
+                Some(session)
             }
             None => None,
         };
@@ -333,6 +342,9 @@ impl Conn {
                     b.end += n;
                     bytes_in += n as u64;
                     last_read_full = b.end == b.data.len();
+                    if last_read_full {
+                        b.widen();
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     readable(stream, deadline).await?
@@ -382,6 +394,15 @@ impl ReadBuf {
     fn clear(&mut self) {
         self.start = 0;
         self.end = 0;
+    }
+
+    /// widen grows a buffer a read has just filled to [`READ_BUF`] (from
+    /// [`READ_BUF_FIRST`]): a response larger than the first buffer is read in reads as
+    /// large as before, and the connection keeps the larger buffer.
+    fn widen(&mut self) {
+        if self.data.len() < READ_BUF {
+            self.data.resize(READ_BUF, 0);
+        }
     }
 
     /// make_room ensures free space after `end`: reset when empty, compact a partial head,

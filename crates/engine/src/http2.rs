@@ -153,7 +153,11 @@ impl Link {
                 }
                 continue;
             }
-            let opened = self.connect(deadline).await;
+            // Boxed: the handshake's state (h2's codec, a TLS session) is kilobytes, and
+            // inline it would sit in every lane's future for the lane's life, HTTP/1.1
+            // lanes' too (Wire's futures are the larger of the two protocols'). One
+            // allocation per connection opened.
+            let opened = Box::pin(self.connect(deadline)).await;
             let mut state = self.state.borrow_mut();
             let out = match opened {
                 Ok((send, generation)) => {

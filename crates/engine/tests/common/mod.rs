@@ -189,8 +189,11 @@ pub fn start(mode: Mode) -> Server {
     let seen = Arc::new(Seen::default());
     let s2 = seen.clone();
     std::thread::spawn(move || {
+        // The server's memory is not the engine's (the memory tests count the engine's).
+        counting::uncounted();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
+            .on_thread_start(counting::uncounted)
             .enable_all()
             .build()
             .expect("runtime");
