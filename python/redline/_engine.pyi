@@ -34,6 +34,7 @@ class Target:
         rate_limit: float | None = None,
         burst: int | None = None,
         refuse_status: int | None = None,
+        fail_every: int | None = None,
     ) -> None: ...
     @property
     def url(self) -> str: ...

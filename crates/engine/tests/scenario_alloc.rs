@@ -2,7 +2,8 @@
 //! and header/regex extractions allocate (next to) nothing per request once warmed up, as on
 //! the single-URL path (see alloc.rs; JSON checks parse a document and do allocate), and a
 //! request written with `tally="$.status"` counts what the service said without allocating,
-//! and a signed request (functions in its templates, values drawn per iteration) neither.
+//! a signed request (functions in its templates, values drawn per iteration) neither, and
+//! branches and loops (`when`, `repeat`, `until`, `stop`) jump without allocating.
 
 mod common;
 
@@ -67,6 +68,34 @@ fn signed() -> serde_json::Value {
                    ["Authorization", ["Basic ", {"fn": "base64", "args": [[{"var": "data.d.c"}, ":pw"]]}]],
                    ["X-Up", [{"fn": "upper", "args": [[{"var": "data.d.c"}]]}]]],
        "body": {"type": "text", "template": body}}
+    ]}]})
+}
+
+/// branching: branches and loops decided per request on extracted values (numbers and
+/// text), a regex and the last response: four requests an iteration, none of them
+/// allocating for the jumps.
+fn branching() -> serde_json::Value {
+    let get =
+        |name: &str| json!({"step": "request", "name": name, "method": "GET", "path": ["/b"]});
+    let code = json!({"cond": "cmp", "left": {"var": "code"}, "op": ">=", "right": {"value": 200}});
+    json!({"file": "branch.py", "flows": [{"name": "f", "steps": [
+      {"step": "request", "name": "first", "method": "GET", "path": ["/a"],
+       "extract": [{"from": "status", "var": "code"},
+                   {"from": "header", "var": "len", "name": "content-length"},
+                   {"from": "header", "var": "none", "name": "x-none", "default": ""}]},
+      {"step": "repeat", "count": 2, "steps": [
+        {"step": "when", "branches": [
+          {"if": {"cond": "all", "of": [code,
+              {"cond": "in", "left": {"var": "none"}, "values": [""], "negate": false},
+              {"cond": "match", "var": "len", "pattern": "^[0-9]+$"}]},
+           "steps": [get("second")]}
+        ], "else": [get("never")]}
+      ]},
+      {"step": "until", "limit": 3, "cond": {"cond": "check", "check": {"check": "status", "in": [200]}},
+       "steps": [get("third")]},
+      {"step": "stop", "cond": {"cond": "not", "of": code}},
+      {"step": "when", "branches": [{"if": {"cond": "cmp", "left": {"var": "iteration"}, "op": "<",
+          "right": {"value": 0}}, "steps": [get("never")]}]}
     ]}]})
 }
 
@@ -156,5 +185,22 @@ fn signed_requests_do_not_allocate() {
     assert!(
         per_request < MAX_PER_REQUEST,
         "{per_request:.3} allocations per signed request"
+    );
+}
+
+#[test]
+fn branches_and_loops_do_not_allocate() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = common::start(common::Mode::Ok {
+        delay: Duration::ZERO,
+    });
+    let url = server.url("/");
+    let small = allocations_of(&url, branching(), 4, 250);
+    let large = allocations_of(&url, branching(), 4, 1_500);
+    let per_request = large.saturating_sub(small) as f64 / 5_000.0;
+    eprintln!("{small} vs {large} allocations, {per_request:.3} per extra request");
+    assert!(
+        per_request < MAX_PER_REQUEST,
+        "{per_request:.3} allocations per request"
     );
 }

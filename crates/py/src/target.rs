@@ -10,11 +10,12 @@ use crate::errors::{ConfigError, RedlineError};
 
 /// Target(host="127.0.0.1", port=0, threads=None, tls_cert=None, tls_key=None, capacity=None,
 /// service_time=None, queue_limit=None, pause=None, contention=None, serial=None,
-/// rate_limit=None, burst=None, refuse_status=None): starts redline's target server in
+/// rate_limit=None, burst=None, refuse_status=None, fail_every=None): starts redline's target server in
 /// background threads (https with the PEM certificate and key; a queue of `capacity` slots of
 /// `service_time` seconds each, shedding beyond `queue_limit` waiting and stopping for
 /// `pause` ("D/P"); or USL `contention` (κ) and `serial` (σ) over `service_time`; a token
-/// bucket of `rate_limit` a second and `burst` in front, refusing with `refuse_status`);
+/// bucket of `rate_limit` a second and `burst` in front, refusing with `refuse_status`; the
+/// task app failing every `fail_every`-th fresh task);
 /// `stop()` (or dropping it) shuts it down.
 #[pyclass(module = "redline._engine")]
 pub struct Target {
@@ -26,7 +27,7 @@ pub struct Target {
 #[pymethods]
 impl Target {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None, queue_limit=None, pause=None, contention=None, serial=None, rate_limit=None, burst=None, refuse_status=None))]
+    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None, queue_limit=None, pause=None, contention=None, serial=None, rate_limit=None, burst=None, refuse_status=None, fail_every=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -44,6 +45,7 @@ impl Target {
         rate_limit: Option<f64>,
         burst: Option<u32>,
         refuse_status: Option<u32>,
+        fail_every: Option<u64>,
     ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
@@ -66,6 +68,7 @@ impl Target {
             pause,
             contention,
             rate_limit,
+            fail_every,
             ..TargetConfig::default()
         };
         let inner = py
@@ -74,7 +77,8 @@ impl Target {
                 TargetError::Capacity(_)
                 | TargetError::Pause(_)
                 | TargetError::Contention(_)
-                | TargetError::RateLimit(_) => ConfigError::new_err(e.to_string()),
+                | TargetError::RateLimit(_)
+                | TargetError::Tasks(_) => ConfigError::new_err(e.to_string()),
                 _ => RedlineError::new_err(e.to_string()),
             })?;
         let url = inner.url();

@@ -43,6 +43,9 @@ pub struct TargetConfig {
     pub http2: bool,
     /// h2_faults: the HTTP/2 misbehaviours (GOAWAY after N requests, a closed window).
     pub h2_faults: H2Faults,
+    /// fail_every: the task app runs every N-th fresh submission as a failing task (its
+    /// status ends FAILED), counted across threads (see `task.rs`).
+    pub fail_every: Option<u64>,
 }
 
 /// TlsFiles names the PEM files of an https target.
@@ -68,6 +71,7 @@ impl Default for TargetConfig {
             rate_limit: None,
             http2: false,
             h2_faults: H2Faults::default(),
+            fail_every: None,
         }
     }
 }
@@ -111,6 +115,11 @@ impl TargetConfig {
         }
         if let Some(limit) = &self.rate_limit {
             limit.validate()?;
+        }
+        if self.fail_every == Some(0) {
+            return Err(TargetError::Tasks(
+                "fail_every must be at least 1 (every N-th task fails)".to_string(),
+            ));
         }
         Ok(())
     }

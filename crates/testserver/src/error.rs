@@ -44,6 +44,9 @@ pub enum TargetError {
     /// RateLimit: a rate, burst or refuse status out of range.
     #[error("rate limit: {0}")]
     RateLimit(String),
+    /// Tasks: a task app setting out of range (`fail_every` 0).
+    #[error("tasks: {0}")]
+    Tasks(String),
     /// Tls: the certificate or key could not be loaded or do not match.
     #[error("TLS: {0}")]
     Tls(String),

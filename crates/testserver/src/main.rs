@@ -71,6 +71,10 @@ struct Args {
     /// With --rate-limit: the status of refused requests (default 503; 429 is common).
     #[arg(long, requires = "rate_limit", value_name = "STATUS")]
     refuse_status: Option<u16>,
+    /// The task app runs every N-th fresh submission as a failing task (FAILED); a
+    /// submission with `X-Retry-Of: ID` of a failed task is counted as a resubmission.
+    #[arg(long, value_name = "N")]
+    fail_every: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -173,6 +177,7 @@ fn config(args: Args) -> Result<TargetConfig, TargetError> {
         rate_limit,
         http2: args.http2,
         h2_faults: Default::default(),
+        fail_every: args.fail_every,
     })
 }
 

@@ -4,6 +4,7 @@ use http::StatusCode;
 
 use crate::form::{self, Verb};
 use crate::route::{Behaviour, Route};
+use crate::task;
 
 /// MAX_HEADERS is the most header lines parsed (431 beyond).
 const MAX_HEADERS: usize = 64;
@@ -32,6 +33,9 @@ pub(crate) struct Request {
     pub(crate) session: Option<String>,
     /// form_type: the body is `application/x-www-form-urlencoded`.
     pub(crate) form_type: bool,
+    /// retry_of: a task submission's `X-Retry-Of` (None: no such header; Some(None): not
+    /// an id's shape), kept only on the submission route.
+    pub(crate) retry_of: Option<Option<task::RawId>>,
 }
 
 /// Parsed is the outcome of looking at the read buffer.
@@ -63,13 +67,10 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         Err(_) => return Parsed::Invalid(StatusCode::BAD_REQUEST, "malformed request\n"),
     };
     let behaviour = Behaviour::parse(req.path.unwrap_or("/"));
-    let form_route = matches!(
-        behaviour,
-        Ok(Behaviour {
-            route: Route::Form(_),
-            ..
-        })
-    );
+    let route = behaviour.as_ref().map(|b| b.route).ok();
+    let form_route = matches!(route, Some(Route::Form(_)));
+    let submit_route = route == Some(Route::Task(task::Ask::Submit));
+    let mut retry_of = None;
     let mut session = None;
     let mut form_type = false;
     let http10 = req.version == Some(0);
@@ -91,6 +92,9 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
             if let Some(id) = form::session_cookie(header.value) {
                 session = Some(id.to_string());
             }
+        } else if submit_route && header.name.eq_ignore_ascii_case("x-retry-of") {
+            let id = std::str::from_utf8(header.value).unwrap_or_default().trim();
+            retry_of = Some(task::raw_id(id));
         } else if form_route && header.name.eq_ignore_ascii_case("content-type") {
             form_type = is_form(header.value);
         } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -111,6 +115,7 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         verb: verb(req.method),
         session,
         form_type,
+        retry_of,
         body: if body == RequestBody::Length(0) {
             RequestBody::None
         } else {

@@ -31,7 +31,7 @@ use crate::error::TargetError;
 use crate::form::Sessions;
 use crate::shared::Shared;
 use crate::stats::{Board, TargetStats};
-use crate::task::Ids;
+use crate::task::{Failing, Ids};
 use tokio_rustls::TlsAcceptor;
 
 /// MAX_THREADS bounds `TargetConfig::threads`.
@@ -290,6 +290,7 @@ fn shared_state(cfg: &TargetConfig, count: usize) -> Shared {
         bucket: cfg.rate_limit.map(|limit| Bucket::new(limit, started)),
         sessions: Sessions::new(),
         tasks: Ids::new(),
+        failing: cfg.fail_every.map(Failing::new),
         h2: cfg.h2_faults,
     }
 }

@@ -9,7 +9,7 @@ use crate::config::H2Faults;
 use crate::contention::Crowd;
 use crate::form::Sessions;
 use crate::stats::{Board, TargetStats};
-use crate::task::Ids;
+use crate::task::{Failing, Ids};
 
 /// Shared is what every connection of every thread reads: the counters, the start time that
 /// stall windows and pauses are aligned to, and the server-wide modes (the only things threads
@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     pub(crate) sessions: Sessions,
     /// tasks: the task app's ids (`task.rs`).
     pub(crate) tasks: Ids,
+    /// failing: the task app's every N-th failing task (`TargetConfig::fail_every`).
+    pub(crate) failing: Option<Failing>,
     /// h2: the HTTP/2 faults the target misbehaves with (`http2.rs`).
     pub(crate) h2: H2Faults,
 }

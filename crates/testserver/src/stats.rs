@@ -59,12 +59,19 @@ pub struct TargetStats {
     pub tasks_results: u64,
     /// tasks_refused: the task app's other answers (400, 404, 405, 409, 413, 422).
     pub tasks_refused: u64,
+    /// tasks_succeeded: the status polls among `tasks_polled` that answered `SUCCEEDED`.
+    pub tasks_succeeded: u64,
+    /// tasks_failed: the status polls among `tasks_polled` that answered `FAILED`.
+    pub tasks_failed: u64,
+    /// tasks_resubmitted: the submissions among `tasks_submitted` that retried a failed task
+    /// (`X-Retry-Of`).
+    pub tasks_resubmitted: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 23] {
+    pub fn fields(&self) -> [(&'static str, u64); 26] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -89,6 +96,9 @@ impl TargetStats {
             ("tasks_running", self.tasks_running),
             ("tasks_results", self.tasks_results),
             ("tasks_refused", self.tasks_refused),
+            ("tasks_succeeded", self.tasks_succeeded),
+            ("tasks_failed", self.tasks_failed),
+            ("tasks_resubmitted", self.tasks_resubmitted),
         ]
     }
 
@@ -121,6 +131,9 @@ pub(crate) struct Counters {
     tasks_running: AtomicU64,
     tasks_results: AtomicU64,
     tasks_refused: AtomicU64,
+    tasks_succeeded: AtomicU64,
+    tasks_failed: AtomicU64,
+    tasks_resubmitted: AtomicU64,
 }
 
 impl Counters {
@@ -154,10 +167,17 @@ impl Counters {
     pub(crate) fn add_task(&self, outcome: &TaskOutcome) {
         let counter = match outcome {
             TaskOutcome::Submitted(_) => &self.tasks_submitted,
-            TaskOutcome::Status { done, .. } => {
-                if !done {
-                    self.tasks_running.fetch_add(1, Ordering::Relaxed);
-                }
+            TaskOutcome::Resubmitted(_) => {
+                self.tasks_resubmitted.fetch_add(1, Ordering::Relaxed);
+                &self.tasks_submitted
+            }
+            TaskOutcome::Status { task, done } => {
+                let told = match (done, task.failed()) {
+                    (false, _) => &self.tasks_running,
+                    (true, true) => &self.tasks_failed,
+                    (true, false) => &self.tasks_succeeded,
+                };
+                told.fetch_add(1, Ordering::Relaxed);
                 &self.tasks_polled
             }
             TaskOutcome::Result(_) => &self.tasks_results,
@@ -203,6 +223,9 @@ impl Board {
                 tasks_running: sum.tasks_running + get(&c.tasks_running),
                 tasks_results: sum.tasks_results + get(&c.tasks_results),
                 tasks_refused: sum.tasks_refused + get(&c.tasks_refused),
+                tasks_succeeded: sum.tasks_succeeded + get(&c.tasks_succeeded),
+                tasks_failed: sum.tasks_failed + get(&c.tasks_failed),
+                tasks_resubmitted: sum.tasks_resubmitted + get(&c.tasks_resubmitted),
                 ..sum
             }
         })

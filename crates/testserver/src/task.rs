@@ -9,6 +9,11 @@
 //! taskqueue does; a failed task's `{id, status, error}` as JSON), 409 before, 404 for an id
 //! this server did not issue. Other methods get 405 with `Allow`.
 //!
+//! With `fail_every: N` ([`Failing`]) every N-th fresh submission runs as a `fail` task
+//! whatever its type, the way a flaky service fails some of its work. A submission with an
+//! `X-Retry-Of: ID` header naming a failed task of this server is a resubmission: counted as
+//! one, never made to fail by the knob (another header or id: 422).
+//!
 //! Nothing is stored: an id carries its submission time and kind, with a keyed hash as proof
 //! (like the form app's sessions), so any thread answers any id with no shared table and no
 //! lock, and the server costs the client what a fast real service would. Each answer leaves in
@@ -17,6 +22,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::StatusCode;
@@ -102,7 +108,8 @@ pub(crate) fn ask(path: &str) -> Option<Ask> {
         .map(|id| Ask::Result(raw_id(id)))
 }
 
-fn raw_id(id: &str) -> Option<RawId> {
+/// raw_id reads an id's shape (32 hex digits) into its two numbers, not yet proven.
+pub(crate) fn raw_id(id: &str) -> Option<RawId> {
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
@@ -199,6 +206,8 @@ impl Task {
 pub(crate) enum Outcome {
     /// Submitted: 202, a task of this kind is issued.
     Submitted(Kind),
+    /// Resubmitted: 202, a task of this kind is issued to retry a failed one.
+    Resubmitted(Kind),
     /// Status: 200, the status document; `done` once its time has passed.
     Status {
         /// task: the task asked about.
@@ -222,7 +231,7 @@ impl Outcome {
     /// status is the HTTP status the outcome answers with.
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            Outcome::Submitted(_) => StatusCode::ACCEPTED,
+            Outcome::Submitted(_) | Outcome::Resubmitted(_) => StatusCode::ACCEPTED,
             Outcome::Status { .. } | Outcome::Result(_) => StatusCode::OK,
             Outcome::NotDone => StatusCode::CONFLICT,
             Outcome::Unknown => StatusCode::NOT_FOUND,
@@ -259,7 +268,60 @@ pub(crate) fn decide(ids: &Ids, ask: Ask, verb: Verb, body: &[u8], now: Duration
     }
 }
 
+/// Failing makes every `every`-th fresh submission a failing task: a service of known
+/// failures, for flows that branch on them (the count is the server's, across threads).
+#[derive(Debug)]
+pub(crate) struct Failing {
+    every: u64,
+    fresh: AtomicU64,
+}
+
+impl Failing {
+    /// new fails every `every`-th fresh submission (`every` >= 1).
+    pub(crate) fn new(every: u64) -> Failing {
+        Failing {
+            every: every.max(1),
+            fresh: AtomicU64::new(0),
+        }
+    }
+
+    /// next counts a fresh submission and says whether it is one to fail.
+    fn next(&self) -> bool {
+        (self.fresh.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(self.every)
+    }
+}
+
+/// submitted settles a submission [`decide`] accepted: a resubmission when `retry_of` (the
+/// `X-Retry-Of` header, if given) names a failed task of this server, else a fresh one,
+/// which `failing` may turn into a failing task. Other outcomes pass through.
+pub(crate) fn submitted(
+    ids: &Ids,
+    outcome: Outcome,
+    retry_of: Option<Option<RawId>>,
+    failing: Option<&Failing>,
+) -> Outcome {
+    let Outcome::Submitted(kind) = outcome else {
+        return outcome;
+    };
+    match retry_of {
+        Some(raw) => match ids.prove(raw) {
+            Some(task) if task.kind == Kind::Fail => Outcome::Resubmitted(kind),
+            _ => Outcome::Invalid(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "X-Retry-Of must name a failed task of this server",
+            ),
+        },
+        None if failing.is_some_and(Failing::next) => Outcome::Submitted(Kind::Fail),
+        None => Outcome::Submitted(kind),
+    }
+}
+
 impl Task {
+    /// failed: the task ends FAILED.
+    pub(crate) fn failed(self) -> bool {
+        self.kind == Kind::Fail
+    }
+
     fn done(self, now: Duration) -> bool {
         now >= self.submitted + TASK_TIME
     }
@@ -396,6 +458,46 @@ mod tests {
         }
         seen.dedup();
         assert_eq!(seen.len(), 3, "ids differ");
+    }
+
+    #[test]
+    fn every_nth_fresh_task_fails_and_a_retry_names_a_failed_one() {
+        let ids = Ids::new();
+        let failing = Failing::new(3);
+        let fresh = |kind| submitted(&ids, Outcome::Submitted(kind), None, Some(&failing));
+        let kinds: Vec<Outcome> = (0..6).map(|_| fresh(Kind::Factorial)).collect();
+        let failed = kinds
+            .iter()
+            .filter(|o| **o == Outcome::Submitted(Kind::Fail))
+            .count();
+        assert_eq!(failed, 2, "{kinds:?}");
+        assert_eq!(kinds[2], Outcome::Submitted(Kind::Fail));
+        let bad = raw_id(ids.issue(ms(1), Kind::Fail, 5).as_str());
+        let good = raw_id(ids.issue(ms(1), Kind::Factorial, 5).as_str());
+        let retry = |raw| {
+            submitted(
+                &ids,
+                Outcome::Submitted(Kind::Factorial),
+                Some(raw),
+                Some(&failing),
+            )
+        };
+        // A retry never counts towards the knob: the next fresh one is still the 9th.
+        for _ in 0..5 {
+            assert_eq!(retry(bad), Outcome::Resubmitted(Kind::Factorial));
+        }
+        assert_eq!(retry(good).status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(retry(None).status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(fresh(Kind::Factorial), Outcome::Submitted(Kind::Factorial));
+        assert_eq!(fresh(Kind::Factorial), Outcome::Submitted(Kind::Factorial));
+        assert_eq!(fresh(Kind::Factorial), Outcome::Submitted(Kind::Fail));
+        // Without the knob nothing changes; a refusal passes through.
+        let plain = submitted(&ids, Outcome::Submitted(Kind::HttpFetch), None, None);
+        assert_eq!(plain, Outcome::Submitted(Kind::HttpFetch));
+        assert_eq!(
+            submitted(&ids, Outcome::NotDone, None, Some(&failing)),
+            Outcome::NotDone
+        );
     }
 
     #[test]

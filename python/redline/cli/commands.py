@@ -249,6 +249,13 @@ def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="STATUS",
         help="with --rate-limit: the status of refused requests (default 503; 429 is common)",
     )
+    probes.add_argument(
+        "--fail-every",
+        type=int,
+        metavar="N",
+        help="the task app fails every N-th fresh task (status FAILED); X-Retry-Of: ID "
+        "resubmits a failed one",
+    )
     t.set_defaults(func=cmd_target)
     return t
 
@@ -293,7 +300,10 @@ Probes: server-wide behaviour whose truth is known (N slots, S service time, loa
                                    token bucket in front of any of the above (or of the plain
                                    immediate answer): accepted rate R (at most B + R x W in any
                                    window W), the rest 503 (or STATUS) with Retry-After
-/__stats: queue_* (capacity), queue_refused, contention_busy/peak/served, rate_accepted/refused.
+  --fail-every N                   the task app fails every N-th fresh task (FAILED); a POST with
+                                   X-Retry-Of: ID of a failed task is a resubmission
+/__stats: queue_* (capacity), queue_refused, contention_busy/peak/served, rate_accepted/refused,
+tasks_succeeded/failed/resubmitted.
 """
 
 
@@ -518,6 +528,7 @@ def cmd_target(args: argparse.Namespace) -> int:
         rate_limit=args.rate_limit,
         burst=args.burst,
         refuse_status=args.refuse_status,
+        fail_every=args.fail_every,
     ) as target:
         print(f"listening on {target.url}", flush=True)
         try:

@@ -53,6 +53,11 @@ class Target:
       other convention) with ``Retry-After`` (seconds to the next token, at least 1). Accepted
       rate R over any window W long against B / R (at most B + R·W). Counters
       ``rate_accepted``, ``rate_refused``.
+    - **Failing tasks**, ``fail_every=N``: the task app runs every N-th fresh submission as a
+      failing task (its status ends ``FAILED``), counted across threads; a submission with an
+      ``X-Retry-Of: ID`` header naming a failed task is a resubmission (never failed by the
+      knob). Counters ``tasks_succeeded``, ``tasks_failed`` (status answers that said so) and
+      ``tasks_resubmitted``.
 
     The module docs of ``crates/testserver/src/`` (``capacity.rs``, ``pause.rs``,
     ``contention.rs``, ``bucket.rs``) derive each truth."""
@@ -74,8 +79,10 @@ class Target:
         rate_limit: float | None = None,
         burst: int | None = None,
         refuse_status: int | None = None,
+        fail_every: int | None = None,
     ):
         _whole("capacity", capacity, 1)
+        _whole("fail_every", fail_every, 1)
         _whole("queue_limit", queue_limit, 0)
         _whole("burst", burst, 1)
         _whole("refuse_status", refuse_status, 0)
@@ -105,6 +112,7 @@ class Target:
             None if rate_limit is None else float(rate_limit),
             burst,
             refuse_status,
+            fail_every,
         )
 
     @property
@@ -126,7 +134,8 @@ class Target:
         rate limit ``rate_accepted`` and ``rate_refused``; the form app's ``form_pages``,
         ``sessions_issued``, ``forms_posted``, ``forms_invalid``, ``missing_cookie`` and
         ``thanks_pages``; and the task app's ``tasks_submitted``, ``tasks_polled`` (of which
-        ``tasks_running`` answered RUNNING), ``tasks_results`` and ``tasks_refused``."""
+        ``tasks_running`` answered RUNNING, ``tasks_succeeded`` SUCCEEDED and ``tasks_failed``
+        FAILED), ``tasks_results``, ``tasks_resubmitted`` and ``tasks_refused``."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

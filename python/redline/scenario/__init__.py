@@ -14,6 +14,9 @@ executes with no Python call per request. See docs/scenarios.md.
                until=json_in("$.status", ["SUCCEEDED", "FAILED"]),
                checks=[json_eq("$.status", "SUCCEEDED")])
         u.get(f"/tasks/{tid}", name="result", status=200)
+
+Branches and loops (``with u.when(...)``, ``u.otherwise()``, ``u.repeat(n)``,
+``u.until(cond, limit=N)``, ``u.stop_iteration(cond)``) are decided per VU during the run.
 """
 
 from redline.scenario.checks import (
@@ -26,6 +29,7 @@ from redline.scenario.checks import (
     status,
 )
 from redline.scenario.compiler import Compiled, compile_scenario, load
+from redline.scenario.condition import Condition, all_of, any_of, not_
 from redline.scenario.scenario import Scenario
 from redline.scenario.template import Var
 from redline.scenario.user import (
@@ -44,6 +48,7 @@ __all__ = [
     "Response",
     "Var",
     "Check",
+    "Condition",
     "Think",
     "ScenarioError",
     "Compiled",
@@ -55,6 +60,9 @@ __all__ = [
     "json_not_in",
     "contains",
     "latency_under",
+    "all_of",
+    "any_of",
+    "not_",
     "between",
     "constant",
     "exponential",

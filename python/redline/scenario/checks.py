@@ -1,5 +1,6 @@
 """checks: conditions on a response, used as a request's ``checks=[...]`` (a failed check
-fails that request, with a reason counted under its name) and as a poll's ``until=``.
+fails that request, with a reason counted under its name), as a poll's ``until=``, and as
+conditions of ``u.when``/``u.until``/``u.stop_iteration`` (judged on the last response).
 
     status(200, 202)                      status in a set
     json_eq("$.status", "SUCCEEDED")      a JSON value equals one value
@@ -15,14 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline.runs.options import parse_duration
+from redline.scenario.condition import Condition
 from redline.scenario.jsonpath import parse_path
 
 
-@dataclass(frozen=True)
-class Check:
-    """Check is one condition, as the plan carries it (see docs/scenarios.md)."""
+@dataclass(frozen=True, eq=False)
+class Check(Condition):
+    """Check is one condition on a response, as the plan carries it (see docs/scenarios.md).
+    It is a :class:`~redline.scenario.condition.Condition` too: in ``u.when(...)`` it judges
+    the response the VU received last."""
 
     spec: dict[str, Any]
+
+    def plan(self) -> dict[str, Any]:
+        """plan: the check as a condition on the last response."""
+        return {"cond": "check", "check": dict(self.spec)}
 
 
 def status(*codes: int) -> Check:

@@ -101,7 +101,7 @@ def _plan(scenario: Scenario, run_vars: dict[str, str], path: str) -> dict[str, 
     setup_steps: list[dict[str, Any]] = []
     kept: Any = None
     if scenario.setup_fn is not None:
-        u = User(comp, base)
+        u = User(comp, base, in_setup=True)
         kept = _trace(scenario.setup_fn, u, path)
         setup_steps = u.steps
         base = u._defined

@@ -26,6 +26,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from redline.scenario.condition import Condition, compare, constant, match, one_of
+
 #: The marker delimiters: ASCII record, group and unit separators, which no sane URL, header
 #: or body text contains, so a marker cannot be confused with user text.
 _OPEN, _SALT, _CLOSE = "\x1e", "\x1d", "\x1f"
@@ -134,8 +136,10 @@ def _refuse(name: str, what: str, hint: str | None) -> str:
 class Var:
     """Var is a symbolic value known only during a run (an extracted value, a run variable, a
     data-file column, a random choice, a function the engine computes per request). Use it in
-    f-strings, dicts and lists, and in the ``u.`` functions; comparing it, branching on it or
-    computing with it in Python at compile time is impossible and raises."""
+    f-strings, dicts and lists, and in the ``u.`` functions. Comparing it (``==``, ``<``,
+    :meth:`is_in`, :meth:`matches`) gives a condition for ``u.when`` and ``u.until``;
+    branching on it with ``if`` or computing with it in Python at compile time is impossible
+    and raises."""
 
     __slots__ = ("name",)
 
@@ -166,14 +170,40 @@ class Var:
     def __bool__(self) -> bool:
         raise TypeError(
             f"the value of {describe(self.name)} is known only during the run: a flow cannot "
-            "branch on it (use a check, or poll until a condition holds)"
+            "branch on it with `if`; write `with u.when(value == ...):` (a condition decided "
+            "per VU)"
         )
 
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
-        raise TypeError(
-            f"the value of {describe(self.name)} is known only during the run: use a check "
-            "(json_eq, json_in, ...) instead of comparing it"
-        )
+    # Comparisons are conditions decided during the run (redline.scenario.condition).
+    def __eq__(self, other: object) -> Condition:  # type: ignore[override]
+        return compare(_side(self), "==", _operand(other))
+
+    def __ne__(self, other: object) -> Condition:  # type: ignore[override]
+        return compare(_side(self), "!=", _operand(other))
+
+    def __lt__(self, other: object) -> Condition:
+        return compare(_side(self), "<", _operand(other))
+
+    def __le__(self, other: object) -> Condition:
+        return compare(_side(self), "<=", _operand(other))
+
+    def __gt__(self, other: object) -> Condition:
+        return compare(_side(self), ">", _operand(other))
+
+    def __ge__(self, other: object) -> Condition:
+        return compare(_side(self), ">=", _operand(other))
+
+    def is_in(self, values: Any) -> Condition:
+        """is_in: the value is one of ``values`` (constants), a condition."""
+        return one_of(_side(self), values, negate=False)
+
+    def not_in(self, values: Any) -> Condition:
+        """not_in: the value is none of ``values`` (constants), a condition."""
+        return one_of(_side(self), values, negate=True)
+
+    def matches(self, pattern: str) -> Condition:
+        """matches: the value matches the regular expression ``pattern``, a condition."""
+        return match(_side(self)["var"], pattern)
 
     __hash__ = object.__hash__
 
@@ -221,6 +251,29 @@ def _ref(name: str) -> dict[str, Any]:
             raise _TemplateError(f"{name!r}: a function's value used outside its scenario")
         return fn
     return {"var": name}
+
+
+def _side(var: Var) -> dict[str, Any]:
+    """_side: a Var as a condition's operand (a function's value is computed where it is
+    sent, not kept: compare the value it is computed from)."""
+    if var.name.startswith("@"):
+        raise _ValueTypeError(
+            f"{describe(var.name)} is computed where it is sent and cannot be compared: "
+            "compare the value it is computed from"
+        )
+    return {"var": var.name}
+
+
+def _operand(value: object) -> dict[str, Any]:
+    """_operand: what a Var is compared with, as a condition's operand."""
+    if isinstance(value, Var):
+        return _side(value)
+    if isinstance(value, str) and _STRAY.search(value):
+        raise TypeError(
+            "compare a run-time value with a constant or with another run-time value, "
+            "not with text built from one"
+        )
+    return constant(value)
 
 
 def parts(value: Any) -> Template:

@@ -5,6 +5,7 @@ scenario file it came from, so that every later complaint names that line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -15,11 +16,13 @@ from typing import Any
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
 from redline.scenario.checks import Check
+from redline.scenario.control import Control
 from redline.scenario.functions import Functions
 from redline.scenario.jsonpath import parse_path
 from redline.scenario.template import Template, Var, display, json_template, parts, variables
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_CONTEXTLIB = os.path.abspath(contextlib.__file__)
 
 #: BUILTINS: variables every VU has: its number (0..), its iteration (0.. per VU).
 BUILTINS = ("vu", "iteration")
@@ -43,11 +46,12 @@ class ScenarioError(ConfigError):
 
 
 def caller() -> tuple[str | None, int | None]:
-    """caller: the file and line of the first frame outside this package (the user's line)."""
+    """caller: the file and line of the first frame outside this package and contextlib
+    (the user's line, also for a mistake found as a ``with`` block is entered)."""
     frame = sys._getframe(1)
     while frame is not None:
         fname = os.path.abspath(frame.f_code.co_filename)
-        if not fname.startswith(_PACKAGE_DIR):
+        if not fname.startswith(_PACKAGE_DIR) and fname != _CONTEXTLIB:
             return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return None, None
@@ -91,46 +95,74 @@ class Response:
 
     def __init__(self, user: User, step: dict[str, Any]) -> None:
         self._user, self._step = user, step
+        self._status: Var | None = None
 
-    def _extract(self, spec: dict[str, Any], what: str) -> Var:
-        name = self._user._fresh(what)
+    def _extract(
+        self, spec: dict[str, Any], what: str, default: Any = None, into: Var | None = None
+    ) -> Var:
+        name = self._user._fresh(what) if into is None else self._user._into(into)
         file, line = caller()
         spec = {"var": name, **spec, "line": line}
+        if default is not None:
+            spec["default"] = str(default)
         self._step["extract"].append(spec)
         self._user._define(name)
         return Var(name)
 
-    def json(self, path: str) -> Var:
-        """json: the value at a JSON path of the body (``$.id``, ``$.items[0].id``)."""
+    @property
+    def status(self) -> Var:
+        """status: the response's status code, a run-time value (``r.status == 200`` is a
+        condition for ``u.when``)."""
+        if self._status is None:
+            self._status = self._extract({"from": "status"}, "status")
+        return self._status
+
+    def json(self, path: str, default: Any = None, into: Var | None = None) -> Var:
+        """json: the value at a JSON path of the body (``$.id``, ``$.items[0].id``); with a
+        ``default``, a missing value (or a body that is not JSON) is that text instead of a
+        failed request; ``into`` (a :meth:`User.variable`) is the variable it sets, so that
+        every branch of a ``when`` can set the same one."""
         try:
             segs = parse_path(path)
         except ValueError as e:
             raise self._user._error(str(e)) from None
-        return self._extract({"from": "json", "path": segs, "text": path}, "json")
+        spec = {"from": "json", "path": segs, "text": path}
+        return self._extract(spec, "json", default, into)
 
-    def header(self, name: str) -> Var:
-        """header: the value of a response header (the first, by case-insensitive name)."""
-        return self._extract({"from": "header", "name": name}, "header")
+    def header(self, name: str, default: Any = None, into: Var | None = None) -> Var:
+        """header: the value of a response header (the first, by case-insensitive name);
+        ``default`` stands for a missing one; ``into`` as for :meth:`json`."""
+        return self._extract({"from": "header", "name": name}, "header", default, into)
 
-    def regex(self, pattern: str, group: int = 1) -> Var:
-        """regex: group ``group`` of the first match of ``pattern`` in the body."""
+    def regex(
+        self, pattern: str, group: int = 1, default: Any = None, into: Var | None = None
+    ) -> Var:
+        """regex: group ``group`` of the first match of ``pattern`` in the body; ``default``
+        stands for no match; ``into`` as for :meth:`json`."""
         try:
             rx = re.compile(pattern)
         except re.error as e:
             raise self._user._error(f"bad regex {pattern!r}: {e}") from None
         if not 0 <= group <= rx.groups:
             raise self._user._error(f"regex {pattern!r} has no group {group}")
-        return self._extract({"from": "regex", "pattern": pattern, "group": group}, "regex")
+        return self._extract(
+            {"from": "regex", "pattern": pattern, "group": group}, "regex", default, into
+        )
 
 
-class User(Functions):
+class User(Functions, Control):
     """User is what a flow function receives: a virtual user being traced. See
-    docs/scenarios.md for every step, and :class:`Functions` for the values the engine
-    computes per request."""
+    docs/scenarios.md for every step, :class:`Functions` for the values the engine computes
+    per request and :class:`Control` for branches and loops."""
 
-    def __init__(self, compiler: Any, defined: set[str]) -> None:
+    def __init__(self, compiler: Any, defined: set[str], in_setup: bool = False) -> None:
         self._c = compiler
         self._defined = set(defined)
+        self._partial: dict[str, int | None] = {}
+        self._chains = {}
+        self._sent = 0
+        self._in_setup = in_setup
+        self._declared: set[str] = set()
         #: setup: what the scenario's setup function returned (its extracted values, say a
         #: login token), for the flows; None in the setup itself.
         self.setup: Any = None
@@ -146,11 +178,32 @@ class User(Functions):
         file, line = caller()
         return ScenarioError(message, file, line)
 
+    def _error_at(self, message: str, line: int | None) -> ScenarioError:
+        file, _ = caller()
+        return ScenarioError(message, file, line)
+
+    def _here(self) -> int | None:
+        return caller()[1]
+
     def _fresh(self, what: str) -> str:
         return self._c.fresh(what)
 
     def _define(self, name: str) -> None:
         self._defined.add(name)
+
+    def _into(self, var: Var) -> str:
+        """_into: the name of a variable made by :meth:`variable`, for an extraction to set."""
+        if not isinstance(var, Var) or var.name not in self._declared:
+            raise self._error(f"into= takes a variable made by u.variable(), got {var!r}")
+        return var.name
+
+    def variable(self) -> Var:
+        """variable: a run-time variable that extractions set with ``into=`` (``r.json(
+        "$.id", into=v)``): the same variable from every branch of a ``when``, so that it is
+        usable after the block when every branch sets it."""
+        name = self._fresh("value")
+        self._declared.add(name)
+        return Var(name)
 
     def _add(self, step: dict[str, Any]) -> dict[str, Any]:
         _, step["line"] = caller()
@@ -158,13 +211,46 @@ class User(Functions):
         return step
 
     def _use(self, template: Template) -> Template:
-        for name in variables(template):
-            if name not in self._defined:
-                raise self._error(
-                    f"variable {self._c.label(name)} is used before it is extracted "
-                    "(or comes from another flow)"
-                )
+        self._use_names(variables(template))
         return template
+
+    def _use_names(self, names: list[str]) -> None:
+        for name in names:
+            if name in self._defined:
+                continue
+            if name in self._partial:
+                where = self._partial[name]
+                raise self._error(
+                    f"variable {self._c.label(name)} is set only in some branches of the "
+                    f"when (or in a repeat that may run no round) at line {where}: set it "
+                    "before that block, or in every branch (with otherwise()) into one "
+                    "u.variable()"
+                )
+            raise self._error(
+                f"variable {self._c.label(name)} is used before it is extracted "
+                "(or comes from another flow)"
+            )
+
+    def _check_count(self, count: int | Var) -> None:
+        """_check_count: a repeat count known at compile time (a run variable, a data
+        column shipped in the plan) is a whole number >= 0, else an error here rather than a
+        failure per VU."""
+        if not isinstance(count, Var):
+            return
+        name = count.name
+        if name.startswith("var."):
+            values = [self._c.used_vars.get(name[4:])]
+        elif name.startswith("data."):
+            _, ds, col = name.split(".", 2)
+            d = self._c.datasets[ds]
+            i = d["columns"].index(col)
+            # A file streamed to the engine is not read here: its rows are judged per VU.
+            values = [row[i] for row in d.get("rows") or []]
+        else:
+            return
+        for v in values:
+            if not (isinstance(v, str) and v.isascii() and v.isdigit()):
+                raise self._error(f"repeat count {name} is {v!r}, not a whole number >= 0")
 
     # -- variables ---------------------------------------------------------------------------
     @property
@@ -282,6 +368,7 @@ class User(Functions):
             except ValueError as e:
                 raise self._error(f"tally: {e}") from None
         self._add(step)
+        self._sent += 1
         return Response(self, step)
 
     def get(self, path: Any, **kw: Any) -> Response:
@@ -347,18 +434,6 @@ class User(Functions):
             except ValueError as e:
                 raise self._error(str(e)) from None
         self._add({"step": "think", **pause.spec})
-
-    @contextmanager
-    def loop(self, count: int) -> Iterator[None]:
-        """loop: ``with u.loop(3):`` runs the steps of the block three times."""
-        if not isinstance(count, int) or count < 1:
-            raise self._error(f"loop count must be an integer >= 1, got {count!r}")
-        step = self._add({"step": "loop", "count": count, "steps": []})
-        self._stack.append(step["steps"])
-        try:
-            yield
-        finally:
-            self._stack.pop()
 
     @contextmanager
     def group(self, name: str) -> Iterator[None]:

@@ -18,6 +18,9 @@ use super::template::{BuildError, Escape, Template};
 use super::*;
 use crate::error::EngineError;
 
+#[path = "build_control.rs"]
+mod control;
+
 /// Builder resolves names while a plan is built.
 struct Builder<'a> {
     file: &'a str,
@@ -122,9 +125,16 @@ impl Builder<'_> {
         let mut extract = Vec::new();
         for x in &r.extract {
             let (var, source) = self.extract(x, r.line)?;
+            let default = match x {
+                ExtractSpec::Json { default, .. }
+                | ExtractSpec::Header { default, .. }
+                | ExtractSpec::Regex { default, .. } => default.clone(),
+                ExtractSpec::Status { .. } => None,
+            };
             extract.push(Extract {
                 slot: self.slot(var),
                 source,
+                default,
             });
         }
         let stat = Self::stat(&mut self.names, &r.name);
@@ -240,11 +250,13 @@ impl Builder<'_> {
                 },
             ),
             ExtractSpec::Header { var, name, .. } => (var, Source::Header(name.clone())),
+            ExtractSpec::Status { var, .. } => (var, Source::Status),
             ExtractSpec::Regex {
                 var,
                 pattern,
                 group,
                 line,
+                ..
             } => {
                 let re = Regex::new(pattern).map_err(|e| {
                     self.err(line.or(request_line), format!("bad regex {pattern:?}: {e}"))
@@ -316,19 +328,11 @@ impl Builder<'_> {
                     let op = self.set(var, choice, func.as_deref(), args, *line)?;
                     ops.push(op);
                 }
-                StepSpec::Loop { count, steps, line } => {
-                    if *count == 0 {
-                        return Err(self.err(*line, "loop count must be >= 1"));
-                    }
-                    self.depth = self.depth.max(depth + 1);
-                    let start = ops.len();
-                    ops.push(Op::LoopStart {
-                        count: *count,
-                        depth,
-                    });
-                    self.steps(steps, ops, depth + 1)?;
-                    ops.push(Op::LoopEnd { start, depth });
-                }
+                StepSpec::Loop { .. }
+                | StepSpec::Repeat { .. }
+                | StepSpec::When { .. }
+                | StepSpec::Until { .. }
+                | StepSpec::Stop { .. } => self.control(s, ops, depth)?,
                 StepSpec::Group { name, steps, .. } => {
                     let g = Self::stat(&mut self.groups, name);
                     ops.push(Op::GroupStart(g));
@@ -390,29 +394,6 @@ impl Builder<'_> {
             .map(|c| self.slot(&format!("data.{}.{c}", d.name)))
             .collect();
         Data::build(d, slots).map_err(|e| self.err(d.line, format!("data set {:?}: {e}", d.name)))
-    }
-
-    /// declare makes the slots of the variables the steps extract or set: they exist from
-    /// the start (their slots are known before the steps that read them); the compiler has
-    /// checked the order of use.
-    fn declare(&mut self, steps: &[StepSpec]) {
-        for s in steps {
-            match s {
-                StepSpec::Request(r) | StepSpec::Poll { request: r, .. } => {
-                    for x in &r.extract {
-                        let (ExtractSpec::Json { var, .. }
-                        | ExtractSpec::Header { var, .. }
-                        | ExtractSpec::Regex { var, .. }) = x;
-                        self.slot(var);
-                    }
-                }
-                StepSpec::Set { var, .. } => {
-                    self.slot(var);
-                }
-                StepSpec::Loop { steps, .. } | StepSpec::Group { steps, .. } => self.declare(steps),
-                StepSpec::Think { .. } => {}
-            }
-        }
     }
 
     /// flows builds the plan's flows (at least one, each weighted and with steps).

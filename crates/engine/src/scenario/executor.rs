@@ -116,6 +116,11 @@ pub struct Vu {
     /// stat: the name the last request was recorded under (a followed redirect's has its
     /// own), where its failed checks go, so that each name's failures are its requests'.
     stat: usize,
+    /// latency: the last response's, for conditions that check it (its status and body
+    /// are in `parsed`).
+    latency: Duration,
+    /// sent_any: a request was sent (a loop's failure is booked on the last one).
+    sent_any: bool,
 }
 
 /// Failed: the iteration ended early (its reason is already counted).
@@ -150,6 +155,8 @@ impl Vu {
             locs: Vec::new(),
             sent: Instant::now(),
             stat: 0,
+            latency: Duration::ZERO,
+            sent_any: false,
         }
     }
 
@@ -272,13 +279,6 @@ impl Vu {
                 Op::Draw { slot, gen } => {
                     gen.draw(&mut self.entropy, SystemTime::now(), &mut self.vars[*slot]);
                 }
-                Op::LoopStart { count, depth } => self.loops[*depth] = *count,
-                Op::LoopEnd { start, depth } => {
-                    self.loops[*depth] -= 1;
-                    if self.loops[*depth] > 0 {
-                        pc = start + 1;
-                    }
-                }
                 Op::GroupStart(g) => self.groups.push((*g, t.now())),
                 Op::GroupEnd => {
                     if let Some((g, start)) = self.groups.pop() {
@@ -286,13 +286,24 @@ impl Vu {
                         t.group(start, g, now.saturating_duration_since(start), true);
                     }
                 }
+                // Loops, branches and stops: executor_control.rs.
+                control => {
+                    if let Some(end) = self.control(control, t, &mut pc) {
+                        break end;
+                    }
+                }
             }
         };
-        if result.is_err() {
-            // Groups the failure cut short are failed passes.
+        // Groups a failure cut short are failed passes; those a stop cut short, passes.
+        if !self.groups.is_empty() {
             let now = t.now();
             while let Some((g, start)) = self.groups.pop() {
-                t.group(start, g, now.saturating_duration_since(start), false);
+                t.group(
+                    start,
+                    g,
+                    now.saturating_duration_since(start),
+                    result.is_ok(),
+                );
             }
         }
         result
@@ -329,7 +340,7 @@ impl Vu {
                 latency,
                 resp: &self.parsed,
             };
-            let done = until.iter().all(|c| c.eval(&seen).is_none());
+            let done = until.iter().all(|c| c.holds(&seen));
             if done {
                 return self.judge(req, t, self.sent, status, latency);
             }
@@ -394,6 +405,7 @@ impl Vu {
         let mut hops = 0;
         loop {
             self.sent = intended;
+            self.sent_any = true;
             let stat = if hops == 0 { req.stat } else { req.hop_stat };
             self.stat = stat;
             let reply = t
@@ -406,6 +418,7 @@ impl Vu {
                 }
                 Reply::Answered { status, latency } => (status, latency),
             };
+            self.latency = latency;
             self.parsed.parse(&self.raw);
             for c in self.parsed.headers_named(&self.raw, "set-cookie") {
                 self.jar.store(c);
@@ -570,6 +583,9 @@ pub fn class_name(c: ErrorClass) -> &'static str {
         _ => "error",
     }
 }
+
+#[path = "executor_control.rs"]
+mod control;
 
 #[cfg(test)]
 #[path = "executor_tests.rs"]

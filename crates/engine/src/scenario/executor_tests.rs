@@ -466,3 +466,5 @@ fn a_bad_function_is_refused_with_its_line() {
     let err = Script::from_json(&p, "h:80").unwrap_err().to_string();
     assert!(err.contains("t.py:12: unknown function \"sha3\""), "{err}");
 }
+#[path = "executor_control_tests.rs"]
+mod control;

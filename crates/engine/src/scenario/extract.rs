@@ -1,6 +1,8 @@
 //! Extractions: a variable's value taken from a response (a JSON path, a header, a regex
 //! group). A failed extraction is a reason, counted under the request's name.
 
+use std::fmt::Write as _;
+
 use regex::bytes::{CaptureLocations, Regex};
 use serde_json::Value;
 
@@ -27,6 +29,8 @@ pub enum Source {
         /// group: the capture group.
         group: usize,
     },
+    /// Status: the status code.
+    Status,
 }
 
 /// Extract sets variable `slot` from a response.
@@ -36,6 +40,8 @@ pub struct Extract {
     pub slot: usize,
     /// source: where the value comes from.
     pub source: Source,
+    /// default: the value taken when the response has none (else the request fails).
+    pub default: Option<String>,
 }
 
 /// as_text renders a JSON value as a variable's text: strings without quotes, the rest as
@@ -46,6 +52,15 @@ pub fn as_text(v: &Value, out: &mut String) {
         Value::String(s) => out.push_str(s),
         other => out.push_str(&other.to_string()),
     }
+}
+
+/// Miss is why a response holds no value for an extraction (worded only when it fails a
+/// request: one with a default takes the default without writing a reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Miss {
+    NotJson,
+    NotFound,
+    GroupUnmatched,
 }
 
 impl Extract {
@@ -59,29 +74,64 @@ impl Extract {
         out: &mut String,
         locs: &mut Option<CaptureLocations>,
     ) -> Result<(), String> {
+        match (self.find(raw, resp, out, locs), &self.default) {
+            (Ok(()), _) => Ok(()),
+            (Err(_), Some(d)) => {
+                out.clear();
+                out.push_str(d);
+                Ok(())
+            }
+            (Err(miss), None) => Err(self.reason(miss)),
+        }
+    }
+
+    /// reason words a miss for the failures table.
+    fn reason(&self, miss: Miss) -> String {
+        match (&self.source, miss) {
+            (Source::Json { text, .. }, Miss::NotJson) => {
+                format!("extract {text}: body is not JSON")
+            }
+            (Source::Json { text, .. }, _) => format!("extract {text}: not found"),
+            (Source::Header(name), _) => format!("extract header {name}: not found"),
+            (Source::Regex { re, group }, Miss::GroupUnmatched) => {
+                format!("extract regex {}: group {group} did not match", re.as_str())
+            }
+            (Source::Regex { re, .. }, _) => format!("extract regex {}: no match", re.as_str()),
+            (Source::Status, _) => "extract status: none".to_string(),
+        }
+    }
+
+    /// find writes the value found into `out`, or says why there is none.
+    fn find(
+        &self,
+        raw: &[u8],
+        resp: &Parsed,
+        out: &mut String,
+        locs: &mut Option<CaptureLocations>,
+    ) -> Result<(), Miss> {
         match &self.source {
-            Source::Json { path, text } => {
+            Source::Status => {
+                out.clear();
+                let _ = write!(out, "{}", resp.status);
+                Ok(())
+            }
+            Source::Json { path, .. } => {
                 let v = find(&resp.body, path)
-                    .map_err(|_| format!("extract {text}: body is not JSON"))?
-                    .ok_or_else(|| format!("extract {text}: not found"))?;
+                    .map_err(|_| Miss::NotJson)?
+                    .ok_or(Miss::NotFound)?;
                 as_text(&v, out);
                 Ok(())
             }
             Source::Header(name) => {
-                let v = resp
-                    .header(raw, name)
-                    .ok_or_else(|| format!("extract header {name}: not found"))?;
+                let v = resp.header(raw, name).ok_or(Miss::NotFound)?;
                 out.clear();
                 out.push_str(v);
                 Ok(())
             }
             Source::Regex { re, group } => {
                 let locs = locs.get_or_insert_with(|| re.capture_locations());
-                re.captures_read(locs, &resp.body)
-                    .ok_or_else(|| format!("extract regex {}: no match", re.as_str()))?;
-                let (start, end) = locs.get(*group).ok_or_else(|| {
-                    format!("extract regex {}: group {group} did not match", re.as_str())
-                })?;
+                re.captures_read(locs, &resp.body).ok_or(Miss::NotFound)?;
+                let (start, end) = locs.get(*group).ok_or(Miss::GroupUnmatched)?;
                 let text = &resp.body[start..end];
                 out.clear();
                 match std::str::from_utf8(text) {
@@ -166,7 +216,12 @@ mod tests {
         ];
         for (label, source, want) in cases {
             let mut out = String::new();
-            let got = Extract { slot: 0, source }.run(raw, &resp, &mut out, &mut None);
+            let got = Extract {
+                slot: 0,
+                source,
+                default: None,
+            }
+            .run(raw, &resp, &mut out, &mut None);
             match want {
                 Ok(v) => {
                     assert_eq!(got, Ok(()), "{label}");
@@ -175,6 +230,29 @@ mod tests {
                 Err(e) => assert_eq!(got, Err(e.to_string()), "{label}"),
             }
         }
+    }
+
+    #[test]
+    fn a_default_stands_for_a_missing_value_and_the_status_is_there() {
+        let raw: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+        let mut resp = Parsed::default();
+        resp.parse(raw);
+        let x = Extract {
+            slot: 0,
+            source: Source::Header("x-next".into()),
+            default: Some("none".into()),
+        };
+        let mut out = "old".to_string();
+        assert_eq!(x.run(raw, &resp, &mut out, &mut None), Ok(()));
+        assert_eq!(out, "none");
+        // The status is always there.
+        let x = Extract {
+            slot: 0,
+            source: Source::Status,
+            default: None,
+        };
+        assert_eq!(x.run(raw, &resp, &mut out, &mut None), Ok(()));
+        assert_eq!(out, "200");
     }
 
     #[test]
@@ -188,6 +266,7 @@ mod tests {
                 path: vec![key("id")],
                 text: "$.id".into(),
             },
+            default: None,
         };
         let got = x.run(raw, &resp, &mut String::new(), &mut None);
         assert_eq!(got, Err("extract $.id: body is not JSON".to_string()));

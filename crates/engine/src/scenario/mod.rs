@@ -7,12 +7,14 @@
 //! [`Op`]s with jumps (so the executor is a plain loop over a program counter, without
 //! recursion or boxed futures). Modules, in dependency order: `spec` (the JSON), `function`
 //! (what a template computes per request), `generator` (what a set step draws), `template`,
-//! `response`, `extract`, `check`, `cookies`, `rng`, the script's types here and `build`
+//! `response`, `extract`, `check`, `cond` (conditions of `when`, `until` and `stop`),
+//! `cookies`, `rng`, the script's types here and `build`
 //! (the builder), then `executor` (one
 //! iteration of one VU over a [`executor::Transport`]), `stats` (what it records) and `tally`
 //! (the values a request counts of its answers).
 
 pub mod check;
+pub mod cond;
 pub mod cookies;
 pub mod data;
 pub mod executor;
@@ -33,6 +35,7 @@ mod build;
 use std::time::Duration;
 
 use check::Check;
+use cond::Cond;
 pub use data::Data;
 use extract::Extract;
 use template::Template;
@@ -137,12 +140,14 @@ pub enum Op {
         /// gen: what draws the value.
         gen: generator::Generator,
     },
-    /// LoopStart: enter a loop of `count` rounds at nesting `depth`.
+    /// LoopStart: enter a loop of `count` rounds at nesting `depth` (none: go to `end`).
     LoopStart {
         /// count: rounds.
-        count: u32,
+        count: Count,
         /// depth: the loop counter's index.
         depth: usize,
+        /// end: the op after the matching LoopEnd.
+        end: usize,
     },
     /// LoopEnd: another round from `start + 1`, or go on.
     LoopEnd {
@@ -151,10 +156,49 @@ pub enum Op {
         /// depth: the loop counter's index.
         depth: usize,
     },
+    /// UntilStart: enter an until loop at nesting `depth` (its round counter from 0).
+    UntilStart {
+        /// depth: the round counter's index.
+        depth: usize,
+    },
+    /// UntilEnd: go on when `cond` holds; else another round from `start + 1`, or, after
+    /// `limit` rounds, fail the iteration for `reason`.
+    UntilEnd {
+        /// start: the index of the matching UntilStart.
+        start: usize,
+        /// depth: the round counter's index.
+        depth: usize,
+        /// cond: the condition that ends the loop.
+        cond: Cond,
+        /// limit: the most rounds.
+        limit: u32,
+        /// reason: the failure at the limit (`until (line 12) still false after 20 rounds`).
+        reason: String,
+    },
+    /// Unless: go on when `cond` holds, else go to `to` (a branch of a `when`).
+    Unless {
+        /// cond: the branch's condition.
+        cond: Cond,
+        /// to: the op after the branch.
+        to: usize,
+    },
+    /// Jump: go to op `0` (past the other branches of a `when`).
+    Jump(usize),
+    /// Stop: end the iteration, as completed, when the condition holds (None: always).
+    Stop(Option<Cond>),
     /// GroupStart: start timing group `0`.
     GroupStart(usize),
     /// GroupEnd: stop timing the innermost group.
     GroupEnd,
+}
+
+/// Count is a repeat's count: fixed, or a variable's value read when the loop starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// Fixed: this many rounds.
+    Fixed(u32),
+    /// Slot: the whole number in this variable.
+    Slot(usize),
 }
 
 /// Flow is a weighted, flattened flow.

@@ -16,6 +16,8 @@ pub struct Parsed {
     headers: Vec<(Range<usize>, Range<usize>)>,
     /// body: the body, de-chunked.
     pub body: Vec<u8>,
+    /// status: the status code (0 when the head does not parse).
+    pub status: u16,
 }
 
 impl Parsed {
@@ -24,11 +26,13 @@ impl Parsed {
     pub fn parse(&mut self, raw: &[u8]) {
         self.headers.clear();
         self.body.clear();
+        self.status = 0;
         let mut inline = [httparse::EMPTY_HEADER; 64];
         let mut resp = httparse::Response::new(&mut inline);
         let Ok(httparse::Status::Complete(head_len)) = resp.parse(raw) else {
             return;
         };
+        self.status = resp.code.unwrap_or(0);
         let base = raw.as_ptr() as usize;
         let mut chunked = false;
         for h in resp.headers.iter() {

@@ -89,6 +89,9 @@ pub enum ExtractSpec {
         /// text: the path as written, for messages.
         #[serde(default)]
         text: String,
+        /// default: the value when there is none (else the request fails).
+        #[serde(default)]
+        default: Option<String>,
         /// line: the scenario line.
         #[serde(default)]
         line: Option<u32>,
@@ -99,6 +102,9 @@ pub enum ExtractSpec {
         var: String,
         /// name: the header name (case-insensitive).
         name: String,
+        /// default: the value when there is none (else the request fails).
+        #[serde(default)]
+        default: Option<String>,
         /// line: the scenario line.
         #[serde(default)]
         line: Option<u32>,
@@ -111,6 +117,17 @@ pub enum ExtractSpec {
         pattern: String,
         /// group: the capture group (0: the whole match).
         group: usize,
+        /// default: the value when there is none (else the request fails).
+        #[serde(default)]
+        default: Option<String>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Status: the response's status code (every response has one).
+    Status {
+        /// var: the variable set.
+        var: String,
         /// line: the scenario line.
         #[serde(default)]
         line: Option<u32>,
@@ -274,6 +291,146 @@ pub enum StepSpec {
         /// line: the scenario line.
         #[serde(default)]
         line: Option<u32>,
+    },
+    /// When: run the steps of the first branch whose condition holds, else `otherwise`.
+    When {
+        /// branches: `when` then each `otherwise_when`, in order.
+        branches: Vec<BranchSpec>,
+        /// otherwise: the steps run when no branch's condition holds.
+        #[serde(default, rename = "else")]
+        otherwise: Option<Vec<StepSpec>>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Repeat: run `steps` `count` times (a number, or a variable's value read when the
+    /// repeat starts: 0 runs them not at all).
+    Repeat {
+        /// count: how many times.
+        count: CountSpec,
+        /// steps: the body.
+        steps: Vec<StepSpec>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Until: run `steps`, then again until `cond` holds after a round; after `limit`
+    /// rounds without it the iteration fails.
+    Until {
+        /// cond: the condition that ends the loop, judged after each round.
+        cond: CondSpec,
+        /// limit: the most rounds.
+        limit: u32,
+        /// steps: the body.
+        steps: Vec<StepSpec>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+    /// Stop: end the iteration here, as completed, when `cond` holds (always without one).
+    Stop {
+        /// cond: the condition, if any.
+        #[serde(default)]
+        cond: Option<CondSpec>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
+}
+
+/// BranchSpec is one branch of a `when`: its condition and its steps.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct BranchSpec {
+    /// cond: the branch runs when this holds (and no branch before it ran).
+    #[serde(rename = "if")]
+    pub cond: CondSpec,
+    /// steps: the body.
+    pub steps: Vec<StepSpec>,
+    /// line: the scenario line.
+    #[serde(default)]
+    pub line: Option<u32>,
+}
+
+/// CountSpec is a repeat's count: a number, or a variable holding one.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum CountSpec {
+    /// Fixed: this many times.
+    Fixed(u32),
+    /// Var: the value of a variable, a whole number, read when the repeat starts.
+    Var {
+        /// var: the variable's name.
+        var: String,
+    },
+}
+
+/// OperandSpec is one side of a comparison: a variable's value or a constant.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum OperandSpec {
+    /// Var: a variable's value, as text.
+    Var {
+        /// var: the variable's name.
+        var: String,
+    },
+    /// Value: a JSON constant (a string as itself, another value as its JSON text).
+    Value {
+        /// value: the constant.
+        value: serde_json::Value,
+    },
+}
+
+/// CondSpec is a condition decided during the run: on variables, on the last response, or
+/// a combination.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "cond", rename_all = "lowercase")]
+pub enum CondSpec {
+    /// Cmp: `left op right`, `op` one of `== != < <= > >=` (numbers compared as numbers
+    /// where both sides are numbers, else text).
+    Cmp {
+        /// left: the left side.
+        left: OperandSpec,
+        /// op: the comparison.
+        op: String,
+        /// right: the right side.
+        right: OperandSpec,
+    },
+    /// In: `left` equals one of `values` (`negate`: none of them).
+    In {
+        /// left: the value tested.
+        left: OperandSpec,
+        /// values: the set.
+        values: Vec<serde_json::Value>,
+        /// negate: "not in".
+        #[serde(default)]
+        negate: bool,
+    },
+    /// Match: a variable's value matches a regular expression (Rust `regex` syntax).
+    Match {
+        /// var: the variable.
+        var: String,
+        /// pattern: the expression.
+        pattern: String,
+    },
+    /// Check: a check holds on the response the VU received last.
+    Check {
+        /// check: the check.
+        check: CheckSpec,
+    },
+    /// All: every condition holds (true when there are none).
+    All {
+        /// of: the conditions.
+        of: Vec<CondSpec>,
+    },
+    /// Any: at least one condition holds.
+    Any {
+        /// of: the conditions.
+        of: Vec<CondSpec>,
+    },
+    /// Not: the condition does not hold.
+    Not {
+        /// of: the condition.
+        of: Box<CondSpec>,
     },
 }
 

@@ -82,7 +82,13 @@ impl<S: Io> Conn<S> {
             task::Outcome::Invalid(StatusCode::PAYLOAD_TOO_LARGE, "body too large")
         } else {
             let now = shared.started.elapsed();
-            task::decide(&shared.tasks, ask, request.verb, &self.body, now)
+            let outcome = task::decide(&shared.tasks, ask, request.verb, &self.body, now);
+            task::submitted(
+                &shared.tasks,
+                outcome,
+                request.retry_of,
+                shared.failing.as_ref(),
+            )
         };
         shared.board.thread(self.thread).add_task(&outcome);
         // The request body is no longer needed: its buffer holds the answer's.
@@ -91,7 +97,7 @@ impl<S: Io> Conn<S> {
         let mut extra: [(&str, &str); 1] = [("", "")];
         let mut extras = 0;
         let content_type = match &outcome {
-            task::Outcome::Submitted(kind) => {
+            task::Outcome::Submitted(kind) | task::Outcome::Resubmitted(kind) => {
                 let now = shared.started.elapsed();
                 let id = shared.tasks.issue(now, *kind, self.rng.random());
                 out.extend_from_slice(b"{\"id\":\"");

@@ -1,0 +1,91 @@
+//! The executor's control flow: the jumps of `when`, `repeat`, `until` and `stop` (see
+//! [`Op`]), deciding conditions on the VU's variables and its last response in place.
+
+use super::{Failed, Transport, Vu};
+use crate::scenario::check::Seen;
+use crate::scenario::cond::{Cond, Facts};
+use crate::scenario::{Count, Op};
+
+/// MAX_SHOWN: the longest run-time count shown in a reason (reasons group by their text).
+const MAX_SHOWN: usize = 20;
+
+impl Vu {
+    /// control runs one control op; `pc` is already past it. Some ends the flow: Ok for a
+    /// stop (the iteration is complete), Err for a failure (its reason counted).
+    pub(super) fn control<T: Transport>(
+        &mut self,
+        op: &Op,
+        t: &mut T,
+        pc: &mut usize,
+    ) -> Option<Result<(), Failed>> {
+        match op {
+            Op::LoopStart { count, depth, end } => match self.count(*count) {
+                Ok(0) => *pc = *end,
+                Ok(n) => self.loops[*depth] = n,
+                Err(reason) => return Some(self.fail(t, &reason)),
+            },
+            Op::LoopEnd { start, depth } => {
+                self.loops[*depth] -= 1;
+                if self.loops[*depth] > 0 {
+                    *pc = start + 1;
+                }
+            }
+            Op::UntilStart { depth } => self.loops[*depth] = 0,
+            Op::UntilEnd {
+                start,
+                depth,
+                cond,
+                limit,
+                reason,
+            } if !self.holds(cond) => {
+                self.loops[*depth] += 1;
+                if self.loops[*depth] >= *limit {
+                    return Some(self.fail(t, reason));
+                }
+                *pc = start + 1;
+            }
+            Op::Unless { cond, to } if !self.holds(cond) => *pc = *to,
+            Op::Jump(to) => *pc = *to,
+            Op::Stop(cond) if cond.as_ref().is_none_or(|c| self.holds(c)) => return Some(Ok(())),
+            // A condition that holds (an until done, a branch taken, a stop not taken) goes
+            // on; the other ops are not control ops.
+            _ => {}
+        }
+        None
+    }
+
+    /// holds decides `cond` on the variables and the last response.
+    fn holds(&self, cond: &Cond) -> bool {
+        cond.holds(&Facts {
+            vars: &self.vars,
+            seen: Seen {
+                status: self.parsed.status,
+                latency: self.latency,
+                resp: &self.parsed,
+            },
+        })
+    }
+
+    /// count reads a repeat's count, or says why the variable holds none.
+    fn count(&self, count: Count) -> Result<u32, String> {
+        match count {
+            Count::Fixed(n) => Ok(n),
+            Count::Slot(i) => {
+                let text = self.vars.get(i).map_or("", String::as_str);
+                text.parse::<u32>().map_err(|_| {
+                    let shown: String = text.chars().take(MAX_SHOWN).collect();
+                    format!("repeat count {shown:?} is not a whole number")
+                })
+            }
+        }
+    }
+
+    /// fail ends the flow for `reason`, booked on the last request sent (as a poll's
+    /// timeout is); with none sent yet, the iteration fails with no request to book it on.
+    fn fail<T: Transport>(&mut self, t: &mut T, reason: &str) -> Result<(), Failed> {
+        if self.sent_any {
+            t.fail(self.sent, self.stat, reason);
+        }
+        Err(Failed)
+    }
+}
