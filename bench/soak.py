@@ -12,16 +12,20 @@ SQLite or PostgreSQL (a private cluster, taskqueue.localpg) in the open model at
 its capacity, the capacity measured first by a closed run of 64 users (its tasks/s).
 
 Every ``--sample`` seconds (60: per minute) it reads, for the service and for redline (each
-process with its children, through psutil): RSS, open fds, threads and CPU seconds; and from
-redline's own time series (its ``--interval`` is the sample period) that window's p99 and error
-rate; CPU per request is each side's CPU over the requests the window carried (the test
-server's own count for ``redline``; redline's for ``taskqueue``).
+process with its children, through psutil): RSS, open fds, established TCP connections, the fds
+held besides them (``held_fds``: files, listeners, sockets left closing), threads and CPU
+seconds; and from redline's own time series (its ``--interval`` is the sample period) that
+window's p99 and error rate; CPU per request is each side's CPU over the requests the window
+carried (the test server's own count for ``redline``; redline's for ``taskqueue``).
 
 The figure is the slope of each series: a least-squares line through the samples after
 ``--warmup``, with its 95 % interval (Student's t on the slope's standard error). A series is
 flat when that interval covers zero or the growth it gives is under 1 % of the series' mean an
-hour (``FLAT_PCT_PER_H``). The rows go to bench/results/soak.md with the command. Every process
-is bound by the run's length and stopped at the end.
+hour (``FLAT_PCT_PER_H``). The exit status is 1 when RSS or ``held_fds`` grows: the open model
+widens its pool while it runs behind (a busy machine), so its fds follow its connections, which
+are bounded by ``--max-connections``; a leaked fd is one held besides a live connection. The
+rows go to bench/results/soak.md with the command. Every process is bound by the run's length
+and stopped at the end.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ FLAT_PCT_PER_H = 1.0
 SERIES = {
     "rss_mib": "MiB",
     "fds": "fds",
+    "connections": "connections",
+    "held_fds": "fds",
     "threads": "threads",
     "cpu_us_per_request": "µs",
 }
@@ -116,8 +122,9 @@ class Side:
     cpu_s: float = 0.0
 
     def sample(self) -> dict[str, float]:
-        """sample: RSS, fds, threads and CPU seconds of the process and its children now."""
-        rss = fds = threads = 0
+        """sample: RSS, fds (and the established TCP connections among them), threads and CPU
+        seconds of the process and its children now."""
+        rss = fds = threads = conns = 0
         cpu = 0.0
         procs = [self.proc]
         try:
@@ -129,12 +136,20 @@ class Side:
                 with p.oneshot():
                     rss += p.memory_info().rss
                     fds += p.num_fds()
+                    conns += sum(c.status == psutil.CONN_ESTABLISHED for c in p.net_connections())
                     threads += p.num_threads()
                     t = p.cpu_times()
                     cpu += t.user + t.system
             except psutil.Error:
                 continue  # a child that ended between the listing and the read
-        return {"rss_mib": rss / 2**20, "fds": fds, "threads": threads, "cpu_s": cpu}
+        return {
+            "rss_mib": rss / 2**20,
+            "fds": fds,
+            "connections": conns,
+            "held_fds": fds - conns,
+            "threads": threads,
+            "cpu_s": cpu,
+        }
 
 
 def served(url: str) -> int:
@@ -195,8 +210,8 @@ def watch(
         due = t0 + k * sample_s
         while time.monotonic() < due and redline.poll() is None:
             time.sleep(min(0.2, max(0.0, due - time.monotonic())))
-        if redline.poll() is not None or k * sample_s > seconds + 1e-9:
-            break
+        if redline.poll() is not None or k * sample_s >= seconds - 1e-9:
+            break  # a sample at the run's end would read its teardown (sockets closing)
         now = count()
         row: dict[str, Any] = {"t_s": round(time.monotonic() - t0, 3)}
         done = None if now is None or last is None else now - last
@@ -218,6 +233,8 @@ def redline_argv(args: argparse.Namespace, seconds: float, out: Path) -> list[st
     argv += ["--interval", f"{args.sample:g}s", "--json", str(out)]
     if args.rate:
         argv += ["--rate", f"{args.rate:g}"]
+        if args.max_connections:
+            argv += ["--max-connections", str(args.max_connections)]
     elif args.connections:
         argv += ["-c", str(args.connections)]
     return argv + (["-t", str(args.threads)] if args.threads else [])
@@ -349,7 +366,7 @@ def figures(
     t = [r["t_s"] for r in kept]
     out: dict[str, Slope] = {}
     for side in ("service", "redline"):
-        for key in ("rss_mib", "fds", "threads"):
+        for key in ("rss_mib", "fds", "connections", "held_fds", "threads"):
             floor = rss_floor if key == "rss_mib" else 0.0
             out[f"{side}.{key}"] = slope(t, [r[side][key] for r in kept], floor)
         per = [1e6 * r[side]["cpu_s"] / r["requests"] if r.get("requests") else None for r in kept]
@@ -387,6 +404,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--rate", type=float, help="redline: req/s (open model)")
     p.add_argument("--connections", type=int, default=50, help="redline: closed model")
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        help="redline, open model: its pool's cap (the pool widens while it runs behind)",
+    )
     p.add_argument("--threads", type=int, default=1, help="redline's engine threads")
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--share", type=float, default=0.7, help="taskqueue: of its capacity")
@@ -437,11 +459,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_record:
         minutes = f"{args.minutes:g} min"
         record.append("soak", f"{args.what} soak, {minutes}{args.label}", ctx, body)
-    # The exit status: 1 when RSS or fds grow (a fall, or p99 or CPU moving, is reported only).
+    # The exit status: 1 when RSS or the fds held besides live connections grow (a fall, the
+    # pool widening, or p99 or CPU moving, is reported only).
     grows = [
         k
         for k, s in slopes.items()
-        if k.endswith(("rss_mib", "fds")) and s.flat is False and (s.per_h or 0.0) > 0
+        if k.endswith(("rss_mib", "held_fds")) and s.flat is False and (s.per_h or 0.0) > 0
     ]
     return 1 if grows else 0
 

@@ -70,9 +70,12 @@ def test_too_few_points_give_no_verdict() -> None:
 @pytest.mark.alone
 def test_two_minutes_of_redline_alone_hold_flat(tmp_path: Path) -> None:
     """Two minutes at 2,000 req/s (open model), sampled every 10 s, the first 30 s left out:
-    RSS and open fds of redline and of the test server are flat (the bench's exit status
-    says so; an RSS rise under 1 MiB over the 90 s fitted is below what two minutes resolve,
-    a leak of 40 MiB an hour is not), and the server saw what redline counted, exactly."""
+    RSS and the fds held besides live connections, of redline and of the test server, are flat
+    (the bench's exit status says so; an RSS rise under 1 MiB over the 90 s fitted is below
+    what two minutes resolve, a leak of 40 MiB an hour is not), and the server saw what redline
+    counted, exactly. Open fds in all are not judged: on a busy machine the open model widens
+    its pool while it runs behind (CI saw 22 -> 30 on both sides, a busy box 15 -> 1,000 and
+    RSS with them), a connection is no leak: the pool is capped at 32 so that RSS stays judged."""
     out = tmp_path / "soak.json"
     argv = [sys.executable, str(ROOT / "bench" / "soak.py"), "redline", "--minutes", "2"]
     argv += [
@@ -84,17 +87,22 @@ def test_two_minutes_of_redline_alone_hold_flat(tmp_path: Path) -> None:
         "30",
         "--rss-floor",
         "1",
+        "--max-connections",
+        "32",
         "--no-record",
     ]
     p = subprocess.run(
         [*argv, "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
     doc = json.loads(out.read_text()) if out.exists() else {}
-    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-2000:])
+    if p.returncode != 0:  # the whole table, not pytest's shortened repr of it
+        pytest.fail(f"soak exited {p.returncode}:\n{p.stdout[-4000:]}\n{p.stderr[-2000:]}")
     assert doc["books"]["served"] == doc["books"]["counted"] > 0.95 * 2000 * 120, doc["books"]
     slopes = doc["slopes"]
     for side in ("service", "redline"):
-        for key in ("rss_mib", "fds"):
+        for key in ("rss_mib", "held_fds"):
             s = slopes[f"{side}.{key}"]
             assert s["points"] >= 8 and s["flat"] is True, (side, key, s)
+    for row in doc["rows"]:  # what the pool holds are connections, both ends of them
+        assert row["redline"]["connections"] >= 1 and row["service"]["connections"] >= 1, row
     assert len(doc["rows"]) >= 11 and all(r["requests"] for r in doc["rows"]), doc["rows"]
