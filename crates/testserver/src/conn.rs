@@ -25,6 +25,7 @@ use crate::task::{self, Ask};
 use crate::tls::Io;
 
 mod apps;
+mod stream;
 
 /// MAX_HEAD is the largest request head accepted (431 beyond).
 const MAX_HEAD: usize = 64 * 1024;
@@ -141,7 +142,8 @@ impl<S: Io> Conn<S> {
     async fn handle(&mut self, request: Request, read_at: Instant) -> io::Result<Option<End>> {
         self.keeping = request.verb == Verb::Post
             && matches!(&request.behaviour,
-                Ok(b) if matches!(b.route, Route::Form(Page::Form) | Route::Task(Ask::Submit)));
+                Ok(b) if matches!(b.route, Route::Form(Page::Form) | Route::Task(Ask::Submit))
+                    || matches!(b.body, Body::Stream(s) if s.is_completion()));
         self.body.clear();
         self.body_over = false;
         let read = self.read_body(&request).await;
@@ -197,7 +199,8 @@ impl<S: Io> Conn<S> {
             (Route::Task(ask), None) => self.answer_task(ask, &behaviour, &request),
             (_, status) => {
                 let status = status.unwrap_or(StatusCode::OK);
-                self.answer(status, work, &behaviour, &request).await?;
+                self.answer(status, work, read_at, &behaviour, &request)
+                    .await?;
             }
         }
         let close = behaviour.close || !request.keep_alive;
@@ -278,6 +281,7 @@ impl<S: Io> Conn<S> {
         &mut self,
         status: StatusCode,
         work: Duration,
+        read_at: Instant,
         behaviour: &Behaviour,
         request: &Request,
     ) -> io::Result<()> {
@@ -298,6 +302,10 @@ impl<S: Io> Conn<S> {
                 .await
             }
             Body::Filler(n) => self.reply_filler(status, n, behaviour, request).await,
+            Body::Stream(stream) => {
+                self.answer_stream(status, stream, read_at, behaviour, request)
+                    .await
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use http::StatusCode;
 
 use crate::form::Page;
 use crate::latency::{Latency, Stall};
+use crate::stream::{Kind, Stream};
 use crate::task::{self, Ask};
 
 /// MAX_BODY caps `size=` so one request cannot make the server allocate without bound.
@@ -41,6 +42,8 @@ pub(crate) enum Body {
     Filler(u64),
     /// WorkJson is `{"time": MS}`, the simulated work time, like the upstream in seed 003.
     WorkJson,
+    /// Stream is a streamed answer: `/sse`'s events or a completion's tokens (`stream.rs`).
+    Stream(Stream),
 }
 
 /// Injection answers with `status` with probability `p`.
@@ -161,12 +164,22 @@ impl Behaviour {
             "/api/work" => Behaviour::work()?,
             "/form" => Behaviour::plain(Route::Form(Page::Form)),
             "/thanks" => Behaviour::plain(Route::Form(Page::Thanks)),
+            "/sse" => Behaviour::streamed(Stream::sse()),
+            "/v1/completions" => Behaviour::streamed(Stream::completion(Kind::Text)),
+            "/v1/chat/completions" => Behaviour::streamed(Stream::completion(Kind::Chat)),
             other => Behaviour::plain(task::ask(other).map_or(Route::Any, Route::Task)),
         };
         if let Some(query) = query {
             b.apply_query(query)?;
         }
         Ok(b)
+    }
+
+    /// streamed is a stream probe's default behaviour.
+    const fn streamed(stream: Stream) -> Behaviour {
+        let mut b = Behaviour::plain(Route::Any);
+        b.body = Body::Stream(stream);
+        b
     }
 
     /// apply_query overrides the defaults with the query's parameters.
@@ -185,6 +198,12 @@ impl Behaviour {
                 "close" => self.close = parse_flag("close", value)?,
                 "hang" => self.hang = parse_flag("hang", value)?,
                 "reset" => self.reset = parse_probability("reset", value)?,
+                "first" | "every" | "events" | "tokens" => {
+                    // A stream's pace; ignored (like any unknown key) on other routes.
+                    if let Body::Stream(stream) = &mut self.body {
+                        stream.set(key.as_ref(), value)?;
+                    }
+                }
                 key => {
                     if let Some(code) = key.strip_prefix('p').filter(|c| is_status_digits(c)) {
                         let code = parse_status(key, code)?;
@@ -344,6 +363,25 @@ mod tests {
                 "/thanks",
                 Behaviour::plain(Route::Form(Page::Thanks)),
             ),
+            (
+                "sse",
+                "/sse?first=200ms&every=20ms&events=50",
+                Behaviour::streamed(Stream {
+                    kind: Kind::Sse,
+                    first: ms(200),
+                    every: ms(20),
+                    count: 50,
+                }),
+            ),
+            (
+                "chat completions",
+                "/v1/chat/completions?tokens=4",
+                Behaviour::streamed(Stream {
+                    count: 4,
+                    ..Stream::completion(Kind::Chat)
+                }),
+            ),
+            ("stream keys elsewhere", "/x?events=5&first=1s", any(|_| {})),
             ("form with query", "/form?latency=20ms", {
                 let mut b = Behaviour::plain(Route::Form(Page::Form));
                 b.latency = Latency::Fixed(ms(20));
@@ -397,6 +435,9 @@ mod tests {
             ("/x?reset=2", "bad reset"),
             ("/x?hang=please", "bad hang"),
             ("/api/work?p500=0.96", "add up to more than 1"),
+            ("/sse?events=x", "bad events"),
+            ("/sse?every=20", "missing unit"),
+            ("/v1/completions?tokens=2000000", "bad tokens"),
         ];
         for (target, want) in cases {
             let err = Behaviour::parse(target).expect_err(target);

@@ -66,12 +66,20 @@ pub struct TargetStats {
     /// tasks_resubmitted: the submissions among `tasks_submitted` that retried a failed task
     /// (`X-Retry-Of`).
     pub tasks_resubmitted: u64,
+    /// stream_responses: streamed answers begun (`/sse`, and completions asked to stream):
+    /// heads written.
+    pub stream_responses: u64,
+    /// stream_events: SSE events of streamed answers handed to the client's socket, a
+    /// completion's closing chunk and `data: [DONE]` included.
+    pub stream_events: u64,
+    /// completion_tokens: completion tokens written, streamed or whole.
+    pub completion_tokens: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 26] {
+    pub fn fields(&self) -> [(&'static str, u64); 29] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -99,6 +107,9 @@ impl TargetStats {
             ("tasks_succeeded", self.tasks_succeeded),
             ("tasks_failed", self.tasks_failed),
             ("tasks_resubmitted", self.tasks_resubmitted),
+            ("stream_responses", self.stream_responses),
+            ("stream_events", self.stream_events),
+            ("completion_tokens", self.completion_tokens),
         ]
     }
 
@@ -134,6 +145,9 @@ pub(crate) struct Counters {
     tasks_succeeded: AtomicU64,
     tasks_failed: AtomicU64,
     tasks_resubmitted: AtomicU64,
+    stream_responses: AtomicU64,
+    stream_events: AtomicU64,
+    completion_tokens: AtomicU64,
 }
 
 impl Counters {
@@ -143,6 +157,17 @@ impl Counters {
 
     pub(crate) fn add_connection(&self) {
         self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// add_stream counts a streamed answer begun.
+    pub(crate) fn add_stream(&self) {
+        self.stream_responses.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// add_pieces counts `events` SSE events and `tokens` completion tokens written.
+    pub(crate) fn add_pieces(&self, events: u64, tokens: u64) {
+        self.stream_events.fetch_add(events, Ordering::Relaxed);
+        self.completion_tokens.fetch_add(tokens, Ordering::Relaxed);
     }
 
     /// add_form counts one answer of the form app under its outcome.
@@ -226,6 +251,9 @@ impl Board {
                 tasks_succeeded: sum.tasks_succeeded + get(&c.tasks_succeeded),
                 tasks_failed: sum.tasks_failed + get(&c.tasks_failed),
                 tasks_resubmitted: sum.tasks_resubmitted + get(&c.tasks_resubmitted),
+                stream_responses: sum.stream_responses + get(&c.stream_responses),
+                stream_events: sum.stream_events + get(&c.stream_events),
+                completion_tokens: sum.completion_tokens + get(&c.completion_tokens),
                 ..sum
             }
         })

@@ -3,7 +3,12 @@ demos. Behaviour is chosen per request by query parameters, e.g. ``/?latency=20m
 ``/?size=1024``, ``/?status=500&p=0.1``, ``/?stall=1s/5s``; ``/__stats`` counts what it served.
 Server-wide modes make probes whose truth is known (capacity, load shedding, pauses, contention,
 a rate limit: see :class:`Target`). ``/form`` and ``/thanks`` are a small survey app (session
-cookie, form post, 302) for scenario tests.
+cookie, form post, 302) for scenario tests. Streamed answers:
+``/sse?first=200ms&every=20ms&events=50`` (server-sent events, the first ``first`` after the
+request arrived, then one every ``every``) and OpenAI-compatible ``POST /v1/chat/completions``
+and ``/v1/completions`` (with ``"stream": true``, or no body: one token an event at
+``first=``/``every=``, ``tokens=`` or the body's ``max_tokens`` of them, then
+``data: [DONE]``; without it, one JSON answer when the last token is due).
 
     >>> with redline.Target() as t:
     ...     redline.run(t.url + "/?latency=5ms", duration="2s")
@@ -135,7 +140,9 @@ class Target:
         ``sessions_issued``, ``forms_posted``, ``forms_invalid``, ``missing_cookie`` and
         ``thanks_pages``; and the task app's ``tasks_submitted``, ``tasks_polled`` (of which
         ``tasks_running`` answered RUNNING, ``tasks_succeeded`` SUCCEEDED and ``tasks_failed``
-        FAILED), ``tasks_results``, ``tasks_resubmitted`` and ``tasks_refused``."""
+        FAILED), ``tasks_results``, ``tasks_resubmitted`` and ``tasks_refused``; and the streams'
+        ``stream_responses`` (streamed answers begun), ``stream_events`` (SSE events handed to the
+        socket, a completion's closing chunk and ``[DONE]`` included) and ``completion_tokens``."""
         return dict(self._native.stats())
 
     def stop(self) -> None:
