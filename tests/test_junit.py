@@ -26,3 +26,13 @@ def test_junit_report_has_a_case_per_threshold(target, tmp_path):
     failure = cases["threshold rps>100000000"].find("failure")
     assert failure is not None and "rps was" in (failure.get("message") or "")
     assert "40 requests" in (suite.findtext("system-out") or "")
+
+
+def test_junit_and_out_are_refused_with_an_experiment():
+    for flag, value in (("--junit", "j.xml"), ("--out", "json=o.ndjson")):
+        p = run_cli(
+            "run", "http://127.0.0.1:{port}/", "--monitor-cmd", "true", "--vary", "a=1,2",
+            flag, value,
+        )  # fmt: skip
+        assert p.returncode == 2, p.stderr
+        assert f"{flag} goes with a single run, not an experiment" in p.stderr

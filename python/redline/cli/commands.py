@@ -331,6 +331,10 @@ def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
     if args.vary or args.repeat is not None or args.monitor_cmd is not None:
         from redline.experiment.command import cmd_run_experiment
 
+        for flag, given in (("--out", args.out), ("--junit", args.junit)):
+            if given is not None:
+                raise RedlineError(f"{flag} goes with a single run, not an experiment")
+
         return cmd_run_experiment(args)
     if args.markdown:
         raise RedlineError("--markdown goes with --vary (a run's report is --report or --json)")
