@@ -49,8 +49,13 @@ pub const MAX_LINE: usize = 8 * 1024;
 #[cfg(fuzzing)]
 pub const MAX_LINE: usize = 64;
 
+/// USER_AGENT is the `User-Agent` a request carries unless the user gave one: servers and
+/// their logs tell a load test from real traffic by it (wrk sends none, k6 `k6/VERSION`).
+pub const USER_AGENT: &str = concat!("redline/", env!("CARGO_PKG_VERSION"));
+
 /// render_request builds the request bytes once: request line, `Host`, the user's headers,
-/// `Content-Length` when there is a body (unless the user gave one), then the body.
+/// [`USER_AGENT`] unless they hold one, `Content-Length` when there is a body (unless the
+/// user gave one), then the body.
 pub fn render_request(
     method: &str,
     target: &Target,
@@ -65,6 +70,9 @@ pub fn render_request(
     }
     for (k, v) in headers {
         let _ = write!(head, "{k}: {v}\r\n");
+    }
+    if !has("user-agent") {
+        let _ = write!(head, "User-Agent: {USER_AGENT}\r\n");
     }
     if (!body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH")) && !has("content-length") {
         let _ = write!(head, "Content-Length: {}\r\n", body.len());

@@ -279,15 +279,16 @@ fn renders_requests_once_with_host_and_length() {
         &'static str,
     );
     let cases: Vec<RenderCase> = vec![
-        ("get", "GET", vec![], b"", "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"),
+        ("get", "GET", vec![], b"", "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: redline/0.1.0\r\n\r\n"),
         (
             "post with body",
             "POST",
             vec![("X-A".into(), "1".into())],
             b"hey",
-            "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nContent-Length: 3\r\n\r\nhey",
+            "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nUser-Agent: redline/0.1.0\r\nContent-Length: 3\r\n\r\nhey",
         ),
-        ("user host wins", "GET", vec![("host".into(), "example".into())], b"", "GET /a?b=1 HTTP/1.1\r\nhost: example\r\n\r\n"),
+        ("user host wins", "GET", vec![("host".into(), "example".into())], b"", "GET /a?b=1 HTTP/1.1\r\nhost: example\r\nUser-Agent: redline/0.1.0\r\n\r\n"),
+        ("user agent wins", "GET", vec![("user-agent".into(), "curl/8".into())], b"", "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nuser-agent: curl/8\r\n\r\n"),
     ];
     for (label, method, headers, body, want) in cases {
         let got = render_request(method, &target, &headers, body);

@@ -505,6 +505,15 @@ impl Vu {
             done = done.and(v.render(&self.vars, out, scratch));
             out.extend_from_slice(b"\r\n");
         }
+        if !req
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+        {
+            out.extend_from_slice(b"User-Agent: ");
+            out.extend_from_slice(crate::http::USER_AGENT.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
         self.jar.write_header(out);
         if redirect.is_some() {
             out.extend_from_slice(b"\r\n");
