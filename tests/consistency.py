@@ -69,7 +69,23 @@ def assert_consistent(result: dict[str, Any], markdown: str | None = None) -> No
         low = opt["throughput_rps"] - (opt.get("throughput_ci") or 0)
         if low > 1.05 * cap + (lim.get("capacity_ci") or 0):
             assert "read more than" in text["optimal"], (opt, cap, text["optimal"])
+    if x is not None and cap is not None and x - cap >= max(0.5, 0.005 * cap):
+        # Answer 1 above "at its best": the page says how the two readings relate.
+        assert "Answer 1's step alone read" in text["limit"], (x, cap, text["limit"])
+    # A step that never became steady is never called a steady state (issue 36).
+    by_index = {s["index"]: s for s in steps}
+    behind = by_index.get(answers.get("steady_state_step"))
+    if x is not None and behind is not None:
+        unsteady = behind.get("steady") is False
+        assert answers.get("steady_state_reached") is (not unsteady), (behind, answers)
+        said = text["throughput"].startswith("No steady state was reached")
+        assert said == unsteady, (behind.get("steady"), text["throughput"])
+        assert ("In a steady state" in text["throughput"]) != unsteady, text["throughput"]
+    if opt is not None and by_index.get(opt["step"], {}).get("steady") is False:
+        assert "never became steady" in text["optimal"], text["optimal"]
     if markdown is not None:
+        if x is not None and behind is not None and behind.get("steady") is False:
+            assert f"Answers 1 and 2 rest on step {behind['index']}" in markdown, markdown
         for key in ("throughput", "latency", "optimal", "limit"):
             assert text[key] in markdown, key
         if result.get("usl", {}).get("agrees") is False:

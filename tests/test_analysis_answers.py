@@ -299,8 +299,8 @@ def test_the_closed_models_capacity_is_the_plateau_the_steps_agree_on_not_the_lu
 def _reading(index: int, users: float, x: float, se: float, **figures: Any) -> StepResult:
     """_reading: a closed-model step of ``users`` that read ``x`` ± ``se`` (p50 5 ms, p99
     50 ms, mean 8 ms unless ``figures`` say otherwise)."""
-    base: dict[str, Any] = {"p50_ms": 5.0, "p99_ms": 50.0, "mean_ms": 8.0}
-    return StepResult(index=index, load=users, model="closed", throughput_rps=x,
+    base: dict[str, Any] = {"model": "closed", "p50_ms": 5.0, "p99_ms": 50.0, "mean_ms": 8.0}
+    return StepResult(index=index, load=users, throughput_rps=x,
                       throughput_se=se, **(base | figures))  # fmt: skip
 
 
@@ -450,3 +450,90 @@ def test_the_optimal_point_says_its_steps_uncertainty_and_agrees_with_the_limit(
     assert 1100.0 - 10.0 > lim["capacity_rps"] + lim["capacity_ci"], lim
     assert "That step read more than the 605 ± 6 req/s" in text, text
     assert "not as a rate to plan on" in text, text
+
+
+@pytest.mark.parametrize(
+    "label, confirm_steady, opt_steady, throughput_says, note",
+    [
+        ("all steady", True, True, "In a steady state the service sustains", None),
+        (
+            "the confirmation moved",
+            False,
+            True,
+            "No steady state was reached: step 3 at 4 users never became steady",
+            "Step 3 never became steady within its time (the rate or latency still moved)."
+            " Answers 1 and 2 rest on step 3: that step's means, not a steady state.",
+        ),
+        (
+            "the optimum moved too",
+            False,
+            False,
+            "No steady state was reached",
+            "Steps 2, 3 never became steady within their time",
+        ),
+    ],
+)
+def test_answers_from_a_step_that_never_became_steady_say_so(
+    label, confirm_steady, opt_steady, throughput_says, note
+):
+    """Issue 36, item 9: a short search's confirmation that never became steady was called
+    "the steady state" by answers 1 and 2, while the report's "Read this first" said it never
+    became steady. Answers resting on such a step say they are its means; the cards too."""
+    from redline.report.render import headline, notes
+
+    searched = [
+        _reading(0, 1, 38.0, 0.7, steady=True),
+        _reading(1, 2, 73.0, 1.1, steady=True),
+        _reading(2, 4, 152.0, 1.0, steady=opt_steady),
+    ]
+    confirm = _reading(3, 4, 151.0, 10.0, phase="confirm", steady=confirm_steady)
+    a = build_answers(searched, model="closed", steady=confirm, pick_steady=False)
+    assert a["steady_state_step"] == 3 and a["steady_state_reached"] is confirm_steady, label
+    assert a["text"]["throughput"].startswith(throughput_says), a["text"]["throughput"]
+    assert ("steady state" in a["text"]["latency"]) != confirm_steady, a["text"]["latency"]
+    assert a["optimal"]["step"] == 2 and a["optimal"]["steady"] is opt_steady
+    assert ("never became steady" in a["text"]["optimal"]) != opt_steady, a["text"]["optimal"]
+    result = {"answers": a, "steps": [s.to_dict() for s in [*searched, confirm]]}
+    said = notes(result)
+    if note is None:
+        assert not [n for n in said if "steady" in n], said
+        assert "(not steady)" not in headline(result)["throughput"]
+    else:
+        assert [n for n in said if n.startswith(note)], said
+        assert headline(result)["throughput"].endswith("(not steady)")
+    if not opt_steady:
+        assert "; answer 3 rests on step 2: those steps' means" in " ".join(said), said
+
+
+@pytest.mark.parametrize(
+    "label, model, confirm_x, confirm_se, says",
+    [
+        ("within the noise", "closed", 18.0, 4.0, "within each other's noise"),
+        ("beyond it", "open", 20.0, 0.5, "beyond both readings' noise"),
+        ("the same as printed", "closed", 14.6, 1.0, None),
+    ],
+)
+def test_answer_one_above_the_capacity_is_explained_not_left_to_contradict(
+    label, model, confirm_x, confirm_se, says
+):
+    """The demo on a short, busy run: "sustained 14 ± 6 tasks/s" under its own steady state
+    of 18 ± 8. The limit sentence now says how the two readings relate. (The closed model's
+    capacity weighs the confirmation in, so only the open model's, the most any search step
+    got, can sit beyond the confirmation's noise.)"""
+    searched = [
+        _reading(0, 8, 13.0, 2.0, model=model),
+        _reading(1, 16, 14.0, 3.0, model=model),
+        _reading(2, 32, 14.5, 0.5, model=model),
+        _reading(3, 64, 14.4, 1.0, model=model, fired=["backlog"], why="queue grew"),
+    ]
+    confirm = _reading(4, 32 if model == "open" else 16, confirm_x, confirm_se,
+                       phase="confirm", model=model)  # fmt: skip
+    a = build_answers(searched, model=model, steady=confirm, pick_steady=False)
+    cap = a["limit"]["capacity_rps"]
+    assert cap < confirm_x, (label, cap)
+    if says is None:
+        assert confirm_x - cap < 0.5, cap
+        assert "Answer 1's step" not in a["text"]["limit"], a["text"]["limit"]
+    else:
+        assert f"Answer 1's step alone read {confirm_x:,.0f}" in a["text"]["limit"], label
+        assert says in a["text"]["limit"], a["text"]["limit"]

@@ -259,6 +259,10 @@ def build_answers(
         "unit": unit,
         "steady_state_throughput_rps": steady.throughput_rps if steady else None,
         "steady_state_throughput_ci": steady_ci,
+        # A step that never became steady (its rate or latency still moved at its end) has
+        # means, not a steady state: the sentences say so instead of calling them one.
+        "steady_state_step": steady.index if steady else None,
+        "steady_state_reached": None if steady is None else steady.steady is not False,
         "repeat_drift": drift,
         "steady_state_load": steady.load if steady else None,
         "steady_state_answered_rps": steady.answered_rps if steady else None,
@@ -329,6 +333,7 @@ def _optimal_answer(opt: StepResult | None, model: str) -> dict[str, Any] | None
         "mean_ms": opt.latency_ms,
         "power": power(opt.throughput_rps, opt.latency_ms),
         "step": opt.index,
+        "steady": opt.steady is not False,
     }
 
 

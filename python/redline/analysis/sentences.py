@@ -71,8 +71,21 @@ def answer_sentences(
         throughput = f"In a steady state the service sustains {rate_text(x, ci, unit)}" + (
             f" ({'; '.join(where)})." if where else "."
         )
+        there = "Its latency there"
+        if answers.get("steady_state_reached") is False:
+            # The step behind the answer still moved at its end: its means, called what they are.
+            step = answers.get("steady_state_step")
+            which = f"step {step}" if step is not None else "the step"
+            throughput = (
+                f"No steady state was reached: {which}{' ' + where[0] if where else ''} never"
+                f" became steady within its time (its rate or latency still moved), so this is"
+                f" its mean, not a steady state: {rate_text(x, ci, unit)}"
+                + (f" ({'; '.join(where[1:])})." if where[1:] else ".")
+                + " A longer step (--max-step, --confirm) or a quieter machine can judge it."
+            )
+            there = "Its latency over that step (not a steady state either)"
         latency = (
-            f"Its latency there: p50 {_ms(lat.get('p50'))}, p90 {_ms(lat.get('p90'))}, "
+            f"{there}: p50 {_ms(lat.get('p50'))}, p90 {_ms(lat.get('p90'))}, "
             f"p95 {_ms(lat.get('p95'))}, p99 {_ms(lat.get('p99'))}, "
             f"p99.9 {_ms(lat.get('p99_9'))}."
         )
@@ -87,12 +100,36 @@ def answer_sentences(
             " the most throughput per unit of latency (Kleinrock's power) among the steps that"
             " met every limit." + _read_high(opt, answers.get("limit") or {}, unit)
         )
+        if opt.get("steady") is False:
+            optimal += " That step never became steady within its time: read its figures loosely."
+    limit = limit_sentence(answers.get("limit") or {}, model, max_load, unit)
     return {
         "throughput": throughput,
         "latency": latency,
         "optimal": optimal,
-        "limit": limit_sentence(answers.get("limit") or {}, model, max_load, unit),
+        "limit": limit + _beside_steady(answers, unit),
     }
+
+
+def _beside_steady(answers: dict[str, Any], unit: str) -> str:
+    """_beside_steady: a sentence when answer 1's throughput reads above the capacity the
+    limit sentence says the service sustained "at its best" (one step's reading against the
+    steps at the top weighed together: on a short or disturbed search they can part), so the
+    two figures are not left to contradict each other; else ''."""
+    x, ci = answers.get("steady_state_throughput_rps"), answers.get("steady_state_throughput_ci")
+    lim = answers.get("limit") or {}
+    cap, cap_ci = lim.get("capacity_rps"), lim.get("capacity_ci")
+    # Under half a unit or half a percent apart, the two read the same as printed.
+    if x is None or cap is None or x - cap < max(0.5, 0.005 * cap):
+        return ""
+    one = f" Answer 1's step alone read {rate_text(x, ci, unit)}, more than that"
+    if x - cap <= (ci or 0.0) + (cap_ci or 0.0):
+        return one + ": the two readings are within each other's noise."
+    return (
+        one + ", beyond both readings' noise: what the service got moved during the search"
+        " (another load on the machine?); search again on a quieter machine before planning"
+        " on either figure."
+    )
 
 
 def _read_high(opt: dict[str, Any], lim: dict[str, Any], unit: str) -> str:

@@ -123,9 +123,11 @@ def headline(result: dict[str, Any]) -> dict[str, str]:
     cap = lim.get("capacity_rps", lim.get("throughput_rps"))
     ci = _num(lim.get("capacity_ci"))
     pm = f" ± {fmt(ci)}" if ci else ""
+    # Answers 1 and 2 from a step that never became steady are its means: the card says so.
+    unsteady = " (not steady)" if a.get("steady_state_reached") is False else ""
     return {
-        "throughput": f"{fmt(a.get('steady_state_throughput_rps'))} {rate}",
-        "latency": f"p99 {fmt(lat.get('p99'))} ms",
+        "throughput": f"{fmt(a.get('steady_state_throughput_rps'))} {rate}{unsteady}",
+        "latency": f"p99 {fmt(lat.get('p99'))} ms{unsteady}",
         "optimal": f"{fmt(_load_of(opt))} {unit}" if opt else DASH,
         "limit": f"{fmt(cap)}{pm} {rate} ({lim.get('kind') or lim.get('reason')})"
         if lim.get("load") is not None
@@ -187,18 +189,43 @@ def notes(result: dict[str, Any]) -> list[str]:
         and float(usl["r2"]) < 0.9
     ):
         out.append(f"The USL fits these steps poorly (R² {fmt(usl['r2'])}): read its peak loosely.")
+    out.extend(_unsteady_notes(result))
+    return out
+
+
+def _unsteady_notes(result: dict[str, Any]) -> list[str]:
+    """_unsteady_notes: the steps that met every limit but never became steady, and which
+    answers rest on them (the answers' sentences say the same: means, not a steady state)."""
+    answers = result.get("answers") or {}
+    behind: dict[Any, list[str]] = {}
+    if answers.get("steady_state_reached") is False:
+        behind.setdefault(answers.get("steady_state_step"), []).extend(["1", "2"])
+    opt = answers.get("optimal") or {}
+    if opt.get("steady") is False:
+        behind.setdefault(opt.get("step"), []).append("3")
     unsteady = [
         s.get("index")
         for s in result.get("steps") or []
         if s.get("steady") is False and not s.get("fired")
     ]
-    if unsteady:
-        out.append(
-            "Steps "
-            + ", ".join(str(i) for i in unsteady)
-            + " never became steady within the maximum step time."
-        )
-    return out
+    if not unsteady:
+        return []
+    which = "Step" if len(unsteady) == 1 else "Steps"
+    line = (
+        f"{which} {', '.join(str(i) for i in unsteady)} never became steady within"
+        f" {'its' if len(unsteady) == 1 else 'their'} time (the rate or latency still moved)."
+    )
+    rest = [
+        f"answer{'s' if len(a) > 1 else ''} {' and '.join(a)} rest{'' if len(a) > 1 else 's'}"
+        f" on step {i}"
+        for i, a in behind.items()
+        if i in unsteady
+    ]
+    if rest:
+        said = "; ".join(rest)
+        whose = "that step's" if len(rest) == 1 else "those steps'"
+        line += f" {said[0].upper()}{said[1:]}: {whose} means, not a steady state."
+    return [line]
 
 
 # -- the steps table -------------------------------------------------------------------------
