@@ -28,7 +28,7 @@ from redline.cluster.connection import Connection, Member
 from redline.cluster.merge import add_counts, merge_histograms, merge_report, merge_snapshots
 from redline.cluster.split import for_rebalance, load_of, split_config, split_value
 from redline.cluster.table import injector_rows, merged_generator
-from redline.errors import ClusterError
+from redline.errors import ClusterError, ConfigError, RedlineError, UnreachableError
 
 #: SILENT_INTERVALS: an injector that sends no snapshot for this many intervals is lost.
 SILENT_INTERVALS = 3
@@ -153,6 +153,9 @@ class ClusterHandle:
         self.next_index = 0
         self.ready: deque[dict[str, Any]] = deque()
         self.failure: str | None = None
+        #: refusals: the engine errors (a target that cannot be reached or spoken to) that
+        #: ended injectors' runs before they sent anything, by injector index.
+        self.refusals: dict[int, RedlineError] = {}
         self.stopped = False
         self._report: str | None = None
         self._done = False
@@ -413,8 +416,25 @@ class ClusterHandle:
             try:
                 out[f.member.index] = json.loads(self.ray.get(ref))
             except Exception as e:
-                self._lose(f, f"died before its report ({_first_line(e)})")
+                refused = _refusal(e)
+                if refused is not None:
+                    # The engine refused the run (the target, its protocol): not a death.
+                    self.refusals[f.member.index] = refused
+                self._lose(f, f"died before its report ({_first_line(refused or e)})")
         return out
+
+    def _refused(self, lost: list[Feed]) -> RedlineError:
+        """_refused: the error of a run no injector reported anything of: the engine's own
+        when each refused it (the same line as on one machine when they all said the same,
+        each by name otherwise), else that nothing was reported."""
+        why = [self.refusals.get(f.member.index) for f in lost]
+        said = [w for w in why if w is not None]
+        if not lost or len(said) < len(lost):
+            return ClusterError("no injector reported anything")
+        if len({(type(w), str(w)) for w in said}) == 1:
+            return type(said[0])(str(said[0]))
+        each = "; ".join(f"{f.member.name}: {w}" for f, w in zip(lost, said, strict=True))
+        return ClusterError(f"every injector refused the run: {each}")
 
     def _merge(self, reports: dict[int, dict[str, Any]]) -> dict[str, Any]:
         # Every interval, late snapshots included (each merged into its own interval once).
@@ -422,7 +442,7 @@ class ClusterHandle:
         lost = [f for f in self.feeds if f.member.index not in reports]
         partial = [_partial(f.seen) for f in lost if f.seen.histograms]
         if not reports and not partial:
-            raise ClusterError("no injector reported anything")
+            raise self._refused(lost)
         merged = merge_report([reports[i] for i in sorted(reports)], timeseries, partial)
         rows = injector_rows(self.feeds, reports)
         merged["generator"] = merged_generator([reports[i] for i in sorted(reports)], rows)
@@ -498,6 +518,26 @@ def _deliver_sigint(previous: Any) -> None:
         previous(signal.SIGINT, None)
         return
     raise KeyboardInterrupt
+
+
+#: _ENGINE_ERRORS: the engine's error types by name. One that crossed from an injector's
+#: process comes back as a class of the extension module loaded there under another name
+#: (``_engine.UnreachableError``), which isinstance does not match: its name does.
+_ENGINE_ERRORS: dict[str, type[RedlineError]] = {
+    c.__name__: c for c in (UnreachableError, ConfigError, RedlineError)
+}
+
+
+def _refusal(e: BaseException) -> RedlineError | None:
+    """_refusal: the engine's own error (one line for the user) behind what an injector's
+    call raised (Ray wraps it, its text a traceback), as this process's type; else None."""
+    cause = getattr(e, "cause", None)
+    if cause is None:
+        return e if isinstance(e, RedlineError) else None
+    for k in type(cause).__mro__:
+        if k.__name__ in _ENGINE_ERRORS:
+            return _ENGINE_ERRORS[k.__name__](str(cause))
+    return None
 
 
 def _first_line(e: BaseException) -> str:
