@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import record  # noqa: E402
 import redline  # noqa: E402
 from consistency import consistency_of  # noqa: E402
-from redline.find import find  # noqa: E402
+from redline.find.finder import find  # noqa: E402
 from redline.report.render import render_markdown  # noqa: E402
 
 

@@ -268,7 +268,7 @@ def test_each_data_row_goes_to_one_injector(local_ray, tmp_path) -> None:
 def test_find_on_three_injectors_lands_on_the_capacity_a_local_search_finds(local_ray) -> None:
     # The queue of tests/test_find.py (8 slots x 10 ms: 800 req/s), whose local search finds
     # it within 3 %; through the cluster each step's rate is split over 3 injectors.
-    from redline.find import find
+    from redline.find.finder import find
     from redline.runs.runner import ClusterOptions
 
     slots, service_ms = 8, 10.0

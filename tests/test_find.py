@@ -15,7 +15,8 @@ import redline
 from accounting import assert_books
 from consistency import assert_consistent
 from redline import cli
-from redline.find import find, finder
+from redline.find import finder
+from redline.find.finder import find
 from redline.service.monitor import ProcessMonitor
 
 SCHEMA = json.loads(

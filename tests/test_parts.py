@@ -224,7 +224,7 @@ WORKERS = textwrap.dedent(
 def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
     """Known cause: two workers behind a listening socket (CPU low, connections waiting).
     The search's limit names that part's accept queue, and not its CPU or the generator."""
-    from redline.find import find
+    from redline.find.finder import find
 
     proc = subprocess.Popen([sys.executable, "-c", WORKERS], stdout=subprocess.PIPE, text=True)
     try:

@@ -68,11 +68,11 @@ def experiment(
     ``vary`` is ``{"workers": [1, 2, 4]}`` or the ``--vary`` specs ``["workers=1,2,4"]``;
     every name must be a ``{placeholder}`` of ``command``. ``{port}`` (in the command and in
     ``url``) is a free port, ``{dir}`` an empty directory, fresh for each service.
-    ``find_options`` go to :func:`redline.find.find` (``max_time``, ``slos``, ``model`` …;
+    ``find_options`` go to :func:`redline.find.finder.find` (``max_time``, ``slos``, ``model`` …;
     not ``monitor``: the monitored service is the command). Ctrl-C ends the search that runs
     (its steps are kept), stops its service and returns what ran, ``interrupted`` true.
     """
-    from redline.find import find
+    from redline.find.finder import find
 
     if "monitor" in find_options:
         raise ConfigError("an experiment monitors the service it starts: no other monitor")

@@ -1,7 +1,9 @@
 """find: ``redline find``, the capacity search, and what it owns.
 
-- :mod:`.finder`: :func:`find` as a function: one live engine run, the search over it, the
-  confirmation at the answer and which step is the steady answer;
+- :mod:`.result`: :func:`find`, the library's search (``redline.find(url)``), and its
+  typed answers (:class:`~.result.FindResult`);
+- :mod:`.finder`: the search as a function of the document: one live engine run, the search
+  over it, the confirmation at the answer and which step is the steady answer;
 - :mod:`.live_run`: the live engine run the search drives, with the generator's CPU and a
   monitor on its clock; :mod:`.throughput`: what ``--throughput`` counts;
 - :mod:`.document`: the result document, its notes, the answers in sentences;
@@ -20,8 +22,9 @@
 - :mod:`.demo`: ``redline demo`` (``make demo``): a search of the bundled taskqueue, with the
   services it needs started (tethered, watched by :mod:`redline.service.monitor`) and stopped.
 
-    >>> import redline.find
-    >>> result = redline.find.find("http://127.0.0.1:8080/", model="closed", max_time=60)
+    >>> import redline
+    >>> result = redline.find("http://127.0.0.1:8080/", model="closed", max_time=60)
+    >>> result.answers.limit.capacity_rps
 """
 
 from __future__ import annotations
@@ -29,14 +32,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from redline.find.finder import LiveRun, answers_text, find, steady_answer, write_json
+    from redline.find.finder import LiveRun, answers_text, steady_answer, write_json
+    from redline.find.result import FindResult, find
 
-__all__ = ["LiveRun", "answers_text", "find", "steady_answer", "write_json"]
+__all__ = ["FindResult", "LiveRun", "answers_text", "find", "steady_answer", "write_json"]
 
 
 def __getattr__(name: str) -> Any:
     # Loaded on first use: the search pulls in numpy, which `redline --help` and every
     # subcommand but find must not pay for at start-up (tests/test_startup.py).
+    if name in ("find", "FindResult"):
+        from redline.find import result
+
+        return getattr(result, name)
     if name in __all__:
         from redline.find import finder
 

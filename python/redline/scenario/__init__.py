@@ -17,6 +17,9 @@ executes with no Python call per request. See docs/scenarios.md.
 
 Branches and loops (``with u.when(...)``, ``u.otherwise()``, ``u.repeat(n)``,
 ``u.until(cond, limit=N)``, ``u.stop_iteration(cond)``) are decided per VU during the run.
+
+A scenario runs itself from a script: ``s.run(users=5, duration="10s")`` merges those over
+its profile, runs it and judges its thresholds (a :class:`ScenarioResult`).
 """
 
 from redline.scenario.checks import (
@@ -30,7 +33,7 @@ from redline.scenario.checks import (
 )
 from redline.scenario.compiler import Compiled, compile_scenario, load
 from redline.scenario.condition import Condition, all_of, any_of, not_
-from redline.scenario.scenario import Scenario
+from redline.scenario.running import Scenario, ScenarioResult, ThresholdVerdict
 from redline.scenario.template import Var
 from redline.scenario.user import (
     Response,
@@ -44,6 +47,8 @@ from redline.scenario.user import (
 
 __all__ = [
     "Scenario",
+    "ScenarioResult",
+    "ThresholdVerdict",
     "User",
     "Response",
     "Var",

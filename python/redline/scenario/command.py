@@ -12,16 +12,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import fields
 from typing import Any
 
 from redline.errors import ConfigError
 from redline.report.command import write_run_report
 from redline.runs.run_options import RunOptions
 from redline.scenario.compiler import Compiled, load
-from redline.scenario.profile import merge, run_options
+from redline.scenario.running import (
+    PROFILED,
+    URL_ONLY,
+    parse_thresholds,
+    plan_only,
+    prepare,
+    run_watched,
+)
 from redline.scenario.thresholds import Threshold, verdicts
-from redline.scenario.watch import Watch, split
 
 #: EXIT_THRESHOLD: the exit status when a threshold failed.
 EXIT_THRESHOLD = 1
@@ -46,24 +51,6 @@ def parse_vars(pairs: list[str]) -> dict[str, str]:
 def compile_file(path: str, var_pairs: list[str]) -> Compiled:
     """compile_file compiles a scenario file with the run variables given."""
     return load(path, parse_vars(var_pairs))
-
-
-def plan_and_options(
-    compiled: Compiled, given: dict[str, Any], host: str | None
-) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """plan_and_options: the host URL, the plan and the run options of a compiled scenario
-    with the command line's overrides."""
-    url = host or compiled.host
-    if not url:
-        raise ConfigError(f"{compiled.file}: no host: give --host URL or Scenario(host=...)")
-    return (url, *plan_only(compiled, given))
-
-
-def plan_only(compiled: Compiled, given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """plan_only: the plan and the run options of a compiled scenario (no host needed)."""
-    profile = merge(compiled.profile, given)
-    kw, plan_extra = run_options(profile, compiled.file)
-    return {**compiled.plan, **plan_extra}, kw
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -150,24 +137,6 @@ def cmd_run_scenario(
     return lost_exit(lost) or code
 
 
-#: PROFILED: the run options a scenario file's profile declares too (its key there): one given
-#: on the command line is merged over the file's (:func:`redline.scenario.profile.merge`).
-PROFILED = {
-    "connections": "users",
-    "rate": "rate",
-    "stages": "stages",
-    "open_model": "open",
-    "duration": "duration",
-    "threads": "threads",
-    "timeout": "timeout",
-    "max_connections": "max_connections",
-}
-
-#: URL_ONLY: the run options of a URL run's single request (a scenario's requests are in its
-#: file), with their flags.
-URL_ONLY = {"method": "-m/--method", "headers": "-H/--header", "body": "--body"}
-
-
 def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any]]:
     """scenario_run compiles ``redline run SCENARIO.py``'s file and returns it, the host
     URL and the options of :func:`redline.run` (``plan`` among them), the file's load shape
@@ -180,33 +149,8 @@ def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any
     if getattr(args, "users", None) is not None:
         given["users"] = args.users  # -u, a scenario's spelling of -c
     given["iterations"] = getattr(args, "iterations", None)
-    url, plan, kw = plan_and_options(compiled, given, args.host)
-    for name, flag in URL_ONLY.items():
-        if getattr(flags, name):
-            raise ConfigError(f"{flag} applies to a URL run; a scenario's requests are in its file")
-    if flags.requests:
-        # -n: that many iterations in all, instead of the file's duration.
-        kw["requests"] = flags.requests
-        if flags.duration is None:
-            kw.pop("duration", None)
-    # --http2/--http1, --streams, TLS, --warmup, --interval …: a scenario speaks and reports
-    # as a URL run does (they were once listed here by hand, and `run SCENARIO.py --http2`
-    # silently spoke HTTP/1.1 when one was missed).
-    rest = {
-        f.name: getattr(flags, f.name)
-        for f in fields(RunOptions)
-        if f.name not in PROFILED and f.name not in URL_ONLY and f.name != "requests"
-    }
-    options = RunOptions(**{**rest, **kw})
+    url, plan, options = prepare(compiled, args.host, given, flags, URL_ONLY.__getitem__)
     return compiled, url, {**options.as_kwargs(), "plan": plan}
-
-
-def parse_thresholds(specs: list[str]) -> tuple[list[Threshold], list[Watch]]:
-    """parse_thresholds reads ``--threshold`` specs (``SPEC`` or ``SPEC;abort=WINDOW``) into
-    the thresholds judged at the end and the watches judged live; bad ones raise ConfigError
-    before any load."""
-    pairs = [split(t) for t in specs]
-    return [t for t, _ in pairs], [w for _, w in pairs if w is not None]
 
 
 def judge(
@@ -261,25 +205,3 @@ def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--var", action="append", default=[])
     p.add_argument("--threshold", action="append", default=[])
     return p.parse_args(argv)
-
-
-def run_watched(
-    url: str,
-    plan: dict[str, Any] | None,
-    opts: dict[str, Any],
-    watches: list[Watch],
-    progress: Any = None,
-    cluster: Any = None,
-) -> tuple[Any, str | None]:
-    """run_watched runs ``url`` (with the scenario ``plan``, or none for a URL run) with a
-    live handle (``cluster``: a runner.ClusterOptions to run on injectors), feeding each
-    interval snapshot to the watches and stopping the run when one fires; returns the
-    result and the abort line."""
-    from redline.runs.runner import build_config, drive, start_handle
-
-    config = build_config(url, **opts)
-    if plan is not None:
-        config["plan"] = plan
-    interval_s = float(config.get("interval_s", 1.0))
-    handle = start_handle(config, cluster)
-    return drive(handle, progress, watches, interval_s)
