@@ -228,7 +228,7 @@ class _Paths(http.server.BaseHTTPRequestHandler):
 
 
 def test_each_data_row_goes_to_one_injector(local_ray, tmp_path) -> None:
-    from redline.scenario.command import compile_file
+    from redline.cli.scenario import compile_file
 
     rows = 30
     (tmp_path / "items.csv").write_text("id\n" + "".join(f"row{i}\n" for i in range(rows)))

@@ -263,7 +263,7 @@ def test_a_scenario_reads_its_run_options_from_the_flags_by_name(tmp_path):
     the protocol, warm-up, interval …) passes through as a URL run takes it."""
     import textwrap
 
-    from redline.scenario.command import build_run_parser_args, scenario_run
+    from redline.cli.scenario import build_run_parser_args, scenario_run
 
     path = tmp_path / "s.py"
     path.write_text(

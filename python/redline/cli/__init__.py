@@ -6,13 +6,15 @@ the same functions a Python user calls (:func:`redline.run`, :class:`redline.Tar
   :func:`main` (the ``redline`` script, ``python -m redline``), and the two subcommands that
   belong to no feature folder: ``redline run`` and ``redline target``;
 - :mod:`.run_flags`: the run options' flags (:class:`redline.RunOptions`), each defined once,
-  which ``redline run``, ``redline find`` and scenarios take.
+  which ``redline run``, ``redline find`` and scenarios take;
+- :mod:`.scenario`: ``redline run SCENARIO.py`` and ``redline inspect``.
 
-Each feature's own subcommand stays in its folder (``find/command.py``,
-``compare/command.py``, ``report/command.py``, ...), registered by :mod:`.commands`.
+The features' subcommands still in their folders (``find/command.py``,
+``compare/command.py``, ``report/command.py``, ...) are registered by :mod:`.commands`; they
+move here one by one (issue 37), so that no feature imports the command line.
 
 :func:`main` and :func:`build_parser` are named here but loaded on first use (pyproject's entry
-point is ``redline.cli:main``): ``find/command.py`` and ``scenario/command.py`` import
+point is ``redline.cli:main``): ``find/command.py`` and :mod:`.scenario` import
 :mod:`.run_flags`, which runs this file first, and must not import the whole command line,
 which imports them.
 """

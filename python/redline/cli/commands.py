@@ -23,6 +23,14 @@ from redline.cli.run_flags import (
     add_threads_flag,
     shown_defaults,
 )
+from redline.cli.scenario import (
+    add_inspect_parser,
+    cmd_run_scenario,
+    is_scenario,
+    judge,
+    parse_thresholds,
+    run_watched,
+)
 from redline.cli.termination import Termination
 from redline.cluster.command import add_cluster_flags, cluster_options, lost_exit, print_injectors
 from redline.compare.command import add_compare_parser
@@ -36,14 +44,6 @@ from redline.runs.nofile import raise_open_file_limit
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages
 from redline.runs.run_options import RunOptions
 from redline.runs.runner import defaults, run
-from redline.scenario.command import (
-    add_inspect_parser,
-    cmd_run_scenario,
-    is_scenario,
-    judge,
-    parse_thresholds,
-    run_watched,
-)
 from redline.view.intervals import IntervalLog, parse_out, tee
 from redline.view.progress import Goal, for_stream, summary_stream
 

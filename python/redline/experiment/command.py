@@ -111,8 +111,8 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
 def _run_target(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """_run_target: the URL template and :func:`redline.run`'s options, of a URL run or of a
     scenario file (its host, a template too, from --host or the scenario)."""
+    from redline.cli.scenario import is_scenario, scenario_run
     from redline.runs.run_options import RunOptions
-    from redline.scenario.command import is_scenario, scenario_run
 
     if is_scenario(args.url):
         _, url, options = scenario_run(args)
@@ -204,7 +204,7 @@ def _target(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     template too, from --host or the scenario)."""
     if not args.url.endswith(".py"):
         return args.url, {}
-    from redline.scenario.command import compile_file
+    from redline.cli.scenario import compile_file
 
     compiled = compile_file(args.url, args.var)
     url = args.host or compiled.host or ""

@@ -194,7 +194,7 @@ def cmd_find(args: argparse.Namespace) -> int:
 
     url, plan, scenario = args.url, None, None
     if args.url.endswith(".py"):
-        from redline.scenario.command import compile_file
+        from redline.cli.scenario import compile_file
 
         compiled = compile_file(args.url, args.var)
         url = args.host or compiled.host or ""

@@ -1,4 +1,6 @@
-"""command: ``redline run SCENARIO.py`` and ``redline inspect SCENARIO.py``.
+"""scenario: the command line of scenarios, ``redline run SCENARIO.py`` and ``redline
+inspect SCENARIO.py`` (the work is :mod:`redline.scenario.running`'s, which
+:meth:`redline.Scenario.run` calls too).
 
 The run command compiles the file (every mistake is one ``FILE:LINE: message`` and exit
 status 2, before any load), merges the command line's profile over the file's, runs the
@@ -14,6 +16,13 @@ import json
 import sys
 from typing import Any
 
+from redline.cli.run_flags import (
+    add_interval_flag,
+    add_load_flags,
+    add_request_flags,
+    add_threads_flag,
+    shown_defaults,
+)
 from redline.errors import ConfigError
 from redline.report.command import write_run_report
 from redline.runs.run_options import RunOptions
@@ -179,14 +188,7 @@ def judge(
 
 def build_run_parser_args(argv: list[str]) -> argparse.Namespace:
     """build_run_parser_args parses ``SCENARIO.py`` and the scenario options of ``redline
-    run`` without the whole CLI (for scripts that run scenarios through the Python API)."""
-    from redline.cli.run_flags import (
-        add_interval_flag,
-        add_load_flags,
-        add_request_flags,
-        add_threads_flag,
-        shown_defaults,
-    )
+    run`` without the whole parser (the tests of :func:`scenario_run`)."""
     from redline.runs.runner import defaults
 
     p = argparse.ArgumentParser(prog="redline-scenario")
