@@ -181,7 +181,7 @@ def test_continue_marks_each_interval_with_the_injectors_that_reported(local_ray
     assert after["injectors"] == INJECTORS - 1 and after["from_s"] >= row["lost_at_s"] - 0.25
     tail = [s for s in doc["timeseries"] if s["t_s"] - 0.25 >= after["from_s"] - 1e-9]
     assert after["requests"] == sum(s["requests"] for s in tail) > 0
-    from redline.cluster.command import loss_note
+    from redline.cli.cluster import loss_note
 
     note = loss_note(cluster) or ""
     assert "injector 1 (" in note and "33 % of the asked load was not offered" in note, note

@@ -1,4 +1,4 @@
-"""Tests for ``--cluster`` on the command line (redline.cluster.command): one-line refusals
+"""Tests for ``--cluster`` on the command line (redline.cli.cluster): one-line refusals
 with exit 2, a run end to end on local:2, a killed injector and Ctrl-C, and no Ray process
 left behind by the CLI. Each run starts (and must stop) its own local Ray."""
 

@@ -70,7 +70,7 @@ def test_all_kept_up_says_so_and_a_skewed_clock_is_flagged() -> None:
 
 
 def test_a_lost_row_says_when_and_its_share_and_the_note_counts_the_survivors() -> None:
-    from redline.cluster.command import loss_note
+    from redline.cli.cluster import loss_note
     from redline.cluster.handle import after_loss
 
     lost = feed(2, lost="died (gone)")

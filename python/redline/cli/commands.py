@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from redline import __version__
+from redline.cli.cluster import add_cluster_flags, cluster_options, lost_exit, print_injectors
 from redline.cli.run_flags import (
     add_export_flags,
     add_interval_flag,
@@ -32,7 +33,6 @@ from redline.cli.scenario import (
     run_watched,
 )
 from redline.cli.termination import Termination
-from redline.cluster.command import add_cluster_flags, cluster_options, lost_exit, print_injectors
 from redline.compare.command import add_compare_parser
 from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags

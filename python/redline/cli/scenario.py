@@ -106,7 +106,7 @@ def cmd_run_scenario(
     """cmd_run_scenario runs ``redline run SCENARIO.py`` (``args`` from the run parser);
     ``on_plan`` hears the compiled plan before the load starts and ``on_result`` the result
     once its outputs are written (the live view)."""
-    from redline.cluster.command import cluster_options, lost_exit, print_injectors
+    from redline.cli.cluster import cluster_options, lost_exit, print_injectors
     from redline.errors import InjectorLost
     from redline.report.summary import render
     from redline.runs.runner import run

@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any
 
+from redline.cli.cluster import EXIT_LOST, add_cluster_flags
 from redline.cli.run_flags import (
     add_interval_flag,
     add_request_flags,
@@ -15,7 +16,6 @@ from redline.cli.run_flags import (
     secs,
     shown_defaults,
 )
-from redline.cluster.command import EXIT_LOST, add_cluster_flags
 from redline.errors import ConfigError, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find.flags import SEARCH_DEFAULTS, find_options

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from redline.cluster.command import cluster_options
+from redline.cli.cluster import cluster_options
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
 from redline.runs.run_options import RunOptions

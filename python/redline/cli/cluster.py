@@ -1,4 +1,4 @@
-"""command: the ``--cluster`` flags of ``redline run`` and ``redline find``, read into the
+"""cluster: the ``--cluster`` flags of ``redline run`` and ``redline find``, read into the
 options the library takes (:class:`redline.runs.runner.ClusterOptions`), checked before any load:
 a bad address, a bad policy or a missing Ray is one line and exit 2.
 """
