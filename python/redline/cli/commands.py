@@ -16,6 +16,7 @@ from typing import Any
 
 from redline import __version__
 from redline.cli.cluster import add_cluster_flags, cluster_options, lost_exit, print_injectors
+from redline.cli.live import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.cli.run_flags import (
     add_export_flags,
     add_interval_flag,
@@ -37,7 +38,6 @@ from redline.compare.command import add_compare_parser
 from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find.command import add_demo_parser, add_find_parser
-from redline.live.command import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.report.command import add_report_parser, write_run_report
 from redline.report.summary import render
 from redline.runs.nofile import raise_open_file_limit

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from redline.cli.cluster import EXIT_LOST, add_cluster_flags
+from redline.cli.live import add_live_flags, open_session, url_name
 from redline.cli.run_flags import (
     add_interval_flag,
     add_request_flags,
@@ -20,7 +21,6 @@ from redline.errors import ConfigError, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find.flags import SEARCH_DEFAULTS, find_options
 from redline.find.view import FindView, write_outputs
-from redline.live.command import add_live_flags, open_session, url_name
 from redline.runs.options import parse_duration
 from redline.runs.runner import defaults
 from redline.view.progress import summary_stream

@@ -10,7 +10,8 @@ in the browser (``redline ui``).
 - :mod:`~redline.live.hub`, :mod:`~redline.live.server`: fan-out and the HTTP server
 - :mod:`~redline.live.page`, ``page.js``: the page
 - :mod:`~redline.live.launcher`: ``redline ui``, the start page that starts runs from a form
-- :mod:`~redline.live.command`: the CLI's flags and ``redline ui``
+
+The command line's flags and ``redline ui``'s parser are :mod:`redline.cli.live`'s.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Address", "Kind", "LiveSession", "StopRequested", "parse_address"]
 
 #: Where each name lives: imported on first use, so that the CLI, which imports
-#: ``redline.live.command`` at start-up, pays for the server only when it is asked for.
+#: ``redline.cli.live`` at start-up, pays for the server only when it is asked for.
 _HOMES = {
     "Address": "address",
     "parse_address": "address",

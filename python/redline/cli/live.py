@@ -1,4 +1,4 @@
-"""command: the live flags of ``redline run`` and ``redline find`` (one spelling for both),
+"""live: the live flags of ``redline run`` and ``redline find`` (one spelling for both),
 the session they ask for, and ``redline ui``."""
 
 from __future__ import annotations
