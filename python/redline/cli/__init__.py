@@ -7,10 +7,12 @@ the same functions a Python user calls (:func:`redline.run`, :class:`redline.Tar
   belong to no feature folder: ``redline run`` and ``redline target``;
 - :mod:`.run_flags`: the run options' flags (:class:`redline.RunOptions`), each defined once,
   which ``redline run``, ``redline find`` and scenarios take;
-- :mod:`.scenario`: ``redline run SCENARIO.py`` and ``redline inspect``.
+- :mod:`.scenario`: ``redline run SCENARIO.py`` and ``redline inspect``;
+- :mod:`.cluster`, :mod:`.live`: the ``--cluster`` and live flags, ``redline ui``;
+- :mod:`.report`, :mod:`.compare`: ``redline report``, ``redline compare``.
 
 The features' subcommands still in their folders (``find/command.py``,
-``compare/command.py``, ``report/command.py``, ...) are registered by :mod:`.commands`; they
+``experiment/command.py``) are registered by :mod:`.commands`; they
 move here one by one (issue 37), so that no feature imports the command line.
 
 :func:`main` and :func:`build_parser` are named here but loaded on first use (pyproject's entry

@@ -16,7 +16,9 @@ from typing import Any
 
 from redline import __version__
 from redline.cli.cluster import add_cluster_flags, cluster_options, lost_exit, print_injectors
+from redline.cli.compare import add_compare_parser
 from redline.cli.live import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
+from redline.cli.report import add_report_parser, write_run_report
 from redline.cli.run_flags import (
     add_export_flags,
     add_interval_flag,
@@ -34,11 +36,9 @@ from redline.cli.scenario import (
     run_watched,
 )
 from redline.cli.termination import Termination
-from redline.compare.command import add_compare_parser
 from redline.errors import InjectorLost, RedlineError
 from redline.experiment.command import add_vary_flags
 from redline.find.command import add_demo_parser, add_find_parser
-from redline.report.command import add_report_parser, write_run_report
 from redline.report.summary import render
 from redline.runs.nofile import raise_open_file_limit
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages

@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from redline.cli.report import write_run_report
 from redline.cli.run_flags import (
     add_interval_flag,
     add_load_flags,
@@ -24,7 +25,6 @@ from redline.cli.run_flags import (
     shown_defaults,
 )
 from redline.errors import ConfigError
-from redline.report.command import write_run_report
 from redline.runs.run_options import RunOptions
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.running import (

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from redline.compare.result import CompareResult
 
 #: _HOME: where each public name lives. The package loads a part on first use, so that the
-#: CLI (which imports compare.command for its parser) starts without numpy and scipy.
+#: CLI (whose redline.cli.compare imports this package) starts without numpy and scipy.
 _HOME = {
     "Comparison": "comparison",
     "Row": "comparison",

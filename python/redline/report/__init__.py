@@ -7,11 +7,10 @@
   web page (:mod:`redline.live`) and compare's page draw;
 - :mod:`.page`: the one HTML page every report is (stylesheet, uPlot and ``assets/chart.js``
   inlined so it opens offline), shared with compare's and experiment's pages;
-- :mod:`.command`: ``redline report``'s parser, and the run report ``redline run`` and
-  scenarios write. It stays here, like each feature's ``command.py`` in its own folder, rather
-  than in :mod:`redline.cli`.
+``redline report``'s parser, and the run report ``redline run`` and scenarios write, are
+:mod:`redline.cli.report`'s.
 
 Nothing is imported here: ``redline --help`` and ``redline run`` import :mod:`.summary` and
-:mod:`.command` without paying for the renderers (numpy, via the analysis) until a report is
-asked for (tests/test_startup.py).
+:mod:`redline.cli.report` without paying for the renderers (numpy, via the analysis) until a
+report is asked for (tests/test_startup.py).
 """

@@ -1,4 +1,4 @@
-"""command: the ``redline report`` subcommand (parsing only; the work is
+"""report: the ``redline report`` subcommand (parsing only; the work is
 :func:`redline.report.render.write_reports`)."""
 
 from __future__ import annotations

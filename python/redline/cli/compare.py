@@ -1,4 +1,4 @@
-"""command: the ``redline compare`` subcommand (parsing and printing; the work is
+"""compare: the ``redline compare`` subcommand (parsing and printing; the work is
 :func:`redline.compare.compare`)."""
 
 from __future__ import annotations
