@@ -5,7 +5,7 @@ temporary directory) on 127.0.0.1, watches taskqueue's process tree, searches fo
 capacity with `redline find`, prints the four answers, and writes demo-report.html and
 demo-report.md here. Everything it started stops at the end, also on Ctrl-C.
 
-    python examples/demo.py            # at most 3 minutes
+    python examples/demo.py            # under 150 s
     python examples/demo.py --quick    # about one minute
 """
 

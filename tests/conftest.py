@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
 import io
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 import redline
@@ -48,6 +50,29 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture()
+def serve_http() -> Iterator[Callable[[type[http.server.BaseHTTPRequestHandler]], str]]:
+    """serve_http(HANDLER) serves a request handler class on a loopback port, in a thread,
+    and returns its ``/metrics`` URL (an exporter of known truth); every server it started
+    is shut down after the test."""
+    servers: list[tuple[http.server.ThreadingHTTPServer, threading.Thread]] = []
+
+    def serve(handler: type[http.server.BaseHTTPRequestHandler]) -> str:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.server_address[1]}/metrics"
+
+    try:
+        yield serve
+    finally:
+        for server, thread in servers:
+            server.shutdown()
+            server.server_close()
+            thread.join(5)
 
 
 def run_cli(*args: str, timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:

@@ -94,15 +94,38 @@ def test_demo_quick_end_to_end(tmp_path):
     assert len(seen) >= 2, out
     assert_all_gone(seen)
     # Known truth: taskqueue cannot complete more tasks than its fetch connections allow
-    # (demo.truth: 10 connections to an origin answering in 40 ms, one factorial for five
-    # fetches: 300 tasks a second). No answer exceeds it by more than its own ±.
+    # (demo.truth: 25 connections to an origin answering in 500 ms, one factorial for five
+    # fetches: 60 tasks a second). No answer exceeds it by more than its own ±.
     bound = truth(load(SCENARIO, {"ORIGIN": "http://127.0.0.1:9/"}).plan)
-    assert bound == pytest.approx(300.0)
+    assert bound == pytest.approx(60.0)
     assert f"{bound:,.0f} tasks a second" in out, out
     x, x_ci = a["steady_state_throughput_rps"], a["steady_state_throughput_ci"] or 0.0
     assert x - x_ci <= 1.05 * bound, (x, x_ci, bound)
     cap, cap_ci = a["limit"].get("capacity_rps"), a["limit"].get("capacity_ci") or 0.0
     assert cap is None or cap - cap_ci <= 1.05 * bound, (cap, cap_ci, bound)
+    # And the search reaches it: the pool runs out on a fifth of a core, so a busy 2-core
+    # machine (load average 15 while this was written: a step read 28 tasks/s while the
+    # machine stalled) still gives some good step within 15 % of the truth, and the part
+    # named is the fetch pool. (The ±3 % is bench/demo.py's, on the full demo.)
+    best = max(s["throughput_rps"] for s in result["steps"] if s["ok"])
+    assert best >= 0.85 * bound, [(s["load"], s["throughput_rps"]) for s in result["steps"]]
+    named = a["limit"].get("bottleneck") or {}
+    if named.get("part") is not None:
+        assert named["resource"] == "pool", named
+        assert "taskqueue_fetch_host_connections" in named["evidence"], named
+    # The service's own count against redline's: every submit the users saw accepted is a
+    # task taskqueue finished (a submit cut off by the end of the search may be accepted
+    # unseen: one a user stopped at most); the counter's growths redline read add up to its
+    # count less what completed after the last reading; the users' polls saw no more
+    # succeed than it completed, and fewer by at most a task a user stopped.
+    rec = result["reconciled"]
+    done, read, saw = rec["service_completed"], rec["redline_read"], rec["users_saw"]
+    assert rec["service_unfinished"] == 0, rec
+    finished = done + rec["service_failed"]
+    assert 0 <= finished - rec["redline_submitted"] <= rec["users_stopped"], rec
+    assert 0.9 * done <= read <= done, rec
+    assert 0 <= done - saw <= rec["users_stopped"], rec
+    assert f"taskqueue finished {finished:,} tasks" in out, out
 
 
 def test_demo_stops_everything_on_ctrl_c(tmp_path):

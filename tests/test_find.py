@@ -456,3 +456,20 @@ def test_the_host_note_says_when_the_capacity_is_a_cpu_share(label, load1, says)
         assert f"on {cores} cores" in note and "35 % of a core" in note, note
         assert "271 tasks per CPU-second" in note, note  # 95 tasks/s at 0.35 of a core
         assert f"{4.5 * cores:.1f}-{4.5 * cores + 1:.1f}" in note, note
+
+
+def test_the_host_note_names_a_pool_that_ran_out_before_the_cpu_share():
+    """On an oversubscribed machine a capacity set by a pool (the demo's fetch connections)
+    is not the CPU share: the note says the limit named is the pool's, not the CPU's."""
+    cores = os.cpu_count() or 1
+    steps = []
+    for i, (users, x) in enumerate([(100, 50.0), (200, 60.0), (400, 60.0)]):
+        steps.append(finder.Step(index=i, load=users, throughput_rps=x, p50_ms=5.0, p99_ms=50.0))
+        steps[-1].service = {"load1": 6.0 * cores, "cpu_percent": 20.0}
+    pool = {"part": "taskqueue", "resource": "pool", "utilisation": 1.0, "evidence": "..."}
+    note = finder.host_note(steps, 60.0, "tasks/s", pool)
+    assert note is not None and "20 % of a core" in note, note
+    assert "not that share but taskqueue's pool" in note, note
+    assert "set by the CPU the rest of the machine leaves it" not in note, note
+    cpu = {**pool, "resource": "cpu"}
+    assert "set by the CPU" in (finder.host_note(steps, 60.0, "tasks/s", cpu) or ""), note

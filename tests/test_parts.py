@@ -10,9 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -146,16 +144,9 @@ class _Exporter(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def exporter() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Exporter)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+def exporter(serve_http) -> str:
+    """exporter: the /metrics URL of a served _Exporter (conftest's serve_http)."""
+    return serve_http(_Exporter)
 
 
 def test_an_exporter_gives_its_pools_and_its_counters_as_rates(exporter):

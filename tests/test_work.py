@@ -8,9 +8,7 @@ from __future__ import annotations
 import http.server
 import math
 import random
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -278,16 +276,9 @@ class _Metrics(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def metrics_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+def metrics_url(serve_http) -> str:
+    """metrics_url: the /metrics URL of a served _Metrics (conftest's serve_http)."""
+    return serve_http(_Metrics)
 
 
 def test_the_probe_reads_a_real_endpoint(metrics_url):
@@ -307,25 +298,85 @@ def test_the_probe_reads_a_real_endpoint(metrics_url):
 
 
 def test_a_started_probe_reads_its_thread_s_latest_reading(metrics_url):
-    """Started, the probe scrapes in its own thread and a read never waits on a scrape; a
-    read with no new reading since the last is empty and the next carries both."""
+    """Started, the probe scrapes in its own thread and a read never waits on a scrape; every
+    read together takes the counter from the prime to the last read's time, once."""
     _Metrics.scrapes = 0
     done = Series.parse(f"prometheus:{metrics_url}#jobs_done_total", "--throughput")
     p = WorkProbe(done)
     p.prime()
     p.start(0.05)
+    got = []
     try:
         deadline = time.monotonic() + 10
-        while _Metrics.scrapes < 3 and time.monotonic() < deadline:
+        while _Metrics.scrapes < 6 and time.monotonic() < deadline:
             time.sleep(0.01)
-        first = p.read()
-        assert first["completed"] is not None and first["completed"] % 10 == 0
-        assert first["completed"] >= 10
+        began = time.monotonic()
+        got.append(p.read())
+        assert time.monotonic() - began < 0.05, "a read waited on a scrape"
     finally:
         p.stop()
     scrapes = _Metrics.scrapes
     time.sleep(0.2)
     assert _Metrics.scrapes == scrapes, "the thread stopped"
-    # Everything the endpoint counted is read, once: the scrapes after the prime, 10 each.
-    total = first["completed"] + (p.read()["completed"] or 0) - 10
-    assert total == 10 * (_Metrics.scrapes - 2)
+    got.append(p.read())
+    # The counter counts 10 a scrape: what the reads took lies between the prime's 10 and
+    # the last scrape's value, and never runs backwards.
+    total = sum(g["completed"] or 0 for g in got)
+    assert all((g["completed"] or 0) >= 0 for g in got), got
+    assert 0 < total <= 10 * (scrapes - 1), (got, scrapes)
+
+
+class Late:
+    """Late: an endpoint on a fake clock whose counter grows ``rate`` a second exactly and
+    answers each scrape after a random delay (a busy service), reading its counter midway."""
+
+    def __init__(self, rate: float, seed: int = 5):
+        self.rate = rate
+        self.t = 0.0
+        self.delay = 0.1
+        self.rng = random.Random(seed)
+
+    def clock(self) -> float:
+        return self.t
+
+    def __call__(self, url: str, timeout_s: float) -> Scraped:
+        value = self.rate * (self.t + self.delay / 2)
+        self.t += self.delay
+        out = [("taskqueue_tasks_finished_total", {"status": "SUCCEEDED"}, value)]
+        return Scraped(out, frozenset(["taskqueue_tasks_finished_total"]))
+
+
+def test_a_started_probe_counts_each_interval_when_it_happened_not_when_a_scrape_came_back():
+    """A service completing 60 tasks a second, its /metrics answered up to 0.4 s late: each
+    half-second interval reads 30 ± 2 (the latest scrape's value gave 9 then 60 in the
+    demo; ± 2 where no scrape had come back after the time read yet, and the next interval
+    makes it up), and the intervals add up to the counter's growth exactly."""
+    late = Late(60.0)
+    done = Series.parse(f"prometheus:{URL}#{DONE}", "--throughput")
+    p = WorkProbe(done, fetch=late)
+    p.clock = late.clock
+    p.prime()
+    p.stamped = True
+    p._period_s = 0.25  # as start(0.25) would, for the search's half-second intervals
+    # The thread's scrapes (one every 0.25 s, or as soon as a late one came back) and the
+    # reads (as each half-second interval's snapshot arrives) interleave on the one clock.
+    start, reads = 0.3, []
+    for k in range(1, 41):
+        while True:
+            delay = late.rng.uniform(0.0, 0.4)
+            if start + delay > k * 0.5:
+                break
+            late.t, late.delay = start, delay
+            p.scrape_once()
+            start = max(late.t, start + 0.25)
+        late.rng.seed(k)  # the delay drawn and not yet taken is drawn again next time
+        late.t = k * 0.5
+        reads.append(p.read()["completed"])
+    assert None not in reads[2:], reads
+    counted = [r for r in reads if r is not None]
+    # (The first counted read starts at the prime, inside its interval.)
+    assert all(abs(r - 30) <= 2 for r in counted[1:]), str(reads)
+    assert sum(r == 30 for r in counted) >= 0.8 * len(counted), str(reads)
+    # Telescoping: the sum is the growth from the prime (answered at 0.05 s) to the last
+    # read's time (two periods behind it).
+    assert sum(counted) == pytest.approx(60 * (40 * 0.5 - 0.5 - 0.05), abs=1.0), reads

@@ -66,11 +66,15 @@ def result_document(
     )
     answers = analysed["answers"]
     watched = watched or {"specs": {}, "series": {}, "backlog_part": None}
+    bottleneck = name_bottleneck(searched, outcome.broke, watched.get("backlog_part"))
+    answers["limit"]["bottleneck"] = bottleneck
     answers["notes"] = _notes(notes, answers, steady, searched, meter)
     for x in outcome.spoiled:  # a step a lost injector spoiled (a cluster run)
         said = spoiled_text(x, model)
         answers["notes"].append(f"{said[0].upper()}{said[1:]}.")
-    _name_bottleneck(answers, searched, outcome.broke, watched.get("backlog_part"))
+    named = bottleneck_sentence(bottleneck)
+    if named:
+        answers["notes"].append(named)
     broke = outcome.broke
     return {
         "version": 1,
@@ -104,18 +108,6 @@ def result_document(
     }
 
 
-def _name_bottleneck(
-    answers: dict[str, Any], searched: list[Step], broke: Step | None, backlog_part: str | None
-) -> None:
-    """_name_bottleneck sets ``answers.limit.bottleneck`` (the part and resource that ran out
-    first at the limit, :func:`name_bottleneck`) and says it in the notes."""
-    bottleneck = name_bottleneck(searched, broke, backlog_part)
-    answers["limit"]["bottleneck"] = bottleneck
-    said = bottleneck_sentence(bottleneck)
-    if said:
-        answers["notes"].append(said)
-
-
 def _held_samples(monitor: Any, held: Step | None) -> list[dict[str, Any]]:
     """_held_samples: the monitor's samples while the load ``held`` still (none without a
     monitor or such a step)."""
@@ -145,18 +137,26 @@ def _notes(
             " search's step at that load: the ± of the answers covers that as well as the"
             " noise inside each step."
         )
-    host = host_note(searched, answers["limit"].get("capacity_rps"), meter.unit)
+    limit = answers["limit"]
+    host = host_note(searched, limit.get("capacity_rps"), meter.unit, limit.get("bottleneck"))
     if host:
         notes.append(host)
     return notes
 
 
-def host_note(steps: list[Step], capacity: float | None, unit: str) -> str | None:
+def host_note(
+    steps: list[Step],
+    capacity: float | None,
+    unit: str,
+    bottleneck: dict[str, Any] | None = None,
+) -> str | None:
     """host_note says, when the monitor saw this machine's CPUs oversubscribed during the
     search (load average over the cores), that the capacity found is bounded by the CPU share
     the service was given, with that share at the capacity step and its range past it, and
-    the service's work per CPU-second there (the figure that carries to another machine).
-    None without a monitor or on a machine with CPU to spare."""
+    the service's work per CPU-second there (the figure that carries to another machine);
+    where the ``bottleneck`` named is a resource other than a CPU (a pool, an accept queue),
+    that the capacity is that resource's and not the CPU share's. None without a monitor or
+    on a machine with CPU to spare."""
     cores = os.cpu_count() or 1
     loads = [float(s.service["load1"]) for s in steps if s.service.get("load1") is not None]
     if not loads or max(loads) <= cores or capacity is None:
@@ -181,13 +181,29 @@ def host_note(steps: list[Step], capacity: float | None, unit: str) -> str | Non
     )
     what = unit.removesuffix("/s")
     per_cpu = f" ({100.0 * top.throughput_rps / cpu:,.0f} {what} per CPU-second)" if cpu > 0 else ""
-    return (
+    said = (
         f"This machine's CPUs were oversubscribed during the search (load average"
         f" {min(loads):.1f}-{max(loads):.1f} on {cores} cores; redline, the service and other"
         f" work share them): at its capacity the service got {cpu:.0f} % of a core{per_cpu}"
-        f"{moved}. Its capacity here is set by the CPU the rest of the machine leaves it: a"
+        f"{moved}."
+    )
+    other = (bottleneck or {}).get("resource")
+    if bottleneck is not None and other is not None and other not in ("cpu", "generator"):
+        # A pool ran out before the CPU: the capacity is the pool's, whatever the CPU share.
+        return (
+            f"{said} The limit named below is not that share but {bottleneck_part(bottleneck)}:"
+            " the capacity should hold on a quieter machine."
+        )
+    return (
+        f"{said} Its capacity here is set by the CPU the rest of the machine leaves it: a"
         " repeat moves with that load, by more than the ± of one run."
     )
+
+
+def bottleneck_part(b: dict[str, Any]) -> str:
+    """bottleneck_part: the named part's resource in words (``taskqueue's pool``)."""
+    what = {"accept-queue": "accept queue"}.get(b["resource"], b["resource"])
+    return f"{b['part']}'s {what}"
 
 
 def answers_text(result: dict[str, Any]) -> str:
