@@ -95,9 +95,8 @@ class Connection:
                     _init(ray, address, runtime_env)
             except Exception as e:  # Ray raises ConnectionError, RuntimeError, ValueError...
                 shutdown_ray(ray, reaper)
-                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 raise ClusterError(
-                    f"cannot reach the Ray cluster {address.text}: {first}"
+                    f"cannot reach the Ray cluster {address.text}: {_first_line(e)}"
                 ) from None
         n = injectors or _default_injectors(ray)
         try:
@@ -127,6 +126,12 @@ class Connection:
                 pass
         if self.owns_ray:
             shutdown_ray(self.ray, self.reaper)
+
+
+def _first_line(e: BaseException) -> str:
+    """_first_line: an exception's first line of text (its type's name if it has none)."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def check_versions(driver: str, members: list[Member]) -> None:
@@ -167,14 +172,18 @@ def _place(ray: Any, n: int) -> list[Member]:
     refs = [a.facts.remote() for a in actors]
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=FACTS_TIMEOUT_S)
     if len(ready) < len(refs):
-        for a in actors:
-            ray.kill(a)
+        _kill(ray, actors)
         raise ClusterError(
             f"only {len(ready)} of {n} injectors started within {FACTS_TIMEOUT_S:g}s: "
             "does the cluster have a free CPU for each?"
         )
+    try:
+        answers = ray.get(refs)
+    except Exception as e:  # an actor that died placed (RayActorError...): Ray's own words
+        _kill(ray, actors)
+        raise ClusterError(f"an injector failed to start: {_first_line(e)}") from None
     members = []
-    for i, (actor, facts) in enumerate(zip(actors, ray.get(refs), strict=True)):
+    for i, (actor, facts) in enumerate(zip(actors, answers, strict=True)):
         # A second call, the actor now warm: its round trip bounds the skew estimate.
         sent = time.time()
         clock = float(ray.get(actor.facts.remote())["clock"])
@@ -192,6 +201,14 @@ def _place(ray: Any, n: int) -> list[Member]:
             )
         )
     return members
+
+
+def _kill(ray: Any, actors: list[Any]) -> None:
+    for a in actors:
+        try:
+            ray.kill(a)
+        except Exception:  # already dead: nothing to end
+            continue
 
 
 #: REAP_WAIT_S: how long the processes of a Ray this connection started get to exit after
