@@ -211,7 +211,7 @@ def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
     reads it back into the same RunOptions."""
     import dataclasses
 
-    from redline.find.flags import find_options
+    from redline.cli.find_flags import find_options
     from redline.runs.run_options import FLAG_DESTS, LOAD_SHAPE, RunOptions
 
     dests = {a.dest for a in _subparser("find")._actions}
@@ -240,7 +240,7 @@ def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
 
 def test_a_search_has_its_own_timeout_and_interval_shown_in_its_help_and_given_way_to():
     from redline.find.finder import search_run
-    from redline.find.flags import SEARCH_DEFAULTS
+    from redline.find.plan import SEARCH_DEFAULTS
     from redline.runs.run_options import RunOptions
 
     assert SEARCH_DEFAULTS == {"timeout": 10.0, "interval": 0.5}

@@ -9,14 +9,15 @@ the same functions a Python user calls (:func:`redline.run`, :class:`redline.Tar
   which ``redline run``, ``redline find`` and scenarios take;
 - :mod:`.scenario`: ``redline run SCENARIO.py`` and ``redline inspect``;
 - :mod:`.cluster`, :mod:`.live`: the ``--cluster`` and live flags, ``redline ui``;
-- :mod:`.report`, :mod:`.compare`: ``redline report``, ``redline compare``.
+- :mod:`.report`, :mod:`.compare`: ``redline report``, ``redline compare``;
+- :mod:`.find`, :mod:`.find_flags`, :mod:`.experiment`: ``redline find`` and ``redline demo``,
+  the search's flags as :func:`redline.find.finder.find`'s keywords, ``--vary``.
 
-The features' subcommands still in their folders (``find/command.py``,
-``experiment/command.py``) are registered by :mod:`.commands`; they
-move here one by one (issue 37), so that no feature imports the command line.
+Every subcommand is here and registered by :mod:`.commands`; no feature imports the command
+line (the features' library functions are what it calls).
 
 :func:`main` and :func:`build_parser` are named here but loaded on first use (pyproject's entry
-point is ``redline.cli:main``): ``find/command.py`` and :mod:`.scenario` import
+point is ``redline.cli:main``): :mod:`.find` and :mod:`.scenario` import
 :mod:`.run_flags`, which runs this file first, and must not import the whole command line,
 which imports them.
 """

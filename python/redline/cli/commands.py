@@ -17,6 +17,8 @@ from typing import Any
 from redline import __version__
 from redline.cli.cluster import add_cluster_flags, cluster_options, lost_exit, print_injectors
 from redline.cli.compare import add_compare_parser
+from redline.cli.experiment import add_vary_flags
+from redline.cli.find import add_demo_parser, add_find_parser
 from redline.cli.live import add_live_flags, add_ui_parser, cmd_ui, open_session, url_name
 from redline.cli.report import add_report_parser, write_run_report
 from redline.cli.run_flags import (
@@ -37,8 +39,6 @@ from redline.cli.scenario import (
 )
 from redline.cli.termination import Termination
 from redline.errors import InjectorLost, RedlineError
-from redline.experiment.command import add_vary_flags
-from redline.find.command import add_demo_parser, add_find_parser
 from redline.report.summary import render
 from redline.runs.nofile import raise_open_file_limit
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages
@@ -327,9 +327,9 @@ def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
     """cmd_run runs one load test, prints the summary and writes --json and --report; with
     --web/--prometheus it is watched live (and the endpoints linger after it). ``live``: a
     session the caller owns (``redline ui``'s), instead of one the flags ask for. With --vary
-    it is an experiment (:mod:`redline.experiment.command`)."""
+    it is an experiment (:mod:`redline.cli.experiment`)."""
     if args.vary or args.repeat is not None or args.monitor_cmd is not None:
-        from redline.experiment.command import cmd_run_experiment
+        from redline.cli.experiment import cmd_run_experiment
 
         for flag, given in (("--out", args.out), ("--junit", args.junit)):
             if given is not None:

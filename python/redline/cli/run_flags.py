@@ -14,7 +14,7 @@ from the run options, never from the command line.
 
 The defaults a help text shows are given by field name as the user would type them
 (:func:`shown_defaults`: the engine's), so a command whose own defaults differ
-(``redline find``'s, :data:`redline.find.flags.SEARCH_DEFAULTS`) shows its own.
+(``redline find``'s, :data:`redline.find.plan.SEARCH_DEFAULTS`) shows its own.
 """
 
 from __future__ import annotations

@@ -16,9 +16,10 @@
 - :mod:`.rules`: the conditions' thresholds (with the figures behind them), the SLO, the
   one-step rules; :mod:`.step`: the search's step;
 - :mod:`.steps`: a step's figures from its interval snapshots;
-- :mod:`.command`, :mod:`.flags`, :mod:`.view`: the command line (``redline find`` and
-  ``redline demo``'s parser), its flags as :func:`find`'s keywords (and the run options whose
-  default differs in a search), and the live view and outputs;
+- :mod:`.view`: the live view and the outputs (the command line, ``redline find`` and
+  ``redline demo``'s parser and its flags as the search's keywords, is
+  :mod:`redline.cli.find`'s); :mod:`.plan` also holds the run options whose default differs
+  in a search;
 - :mod:`.demo`: ``redline demo`` (``make demo``): a search of the bundled taskqueue, with the
   services it needs started (tethered, watched by :mod:`redline.service.monitor`) and stopped.
 

@@ -26,9 +26,8 @@ from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
 from redline.find.document import answers_text, host_note, result_document, write_json
 from redline.find.ending import Ended, Outcome
-from redline.find.flags import SEARCH_DEFAULTS
 from redline.find.live_run import Aligned, LiveRun
-from redline.find.plan import Plan
+from redline.find.plan import SEARCH_DEFAULTS, Plan
 from redline.find.rules import Limits, Slo
 from redline.find.search import Search
 from redline.find.step import Step
@@ -118,7 +117,7 @@ def find(
     :class:`~redline.runs.run_options.RunOptions`, or the same given as keywords, as
     :func:`redline.run` takes them: ``threads``, ``method``, ``headers``, ``body``,
     ``timeout``, ``interval``, ``http2`` …), with a search's own defaults where they differ
-    from the engine's (:data:`redline.find.flags.SEARCH_DEFAULTS`: a 10 s timeout, a 0.5 s
+    from the engine's (:data:`redline.find.plan.SEARCH_DEFAULTS`: a 10 s timeout, a 0.5 s
     interval). The load shape (:data:`redline.runs.run_options.LOAD_SHAPE`) is the search's to set.
     """
     limits = Limits(

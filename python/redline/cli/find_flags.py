@@ -1,6 +1,5 @@
-"""flags: ``redline find``'s flags as the search's keywords, one place for ``redline
-find`` and its experiments; and the run options whose default in a search is not the
-engine's (:data:`SEARCH_DEFAULTS`)."""
+"""find_flags: ``redline find``'s flags as the search's keywords, one place for ``redline
+find`` and its experiments."""
 
 from __future__ import annotations
 
@@ -11,15 +10,6 @@ from redline.cli.cluster import cluster_options
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
 from redline.runs.run_options import RunOptions
-
-#: SEARCH_DEFAULTS: the run options whose default in a search differs from the engine's
-#: (``redline run``'s 30 s timeout and 1 s interval), in seconds, deliberately: a search
-#: judges short steps (3 to 15 s). It reads a figure every half second so that a short step
-#: still has the intervals its steadiness and noise are judged on; and a request out for 10 s
-#: has failed by any measure a step applies, so it ends as a timeout near the step that sent
-#: it instead of hanging over the next two. :func:`redline.find.find` applies them to an
-#: option left as None; ``redline find --help`` shows them.
-SEARCH_DEFAULTS: dict[str, float] = {"timeout": 10.0, "interval": 0.5}
 
 
 def parse_share(text: str, what: str) -> float:

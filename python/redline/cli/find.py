@@ -1,4 +1,4 @@
-"""command: the ``redline find`` and ``redline demo`` subcommands (parsing and the live
+"""find: the ``redline find`` and ``redline demo`` subcommands (parsing and the live
 view only; the work is :func:`redline.find.find` and :mod:`redline.find.demo`)."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import time
 from typing import Any
 
 from redline.cli.cluster import EXIT_LOST, add_cluster_flags
+from redline.cli.experiment import add_vary_flags
+from redline.cli.find_flags import find_options
 from redline.cli.live import add_live_flags, open_session, url_name
 from redline.cli.run_flags import (
     add_interval_flag,
@@ -18,8 +20,7 @@ from redline.cli.run_flags import (
     shown_defaults,
 )
 from redline.errors import ConfigError, RedlineError
-from redline.experiment.command import add_vary_flags
-from redline.find.flags import SEARCH_DEFAULTS, find_options
+from redline.find.plan import SEARCH_DEFAULTS
 from redline.find.view import FindView, write_outputs
 from redline.runs.options import parse_duration
 from redline.runs.runner import defaults
@@ -187,7 +188,7 @@ def make_monitor(args: argparse.Namespace) -> Any:
 def cmd_find(args: argparse.Namespace) -> int:
     """cmd_find runs the search, prints the four answers and writes the outputs."""
     if args.vary or args.repeat is not None:
-        from redline.experiment.command import cmd_experiment
+        from redline.cli.experiment import cmd_experiment
 
         return cmd_experiment(args)
     from redline.find import finder

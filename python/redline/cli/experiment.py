@@ -1,4 +1,4 @@
-"""command: experiments from the command line: ``redline find … --vary NAME=V1,V2 [--repeat
+"""experiment: experiments from the command line: ``redline find … --vary NAME=V1,V2 [--repeat
 N]`` and ``redline run … --vary NAME=V1,V2 [--repeat N]`` (each command hands over when
 ``--vary`` is given; the work is :func:`redline.experiment.experiment` and
 :func:`redline.experiment.run_experiment`). The experiment flags are defined here, once, for
@@ -145,11 +145,11 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def cmd_experiment(args: argparse.Namespace) -> int:
     """cmd_experiment runs the experiment the ``redline find`` flags describe, prints each
     configuration's answers and then the table, and writes the files asked for."""
+    from redline.cli.find_flags import find_options
     from redline.experiment.plan_file import merge_plan
     from redline.experiment.runner import experiment
     from redline.experiment.tables import render_text, write_outputs
     from redline.find import answers_text
-    from redline.find.flags import find_options
     from redline.find.view import FindView
 
     merge_plan(args)
