@@ -363,6 +363,21 @@ mod tests {
                 "/thanks",
                 Behaviour::plain(Route::Form(Page::Thanks)),
             ),
+            ("form with query", "/form?latency=20ms", {
+                let mut b = Behaviour::plain(Route::Form(Page::Form));
+                b.latency = Latency::Fixed(ms(20));
+                b
+            }),
+        ];
+        for (label, target, want) in cases {
+            assert_eq!(Behaviour::parse(target), Ok(want), "{label}: {target}");
+        }
+    }
+
+    #[test]
+    fn stream_queries_parse() {
+        let ms = Duration::from_millis;
+        let cases: Vec<(&str, &str, Behaviour)> = vec![
             (
                 "sse",
                 "/sse?first=200ms&every=20ms&events=50",
@@ -382,11 +397,6 @@ mod tests {
                 }),
             ),
             ("stream keys elsewhere", "/x?events=5&first=1s", any(|_| {})),
-            ("form with query", "/form?latency=20ms", {
-                let mut b = Behaviour::plain(Route::Form(Page::Form));
-                b.latency = Latency::Fixed(ms(20));
-                b
-            }),
         ];
         for (label, target, want) in cases {
             assert_eq!(Behaviour::parse(target), Ok(want), "{label}: {target}");

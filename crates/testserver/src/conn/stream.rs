@@ -6,6 +6,21 @@ use super::*;
 use crate::stream::{self as probe, Stream};
 
 impl<S: Io> Conn<S> {
+    /// completion_ask reads what a completion's request body asks for into `stream` (its
+    /// `max_tokens`) and says whether to stream; an SSE probe, or a completion without a
+    /// body, streams as its query says.
+    fn completion_ask(&self, stream: &mut Stream) -> Result<bool, String> {
+        if !stream.is_completion() || self.body.is_empty() {
+            return Ok(true);
+        }
+        if self.body_over {
+            return Err("completion request too large".to_string());
+        }
+        let ask = probe::ask(&self.body)?;
+        stream.count = ask.max_tokens.unwrap_or(stream.count);
+        Ok(ask.stream)
+    }
+
     /// answer_stream sends a streamed answer for a request that arrived at `read_at`: SSE
     /// events, or a completion's tokens (streamed when its body asks, else in one JSON body
     /// once the last token is due). An injected error status answers plainly, at once.
@@ -28,27 +43,16 @@ impl<S: Io> Conn<S> {
                 )
                 .await;
         }
-        let mut streamed = true;
-        if stream.is_completion() && !self.body.is_empty() {
-            let ask = if self.body_over {
-                Err("completion request too large".to_string())
-            } else {
-                probe::ask(&self.body)
-            };
-            match ask {
-                Ok(ask) => {
-                    streamed = ask.stream;
-                    stream.count = ask.max_tokens.unwrap_or(stream.count);
-                }
-                Err(reason) => {
-                    let body = format!("{reason}\n");
-                    let status = StatusCode::BAD_REQUEST;
-                    return self
-                        .reply(status, "text/plain", body.as_bytes(), behaviour, request)
-                        .await;
-                }
+        let streamed = match self.completion_ask(&mut stream) {
+            Ok(streamed) => streamed,
+            Err(reason) => {
+                let body = format!("{reason}\n");
+                let status = StatusCode::BAD_REQUEST;
+                return self
+                    .reply(status, "text/plain", body.as_bytes(), behaviour, request)
+                    .await;
             }
-        }
+        };
         let tokens = if stream.is_completion() {
             u64::from(stream.count)
         } else {
