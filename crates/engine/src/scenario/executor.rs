@@ -499,17 +499,15 @@ impl Vu {
         out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
         out.extend_from_slice(script.authority.as_bytes());
         out.extend_from_slice(b"\r\n");
+        let mut agent = false;
         for (k, v) in &req.headers {
+            agent |= k.eq_ignore_ascii_case("user-agent");
             out.extend_from_slice(k.as_bytes());
             out.extend_from_slice(b": ");
             done = done.and(v.render(&self.vars, out, scratch));
             out.extend_from_slice(b"\r\n");
         }
-        if !req
-            .headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
-        {
+        if !agent {
             out.extend_from_slice(b"User-Agent: ");
             out.extend_from_slice(crate::http::USER_AGENT.as_bytes());
             out.extend_from_slice(b"\r\n");
