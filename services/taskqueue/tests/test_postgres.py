@@ -27,7 +27,7 @@ from taskqueue.localpg import LocalPostgres, free_port
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.postgres_schema import MIGRATIONS
 from taskqueue.storage import Result, StorageUnavailable
-from taskqueue.storage_postgres import PostgresStorage
+from taskqueue.storage_postgres import PostgresStorage, _Insert
 
 OUTAGE_503_WITHIN_S = 7.0
 """OUTAGE_503_WITHIN_S: a request during a database outage is answered (503) within the
@@ -144,6 +144,23 @@ async def test_a_claim_whose_answer_was_lost_gives_its_tasks_back(dsn: str, monk
         await store.insert(Task(id="t2", seq=0, type=TaskType.FACTORIAL, params={"n": 2}))
         assert [t.id for t in await store.claim(TaskType.FACTORIAL, 10, 300.0)] == ["t2"]
         assert await store.unfinished() == {TaskStatus.QUEUED: 0, TaskStatus.RUNNING: 3}
+    finally:
+        await store.close()
+
+
+async def test_two_batches_in_flight_release_a_lost_claim_once(dsn: str) -> None:
+    """Two group commits in flight (PARALLEL_WRITES) both give back the same lost claim once
+    its wait is over; the second to finish found it forgotten and raised KeyError, which
+    answered a submission that was stored with a 500 and killed the executor's run of a task
+    (seen with PostgreSQL killed by SIGKILL under load, test_postgres_faults.py)."""
+    store = PostgresStorage(dsn)
+    await store.open()
+    try:
+        store._lost_claims["gone/1"] = 0.0  # a claim lost long ago: its wait is over
+        tasks = [Task(id=f"t{n}", seq=0, type=TaskType.FACTORIAL, params={"n": n}) for n in (1, 2)]
+        seqs = await asyncio.gather(*(store._flush_writes([_Insert(t)]) for t in tasks))
+        assert sorted(s for (s,) in seqs) == [1, 2]
+        assert store._lost_claims == {}
     finally:
         await store.close()
 

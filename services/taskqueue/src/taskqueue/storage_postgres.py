@@ -398,7 +398,9 @@ class PostgresStorage(Storage):
             raise
         now = time.monotonic()
         for gone in release:
-            if self._lost_claims.get(gone, now) <= now:
+            # Both batches in flight may release it: the first to finish forgets it.
+            until = self._lost_claims.get(gone)
+            if until is not None and until <= now:
                 del self._lost_claims[gone]
         seqs: dict[str, int] = {}
         applied: set[int] = set()
