@@ -91,3 +91,30 @@ def test_the_library_names_stay_functions_once_their_packages_load():
     assert callable(redline.compare) and redline.compare.compare_stretches
     with pytest.raises(redline.RedlineError, match="not a redline run or find result"):
         redline.compare({"timeseries": []}, {"timeseries": []})
+
+
+def test_no_module_outside_cli_parses_arguments_or_imports_the_command_line():
+    """The command line is a shell over the library: argparse and redline.cli are imported
+    only under cli/ (and by __main__.py, which is `python -m redline`), lazy imports too."""
+    import ast
+
+    package = Path(redline.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith("cli/") or rel == "__main__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [f"{node.module}.{a.name}" for a in node.names] + [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            found += [
+                f"{rel}:{node.lineno} {n}"  # type: ignore[attr-defined]
+                for n in names
+                if n == "argparse" or n == "redline.cli" or n.startswith("redline.cli.")
+            ]
+    assert not found, found

@@ -161,7 +161,8 @@ def test_every_run_option_has_its_flag_and_the_flags_read_back():
     import dataclasses
 
     from redline.cli import build_parser
-    from redline.runs.run_options import FLAG_DESTS, RunOptions
+    from redline.cli.run_flags import FLAG_DESTS, run_options
+    from redline.runs.run_options import RunOptions
 
     run_parser = next(
         a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
@@ -177,12 +178,12 @@ def test_every_run_option_has_its_flag_and_the_flags_read_back():
         ["run", "http://127.0.0.1:1/", "-c", "7", "-d", "2s", "-H", "A: b", "--http1",
          "--streams", "3", "--max-connections", "9", "--open", "--timeout", "1s"]
     )  # fmt: skip
-    got = RunOptions.from_flags(args)
+    got = run_options(args)
     assert got == RunOptions(
         connections=7, duration="2s", headers=["A: b"], http2=False, streams=3,
         max_connections=9, open_model=True, timeout="1s",
     )  # fmt: skip
-    assert RunOptions.from_flags(argparse.Namespace()) == RunOptions()
+    assert run_options(argparse.Namespace()) == RunOptions()
 
 
 def test_run_options_render_the_engines_config_leaving_out_what_was_not_given():
@@ -212,7 +213,8 @@ def test_find_takes_every_run_option_but_the_load_shape_by_the_same_flags():
     import dataclasses
 
     from redline.cli.find_flags import find_options
-    from redline.runs.run_options import FLAG_DESTS, LOAD_SHAPE, RunOptions
+    from redline.cli.run_flags import FLAG_DESTS
+    from redline.runs.run_options import LOAD_SHAPE, RunOptions
 
     dests = {a.dest for a in _subparser("find")._actions}
     fields = {f.name for f in dataclasses.fields(RunOptions)}

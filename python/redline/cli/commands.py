@@ -27,6 +27,7 @@ from redline.cli.run_flags import (
     add_load_flags,
     add_request_flags,
     add_threads_flag,
+    run_options,
     shown_defaults,
 )
 from redline.cli.scenario import (
@@ -42,7 +43,6 @@ from redline.errors import InjectorLost, RedlineError
 from redline.report.summary import render
 from redline.runs.nofile import raise_open_file_limit
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages
-from redline.runs.run_options import RunOptions
 from redline.runs.runner import defaults, run
 from redline.view.intervals import IntervalLog, parse_out, tee
 from redline.view.progress import Goal, for_stream, summary_stream
@@ -424,7 +424,7 @@ def _run_logged(args: argparse.Namespace, live: Any, log: IntervalLog | None) ->
             raise RedlineError(
                 f"threshold {t.text!r}: a URL run has no request names (NAME: is for scenarios)"
             )
-    options = RunOptions.from_flags(args)
+    options = run_options(args)
     for note in options.ignored(args.url, spell=spell_flag):
         print(f"redline: warning: {note}", file=sys.stderr)
     view = None if args.quiet else for_stream(sys.stderr, run_goal(args))

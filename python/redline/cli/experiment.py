@@ -111,13 +111,13 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
 def _run_target(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """_run_target: the URL template and :func:`redline.run`'s options, of a URL run or of a
     scenario file (its host, a template too, from --host or the scenario)."""
+    from redline.cli.run_flags import run_options
     from redline.cli.scenario import is_scenario, scenario_run
-    from redline.runs.run_options import RunOptions
 
     if is_scenario(args.url):
         _, url, options = scenario_run(args)
         return url, options
-    return args.url, RunOptions.from_flags(args).as_kwargs()
+    return args.url, run_options(args).as_kwargs()
 
 
 def _announcer(repeat: int | None) -> Any:

@@ -7,9 +7,9 @@ import argparse
 from typing import Any
 
 from redline.cli.cluster import cluster_options
+from redline.cli.run_flags import run_options
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
-from redline.runs.run_options import RunOptions
 
 
 def parse_share(text: str, what: str) -> float:
@@ -25,7 +25,7 @@ def parse_share(text: str, what: str) -> float:
 def find_options(args: argparse.Namespace) -> dict[str, Any]:
     """find_options maps the search's flags to :func:`redline.find.find`'s keywords (one place
     for ``redline find`` and its experiments): the search's own, and ``options``, the run
-    options read from their flags by name (:meth:`RunOptions.from_flags`; the load shape is
+    options read from their flags by name (:func:`.run_flags.run_options`; the load shape is
     the search's to set, so ``redline find`` has none of its flags)."""
     return {
         "model": args.model,
@@ -34,7 +34,7 @@ def find_options(args: argparse.Namespace) -> dict[str, Any]:
         "max_time": parse_duration(args.max_time, "--max-time"),
         "start": args.start,
         "max_load": args.max_load,
-        "options": RunOptions.from_flags(args),
+        "options": run_options(args),
         "min_step": parse_duration(args.min_step, "--min-step"),
         "max_step": parse_duration(args.max_step, "--max-step"),
         "confirm": parse_duration(args.confirm, "--confirm"),

@@ -1,6 +1,6 @@
 """run_flags: the command-line flags of :class:`~redline.runs.run_options.RunOptions`, each defined
 once, for ``redline run`` and ``redline find`` (dest = the field's name, or its alias in
-:data:`~redline.runs.run_options.FLAG_DESTS`, so :meth:`RunOptions.from_flags` reads them back).
+:data:`FLAG_DESTS`, so :func:`run_options` reads them back).
 
 They come in two sets. The **load shape** (:data:`~redline.runs.run_options.LOAD_SHAPE`: how much
 load, for how long) is ``redline run``'s to give; a search sets it itself, step by step. **The
@@ -9,8 +9,8 @@ interval) every command that sends load takes alike. Adding a run option: its fi
 ``RunOptions``, the engine's config field, and its flag here (in :func:`add_load_flags` if it
 shapes the load, and its name in ``LOAD_SHAPE``; else in :func:`add_request_flags` or beside
 it), which gives it to ``redline find`` too (``tests/test_options.py`` checks both commands).
-The module imports nothing of redline's: the library (``redline.find``) reads ``LOAD_SHAPE``
-from the run options, never from the command line.
+The module imports only the run options (the library, ``redline.find``, reads ``LOAD_SHAPE``
+from them, never from the command line).
 
 The defaults a help text shows are given by field name as the user would type them
 (:func:`shown_defaults`: the engine's), so a command whose own defaults differ
@@ -21,7 +21,27 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
+
+from redline.runs.run_options import RunOptions
+
+#: FLAG_DESTS: the options whose command-line flag stores under another name
+#: (``--open``, ``-H/--header``).
+FLAG_DESTS = {"open_model": "open", "headers": "header"}
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """run_options reads the run options from parsed command-line flags, each by its field's
+    name (or its alias in :data:`FLAG_DESTS`); a flag the parser does not have, or one not
+    given (None), keeps the field's default."""
+    given = {}
+    for f in fields(RunOptions):
+        value = getattr(args, FLAG_DESTS.get(f.name, f.name), None)
+        if value is not None:
+            given[f.name] = value
+    return RunOptions(**given)
+
 
 #: Parser: what takes flags (a parser, or one of its argument groups).
 Parser = argparse.ArgumentParser | argparse._ArgumentGroup

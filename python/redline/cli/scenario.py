@@ -22,10 +22,10 @@ from redline.cli.run_flags import (
     add_load_flags,
     add_request_flags,
     add_threads_flag,
+    run_options,
     shown_defaults,
 )
 from redline.errors import ConfigError
-from redline.runs.run_options import RunOptions
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.running import (
     PROFILED,
@@ -150,10 +150,10 @@ def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any
     """scenario_run compiles ``redline run SCENARIO.py``'s file and returns it, the host
     URL and the options of :func:`redline.run` (``plan`` among them), the file's load shape
     with the command line's overrides; a flag that only a URL run takes is a ConfigError.
-    The run options are read from their flags by name (:meth:`RunOptions.from_flags`): those
+    The run options are read from their flags by name (:func:`.run_flags.run_options`): those
     a profile declares (:data:`PROFILED`) merge over the file's, the rest pass through."""
     compiled = compile_file(args.url, args.var)
-    flags = RunOptions.from_flags(args)
+    flags = run_options(args)
     given = {key: getattr(flags, name) for name, key in PROFILED.items()}
     if getattr(args, "users", None) is not None:
         given["users"] = args.users  # -u, a scenario's spelling of -c

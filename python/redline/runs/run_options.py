@@ -1,20 +1,19 @@
 """run_options: one load run's options, typed, frozen and spelled once.
 
 :class:`RunOptions` is what :func:`redline.run` takes as keywords, what ``redline run URL``'s
-flags give (:meth:`RunOptions.from_flags`, by the flags' names), and what becomes the engine's
-``RunConfig`` (:meth:`RunOptions.config`). Only the *spelling* of a value is checked here
+flags give (read by their names in :mod:`redline.cli.run_flags`), and what becomes the
+engine's ``RunConfig`` (:meth:`RunOptions.config`). Only the *spelling* of a value is checked here
 (:mod:`redline.runs.options`: is ``"15x"`` a duration); whether it is allowed, and every default,
 is the engine's (``RunConfig::check``). An option left as None is left out of the config, so
 the engine's default applies.
 
 Adding a run option: a field here, the engine's ``RunConfig`` field of the same meaning (the
 name in :meth:`config`), and its flag in the CLI (dest = the field's name, or an alias in
-:data:`FLAG_DESTS`).
+:data:`redline.cli.run_flags.FLAG_DESTS`).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
@@ -28,10 +27,6 @@ from redline.runs.options import (
     parse_stages,
     read_body,
 )
-
-#: FLAG_DESTS: the options whose command-line flag stores under another name
-#: (``--open``, ``-H/--header``).
-FLAG_DESTS = {"open_model": "open", "headers": "header"}
 
 #: LOAD_SHAPE: the run options that say how much load and for how long (``redline run``'s
 #: load model flags, :mod:`redline.cli.run_flags`' first set); a search sets these itself.
@@ -80,18 +75,6 @@ class RunOptions:
     http2: bool | None = None
     streams: int | None = None
     send_ahead: str | float | None = None
-
-    @classmethod
-    def from_flags(cls, args: argparse.Namespace) -> RunOptions:
-        """from_flags reads the options from parsed command-line flags, each by its field's
-        name (or its alias in :data:`FLAG_DESTS`); a flag the parser does not have, or one
-        not given (None), keeps the field's default."""
-        given = {}
-        for f in fields(cls):
-            value = getattr(args, FLAG_DESTS.get(f.name, f.name), None)
-            if value is not None:
-                given[f.name] = value
-        return cls(**given)
 
     def as_kwargs(self) -> dict[str, Any]:
         """as_kwargs is the options as :func:`redline.run`'s keywords (every field)."""
