@@ -24,7 +24,18 @@ import record
 from run import CONNS, peers, redline_argv, server_requests, target_server
 
 #: Syscalls shown even when rare; the rest are folded into "other".
-SHOWN = ("sendto", "recvfrom", "write", "read", "writev", "readv", "epoll_wait", "epoll_ctl")
+SHOWN = (
+    "sendto",
+    "recvfrom",
+    "recvmsg",
+    "recvmmsg",
+    "write",
+    "read",
+    "writev",
+    "readv",
+    "epoll_wait",
+    "epoll_ctl",
+)
 
 
 def strace_counts(argv: list[str], url: str) -> tuple[dict[str, int], int]:

@@ -16,6 +16,7 @@ use crate::tls::TlsSettings;
 
 #[path = "config_fields.rs"]
 mod fields;
+pub use fields::LatencyFrom;
 use fields::{check_headers, check_method, check_stages, check_warmup_fits, count, positive_secs};
 
 /// RunConfig is what to run. It is deserialised from the JSON the Python package builds;
@@ -87,6 +88,8 @@ pub struct RunConfig {
     /// several processes (a cluster's injectors) run one schedule; the run is built and
     /// waits for it. None: start at once. An instant already past starts at once.
     pub start_at_unix_s: Option<f64>,
+    /// latency_from: where a request's latency starts (see [`LatencyFrom`]), default `sent`.
+    pub latency_from: LatencyFrom,
 }
 
 impl Default for RunConfig {
@@ -117,6 +120,7 @@ impl Default for RunConfig {
             streams: None,
             plan: None,
             start_at_unix_s: None,
+            latency_from: LatencyFrom::Sent,
         }
     }
 }
@@ -258,6 +262,8 @@ pub struct Checked {
     pub negotiate: bool,
     /// streams: requests in flight per connection (1 for HTTP/1.1).
     pub streams: u32,
+    /// latency_from: where a request's latency starts.
+    pub latency_from: LatencyFrom,
 }
 
 impl RunConfig {
@@ -331,6 +337,7 @@ impl RunConfig {
             protocol,
             negotiate,
             streams,
+            latency_from: self.latency_from,
         })
     }
 

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use super::MAX_COUNT;
 use super::MAX_SECS;
 use crate::error::EngineError;
@@ -98,4 +100,30 @@ pub(super) fn check_headers(headers: &[(String, String)]) -> Result<(), EngineEr
         }
     }
     Ok(())
+}
+
+/// LatencyFrom is where a request's latency starts. Either way it ends when the response's
+/// last bytes arrived, and the open model charges the wait for a free connection to the
+/// server (coordinated omission).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LatencyFrom {
+    /// Sent: the wait for a free connection plus the server's time from the moment the
+    /// request left (the kernel's transmit stamp): free of the generator's own lag, which is
+    /// measured apart.
+    #[default]
+    Sent,
+    /// Intended: from the intended send time (wrk2's definition): the generator's lag is in
+    /// the figure too.
+    Intended,
+}
+
+impl LatencyFrom {
+    /// name is the choice as the report and `--latency-from` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyFrom::Sent => "sent",
+            LatencyFrom::Intended => "intended",
+        }
+    }
 }

@@ -58,6 +58,9 @@ pub struct Exchange {
     /// arrived: when the kernel received the response's last bytes, if it stamped them (see
     /// [`crate::stamp`]); None means "when it was read".
     pub arrived: Option<Instant>,
+    /// left: when the request left, by the kernel's transmit stamp (see
+    /// [`crate::sendstamp`]); None where the kernel gave none: `sent_at` stands in.
+    pub left: Option<Instant>,
 }
 
 /// Failure is a failed exchange: its class, and whether a connection was opened first.
@@ -79,8 +82,11 @@ pub struct Conn {
     stream: Option<TcpStream>,
     tls_settings: Option<TlsSettings>,
     tls: Option<Box<rustls::ClientConnection>>,
-    /// stamp: ask the kernel for receive timestamps (the thread naps; see [`crate::stamp`]).
+    /// stamp: ask the kernel for receive and transmit timestamps (see [`crate::stamp`],
+    /// [`crate::sendstamp`]).
     stamp: bool,
+    /// sends: the socket's transmit stamps, when the kernel gives them (plain http).
+    sends: Option<crate::sendstamp::Sends>,
     buf: ReadBuf,
     reader: ResponseReader,
     /// drained: the socket's cached read readiness was dropped after the last response, with
@@ -111,6 +117,7 @@ impl Conn {
             tls_settings: tls,
             tls: None,
             stamp,
+            sends: None,
             buf: ReadBuf {
                 data: vec![0; READ_BUF_FIRST],
                 start: 0,
@@ -135,6 +142,7 @@ impl Conn {
         self.drained = false;
         self.served = 0;
         self.tls = None;
+        self.sends = None;
         let was_open = self.stream.take().is_some();
         if was_open {
             self.gauge.closed();
@@ -182,6 +190,7 @@ impl Conn {
                     status,
                     bytes_in,
                     arrived,
+                    left,
                 }) => {
                     return Ok(Exchange {
                         sent_at,
@@ -190,6 +199,7 @@ impl Conn {
                         connects,
                         retries,
                         arrived,
+                        left,
                     });
                 }
                 Err(trip) => {
@@ -245,6 +255,12 @@ impl Conn {
             // Without stamps a nap would be charged to the server: stop napping instead.
             crate::metronome::forbid_naps();
         }
+        // Transmit stamps on plain http (a TLS record's bytes are not the request's); a
+        // kernel that refuses them leaves the send time to user space (`Exchange::left`).
+        self.sends = (self.stamp && self.tls_settings.is_none())
+            .then(|| crate::sendstamp::enable(&stream).ok())
+            .flatten()
+            .map(|()| crate::sendstamp::Sends::default());
         self.tls = match &self.tls_settings {
             Some(settings) => {
                 // Boxed before the handshake: a session held across its awaits would sit in
@@ -287,8 +303,13 @@ impl Conn {
                     .map_err(|e| Trip::Failed(classify(&e, ErrorClass::Write)))?;
                 flush_tls(session, stream, deadline).await?;
             }
-            None => write_all(stream, request, deadline).await?,
+            None => write_all(stream, request, deadline, self.sends.as_mut()).await?,
         }
+        // The request left inside the bracket from `sent_at` to now (see crate::sendstamp).
+        let left = match self.sends.as_mut() {
+            Some(sends) => sends.left(stream, sent_at, Instant::now()),
+            None => None,
+        };
         self.reader.start(head);
         if std::mem::take(&mut self.drained) {
             // Nothing can be read before the server answers this request, and the readiness
@@ -372,6 +393,7 @@ impl Conn {
             status,
             bytes_in,
             arrived,
+            left,
         })
     }
 }
@@ -432,6 +454,7 @@ struct RoundTrip {
     status: u16,
     bytes_in: u64,
     arrived: Option<Instant>,
+    left: Option<Instant>,
 }
 
 /// Trip is how a round trip failed: `Unsent` means the write failed before any request byte
@@ -463,11 +486,13 @@ pub fn classify(e: &io::Error, other: ErrorClass) -> ErrorClass {
     }
 }
 
-/// write_all writes the whole request; a write error before any byte left is `Unsent`.
+/// write_all writes the whole request, counting each write in `sends` (each is stamped); a
+/// write error before any byte left is `Unsent`.
 async fn write_all(
     stream: &TcpStream,
     mut data: &[u8],
     deadline: &mut Deadline,
+    mut sends: Option<&mut crate::sendstamp::Sends>,
 ) -> Result<(), Trip> {
     let mut sent_any = false;
     while !data.is_empty() {
@@ -475,6 +500,9 @@ async fn write_all(
             Ok(n) => {
                 data = &data[n..];
                 sent_any |= n > 0;
+                if let Some(s) = sends.as_deref_mut() {
+                    s.wrote(n);
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

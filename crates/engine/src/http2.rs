@@ -395,6 +395,7 @@ impl Stream {
         .await;
         match trip {
             Ok((status, bytes_in)) => Ok(Exchange {
+                left: None,
                 sent_at,
                 status,
                 bytes_in,

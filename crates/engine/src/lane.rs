@@ -20,6 +20,7 @@ use crate::http2::{Link, Stream};
 use crate::job::LATE_SLACK;
 use crate::metrics::Response;
 use crate::pacer::{Pace, Pacer};
+use crate::parts::Parts;
 use crate::plan::{RequestStep, Step};
 use crate::scenario::executor::{Reply, Vu};
 use crate::scenario::response::MAX_CAPTURE;
@@ -157,6 +158,9 @@ struct Lane {
     joining: bool,
     /// jitter: this lane's random numbers for that jitter.
     jitter: Rng,
+    /// free_at: when this lane's connection last came free (its last response ended); a hit
+    /// due before then waited for it, which is the server's doing, not the generator's.
+    free_at: Option<Instant>,
 }
 
 impl Lane {
@@ -177,6 +181,7 @@ impl Lane {
             probe: false,
             joining: false,
             jitter: Rng::new(u64::from(lane) ^ 0x7a11),
+            free_at: None,
         }
     }
 
@@ -248,6 +253,12 @@ impl Lane {
                 Pace::Due(at) => {
                     s.hits.set(hit + 1);
                     let due = start + at;
+                    s.handover.borrow_mut().claim(
+                        crate::metronome::wake(),
+                        self.slot,
+                        due,
+                        self.free_at.unwrap_or(now),
+                    );
                     if let Some(m) = s.metronome.as_ref().filter(|m| m.naps()) {
                         // The nap's hint, for when every lane is busy: the next hit's time.
                         let elapsed = now.saturating_duration_since(start);
@@ -441,27 +452,28 @@ impl Lane {
                 if x.retries > 0 {
                     rec.retried(intended, x.retries);
                 }
-                // A connect (or a resend) moves the actual send later than `now`.
-                let from = if s.open {
-                    intended.min(x.sent_at)
-                } else {
-                    x.sent_at
-                };
-                // The response ended when its last bytes arrived: the kernel's stamp when the
-                // thread napped through it, else now.
-                let end = x.arrived.map_or(done, |a| a.clamp(x.sent_at, done));
-                let latency = end.saturating_duration_since(from);
+                // The free time matched with this hit among its wake-up's claims.
+                let free = s.handover.borrow().free(self.slot);
+                let at_cap = s.lanes.get() >= s.max_lanes;
+                let p = Parts::of(
+                    s.open,
+                    s.job.cfg.latency_from,
+                    intended,
+                    free,
+                    at_cap,
+                    sent.sent_at,
+                    &x,
+                    done,
+                );
+                self.free_at = Some(p.end);
+                rec.lag(intended, p.lag, x.left.is_some());
+                let (latency, server, end) = (p.latency, p.server, p.end);
                 let resp = Response {
                     intended,
                     stat,
                     status: x.status,
                     latency,
-                    // The same span in the closed model (and for an open hit sent on time).
-                    service: if from == x.sent_at {
-                        latency
-                    } else {
-                        end.saturating_duration_since(x.sent_at)
-                    },
+                    service: server,
                     bytes_in: x.bytes_in,
                     expected: x.status >= 400 && expected.contains(&x.status),
                     at: done,
@@ -478,6 +490,7 @@ impl Lane {
                 if f.retries > 0 {
                     rec.retried(intended, f.retries);
                 }
+                self.free_at = Some(done);
                 rec.error(sent, f.class, done);
                 Reply::Failed(f.class)
             }
@@ -539,7 +552,8 @@ fn wire(s: &Shared, slot: usize) -> Wire {
         Protocol::Http1 => Wire::H1(Conn::new(
             job.addr,
             job.cfg.tls.clone(),
-            s.naps(),
+            // Kernel stamps on plain http: when a request left and its answer arrived.
+            job.cfg.tls.is_none(),
             job.gauge.clone(),
         )),
         Protocol::Http2 => {

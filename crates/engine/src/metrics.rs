@@ -358,6 +358,15 @@ impl Recorder {
         }
     }
 
+    /// lag records the generator's own lag of an answered request meant to start at
+    /// `intended` (see [`Totals::lag`]); `stamped`: its send time is the kernel's.
+    pub fn lag(&mut self, intended: Instant, lag: Duration, stamped: bool) {
+        if self.measured(intended) {
+            self.totals.lag.saturating_record(micros(lag));
+            self.totals.unstamped += u64::from(!stamped);
+        }
+    }
+
     /// check_failed records that an answered scenario request of name `stat` failed a check
     /// or an extraction; its response is already counted, so this adds only the error (the
     /// caller adds the reason to `totals.flow`).

@@ -39,6 +39,15 @@ thread_local! {
     /// THIS: the thread's metronome, for the runtime's before-park hook ([`on_park`]) and for
     /// a connection that finds it cannot nap ([`forbid_naps`]); neither has another way in.
     static THIS: RefCell<Option<Rc<Metronome>>> = const { RefCell::new(None) };
+    /// WAKE: how many times this thread has parked: the lanes served between two parks were
+    /// woken together ([`wake`]).
+    static WAKE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// wake numbers the thread's current wake-up (it changes each time the thread parks), so
+/// that the claims of one wake-up can be matched together ([`crate::handover`]).
+pub fn wake() -> u64 {
+    WAKE.with(Cell::get)
 }
 
 /// Metronome wakes lanes at their due times with sub-millisecond precision.
@@ -233,6 +242,7 @@ pub fn forbid_naps() {
 /// napping thread's sockets carry kernel receive timestamps ([`crate::stamp`]), and a
 /// response ends when its bytes arrived. Otherwise it arms the thread's timer for that hit.
 pub fn on_park() {
+    WAKE.with(|w| w.set(w.get().wrapping_add(1)));
     // A clone, so no borrow of THIS is held while lanes are woken.
     let Some(m) = THIS.with(|t| t.borrow().clone()) else {
         return;

@@ -8,12 +8,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::config::{Checked, Model};
+use crate::config::{Checked, LatencyFrom, Model};
 use crate::failure::ErrorCounts;
 use crate::hdr::{encode_histogram, LatencySummary};
 use crate::snapshot::IntervalSnapshot;
 use crate::totals::Totals;
 use crate::usage::CpuTimes;
+
+#[path = "report_lag.rs"]
+mod lag;
+use lag::lag_note;
 
 /// REPORT_VERSION is the version of the report document's shape.
 pub const REPORT_VERSION: u32 = 1;
@@ -104,6 +108,12 @@ pub struct Generator {
     /// fd_limit: the open-file limit, when it refused connects.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fd_limit: Option<crate::nofile::FdLimit>,
+    /// send_stamps: where the send times came from: "kernel" (transmit stamps), "user"
+    /// (user space, before the write: HTTP/2, https, or a kernel that refused them), or
+    /// "mixed".
+    pub send_stamps: &'static str,
+    /// latency_from: where the latency figures start: "sent" or "intended".
+    pub latency_from: &'static str,
     /// limit: what held the load back, as measured (see [`Limit`]).
     pub limit: Limit,
     /// saturated: the generator was the limit (`limit == "generator"`): achieved < 95% of
@@ -120,6 +130,8 @@ pub struct Histograms {
     pub latency: String,
     /// uncorrected: open model service time.
     pub uncorrected: Option<String>,
+    /// lag: the generator's own send lag.
+    pub lag: String,
 }
 
 /// Report is the full result of a run: the summary, the time series and the self-check.
@@ -184,8 +196,13 @@ pub struct Report {
     pub connects: u64,
     /// latency_ms: corrected latency (from the intended send in the open model).
     pub latency_ms: LatencySummary,
-    /// uncorrected_latency_ms: open model service time from the actual send.
+    /// uncorrected_latency_ms: open model service time: the server's, from the request
+    /// leaving (the kernel's transmit stamp) to its response arriving.
     pub uncorrected_latency_ms: Option<LatencySummary>,
+    /// lag_ms: the generator's own send lag: from when a request could go (its intended
+    /// time, or when its connection came free) to when it left; in no latency figure but
+    /// `latency_from: intended`'s.
+    pub lag_ms: LatencySummary,
     /// per_name: statistics per request name.
     pub per_name: BTreeMap<String, NameReport>,
     /// scenario: a scenario run's iterations and groups.
@@ -290,6 +307,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         connects: t.connects,
         latency_ms: LatencySummary::from_histogram(&t.latency),
         uncorrected_latency_ms: t.uncorrected.as_ref().map(LatencySummary::from_histogram),
+        lag_ms: LatencySummary::from_histogram(&t.lag),
         per_name,
         scenario: f
             .cfg
@@ -300,6 +318,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         histograms: Histograms {
             latency: encode_histogram(&t.latency),
             uncorrected: t.uncorrected.as_ref().map(encode_histogram),
+            lag: encode_histogram(&t.lag),
         },
         timeseries: f.timeseries,
         outages: f.outages,
@@ -409,6 +428,8 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         connections_opened: t.peak_connections,
         fd_refused: t.fd_refused,
         fd_limit,
+        send_stamps: lag::send_stamps(t),
+        latency_from: f.cfg.latency_from.name(),
         limit,
         saturated: limit == Limit::Generator,
         verdict,
@@ -494,16 +515,23 @@ fn notes(f: &RunFacts<'_>, limit: Limit) -> String {
     let late_share = per_second(t.late_sends as f64, t.sends.max(1) as f64);
     if f.intended_hits.is_some() && late_share > 0.01 && limit == Limit::Server {
         out.push_str(&format!(
-            "; {:.0}% of requests left late (worst {:.0} ms{}), timed from their intended start",
+            "; {:.0}% of requests left late (worst {:.0} ms{}), {}",
             100.0 * late_share,
             t.max_send_lag_us as f64 / 1000.0,
             if t.late_at_cap > 0 {
                 ", all connections busy"
             } else {
                 ""
+            },
+            match f.cfg.latency_from {
+                LatencyFrom::Sent => {
+                    "any wait for a busy connection is in the latency, the generator's own lag is not (lag_ms)"
+                }
+                LatencyFrom::Intended => "timed from their intended start",
             }
         ));
     }
+    out.push_str(&lag_note(f));
     if t.unsent > 0 {
         out.push_str(&format!(
             "; {} hits due before the end were never sent (in the latency figures at their age at the end, a lower bound)",

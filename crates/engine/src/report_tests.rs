@@ -270,6 +270,7 @@ fn report_json_has_the_contract_keys() {
         "connects",
         "latency_ms",
         "uncorrected_latency_ms",
+        "lag_ms",
         "per_name",
         "timeseries",
         "generator",

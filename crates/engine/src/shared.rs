@@ -63,6 +63,9 @@ pub(crate) struct Shared {
     /// links: HTTP/2: this thread's connections, one per group of `streams` lanes (lane
     /// `local` rides on link `local / streams`); empty for HTTP/1.1.
     pub(crate) links: RefCell<Vec<Rc<Link>>>,
+    /// handover: the open model's matching of claimed hits to the connections they waited
+    /// for ([`crate::handover`]).
+    pub(crate) handover: RefCell<crate::handover::Handover>,
 }
 
 impl Shared {
@@ -142,18 +145,12 @@ impl Shared {
             metronome,
             backoff: Backoff::new(u64::from(job_index) ^ 0x5eed),
             links: RefCell::new(Vec::new()),
+            handover: RefCell::new(crate::handover::Handover::default()),
         }
     }
 }
 
 impl Shared {
-    /// naps says whether the thread naps until its next due hit, timing responses by kernel
-    /// receive timestamps (open model over plain http, until a connection finds it cannot
-    /// get them): the metronome's word, the one source (see [`crate::metronome::on_park`]).
-    pub(crate) fn naps(&self) -> bool {
-        self.metronome.as_ref().is_some_and(|m| m.naps())
-    }
-
     /// retarget_or waits for `wait` or for a new target ([`Shared::retarget`]), whichever
     /// comes first, and says whether the target changed. It registers for the change before
     /// `wait` is first polled, so a change made in between is not missed.

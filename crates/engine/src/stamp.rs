@@ -47,14 +47,16 @@ pub fn try_read(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
         };
-        // Room for one SCM_TIMESTAMPNS message, 8-byte aligned as cmsghdr needs.
-        let mut space = [0u64; 8];
+        // Room for an SCM_TIMESTAMPNS message and the SCM_TIMESTAMPING one that comes with it
+        // on a socket that also asked for transmit stamps (crate::sendstamp), 8-byte aligned
+        // as cmsghdr needs.
+        let mut space = [0u64; 16];
         // SAFETY: msghdr is plain old data; all-zero is a valid empty header.
         let mut msg: libc::msghdr = unsafe { zeroed() };
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = space.as_mut_ptr().cast();
-        msg.msg_controllen = size_of::<[u64; 8]>() as _;
+        msg.msg_controllen = size_of::<[u64; 16]>() as _;
         // SAFETY: msg points at a live iovec over `buf` and a live control buffer, both sized
         // as declared.
         let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &mut msg, 0) };
@@ -64,7 +66,7 @@ pub fn try_read(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option
         let read_at = Instant::now();
         Ok((
             n as usize,
-            stamp_of(&msg).and_then(|ts| arrival(ts, read_at)),
+            stamp_of(&msg).and_then(|ts| instant_of(ts, read_at)),
         ))
     })
 }
@@ -87,8 +89,9 @@ fn stamp_of(msg: &libc::msghdr) -> Option<libc::timespec> {
     None
 }
 
-/// arrival turns a wall-clock stamp into an `Instant`, given the `Instant` of the read.
-fn arrival(ts: libc::timespec, read_at: Instant) -> Option<Instant> {
+/// instant_of turns a kernel's wall-clock stamp into an `Instant`, given the `Instant` at
+/// which it was read.
+pub(crate) fn instant_of(ts: libc::timespec, read_at: Instant) -> Option<Instant> {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

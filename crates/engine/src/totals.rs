@@ -75,8 +75,15 @@ pub struct Totals {
     pub fd_refused: u64,
     /// latency: corrected latency (from the intended send in the open model), µs.
     pub latency: Histogram<u64>,
-    /// uncorrected: service time from the actual send (open model only), µs.
+    /// uncorrected: the server's time, from the request leaving (open model only), µs.
     pub uncorrected: Option<Histogram<u64>>,
+    /// lag: the generator's own lag, from when a request could go (its intended time, or
+    /// when its connection came free) to when it left, µs; it is in no latency figure but
+    /// `--latency-from intended`'s.
+    pub lag: Histogram<u64>,
+    /// unstamped: answered requests whose send time came from user space, the kernel giving
+    /// no transmit stamp (HTTP/2, https, or a kernel that refused them).
+    pub unstamped: u64,
     /// per_name: statistics per request name, indexed like `Plan::names`.
     pub per_name: Vec<NameStats>,
     /// flow: scenario statistics (failure reasons, iterations, groups); empty otherwise.
@@ -108,6 +115,8 @@ impl Totals {
             fd_refused: 0,
             latency: new_histogram(highest_us),
             uncorrected: open.then(|| new_histogram(highest_us)),
+            lag: new_histogram(highest_us),
+            unstamped: 0,
             per_name: (0..names)
                 .map(|_| NameStats {
                     requests: 0,
@@ -148,6 +157,8 @@ impl Totals {
         if let (Some(a), Some(b)) = (self.uncorrected.as_mut(), o.uncorrected.as_ref()) {
             let _ = a.add(b);
         }
+        let _ = self.lag.add(&o.lag);
+        self.unstamped += o.unstamped;
         for (a, b) in self.per_name.iter_mut().zip(o.per_name.iter()) {
             a.requests += b.requests;
             a.errors += b.errors;

@@ -174,6 +174,14 @@ def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str])
         f"arrivals in bursts (default: {shown['send_ahead']}, at most {shown['max_send_ahead']}; "
         "0: each hit at its own time)",
     )
+    sending.add_argument(
+        "--latency-from",
+        choices=("sent", "intended"),
+        help="where latency starts: 'sent' (default) is the wait for a free connection plus "
+        "the server's time from the request leaving (the kernel's transmit stamp), free of "
+        "the generator's own lag, which the summary shows apart; 'intended' times from the "
+        "intended send, lag included (wrk2's figure)",
+    )
 
 
 def add_interval_flag(group: Parser, shown: Mapping[str, str]) -> None:

@@ -114,6 +114,12 @@ def merge_report(
     merged_unc = merge_histograms(unc) if unc else None
     base["uncorrected_latency_ms"] = summary(merged_unc) if merged_unc else None
     base["histograms"] = {"latency": latency, "uncorrected": merged_unc}
+    lags = [r["histograms"]["lag"] for r in parts if r["histograms"].get("lag")]
+    if len(lags) == len(parts):  # every injector measured its lag (none older than it)
+        base["histograms"]["lag"] = merge_histograms(lags)
+        base["lag_ms"] = summary(base["histograms"]["lag"])
+    else:
+        base.pop("lag_ms", None)
     base["per_name"] = _merge_per_name(parts)
     base["timeseries"] = timeseries
     base["outages"] = common_outages([p.get("outages", []) for p in reports])

@@ -48,15 +48,15 @@ def render(result: Result) -> str:
             f"    Req/Sec {fmt_count(mean):>10} {fmt_count(sd):>10} {fmt_count(max(rps)):>10}"
             f"   (all {d.get('threads', '?')} threads, per interval; wrk's is per thread)"
         )
-    lines.append(
-        "  Latency Distribution"
-        + (" (from intended send time)" if d.get("model") == "open" else "")
-    )
+    lines.append("  Latency Distribution" + _latency_from(d))
     unc = result.uncorrected_latency
+    lag = result.lag
     for label, key in _PERCENTILES:
         row = f"  {label:>7} {fmt_ms(getattr(lat, key)):>10}"
         if unc is not None:
             row += f"   (service time {fmt_ms(getattr(unc, key))})"
+        if lag is not None:
+            row += f"   (generator lag {fmt_ms(getattr(lag, key))})"
         lines.append(row)
     lines.append(
         f"  {result.requests} requests in {result.duration_s:.2f}s, "
@@ -82,7 +82,7 @@ def render(result: Result) -> str:
     lines.append(f"Requests/sec: {result.rps:>12.2f}")
     lines.append(f"Transfer/sec: {fmt_bytes(d.get('transfer_in_per_s', 0)):>12}")
     if gen.get("late_sends"):
-        lines.append(f"Late sends:   {gen['late_sends']} (timed from their intended start)")
+        lines.append(f"Late sends:   {gen['late_sends']} ({_late(gen)})")
     verdict = gen.get("verdict", "")
     verdict = verdict[:1].upper() + verdict[1:]
     cpu = f"CPU {gen.get('cpu_s', 0):.2f}s"
@@ -94,6 +94,27 @@ def render(result: Result) -> str:
     if result.interrupted:
         lines.append("Interrupted: this summary covers what ran before the stop.")
     return "\n".join(lines)
+
+
+def _late(gen: dict[str, Any]) -> str:
+    """_late says how the late sends are timed."""
+    if gen.get("latency_from", "intended") == "intended":
+        return "timed from their intended start"
+    return "a wait for a busy connection is in their latency, the generator's lag is not"
+
+
+def _latency_from(d: dict[str, Any]) -> str:
+    """_latency_from says where the latency figures start, beside their heading."""
+    gen = d.get("generator", {})
+    if gen.get("latency_from") == "intended":
+        return " (from intended send time, generator lag included)"
+    if gen.get("latency_from") == "sent":
+        stamps = {"kernel": "kernel", "mixed": "kernel and user-space"}.get(
+            gen.get("send_stamps", ""), "user-space"
+        )
+        wait = "wait for a connection + " if d.get("model") == "open" else ""
+        return f" ({wait}server time from the {stamps} send stamp; generator lag apart)"
+    return " (from intended send time)" if d.get("model") == "open" else ""
 
 
 def _outages(result: Result) -> list[str]:

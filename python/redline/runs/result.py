@@ -110,13 +110,23 @@ class Result:
 
     @property
     def latency(self) -> Latency:
-        """latency: the corrected distribution (from the intended send time in the open model)."""
+        """latency: the corrected distribution: the open model's wait for a free connection
+        plus the server's time from the request leaving (from the intended send time with
+        ``latency_from="intended"``)."""
         return Latency.from_dict(self.data["latency_ms"])
 
     @property
     def uncorrected_latency(self) -> Latency | None:
-        """uncorrected_latency: service time from the actual send (open model only)."""
+        """uncorrected_latency: the server's time, from the request leaving (open model only)."""
         d = self.data.get("uncorrected_latency_ms")
+        return Latency.from_dict(d) if d else None
+
+    @property
+    def lag(self) -> Latency | None:
+        """lag: the generator's own send lag, from when a request could go (its intended
+        time, or when its connection came free) to when it left; None in results older
+        than it."""
+        d = self.data.get("lag_ms")
         return Latency.from_dict(d) if d else None
 
     @property

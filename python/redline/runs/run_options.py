@@ -53,7 +53,10 @@ class RunOptions:
     (one request before the run, to fail fast); TLS (``insecure``, ``cacert``); ``http2``
     (True: HTTP/2, False: HTTP/1.1, None: the server's choice by ALPN) and ``streams``;
     ``send_ahead``: the open model's window for sending hits together (default 200us; larger
-    costs fewer wake-ups and sends in bursts)."""
+    costs fewer wake-ups and sends in bursts); ``latency_from``: ``"sent"`` (default: the
+    wait for a free connection plus the server's time from the request leaving, free of the
+    generator's own lag, which is reported apart) or ``"intended"`` (wrk2's: from the
+    intended send time, the generator's lag included)."""
 
     connections: int | None = None
     rate: float | None = None
@@ -75,6 +78,7 @@ class RunOptions:
     http2: bool | None = None
     streams: int | None = None
     send_ahead: str | float | None = None
+    latency_from: str | None = None
 
     def as_kwargs(self) -> dict[str, Any]:
         """as_kwargs is the options as :func:`redline.run`'s keywords (every field)."""
@@ -117,6 +121,7 @@ class RunOptions:
             "ca_file": os.fspath(self.cacert) if self.cacert is not None else None,
             "http2": self.http2,
             "streams": self.streams,
+            "latency_from": self.latency_from,
         }
         if self.stages is not None:
             config["stages"] = [

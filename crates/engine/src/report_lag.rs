@@ -1,0 +1,46 @@
+//! The verdict's note on the generator's own send lag (see [`crate::parts`]).
+
+use super::{LatencyFrom, RunFacts, Totals};
+
+/// send_stamps says where the run's send times came from: "kernel", "user" or "mixed".
+pub(super) fn send_stamps(t: &Totals) -> &'static str {
+    match (t.unstamped, t.requests) {
+        (0, _) => "kernel",
+        (u, r) if u >= r => "user",
+        _ => "mixed",
+    }
+}
+
+/// LAG_SHARE: a generator lag whose p99 exceeds this share of the latency's p99 is named in
+/// the verdict: the generator, not the server, then limits how precisely load was applied.
+const LAG_SHARE: f64 = 0.1;
+
+/// lag_note names the generator's own send lag when it is large against the latency, and
+/// send times that came from user space.
+pub(super) fn lag_note(f: &RunFacts<'_>) -> String {
+    let t = &f.totals;
+    let (lag, lat) = (
+        t.lag.value_at_quantile(0.99),
+        t.latency.value_at_quantile(0.99),
+    );
+    let mut out = String::new();
+    if t.requests > 0 && lag >= 100 && lag as f64 > LAG_SHARE * lat as f64 {
+        out.push_str(&format!(
+            "; the generator's own send lag was large against the latency (p99 {:.2} ms against {:.2} ms): \
+             the generator, not the server, limits the load's precision ({})",
+            lag as f64 / 1000.0,
+            lat as f64 / 1000.0,
+            match f.cfg.latency_from {
+                LatencyFrom::Sent => "the lag is measured apart, not in the latency",
+                LatencyFrom::Intended => "the lag is in the latency (--latency-from intended)",
+            }
+        ));
+    }
+    if t.unstamped > 0 && f.cfg.protocol == crate::config::Protocol::Http1 && f.cfg.tls.is_none() {
+        out.push_str(&format!(
+            "; the kernel gave no transmit stamps for {} requests: their send times are user space's, taken before the write",
+            t.unstamped
+        ));
+    }
+    out
+}

@@ -1,0 +1,193 @@
+//! Kernel transmit stamps: when a request really left, not when the generator meant to write it.
+//!
+//! A request's send time taken in user space before the write charges the server with any
+//! preemption between the stamp and the write (a busy core doubled a 4 ms server's p99). The
+//! kernel stamps each write as it hands the bytes to the device (`SO_TIMESTAMPING` with
+//! `SOF_TIMESTAMPING_TX_SOFTWARE`; `OPT_ID` numbers them by the last byte written, `OPT_TSONLY`
+//! keeps the payload out) and queues the stamp on the socket's error queue.
+//!
+//! Reading that queue is a syscall, which the hot path cannot pay per request (the closed
+//! model's CPU line against wrk). So the write is bracketed by two clock reads: when the
+//! bracket is narrow ([`SLACK`]), the thread ran straight through the write and the kernel's
+//! stamp lies inside it, so the bracket's start *is* the send time, to within the slack; only
+//! a wide bracket (the thread was preempted around the write) reads the queue for the exact
+//! stamp. The unread stamps are drained a batch at a time ([`DRAIN`] writes, one `recvmmsg`),
+//! so they cost a syscall per batch, not per request, and hold little of the socket's receive
+//! budget meanwhile.
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpStream;
+
+/// SLACK is the widest write bracket taken as the send time itself: the loopback write that
+/// also runs the receiver's TCP input takes 5-20 µs; a preempted thread's bracket is a
+/// scheduler slice (milliseconds).
+pub const SLACK: Duration = Duration::from_micros(50);
+
+/// DRAIN is how many unread stamps a connection keeps before it reads them in one batch.
+const DRAIN: u32 = 32;
+
+/// BATCH is the most stamps one read takes off the queue.
+const BATCH: usize = 48;
+
+/// SO_TIMESTAMPING (`SO_TIMESTAMPING_OLD`: timespecs of the native `time_t`, 64-bit here).
+const SO_TIMESTAMPING: libc::c_int = 37;
+
+/// enable asks the kernel to stamp every write on `stream` as it leaves.
+pub fn enable(stream: &TcpStream) -> io::Result<()> {
+    let flags: libc::c_uint = libc::SOF_TIMESTAMPING_TX_SOFTWARE
+        | libc::SOF_TIMESTAMPING_SOFTWARE
+        | libc::SOF_TIMESTAMPING_OPT_ID
+        | libc::SOF_TIMESTAMPING_OPT_TSONLY;
+    // SAFETY: valid socket descriptor; the option value is a c_uint that outlives the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_TIMESTAMPING,
+            (&flags as *const libc::c_uint).cast(),
+            size_of::<libc::c_uint>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sends is a connection's count of its stamped writes: the `OPT_ID` key of the next stamp
+/// and how many stamps wait unread.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Sends {
+    /// written: bytes written since stamping was enabled (a stamp's key is its write's last
+    /// byte's offset).
+    written: u64,
+    /// unread: writes whose stamps have not been read off the queue.
+    unread: u32,
+}
+
+impl Sends {
+    /// wrote counts a write of `n` bytes (one stamp each).
+    pub fn wrote(&mut self, n: usize) {
+        self.written += n as u64;
+        self.unread += 1;
+    }
+
+    /// left is when the request whose writes ended the bracket `from..to` left: `from` when
+    /// the bracket is narrow (and the queue is drained once [`DRAIN`] stamps wait), else the
+    /// kernel's stamp of its last write, read now; None when that stamp is not there (the
+    /// bytes wait in the socket: the caller keeps `from`).
+    pub fn left(&mut self, stream: &TcpStream, from: Instant, to: Instant) -> Option<Instant> {
+        if to.saturating_duration_since(from) <= SLACK {
+            if self.unread >= DRAIN {
+                let _ = self.read(stream, None);
+            }
+            return Some(from);
+        }
+        let key = self.written.checked_sub(1)? as u32;
+        self.read(stream, Some(key)).ok().flatten()
+    }
+
+    /// read takes the waiting stamps off the queue (batches until it is empty) and returns
+    /// the stamp of `key`, if asked for and found.
+    fn read(&mut self, stream: &TcpStream, key: Option<u32>) -> io::Result<Option<Instant>> {
+        let mut found = None;
+        loop {
+            let (n, hit) = read_batch(stream.as_raw_fd(), key)?;
+            found = found.or(hit);
+            self.unread = self.unread.saturating_sub(n as u32);
+            if n < BATCH {
+                self.unread = 0;
+                return Ok(found);
+            }
+        }
+    }
+}
+
+/// Room for one message's control data: an IP(V6)_RECVERR (sock_extended_err and the
+/// offender's address) and an SCM_TIMESTAMPING (three timespecs), 8-byte aligned.
+type Control = [u64; 24];
+
+/// read_batch reads up to [`BATCH`] stamps off `fd`'s error queue in one `recvmmsg`: how many
+/// it read, and the software stamp of the write keyed `key` among them, as an `Instant`.
+fn read_batch(fd: libc::c_int, key: Option<u32>) -> io::Result<(usize, Option<Instant>)> {
+    let mut control: [Control; BATCH] = [[0; 24]; BATCH];
+    // SAFETY: mmsghdr is plain old data; all-zero is a valid empty header.
+    let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+    for (m, c) in msgs.iter_mut().zip(control.iter_mut()) {
+        m.msg_hdr.msg_control = c.as_mut_ptr().cast();
+        m.msg_hdr.msg_controllen = size_of::<Control>() as _;
+    }
+    // SAFETY: every header points at its own live control buffer, sized as declared; no
+    // iovec (OPT_TSONLY: the stamps carry no payload).
+    let n = unsafe {
+        libc::recvmmsg(
+            fd,
+            msgs.as_mut_ptr(),
+            BATCH as libc::c_uint,
+            libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::WouldBlock {
+            Ok((0, None))
+        } else {
+            Err(e)
+        };
+    }
+    let read_at = Instant::now();
+    let n = n as usize;
+    let found = key.and_then(|key| {
+        msgs[..n]
+            .iter()
+            .filter_map(|m| stamp_of(&m.msg_hdr))
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, ts)| crate::stamp::instant_of(ts, read_at))
+    });
+    Ok((n, found))
+}
+
+/// stamp_of reads a transmit stamp message: its `OPT_ID` key and its software stamp.
+fn stamp_of(msg: &libc::msghdr) -> Option<(u32, libc::timespec)> {
+    let mut key = None;
+    let mut ts = None;
+    // SAFETY: `msg` was filled by recvmmsg; the CMSG_* macros walk its control buffer within
+    // msg_controllen, and each payload is read unaligned from inside a message of its type.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            let (level, kind) = ((*c).cmsg_level, (*c).cmsg_type);
+            if level == libc::SOL_SOCKET && kind == SO_TIMESTAMPING {
+                let three =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<[libc::timespec; 3]>());
+                ts = Some(three[0]);
+            } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+            {
+                let e =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::sock_extended_err>());
+                if e.ee_errno == libc::ENOMSG as u32
+                    && e.ee_origin == libc::SO_EE_ORIGIN_TIMESTAMPING
+                    && e.ee_info == SCM_TSTAMP_SND
+                {
+                    key = Some(e.ee_data);
+                }
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    Some((key?, ts?))
+}
+
+/// SCM_TSTAMP_SND: a stamp taken as the bytes went to the device.
+const SCM_TSTAMP_SND: u32 = 0;
+
+#[cfg(test)]
+#[path = "sendstamp_tests.rs"]
+mod tests;

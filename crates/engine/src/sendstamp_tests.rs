@@ -1,0 +1,94 @@
+//! Tests of the transmit stamps on real loopback sockets.
+
+use super::*;
+
+/// pair is a connected client (with transmit stamps) and its server end.
+async fn pair() -> (TcpStream, TcpStream) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let client = TcpStream::connect(addr).await.expect("connect");
+    let (server, _) = listener.accept().await.expect("accept");
+    // As the engine's connections: Nagle would hold a small write back (and its stamp says so).
+    client.set_nodelay(true).expect("nodelay");
+    enable(&client).expect("SO_TIMESTAMPING");
+    (client, server)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn write(client: &TcpStream, sends: &mut Sends, bytes: &[u8]) {
+    let n = client.try_write(bytes).expect("write");
+    assert_eq!(n, bytes.len());
+    sends.wrote(n);
+}
+
+/// drain reads what reached the server end, as a server would (so TCP keeps sending at once).
+fn drain(server: &TcpStream) {
+    let mut buf = [0u8; 4096];
+    while matches!(server.try_read(&mut buf), Ok(n) if n > 0) {}
+}
+
+/// A write bracketed wide (as by a preemption: the bracket opened 20 ms before the write and
+/// closed 20 ms after) is timed by the kernel's stamp, within a millisecond of the write,
+/// not by the bracket's start; after a hundred narrow brackets (their stamps drained in
+/// batches, never read one by one) the stamp found is still the right write's.
+#[test]
+fn a_wide_bracket_reads_the_kernels_stamp_of_its_own_write() {
+    runtime().block_on(async {
+        let (client, server) = pair().await;
+        let mut sends = Sends::default();
+        for round in 0..2 {
+            if round == 1 {
+                for _ in 0..100 {
+                    let from = Instant::now();
+                    write(&client, &mut sends, b"narrow");
+                    let to = from; // a bracket of zero width
+                    assert_eq!(sends.left(&client, from, to), Some(from));
+                    std::thread::sleep(Duration::from_micros(200));
+                    drain(&server);
+                }
+                assert!(sends.unread < DRAIN, "{} stamps left unread", sends.unread);
+            }
+            let before = Instant::now();
+            std::thread::sleep(Duration::from_millis(20));
+            let written = Instant::now();
+            write(&client, &mut sends, b"GET / HTTP/1.1\r\n\r\n");
+            std::thread::sleep(Duration::from_millis(20));
+            let left = sends
+                .left(&client, before, Instant::now())
+                .expect("the kernel stamped the write");
+            // (1 ms of slack for the clocks the conversion reads)
+            assert!(
+                left + Duration::from_millis(1) >= written,
+                "round {round}: stamped {:?} before the write",
+                written - left
+            );
+            assert!(
+                left.saturating_duration_since(written) < Duration::from_millis(5),
+                "round {round}: stamped {:?} after the write",
+                left.saturating_duration_since(written)
+            );
+            assert_eq!(sends.unread, 0, "a read drains the queue");
+        }
+    });
+}
+
+/// A narrow bracket is the send time itself: no syscall, the bracket's start.
+#[test]
+fn a_narrow_bracket_is_its_own_start() {
+    runtime().block_on(async {
+        let (client, _server) = pair().await;
+        let mut sends = Sends::default();
+        let from = Instant::now();
+        write(&client, &mut sends, b"x");
+        assert_eq!(sends.left(&client, from, from + SLACK), Some(from));
+        assert_eq!(sends.unread, 1, "one stamp waits for the next batch");
+    });
+}
