@@ -13,7 +13,7 @@ use std::io::{self, Write as _};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -21,6 +21,7 @@ use tokio::net::TcpStream;
 use crate::failure::ErrorClass;
 use crate::http::ResponseReader;
 use crate::metrics::ConnectionGauge;
+pub use crate::stamp::Stamps;
 use crate::tls::{self, TlsSettings};
 
 /// READ_BUF is the read buffer of a connection that has met a response larger than
@@ -42,6 +43,10 @@ pub const MAX_HEAD: usize = crate::http::MAX_HEAD;
 mod deadline;
 pub use deadline::Deadline;
 
+#[path = "conn_buf.rs"]
+mod buf;
+use buf::ReadBuf;
+
 /// Exchange is the outcome of one successful request/response.
 #[derive(Debug, Clone, Copy)]
 pub struct Exchange {
@@ -61,6 +66,10 @@ pub struct Exchange {
     /// left: when the request left, by the kernel's transmit stamp (see
     /// [`crate::sendstamp`]); None where the kernel gave none: `sent_at` stands in.
     pub left: Option<Instant>,
+    /// handshake: the server's share of this exchange's connects, the kernel's handshake
+    /// times ([`crate::sendstamp::handshake`]); None: the whole connect is its (https, a
+    /// retransmitted SYN).
+    pub handshake: Option<Duration>,
 }
 
 /// Failure is a failed exchange: its class, and whether a connection was opened first.
@@ -82,10 +91,12 @@ pub struct Conn {
     stream: Option<TcpStream>,
     tls_settings: Option<TlsSettings>,
     tls: Option<Box<rustls::ClientConnection>>,
-    /// stamp: ask the kernel for receive and transmit timestamps (see [`crate::stamp`],
-    /// [`crate::sendstamp`]).
-    stamp: bool,
-    /// sends: the socket's transmit stamps, when the kernel gives them (plain http).
+    /// stamps: the kernel stamps this connection asks for.
+    stamps: Stamps,
+    /// handshake: the kernel's handshake time of the last connect (see
+    /// [`Exchange::handshake`]).
+    handshake: Option<Duration>,
+    /// sends: the socket's transmit stamps, when asked for and the kernel gives them.
     sends: Option<crate::sendstamp::Sends>,
     buf: ReadBuf,
     reader: ResponseReader,
@@ -103,12 +114,12 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// new makes a closed connection to `addr` (TLS when `tls` is given; kernel receive
-    /// timestamps when `stamp`), counted in `gauge` while open; it connects on first use.
+    /// new makes a closed connection to `addr` (TLS when `tls` is given; the kernel stamps
+    /// in `stamps`), counted in `gauge` while open; it connects on first use.
     pub fn new(
         addr: SocketAddr,
         tls: Option<TlsSettings>,
-        stamp: bool,
+        stamps: Stamps,
         gauge: Arc<ConnectionGauge>,
     ) -> Self {
         Conn {
@@ -116,7 +127,8 @@ impl Conn {
             stream: None,
             tls_settings: tls,
             tls: None,
-            stamp,
+            stamps,
+            handshake: None,
             sends: None,
             buf: ReadBuf {
                 data: vec![0; READ_BUF_FIRST],
@@ -172,6 +184,7 @@ impl Conn {
     ) -> Result<Exchange, Failure> {
         let mut connects = 0;
         let mut retries = 0;
+        let mut handshake = Some(Duration::ZERO);
         loop {
             if self.stream.is_none() {
                 self.connect(deadline).await.map_err(|class| Failure {
@@ -180,6 +193,7 @@ impl Conn {
                     retries,
                 })?;
                 connects += 1;
+                handshake = handshake.zip(self.handshake).map(|(a, b)| a + b);
             }
             // At most one resend: after it, this exchange has opened the connection itself.
             let reused = connects == 0;
@@ -200,6 +214,7 @@ impl Conn {
                         retries,
                         arrived,
                         left,
+                        handshake,
                     });
                 }
                 Err(trip) => {
@@ -251,13 +266,19 @@ impl Conn {
         .await?;
         // Requests are single small writes: do not let Nagle hold them back.
         let _ = stream.set_nodelay(true);
-        if self.stamp && crate::stamp::enable(&stream).is_err() {
+        // The server's part of the connect, before a TLS handshake (its whole span) follows.
+        self.handshake = self
+            .tls_settings
+            .is_none()
+            .then(|| crate::sendstamp::handshake(&stream))
+            .flatten();
+        if self.stamps.receive && crate::stamp::enable(&stream).is_err() {
             // Without stamps a nap would be charged to the server: stop napping instead.
             crate::metronome::forbid_naps();
         }
         // Transmit stamps on plain http (a TLS record's bytes are not the request's); a
         // kernel that refuses them leaves the send time to user space (`Exchange::left`).
-        self.sends = (self.stamp && self.tls_settings.is_none())
+        self.sends = (self.stamps.transmit && self.tls_settings.is_none())
             .then(|| crate::sendstamp::enable(&stream).ok())
             .flatten()
             .map(|()| crate::sendstamp::Sends::default());
@@ -305,9 +326,11 @@ impl Conn {
             }
             None => write_all(stream, request, deadline, self.sends.as_mut()).await?,
         }
-        // The request left inside the bracket from `sent_at` to now (see crate::sendstamp).
+        // The request left inside the bracket from `sent_at` to now (see crate::sendstamp):
+        // at `sent_at` when the bracket is narrow; a wide one needs the kernel's stamp.
         let left = match self.sends.as_mut() {
             Some(sends) => sends.left(stream, sent_at, Instant::now()),
+            None if self.tls.is_none() => crate::sendstamp::narrow(sent_at, Instant::now()),
             None => None,
         };
         self.reader.start(head);
@@ -341,12 +364,11 @@ impl Conn {
             b.make_room()?;
             let read = match self.tls.as_deref_mut() {
                 Some(session) => tls::try_read(session, stream, &mut b.data[b.end..]),
-                None if self.stamp => {
-                    crate::stamp::try_read(stream, &mut b.data[b.end..]).map(|(n, at)| {
+                None if self.stamps.receive => crate::stamp::try_read(stream, &mut b.data[b.end..])
+                    .map(|(n, at)| {
                         arrived = at;
                         n
-                    })
-                }
+                    }),
                 None => stream.try_read(&mut b.data[b.end..]),
             };
             match read {
@@ -401,50 +423,6 @@ impl Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// ReadBuf is a connection's read buffer: bytes `start..end` are received but unparsed.
-#[derive(Debug)]
-struct ReadBuf {
-    data: Vec<u8>,
-    start: usize,
-    end: usize,
-}
-
-impl ReadBuf {
-    fn clear(&mut self) {
-        self.start = 0;
-        self.end = 0;
-    }
-
-    /// widen grows a buffer a read has just filled to [`READ_BUF`] (from
-    /// [`READ_BUF_FIRST`]): a response larger than the first buffer is read in reads as
-    /// large as before, and the connection keeps the larger buffer.
-    fn widen(&mut self) {
-        if self.data.len() < READ_BUF {
-            self.data.resize(READ_BUF, 0);
-        }
-    }
-
-    /// make_room ensures free space after `end`: reset when empty, compact a partial head,
-    /// grow for a large head (up to [`MAX_HEAD`]).
-    fn make_room(&mut self) -> Result<(), Trip> {
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        } else if self.start > 0 {
-            self.data.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.end == self.data.len() {
-            if self.data.len() >= MAX_HEAD {
-                return Err(Trip::Failed(ErrorClass::Protocol));
-            }
-            self.data.resize(self.data.len() * 2, 0);
-        }
-        Ok(())
     }
 }
 

@@ -396,6 +396,7 @@ impl Stream {
         match trip {
             Ok((status, bytes_in)) => Ok(Exchange {
                 left: None,
+                handshake: None,
                 sent_at,
                 status,
                 bytes_in,

@@ -13,7 +13,7 @@ use tokio::time::Sleep;
 
 use crate::backoff::Turn;
 use crate::config::Protocol;
-use crate::conn::{Conn, Deadline, Exchange, Failure};
+use crate::conn::{Conn, Deadline, Exchange, Failure, Stamps};
 use crate::failure::ErrorClass;
 use crate::flight::{Flight, Sent};
 use crate::http2::{Link, Stream};
@@ -544,6 +544,17 @@ impl Lane {
     }
 }
 
+/// stamps is which kernel stamps a plain-http connection asks for: receive stamps always
+/// (when its answer arrived), transmit stamps in the open model only, whose requests have an
+/// intended time to lag behind (see [`crate::conn::Stamps`]).
+fn stamps(s: &Shared) -> Stamps {
+    let plain = s.job.cfg.tls.is_none();
+    Stamps {
+        receive: plain,
+        transmit: plain && s.open,
+    }
+}
+
 /// wire makes the connection of lane `slot`: its own HTTP/1.1 connection, or a stream on its
 /// group's HTTP/2 connection (the group's first lane leads it).
 fn wire(s: &Shared, slot: usize) -> Wire {
@@ -552,8 +563,7 @@ fn wire(s: &Shared, slot: usize) -> Wire {
         Protocol::Http1 => Wire::H1(Conn::new(
             job.addr,
             job.cfg.tls.clone(),
-            // Kernel stamps on plain http: when a request left and its answer arrived.
-            job.cfg.tls.is_none(),
+            stamps(s),
             job.gauge.clone(),
         )),
         Protocol::Http2 => {

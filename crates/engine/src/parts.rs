@@ -52,8 +52,11 @@ impl Parts {
         let left = x.left.map_or(x.sent_at, |l| l.clamp(x.sent_at, done));
         let end = x.arrived.map_or(done, |a| a.clamp(left, done));
         let server = end.saturating_duration_since(left);
+        // A connect is the server's for the kernel's handshake (or whole, when the kernel
+        // could not time it); the rest of its span is the generator noticing it late.
         let connect = if x.connects > 0 {
-            x.sent_at.saturating_duration_since(began)
+            let span = x.sent_at.saturating_duration_since(began);
+            x.handshake.map_or(span, |h| h.min(span))
         } else {
             Duration::ZERO
         };
@@ -92,33 +95,37 @@ mod tests {
 
     /// The parts of one request on a known timeline (ms after t0): handed over at `began`,
     /// intended at 10, its connection free at `free`, the user-space send stamp (after any
-    /// connect) at `sent`, the kernel's at `left` (None: no stamp), the answer's last bytes at
-    /// 20 (stamped), read at 25.
+    /// connect) at `sent`, the kernel's at `left` (None: no stamp), the kernel's handshake
+    /// time `hs` of its connects (None: the whole connect is the server's), the answer's last
+    /// bytes at 20 (stamped), read at 25.
     #[test]
     fn a_request_splits_into_wait_lag_and_server_time() {
         let t0 = Instant::now();
         let ms = |n: u64| t0 + Duration::from_millis(n);
         let d = Duration::from_millis;
         use LatencyFrom::{Intended, Sent};
-        // (label, open, from, free, cap, began, sent, left, connects, latency, server, lag)
+        // (label, open, from, free, cap, began, sent, left, connects, hs, latency, server, lag)
         #[rustfmt::skip]
         let cases = [
-            ("on time", true, Sent, Some(5), false, 10, 10, Some(10), 0, 10, 10, 0),
-            ("preempted 3 ms", true, Sent, Some(5), false, 13, 13, Some(13), 0, 7, 7, 3),
-            ("preempted, intended", true, Intended, Some(5), false, 13, 13, Some(13), 0, 10, 7, 3),
-            ("preempted in the write", true, Sent, Some(5), false, 10, 10, Some(14), 0, 6, 6, 4),
+            ("on time", true, Sent, Some(5), false, 10, 10, Some(10), 0, None, 10, 10, 0),
+            ("preempted 3 ms", true, Sent, Some(5), false, 13, 13, Some(13), 0, None, 7, 7, 3),
+            ("preempted, intended", true, Intended, Some(5), false, 13, 13, Some(13), 0, None, 10, 7, 3),
+            ("preempted in the write", true, Sent, Some(5), false, 10, 10, Some(14), 0, None, 6, 6, 4),
             // At the cap: 2 ms waiting for the connection (the server's), 1 ms of lag.
-            ("waited at the cap", true, Sent, Some(12), true, 13, 13, Some(13), 0, 9, 7, 1),
+            ("waited at the cap", true, Sent, Some(12), true, 13, 13, Some(13), 0, None, 9, 7, 1),
             // Below it the pool would have grown: the 3 ms are the generator's.
-            ("waited below the cap", true, Sent, Some(12), false, 13, 13, Some(13), 0, 7, 7, 3),
-            // Handed over 1 ms late, then a 2 ms connect (the server's).
-            ("opened a connection", true, Sent, None, false, 11, 13, Some(13), 1, 9, 7, 1),
-            ("no kernel stamp", true, Sent, Some(5), false, 13, 13, None, 0, 7, 7, 3),
-            ("sent ahead", true, Sent, Some(5), false, 9, 9, Some(9), 0, 11, 11, 0),
-            ("closed model", false, Sent, None, false, 10, 10, Some(12), 0, 8, 8, 2),
-            ("closed, intended", false, Intended, None, false, 10, 10, Some(12), 0, 10, 8, 2),
+            ("waited below the cap", true, Sent, Some(12), false, 13, 13, Some(13), 0, None, 7, 7, 3),
+            // Handed over 1 ms late, then a 2 ms connect the kernel did not time (the server's).
+            ("opened a connection", true, Sent, None, false, 11, 13, Some(13), 1, None, 9, 7, 1),
+            // The same connect timed by the kernel at 1 ms: the other 1 ms was the generator
+            // noticing it late.
+            ("noticed a connect late", true, Sent, None, false, 11, 13, Some(13), 1, Some(1), 8, 7, 2),
+            ("no kernel stamp", true, Sent, Some(5), false, 13, 13, None, 0, None, 7, 7, 3),
+            ("sent ahead", true, Sent, Some(5), false, 9, 9, Some(9), 0, None, 11, 11, 0),
+            ("closed model", false, Sent, None, false, 10, 10, Some(12), 0, None, 8, 8, 2),
+            ("closed, intended", false, Intended, None, false, 10, 10, Some(12), 0, None, 10, 8, 2),
         ];
-        for (label, open, from, free, cap, began, sent, left, connects, latency, server, lag) in
+        for (label, open, from, free, cap, began, sent, left, connects, hs, latency, server, lag) in
             cases
         {
             let x = Exchange {
@@ -129,6 +136,7 @@ mod tests {
                 retries: 0,
                 arrived: Some(ms(20)),
                 left: left.map(ms),
+                handshake: hs.map(d),
             };
             let p = Parts::of(open, from, ms(10), free.map(ms), cap, ms(began), &x, ms(25));
             let got = (p.latency, p.server, p.lag, p.end);

@@ -108,9 +108,9 @@ pub struct Generator {
     /// fd_limit: the open-file limit, when it refused connects.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fd_limit: Option<crate::nofile::FdLimit>,
-    /// send_stamps: where the send times came from: "kernel" (transmit stamps), "user"
-    /// (user space, before the write: HTTP/2, https, or a kernel that refused them), or
-    /// "mixed".
+    /// send_stamps: where the send times came from: "kernel" (transmit stamps: the open
+    /// model), "write" (the closed model: each write's narrow clock bracket), "user" (user
+    /// space, before the write: HTTP/2, https, or a kernel that refused them), or "mixed".
     pub send_stamps: &'static str,
     /// latency_from: where the latency figures start: "sent" or "intended".
     pub latency_from: &'static str,
@@ -428,7 +428,7 @@ fn generator(f: &RunFacts<'_>) -> Generator {
         connections_opened: t.peak_connections,
         fd_refused: t.fd_refused,
         fd_limit,
-        send_stamps: lag::send_stamps(t),
+        send_stamps: lag::send_stamps(t, f.cfg),
         latency_from: f.cfg.latency_from.name(),
         limit,
         saturated: limit == Limit::Generator,

@@ -1,11 +1,21 @@
 //! The verdict's note on the generator's own send lag (see [`crate::parts`]).
 
 use super::{LatencyFrom, RunFacts, Totals};
+use crate::config::{Checked, Model, Protocol};
 
-/// send_stamps says where the run's send times came from: "kernel", "user" or "mixed".
-pub(super) fn send_stamps(t: &Totals) -> &'static str {
+/// transmit says whether the run's connections asked for transmit stamps: plain HTTP/1.1
+/// in the open model (see [`crate::conn::Stamps`]).
+fn transmit(cfg: &Checked) -> bool {
+    cfg.model == Model::Open && cfg.protocol == Protocol::Http1 && cfg.tls.is_none()
+}
+
+/// send_stamps says where the run's send times came from: "kernel" (transmit stamps),
+/// "write" (a write's narrow clock bracket, the closed model, which asks for none), "user"
+/// or "mixed" (some were user space's, taken before a write that was interrupted).
+pub(super) fn send_stamps(t: &Totals, cfg: &Checked) -> &'static str {
     match (t.unstamped, t.requests) {
-        (0, _) => "kernel",
+        (0, _) if transmit(cfg) => "kernel",
+        (0, _) => "write",
         (u, r) if u >= r => "user",
         _ => "mixed",
     }
@@ -36,9 +46,15 @@ pub(super) fn lag_note(f: &RunFacts<'_>) -> String {
             }
         ));
     }
-    if t.unstamped > 0 && f.cfg.protocol == crate::config::Protocol::Http1 && f.cfg.tls.is_none() {
+    let plain = f.cfg.protocol == Protocol::Http1 && f.cfg.tls.is_none();
+    if t.unstamped > 0 && transmit(f.cfg) {
         out.push_str(&format!(
             "; the kernel gave no transmit stamps for {} requests: their send times are user space's, taken before the write",
+            t.unstamped
+        ));
+    } else if t.unstamped > 0 && plain {
+        out.push_str(&format!(
+            "; {} requests' writes were interrupted (the closed model asks for no transmit stamps): their send times are user space's, taken before the write",
             t.unstamped
         ));
     }

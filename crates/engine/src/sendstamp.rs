@@ -59,6 +59,39 @@ pub fn enable(stream: &TcpStream) -> io::Result<()> {
     }
 }
 
+/// narrow is the send time of a write bracketed by `from..to` without transmit stamps:
+/// `from` when the bracket is narrow (the thread ran straight through the write), None when
+/// it is wide (where in it the bytes left is unknown: user space's stamp stands in).
+pub fn narrow(from: Instant, to: Instant) -> Option<Instant> {
+    (to.saturating_duration_since(from) <= SLACK).then_some(from)
+}
+
+/// handshake is the server's part of `stream`'s connect, as the kernel timed it: its first
+/// round-trip sample, from the SYN leaving to the SYN-ACK arriving (`TCP_INFO`'s `tcpi_rtt`
+/// right after the connect). The rest of the connect's span is the generator's (a thread busy
+/// with other lanes, or not running, notices the connect late). None when the SYN was sent
+/// again (the server's queue was full: the whole connect is its backpressure) or the kernel
+/// says nothing.
+pub fn handshake(stream: &TcpStream) -> Option<Duration> {
+    // SAFETY: tcp_info is plain old data (all-zero valid); getsockopt writes at most `len`
+    // bytes into it and says how many.
+    let mut info: libc::tcp_info = unsafe { zeroed() };
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: valid socket descriptor; `info` and `len` outlive the call, sized as declared.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    let retransmitted = info.tcpi_total_retrans > 0 || info.tcpi_retransmits > 0;
+    (rc == 0 && !retransmitted && info.tcpi_rtt > 0)
+        .then(|| Duration::from_micros(u64::from(info.tcpi_rtt)))
+}
+
 /// Sends is a connection's count of its stamped writes: the `OPT_ID` key of the next stamp
 /// and how many stamps wait unread.
 #[derive(Debug, Default, Clone, Copy)]

@@ -92,3 +92,26 @@ fn a_narrow_bracket_is_its_own_start() {
         assert_eq!(sends.unread, 1, "one stamp waits for the next batch");
     });
 }
+
+/// A loopback connect is timed by the kernel at its handshake, well under a millisecond,
+/// however late the thread comes back to it: here 30 ms late, and the handshake still reads
+/// the kernel's round trip, not the 30 ms (the rest of a connect's span is the generator's).
+#[test]
+fn a_connect_is_timed_by_the_kernels_handshake() {
+    runtime().block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        std::thread::sleep(Duration::from_millis(30));
+        let hs = handshake(&client).expect("TCP_INFO gives the handshake's round trip");
+        // Loopback: tens of microseconds; 10 ms is far under the 30 ms the thread slept and
+        // holds on a loaded machine (the kernel answers a SYN in softirq, not in a thread).
+        assert!(
+            hs > Duration::ZERO && hs < Duration::from_millis(10),
+            "{hs:?}"
+        );
+    });
+}

@@ -109,11 +109,13 @@ def _latency_from(d: dict[str, Any]) -> str:
     if gen.get("latency_from") == "intended":
         return " (from intended send time, generator lag included)"
     if gen.get("latency_from") == "sent":
-        stamps = {"kernel": "kernel", "mixed": "kernel and user-space"}.get(
-            gen.get("send_stamps", ""), "user-space"
-        )
+        stamps = {
+            "kernel": "the kernel's send stamp",
+            "write": "the write's clock bracket",
+            "mixed": "the kernel's or the write's stamps, some user-space",
+        }.get(gen.get("send_stamps", ""), "the user-space send stamp")
         wait = "wait for a connection + " if d.get("model") == "open" else ""
-        return f" ({wait}server time from the {stamps} send stamp; generator lag apart)"
+        return f" ({wait}server time from {stamps}; generator lag apart)"
     return " (from intended send time)" if d.get("model") == "open" else ""
 
 

@@ -1,0 +1,48 @@
+//! [`ReadBuf`]: a connection's read buffer, grown for large heads and kept between requests.
+
+use super::{Trip, MAX_HEAD, READ_BUF};
+use crate::failure::ErrorClass;
+
+/// ReadBuf is a connection's read buffer: bytes `start..end` are received but unparsed.
+#[derive(Debug)]
+pub(super) struct ReadBuf {
+    pub(super) data: Vec<u8>,
+    pub(super) start: usize,
+    pub(super) end: usize,
+}
+
+impl ReadBuf {
+    pub(super) fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+
+    /// widen grows a buffer a read has just filled to [`READ_BUF`] (from
+    /// [`READ_BUF_FIRST`]): a response larger than the first buffer is read in reads as
+    /// large as before, and the connection keeps the larger buffer.
+    pub(super) fn widen(&mut self) {
+        if self.data.len() < READ_BUF {
+            self.data.resize(READ_BUF, 0);
+        }
+    }
+
+    /// make_room ensures free space after `end`: reset when empty, compact a partial head,
+    /// grow for a large head (up to [`MAX_HEAD`]).
+    pub(super) fn make_room(&mut self) -> Result<(), Trip> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.start > 0 {
+            self.data.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.data.len() {
+            if self.data.len() >= MAX_HEAD {
+                return Err(Trip::Failed(ErrorClass::Protocol));
+            }
+            self.data.resize(self.data.len() * 2, 0);
+        }
+        Ok(())
+    }
+}
