@@ -21,7 +21,7 @@ from redline.analysis import answer_sentences
 from redline.errors import RedlineError
 from redline.report.charts import _num, find_charts, monitor_samples, run_charts
 from redline.report.page import page, sanitise
-from redline.report.run_parts import errors_sentence, scenario_html, what_ran
+from redline.report.run_parts import errors_sentence, lag_sentence, scenario_html, what_ran
 
 #: QUESTIONS: the four questions, in the order every report answers them.
 QUESTIONS = (
@@ -431,23 +431,6 @@ def tally_text(tally: dict[str, int] | None) -> str:
     return " · ".join(f"{v} {n:,} ({n / total:.0%})" for v, n in ranked)
 
 
-def _lag_sentence(result: dict[str, Any]) -> str:
-    """_lag_sentence gives the generator's own send lag, kept out of the latency (or in it,
-    with --latency-from intended); empty for results older than it."""
-    lag = result.get("lag_ms")
-    if not lag:
-        return ""
-    where = (
-        "included in the latency above (--latency-from intended)"
-        if (result.get("generator") or {}).get("latency_from") == "intended"
-        else "not in the latency above"
-    )
-    return (
-        f" The generator's own send lag: p50 {fmt(lag.get('p50'))} ms, p99 "
-        f"{fmt(lag.get('p99'))} ms, max {fmt(lag.get('max'))} ms ({where})."
-    )
-
-
 def _run_sentences(result: dict[str, Any]) -> dict[str, str]:
     lat = result.get("latency_ms") or {}
     gen = result.get("generator") or {}
@@ -456,7 +439,7 @@ def _run_sentences(result: dict[str, Any]) -> dict[str, str]:
         f" after warm-up: {fmt(result.get('rps'))} req/s.",
         "latency": f"p50 {fmt(lat.get('p50'))} ms, p90 {fmt(lat.get('p90'))} ms, "
         f"p99 {fmt(lat.get('p99'))} ms, p99.9 {fmt(lat.get('p99_9'))} ms, "
-        f"max {fmt(lat.get('max'))} ms." + _lag_sentence(result),
+        f"max {fmt(lat.get('max'))} ms." + lag_sentence(result, fmt),
         "errors": errors_sentence(result),
         "generator": str(gen.get("verdict") or ""),
     }

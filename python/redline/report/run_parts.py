@@ -5,6 +5,7 @@ reason, where a bare count ("121 status") would say neither what failed nor why.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import Any
 
 
@@ -25,6 +26,23 @@ def failures_by_status(result: dict[str, Any]) -> str:
         key=lambda cn: (-cn[1], cn[0]),
     )
     return ", ".join(f"{c} ×{n:,}" for c, n in codes)
+
+
+def lag_sentence(result: dict[str, Any], fmt: Callable[[Any], str]) -> str:
+    """lag_sentence gives the generator's own send lag (figures shown by ``fmt``), kept out
+    of the latency (or in it, with --latency-from intended); empty for results older than it."""
+    lag = result.get("lag_ms")
+    if not lag:
+        return ""
+    where = (
+        "included in the latency above (--latency-from intended)"
+        if (result.get("generator") or {}).get("latency_from") == "intended"
+        else "not in the latency above"
+    )
+    return (
+        f" The generator's own send lag: p50 {fmt(lag.get('p50'))} ms, p99 "
+        f"{fmt(lag.get('p99'))} ms, max {fmt(lag.get('max'))} ms ({where})."
+    )
 
 
 def errors_sentence(result: dict[str, Any]) -> str:
@@ -81,7 +99,7 @@ def scenario_html(result: dict[str, Any]) -> str:
     ]
     if reasons:
         rows = "".join(
-            f"<tr><td>{html.escape(name)}</td><td style=\"text-align:left\">{html.escape(why)}"
+            f'<tr><td>{html.escape(name)}</td><td style="text-align:left">{html.escape(why)}'
             f"</td><td>{n:,}</td></tr>"
             for name, why, n in reasons
         )
