@@ -110,6 +110,22 @@ def _start(
     return proc
 
 
+#: WAIT_PORT: wait (in the host it runs on) until HOST:PORT accepts a connection, for at
+#: most SECONDS: Ray Client's server starts after `ray start` has said it started.
+WAIT_PORT = """
+import socket, sys, time
+host, port, deadline = sys.argv[1], int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
+while True:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            sys.exit(f"{host}:{port} accepts no connection")
+        time.sleep(0.2)
+"""
+
+
 def _server_requests(lan: Lan, url: str) -> int:
     stats = json.loads(lan.python("server", READ_STATS, url + "__stats", timeout=PROBE_TIMEOUT_S))
     return int(stats["requests"])
@@ -136,6 +152,8 @@ def _start_hosts(lan: Lan, ray_tmp: str, logs: Path, env: dict[str, str]) -> Non
     worker_args = f"--address {head}:{GCS_PORT} --node-ip-address {worker} --num-cpus 2"
     worker_start = _ray_start(*worker_args.split())
     _start(lan, "worker", worker_start, logs / "worker.log", "Ray runtime started", env)
+    wait = str(RAY_START_TIMEOUT_S)
+    lan.python("driver", WAIT_PORT, head, str(CLIENT_PORT), wait, timeout=RAY_START_TIMEOUT_S + 30)
 
 
 @pytest.mark.timeout(TEST_TIMEOUT_S)
