@@ -153,3 +153,60 @@ def test_a_growing_backlog_is_named_on_the_part_that_exports_it():
     s[-1].end_s, s[-1].start_s = 10.0, 0.0
     b = name_bottleneck(s, s[-1], backlog_part="tq")
     assert b is not None and (b["part"], b["resource"]) == ("tq", "backlog"), b
+
+
+def test_a_part_starved_by_the_run_queue_is_named_cpu_whatever_its_cpu_percent():
+    """A service given ever less of its cores as the load grows (its threads on the run
+    queue, its CPU % low): its CPU is named, from the run queue, not the pool that filled
+    behind it at the same step."""
+    waits = [0.05, 0.2, 0.7, 0.85]
+    figures = [
+        {"parts": {"tq": {**IDLE, "cpu_wait": w, **pool(9.0 if w > 0.5 else 2.0, 10.0)}}}
+        for w in waits
+    ]
+    s = steps(figures)
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and (b["part"], b["resource"]) == ("tq", "cpu"), b
+    assert "waited for a CPU 85 % of the time they could run" in b["evidence"], b
+    assert "saturated from 32 users on" in b["evidence"], b
+
+
+def test_a_run_queue_full_before_the_load_is_another_tenant_and_the_pool_is_named():
+    """The demo on a busy machine: taskqueue's threads waited for a CPU most of the time
+    from the lightest step on (other engineers' builds), and its fetch pool ran out with the
+    load: the pool is named, and the starved CPU said beside it, not named."""
+    figures = [
+        {"parts": {"tq": {**IDLE, "cpu_wait": 0.8, **pool(used, 25.0, "fetch")}}}
+        for used in (5.0, 12.0, 24.9, 25.0)
+    ]
+    s = steps(figures)
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and (b["part"], b["resource"]) == ("tq", "pool"), b
+    assert "fetch held 24.9 of 25" not in b["evidence"] and "fetch held 25.0 of 25" in b["evidence"]
+    assert "from the lightest load on (other work on its cores)" in b["evidence"], b
+    # Nothing else ran out: nothing named, the run queue is not the busiest said either.
+    idle = [{"parts": {"tq": {**IDLE, "cpu_wait": 0.8}}} for _ in range(3)]
+    s = steps(idle, "slo")
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and b["part"] is None, b
+    assert (
+        "tq's threads waited for a CPU 80 % of the time they could run from the lightest"
+        in (b["evidence"])
+    ), b
+
+
+def test_the_run_queue_reads_how_long_this_process_waited_for_a_cpu():
+    """RunQueue on this very process: None at first, then a share in [0, 1] after work."""
+    import os
+    import time
+
+    from redline.service.parts import RunQueue
+
+    q = RunQueue()
+    assert q.share([os.getpid()]) is None
+    end = time.monotonic() + 0.2
+    while time.monotonic() < end:
+        pass
+    share = q.share([os.getpid()])
+    if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat"):
+        assert share is not None and 0.0 <= share <= 1.0, share

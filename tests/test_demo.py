@@ -109,8 +109,11 @@ def test_demo_quick_end_to_end(tmp_path):
     # named is the fetch pool. (The ±3 % is bench/demo.py's, on the full demo.)
     best = max(s["throughput_rps"] for s in result["steps"] if s["ok"])
     assert best >= 0.85 * bound, [(s["load"], s["throughput_rps"]) for s in result["steps"]]
+    # (On a machine this busy redline's own workers may wait for a CPU first: the generator
+    # is then named, truthfully; never the executor slots the fetches hold while they wait
+    # for a connection, nor taskqueue's CPU, starved by other work from the first step on.)
     named = a["limit"].get("bottleneck") or {}
-    if named.get("part") is not None:
+    if named.get("part") is not None and named["resource"] != "generator":
         assert named["resource"] == "pool", named
         assert "taskqueue_fetch_host_connections" in named["evidence"], named
     # The service's own count against redline's: every submit the users saw accepted is a

@@ -5,6 +5,10 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
 
 - ``cpu``: the part's CPU over the cores it may use (its affinity, cut by its cgroup quota:
   a process pinned to one core at 100 % of a core is saturated on a machine of 16), >= 90 %;
+  or its threads waiting for a CPU (the run queue, ``cpu_wait``) half the time they could
+  run or more: starved by other work on its cores, it reads as low CPU. A run queue that
+  was saturated at the lightest step already is another tenant's doing, not the load's: it
+  is said beside what is named, and not named itself;
 - ``memory``: resident memory over its limit (cgroup, else the machine's), >= 90 %;
 - ``fds``: open files over RLIMIT_NOFILE, >= 90 %;
 - ``pool``: an exporter's ``X_in_use`` over ``X_limit`` (or ``X_max``), >= 95 %;
@@ -43,6 +47,13 @@ STARVED = 0.25
 
 #: ERRORS_RATE: a part's error counters counting faster than this a second have started.
 ERRORS_RATE = 1.0
+
+#: RUN_QUEUE: a part whose threads waited for a CPU this share of their runnable time
+#: (waited as long as they ran) was short of CPU, whatever its CPU % says.
+RUN_QUEUE = 0.5
+
+#: QUEUE_KEY: the key of a part's run-queue reading (its CPU % reading has none).
+QUEUE_KEY = "run queue"
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,10 @@ def _part(name: str, f: dict[str, float]) -> list[Reading]:
                 name, "cpu", u, u >= SATURATED["cpu"], f"CPU {cpu:.0f} % of {cores:g} cores allowed"
             )
         )
+    wait = f.get("cpu_wait")
+    if wait is not None:
+        text = f"its threads waited for a CPU {100 * wait:.0f} % of the time they could run"
+        out.append(Reading(name, "cpu", wait, wait >= RUN_QUEUE, text, QUEUE_KEY))
     for resource, used, limit, word in (
         ("memory", "rss_bytes", "memory_limit", "resident memory"),
         ("fds", "fds", "fds_limit", "open files"),
@@ -157,7 +172,11 @@ def name_bottleneck(
     if not watched and not any(r.saturated for r in at):
         return None
     lightest = searched[0] if searched else None
-    base = {(r.part, r.resource): r for r in readings(lightest, backlog_part)} if lightest else {}
+    base = (
+        {(r.part, r.resource, r.key): r for r in readings(lightest, backlog_part)}
+        if lightest
+        else {}
+    )
     # What ran out at the limit, or at a lighter step and not seen free at the limit (an
     # exporter that stopped answering under the overload has no figures there).
     seen = {(r.part, r.resource, r.key): r for r in at}
@@ -169,12 +188,17 @@ def name_bottleneck(
                 first[k] = (float(s.load), seen.get(k, r))
     saturated = [(load, r) for k, (load, r) in first.items() if seen.get(k, r).saturated]
     if not saturated:
-        return {"part": None, "resource": None, "utilisation": None, "evidence": _nothing(at)}
+        said = _nothing(at) + _tenants(at, base)
+        return {"part": None, "resource": None, "utilisation": None, "evidence": said}
     # Ties: cause before symptom; of two pools full at once, the smaller (the larger's
     # holders wait on it: 100 task slots held by tasks waiting for 10 connections).
     since, top = min(saturated, key=lambda x: (x[0], RESOURCES.index(x[1].resource), x[1].size))
     unit = "users" if getattr(limit, "model", "closed") == "closed" else "req/s"
-    others = [r for r in at if r.part == top.part and r.resource == "cpu" and r is not top]
+    others = [
+        r
+        for r in at
+        if r.part == top.part and r.resource == "cpu" and r is not top and r.key != QUEUE_KEY
+    ]
     beside = f", while its {others[0].evidence}" if others else ""
     return {
         "part": top.part,
@@ -182,21 +206,43 @@ def name_bottleneck(
         "utilisation": round(top.utilisation, 4),
         "evidence": f"{top.evidence} at {limit.load:g} {unit}"
         + (f" (saturated from {since:g} {unit} on)" if since < limit.load else "")
-        + beside,
+        + beside
+        + _tenants(at, base),
     }
 
 
-def _already(r: Reading, base: dict[tuple[str, str], Reading]) -> bool:
-    """_already: errors that counted at the lightest step too did not start with the load."""
-    first = base.get((r.part, r.resource))
-    return r.resource == "errors" and first is not None and first.saturated
+def _tenants(at: Sequence[Reading], base: dict[tuple[str, str, str], Reading]) -> str:
+    """_tenants says the parts starved of CPU at the lightest step already and still at the
+    limit: other work on their cores (another tenant), not named, but said."""
+    starved = [
+        r
+        for r in at
+        if r.key == QUEUE_KEY
+        and r.saturated
+        and (first := base.get((r.part, r.resource, r.key))) is not None
+        and first.saturated
+    ]
+    return "".join(
+        f"; {r.part}'s {r.evidence.removeprefix('its ')} from the lightest load on (other"
+        " work on its cores)"
+        for r in starved
+    )
+
+
+def _already(r: Reading, base: dict[tuple[str, str, str], Reading]) -> bool:
+    """_already: errors that counted at the lightest step too did not start with the load,
+    and a run queue saturated there already is another tenant's."""
+    first = base.get((r.part, r.resource, r.key))
+    return (r.resource == "errors" or r.key == QUEUE_KEY) and first is not None and first.saturated
 
 
 def _nothing(at: Sequence[Reading]) -> str:
     """_nothing says what the figures point to when no resource ran out: the busiest one,
     and that latency grew with every watched resource short of its limit."""
     busiest = max(
-        (r for r in at if r.resource in SATURATED), key=lambda r: r.utilisation, default=None
+        (r for r in at if r.resource in SATURATED and r.key != QUEUE_KEY),
+        key=lambda r: r.utilisation,
+        default=None,
     )
     most = f" (the busiest: {busiest.part}'s {busiest.evidence})" if busiest else ""
     return (

@@ -14,7 +14,9 @@ names each part and how to watch it:
 For a process, each sample also carries what it may use (:func:`allowance`): the cores its
 affinity and cgroup quota allow, its open-file limit and its memory limit, so that the
 bottleneck is judged against the part's own share (a process pinned to one core at 100 % of
-a core is saturated on a machine of 16).
+a core is saturated on a machine of 16); and how long its threads waited for a CPU
+(:class:`RunQueue`, ``cpu_wait``): a process starved by other work on its cores reads as low
+CPU, and only the run queue says its CPU was what it lacked.
 """
 
 from __future__ import annotations
@@ -152,9 +154,55 @@ def _read(path: str) -> str | None:
         return None
 
 
-def _with_allowance(sample: Sample, pid: int) -> Sample:
+class RunQueue:
+    """RunQueue reads how long a process tree's threads waited for a CPU while they could
+    run (the second field of /proc/PID/task/TID/schedstat, the time on a run queue; the
+    first is the time on a CPU): :meth:`share` is, since the last call, the waiting over the
+    waiting and the running together (0: it ran whenever it could; 0.8: for each second it
+    ran it waited four, its cores busy with other work). None on the first call, or without
+    schedstat (a kernel built without it)."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[int, int], tuple[int, int]] = {}
+
+    def share(self, pids: Sequence[int]) -> float | None:
+        """share: the tree's threads' wait for a CPU as a share of their runnable time."""
+        seen: dict[tuple[int, int], tuple[int, int]] = {}
+        ran = waited = 0
+        for pid in pids:
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                fields = (_read(f"/proc/{pid}/task/{tid}/schedstat") or "").split()
+                if len(fields) < 2 or not tid.isdigit():
+                    continue
+                now = (int(fields[0]), int(fields[1]))
+                key = (pid, int(tid))
+                seen[key] = now
+                before = self._last.get(key)
+                if before is not None:
+                    ran += max(0, now[0] - before[0])
+                    waited += max(0, now[1] - before[1])
+        first, self._last = not self._last, seen
+        if first or ran + waited <= 0:
+            return None
+        return waited / (ran + waited)
+
+
+def _with_allowance(sample: Sample, monitor: ProcessMonitor) -> Sample:
+    """_with_allowance adds what the process may use (:func:`allowance`) and how long its
+    threads waited for a CPU (``cpu_wait``, :class:`RunQueue`) to its sample."""
     extra = dict(sample.extra)
-    extra.update(allowance(pid))
+    extra.update(allowance(monitor.pid))
+    runq = monitor.__dict__.setdefault("_run_queue", RunQueue())
+    try:
+        wait = runq.share([p.pid for p in monitor._tree()])
+    except psutil.Error:
+        wait = None
+    if wait is not None:
+        extra["cpu_wait"] = wait
     return Sample(**{**sample.to_dict(), "extra": extra})
 
 
@@ -162,14 +210,14 @@ class WatchedProcess(ProcessMonitor):
     """WatchedProcess is a process tree's sample with what the process may use."""
 
     def read(self, t_s: float) -> Sample:
-        return _with_allowance(super().read(t_s), self.pid)
+        return _with_allowance(super().read(t_s), self)
 
 
 class WatchedCommand(CommandMonitor):
     """WatchedCommand is a started command's sample with what it may use."""
 
     def read(self, t_s: float) -> Sample:
-        return _with_allowance(super().read(t_s), self.pid)
+        return _with_allowance(super().read(t_s), self)
 
 
 class PortMonitor(ProcessMonitor):
@@ -204,7 +252,7 @@ class PortMonitor(ProcessMonitor):
         pid = self._listener()
         if pid is not None and pid != self.pid:
             self.pid, self._root = pid, None  # a restarted server: watch the new one
-        sample = _with_allowance(super().read(t_s), self.pid)
+        sample = _with_allowance(super().read(t_s), self)
         queue = accept_queue(self.port)
         extra = dict(sample.extra)
         if queue is not None:
