@@ -127,6 +127,24 @@ def test_markdown_has_answers_and_the_table(find_result):
     assert "Universal Scalability Law" in md
 
 
+def test_the_reports_say_the_bottleneck_and_the_notes_under_the_answers(find_result):
+    """What the search said under its answers (answers.notes: the bottleneck named, the
+    oversubscribed machine, the drift) is in both reports, as the console printed it."""
+    result = json.loads(json.dumps(find_result))
+    said = (
+        "Bottleneck: taskqueue's pool ran out first (100%): pool fetch held 25.0 of 25 at"
+        " 500 users (saturated from 160 users on)."
+    )
+    result["answers"]["notes"] = [said]
+    md = render_markdown(result)
+    answers = md.split("## The four answers", 1)[1].split("##", 1)[0]
+    assert f"- {said}" in answers, answers
+    page = render_html(result)
+    assert 'id="answer-notes"' in page and "pool fetch held 25.0 of 25" in page
+    result["answers"]["notes"] = []
+    assert 'id="answer-notes"' not in render_html(result)
+
+
 def test_markdown_open_model_and_missing_figures():
     result = synthetic_find_result("open", monitor=False)
     for s in result["steps"]:

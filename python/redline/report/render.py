@@ -360,7 +360,15 @@ def _answers_html(result: dict[str, Any]) -> str:
         f"<p>{html.escape(text[key])}</p></div>"
         for i, (key, title) in enumerate(QUESTIONS, 1)
     )
-    return f'<section class="answers" id="answers">{cards}</section>'
+    said = "".join(f"<li>{html.escape(n)}</li>" for n in answer_notes(result))
+    below = f'<ul class="notes" id="answer-notes">{said}</ul>' if said else ""
+    return f'<section class="answers" id="answers">{cards}</section>{below}'
+
+
+def answer_notes(result: dict[str, Any]) -> list[str]:
+    """answer_notes: what the search said under its answers (the bottleneck named, the
+    machine's CPUs, the confirmation's drift: ``answers.notes``), as the console said it."""
+    return [str(n) for n in (result.get("answers") or {}).get("notes") or []]
 
 
 def _meta(result: dict[str, Any]) -> str:
@@ -533,6 +541,7 @@ def render_markdown(result: dict[str, Any]) -> str:
     out += [_meta(result), "", "## The four answers", ""]
     for i, (key, title) in enumerate(QUESTIONS, 1):
         out.append(f"{i}. **{title}:** {text[key]}")
+    out += [""] + [f"- {n}" for n in answer_notes(result)] if answer_notes(result) else []
     warn = notes(result)
     if warn:
         out += ["", "## Read this first", ""] + [f"- {n}" for n in warn]
