@@ -23,6 +23,7 @@ from redline.errors import ConfigError, RedlineError
 from redline.find.plan import SEARCH_DEFAULTS
 from redline.find.view import FindView, write_outputs
 from redline.runs.options import parse_duration
+from redline.runs.proxy import warn_proxy
 from redline.runs.runner import defaults
 from redline.view.progress import summary_stream
 
@@ -202,6 +203,7 @@ def cmd_find(args: argparse.Namespace) -> int:
         if not url:
             raise ConfigError(f"{args.url}: no host: give --host URL or Scenario(host=...)")
         plan, scenario = compiled.plan, args.url
+    warn_proxy(url)
     max_time = parse_duration(args.max_time, "--max-time")
     max_step = parse_duration(args.max_step, "--max-step")
     monitor = make_monitor(args)

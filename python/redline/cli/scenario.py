@@ -26,6 +26,7 @@ from redline.cli.run_flags import (
     shown_defaults,
 )
 from redline.errors import ConfigError
+from redline.runs.proxy import warn_proxy
 from redline.scenario.compiler import Compiled, load
 from redline.scenario.running import (
     PROFILED,
@@ -159,6 +160,7 @@ def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any
         given["users"] = args.users  # -u, a scenario's spelling of -c
     given["iterations"] = getattr(args, "iterations", None)
     url, plan, options = prepare(compiled, args.host, given, flags, URL_ONLY.__getitem__)
+    warn_proxy(url)
     return compiled, url, {**options.as_kwargs(), "plan": plan}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from redline.errors import ConfigError
+from redline.runs.proxy import proxy_note
 
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
 #: _COMPOUND: Go's and k6's spelling of a duration in parts, largest unit first: 2m30s, 1h30m,
@@ -178,4 +179,7 @@ def ignored_options(
         for name, value in (("cacert", cacert), ("insecure", insecure or None)):
             if value is not None:
                 notes.append(f"{spell(name)} is ignored for an http:// URL")
+    proxy = proxy_note(url)
+    if proxy is not None:
+        notes.append(proxy)
     return notes
