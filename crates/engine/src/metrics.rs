@@ -438,6 +438,13 @@ impl Recorder {
         let t = &mut self.totals;
         t.started += 1;
         t.sends += u64::from(in_window);
+        if let (false, Some(end)) = (in_window, self.send_end) {
+            // A scenario's iterations under way at the end go on sending: the report counts
+            // them and covers the time they took (`RunFacts::measured_s`).
+            t.after_end += 1;
+            let past = u64::try_from(now.duration_since(end).as_micros()).unwrap_or(u64::MAX);
+            t.after_end_us = t.after_end_us.max(past);
+        }
         t.bytes_out += bytes_out;
         t.late_sends += u64::from(late);
         t.late_at_cap += u64::from(late && at_cap);

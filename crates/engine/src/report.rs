@@ -156,8 +156,14 @@ pub struct Report {
     pub streams: u32,
     /// interrupted: the run was stopped before its end.
     pub interrupted: bool,
-    /// duration_s: measured send window after warmup, in seconds.
+    /// duration_s: the time the counted requests went out in, after warmup, in seconds: the
+    /// send window, and for a scenario the time past it its iterations under way at the end
+    /// went on sending (`after_end`).
     pub duration_s: f64,
+    /// after_end: a scenario's requests sent after the send window by the iterations under
+    /// way at its end (in `requests`, and `duration_s` covers them); absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_end: Option<AfterEnd>,
     /// requests: responses received after warmup (HTTP error statuses included).
     pub requests: u64,
     /// intended: requests the run meant to make after warm-up: every request started, and in
@@ -219,6 +225,16 @@ pub struct Report {
     pub histograms: Histograms,
 }
 
+/// AfterEnd is what a scenario's iterations under way at the end of the send window sent
+/// after it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AfterEnd {
+    /// requests: requests sent after the window's end.
+    pub requests: u64,
+    /// s: how long after it the last of them went out, in seconds.
+    pub s: f64,
+}
+
 /// RunFacts is everything the coordinator gathered, from which the report is built.
 #[derive(Debug)]
 pub struct RunFacts<'a> {
@@ -236,6 +252,9 @@ pub struct RunFacts<'a> {
     pub wall_s: f64,
     /// measured_s: the send window after warmup (excludes the end-of-run grace).
     pub measured_s: f64,
+    /// after_end_s: how long past the send window a scenario's iterations under way at its
+    /// end went on sending (0 otherwise): the report's rates cover it.
+    pub after_end_s: f64,
     /// intended_hits: open model: hits the schedule wanted after warmup.
     pub intended_hits: Option<f64>,
     /// interrupted: stopped by the RunControl.
@@ -272,6 +291,8 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         .map(|(_, &n)| n)
         .sum();
     let per_name = per_name(&f);
+    // The time the counted requests went out in: a scenario's sends after the window too.
+    let covered_s = f.measured_s + f.after_end_s;
     let connections = match f.cfg.model {
         Model::Closed => wanted_connections(&f),
         Model::Open => t.peak_connections,
@@ -289,17 +310,21 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         protocol: f.cfg.protocol.name(),
         streams: f.cfg.streams,
         interrupted: f.interrupted,
-        duration_s: f.measured_s,
+        duration_s: covered_s,
+        after_end: (f.after_end_s > 0.0).then_some(AfterEnd {
+            requests: t.after_end,
+            s: f.after_end_s,
+        }),
         requests: t.requests,
         intended: t.started + t.unsent,
         unfinished: t.unfinished,
         unsent: t.unsent,
         retries: t.retries,
         clamped: t.clamped,
-        rps: per_second(t.requests as f64, f.measured_s),
+        rps: per_second(t.requests as f64, covered_s),
         bytes_in: t.bytes_in,
         bytes_out: t.bytes_out,
-        transfer_in_per_s: per_second(t.bytes_in as f64, f.measured_s),
+        transfer_in_per_s: per_second(t.bytes_in as f64, covered_s),
         status_codes,
         non_2xx,
         errors: t.errors,
@@ -313,7 +338,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
             .cfg
             .scenario
             .as_ref()
-            .map(|s| crate::scenario::summary::summarize(&t.flow, s, f.measured_s)),
+            .map(|s| crate::scenario::summary::summarize(&t.flow, s, covered_s)),
         generator: generator(&f),
         histograms: Histograms {
             latency: encode_histogram(&t.latency),

@@ -35,6 +35,7 @@ fn facts<'a>(
         },
         wall_s: 10.0,
         measured_s: 10.0,
+        after_end_s: 0.0,
         intended_hits: (cfg.model == Model::Open).then_some(10_000.0),
         interrupted: false,
         timeseries: Vec::new(),

@@ -22,6 +22,7 @@ use crate::outage::{ThreadWatch, Tracker};
 use crate::plan::Plan;
 use crate::report::{build_report, Report, RunFacts};
 use crate::snapshot::IntervalSnapshot;
+use crate::target::Target;
 use crate::tls::Alpn;
 use crate::totals::Totals;
 use crate::usage::CpuTimes;
@@ -124,10 +125,18 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
     let first = *addrs
         .first()
         .ok_or_else(|| EngineError::Unreachable(format!("{} has no address", t.host)))?;
+    let wait = cfg.timeout.min(PREFLIGHT_TIMEOUT);
     if !cfg.preflight {
+        // No reachability check; but a plain-http server that is up and does not speak
+        // HTTP/2 would fail every request as a protocol error, reconnecting as fast as it
+        // can, which reads as an outage: asked once, it is one line instead.
+        if cfg.protocol == Protocol::Http2 && cfg.tls.is_none() {
+            if let Ok(stream) = TcpStream::connect_timeout(&first, wait) {
+                crate::h2c::speaks_h2c(stream, wait).map_err(|why| no_h2c(t, &why))?;
+            }
+        }
         return Ok(first);
     }
-    let wait = cfg.timeout.min(PREFLIGHT_TIMEOUT);
     let mut last = None;
     for a in &addrs {
         match TcpStream::connect_timeout(a, wait) {
@@ -162,14 +171,7 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
                         )));
                     }
                 } else if cfg.protocol == Protocol::Http2 {
-                    crate::h2c::speaks_h2c(stream, wait).map_err(|why| {
-                        EngineError::Unreachable(format!(
-                            "{}:{} does not speak HTTP/2 without TLS (h2c): {why}; leave out \
-                             --http2 to speak HTTP/1.1 (or use https://, where a server offers \
-                             HTTP/2 by ALPN)",
-                            t.host, t.port
-                        ))
-                    })?;
+                    crate::h2c::speaks_h2c(stream, wait).map_err(|why| no_h2c(t, &why))?;
                 }
                 return Ok(*a);
             }
@@ -181,6 +183,16 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
         "cannot connect to {}:{}: {why}",
         t.host, t.port
     )))
+}
+
+/// no_h2c is the error of a plain-http target that does not speak HTTP/2 (h2c), `why` being
+/// what it did with the preface.
+fn no_h2c(t: &Target, why: &str) -> EngineError {
+    EngineError::Unreachable(format!(
+        "{}:{} does not speak HTTP/2 without TLS (h2c): {why}; leave out --http2 to speak \
+         HTTP/1.1 (or use https://, where a server offers HTTP/2 by ALPN)",
+        t.host, t.port
+    ))
 }
 
 /// tls_hint says what to do about a failed TLS preflight, in words.
@@ -413,6 +425,15 @@ impl<'a> Coordinator<'a> {
             .unwrap_or_else(|| Totals::new(highest, self.names.len(), open));
         totals.peak_connections = gauge.peak();
         totals.fd_refused = gauge.fd_refused();
+        // A scenario's iterations under way at the end send their remaining requests: those
+        // are counted, so the rates cover the time they went out in too (dividing them by
+        // the window alone overstated every rate). An open URL run's late hits were due in
+        // the window: its rates stay over the window.
+        let after_end_s = if self.cfg.scenario.is_some() && totals.after_end > 0 {
+            (totals.after_end_us as f64 / 1e6).min((wall_s - send_end).max(0.0))
+        } else {
+            0.0
+        };
         build_report(RunFacts {
             cfg: self.cfg,
             names: &self.names,
@@ -421,6 +442,7 @@ impl<'a> Coordinator<'a> {
             worker_cpu: self.worker_cpu,
             wall_s,
             measured_s,
+            after_end_s,
             intended_hits,
             interrupted: self.interrupted,
             timeseries: self.timeseries,

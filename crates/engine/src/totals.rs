@@ -53,6 +53,11 @@ pub struct Totals {
     pub coarse_timer: bool,
     /// sends: hits sent within the send window.
     pub sends: u64,
+    /// after_end: requests sent after the send window (a scenario's iterations under way at
+    /// the end, an open model's late hits due before it).
+    pub after_end: u64,
+    /// after_end_us: how long after the send window's end the last of them went out, µs.
+    pub after_end_us: u64,
     /// bytes_in: bytes read.
     pub bytes_in: u64,
     /// bytes_out: bytes written.
@@ -104,6 +109,8 @@ impl Totals {
             cap_reached: false,
             coarse_timer: false,
             sends: 0,
+            after_end: 0,
+            after_end_us: 0,
             bytes_in: 0,
             bytes_out: 0,
             errors: ErrorCounts::default(),
@@ -141,6 +148,8 @@ impl Totals {
         self.cap_reached |= o.cap_reached;
         self.coarse_timer |= o.coarse_timer;
         self.sends += o.sends;
+        self.after_end += o.after_end;
+        self.after_end_us = self.after_end_us.max(o.after_end_us);
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         self.errors.merge(&o.errors);

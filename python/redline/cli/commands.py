@@ -397,15 +397,15 @@ def _run_logged(args: argparse.Namespace, live: Any, log: IntervalLog | None) ->
     cluster = cluster_options(args)
     warn_threads(args.threads)
     if is_scenario(args.url):
-        # The file's own duration is not known here: a goal only from the command line's.
         goal = run_goal(args) if args.duration or args.stages else Goal()
         view = None if args.quiet else for_stream(sys.stderr, goal)
         try:
             if live is None:
-                return cmd_run_scenario(args, tee(view, log))
+                return cmd_run_scenario(args, tee(view, log), view=view)
             return cmd_run_scenario(
                 args,
                 tee(live.progress(view), log),
+                view=view,
                 on_result=_finisher(live),
                 on_plan=live.name_methods,
             )

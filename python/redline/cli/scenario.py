@@ -102,19 +102,28 @@ def add_inspect_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def cmd_run_scenario(
-    args: argparse.Namespace, progress: Any = None, on_result: Any = None, on_plan: Any = None
+    args: argparse.Namespace,
+    progress: Any = None,
+    on_result: Any = None,
+    on_plan: Any = None,
+    view: Any = None,
 ) -> int:
     """cmd_run_scenario runs ``redline run SCENARIO.py`` (``args`` from the run parser);
     ``on_plan`` hears the compiled plan before the load starts and ``on_result`` the result
-    once its outputs are written (the live view)."""
+    once its outputs are written (the live view); ``view`` (the progress view) learns the
+    file's own duration, which only compiling it tells, so it can say which intervals come
+    after the end."""
     from redline.cli.cluster import cluster_options, lost_exit, print_injectors
     from redline.errors import InjectorLost
     from redline.report.summary import render
+    from redline.runs.options import parse_duration
     from redline.runs.runner import run
     from redline.scenario.table import render as render_tables
-    from redline.view.progress import summary_stream
+    from redline.view.progress import Goal, summary_stream
 
     compiled, url, opts = scenario_run(args)
+    if view is not None and opts.get("duration") is not None and not args.duration:
+        view.set_goal(Goal(seconds=parse_duration(opts["duration"])))
     if on_plan is not None:
         on_plan(compiled.plan)
     thresholds, watches = parse_thresholds([*args.threshold, *compiled.thresholds])

@@ -102,6 +102,13 @@ def merge_report(
     ):
         base[key] = sum(int(p.get(key, 0)) for p in parts)
     base["interrupted"] = any(p.get("interrupted") for p in parts)
+    after = [p["after_end"] for p in parts if p.get("after_end")]
+    base.pop("after_end", None)
+    if after:  # a scenario's sends past the window, on any injector
+        base["after_end"] = {
+            "requests": sum(int(a["requests"]) for a in after),
+            "s": max(float(a["s"]) for a in after),
+        }
     base["duration_s"] = max(float(p.get("duration_s", 0.0)) for p in parts)
     secs = base["duration_s"]
     base["rps"] = base["requests"] / secs if secs > 0 else 0.0

@@ -442,11 +442,11 @@ def find_charts(result: dict[str, Any]) -> list[Chart]:
 def run_charts(result: dict[str, Any]) -> list[Chart]:
     """run_charts is every chart of a plain run result that has data, over its send window
     (the drain after it, a scenario's whole empty intervals, is no part of the load)."""
-    from redline.report.summary import send_window
+    from redline.report.summary import send_window, window_s
 
     ts = result.get("timeseries") or []
     if result.get("duration_s"):  # a finished run's (the live page's series has none yet)
-        ts = send_window(ts, float(result["duration_s"]))
+        ts = send_window(ts, window_s(result))
     charts = [
         throughput_chart(ts),
         latency_chart(ts),

@@ -140,6 +140,14 @@ def _books(result: Result) -> list[str]:
     """The requests that are neither answers nor errors, and the figures that are bounds, each
     on its own line when non-zero."""
     lines = []
+    after = result.data.get("after_end") or {}
+    if after.get("requests"):
+        # A scenario's iterations under way at the end sent the rest of their requests.
+        lines.append(
+            f"  After the end ({window_s(result.data):.2f}s): {after['requests']} requests sent"
+            f" by the iterations under way then, the last {after.get('s', 0.0):.2f}s after it;"
+            f" counted, and the rates divide by the {result.duration_s:.2f}s they went out in"
+        )
     if result.unfinished:
         lines.append(
             f"  Unfinished: {result.unfinished} requests still out at the cut-off, in the latency"
@@ -170,12 +178,20 @@ def _per_interval_rps(result: Result) -> list[float]:
     intervals would pull the mean below Requests/sec."""
     spans = []
     prev_t = 0.0
-    for s in send_window(result.timeseries, result.duration_s):
+    for s in send_window(result.timeseries, window_s(result.data)):
         t = float(s.get("t_s", 0.0))
         spans.append((t - prev_t, s))
         prev_t = t
     full = max((w for w, _ in spans), default=0.0)
     return [s.get("requests", 0) / w for w, s in spans if w >= 0.5 * full and not s.get("warmup")]
+
+
+def window_s(doc: dict[str, Any]) -> float:
+    """window_s: a run document's send window after warm-up (``-d``): its ``duration_s``
+    less the time a scenario's iterations under way at the end went on sending
+    (``after_end.s``), which the duration covers."""
+    after = doc.get("after_end") or {}
+    return float(doc.get("duration_s") or 0.0) - float(after.get("s") or 0.0)
 
 
 def send_window(series: list[dict[str, Any]], duration_s: float) -> list[dict[str, Any]]:

@@ -22,7 +22,8 @@ _HISTORY = 40
 def describe(s: dict[str, Any], after_end: bool = False) -> str:
     """describe renders one interval snapshot as a single line (errors by class when any);
     ``after_end``: the interval after the run's end, in which requests sent before it were
-    answered (no sends: "req/s=0" beside its percentiles read as a repeat of the last second)."""
+    answered (no sends: "req/s=0" beside its percentiles read as a repeat of the last second)
+    and a scenario's iterations under way at the end sent their last requests."""
     p95 = f"p95={fmt_ms(s['p95_ms']):>8}  " if "p95_ms" in s else ""
     classes = ", ".join(
         f"{k} {v}" for k, v in sorted((s.get("errors_by_class") or {}).items()) if v
@@ -30,6 +31,13 @@ def describe(s: dict[str, Any], after_end: bool = False) -> str:
     rate = f"req/s={fmt_count(s.get('achieved_rate') or 0):>7}"
     if after_end:
         rate = f"after the end: {s.get('requests', 0):,} answers to requests sent before it"
+        sent = s.get("achieved_rate") or 0
+        if sent:
+            # A scenario's iterations under way at the end send the rest of their requests.
+            rate = (
+                f"after the end: {s.get('requests', 0):,} answers; the iterations under way"
+                f" went on sending, req/s={fmt_count(sent)}"
+            )
     line = (
         f"t={s.get('t_s', 0):6.1f}s  {rate}  "
         f"p50={fmt_ms(s.get('p50_ms', 0)):>8}  {p95}p99={fmt_ms(s.get('p99_ms', 0)):>8}  "
@@ -91,6 +99,10 @@ class PlainProgress:
     def __init__(self, stream: IO[str] | None = None, goal: Goal | None = None):
         self.stream = stream or sys.stderr
         self.end_s = goal.seconds if goal is not None else None
+
+    def set_goal(self, goal: Goal) -> None:
+        """set_goal: where the run ends, once known (a scenario file's own duration)."""
+        self.end_s = goal.seconds
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
         t = float(snapshot.get("t_s") or 0.0)
@@ -214,6 +226,10 @@ class LiveProgress:
             auto_refresh=False,
         )
         self._live.start()
+
+    def set_goal(self, goal: Goal) -> None:
+        """set_goal: where the run ends, once known (a scenario file's own duration)."""
+        self.goal = goal
 
     def __call__(self, snapshot: dict[str, Any]) -> None:
         self.tally.add(snapshot)
