@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from redline.cluster.address import Address, Kind, check_injectors, parse_address
 from redline.exports import lazy_attribute
+from redline.runs.config import RunConfig
 
 if TYPE_CHECKING:
     from redline.cluster.handle import ClusterHandle, OnLoss
@@ -43,7 +44,7 @@ __all__ = [
 
 
 def start_run(
-    config: dict[str, Any],
+    config: RunConfig,
     cluster: str,
     *,
     injectors: int | None = None,
@@ -57,14 +58,16 @@ def start_run(
     from redline.cluster.handle import ClusterHandle, OnLoss
     from redline.cluster.split import for_rebalance
 
+    # The split (cluster/split.py) still derives each injector's config by patching a copy.
+    whole: dict[str, Any] = dict(config)
     address = parse_address(cluster)
     n = check_injectors(injectors, address)
     policy = OnLoss.parse(on_injector_loss)
     if policy is OnLoss.REBALANCE:
-        for_rebalance(config)  # refused here, before any Ray starts, if it cannot be done
+        for_rebalance(whole)  # refused here, before any Ray starts, if it cannot be done
     conn = Connection.open(address, n, runtime_env)
     try:
-        return ClusterHandle(conn, config, policy)
+        return ClusterHandle(conn, whole, policy)
     except BaseException:
         conn.close()
         raise

@@ -33,6 +33,7 @@ from redline.find.search import Search
 from redline.find.step import Step
 from redline.find.throughput import search_meter, work_probe
 from redline.find.watched import watched_document
+from redline.runs.config import RunConfig
 from redline.runs.run_options import LOAD_SHAPE, RunOptions
 from redline.runs.runner import ClusterOptions
 from redline.service.parts import Parts
@@ -148,9 +149,11 @@ def find(
         ramp_s=ramp,
     )
     run = search_run(options, option, model, first, duration=max_time + soak + 30.0)
-    config = run.config(url)
+    # A live run: its load set step by step, a scenario's flows as the hit, and in the
+    # closed model room for ``ceiling`` users (it starts at ``first``: search_run).
+    vus = int(ceiling) if model == "closed" else None
+    config = run.config(url, plan=plan, live=True, max_vus=vus)
     interval = float(config["interval_s"])  # a search's default or the caller's, parsed
-    _make_live(config, model, plan, first, ceiling)
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()
     work = work_probe(meter, backlog, interval)
@@ -213,7 +216,7 @@ def _settings(
     confirm: float,
     soak: float,
     interval: float,
-    config: dict[str, Any],
+    config: RunConfig,
     meter: Meter,
     backlog: str | None,
 ) -> dict[str, Any]:
@@ -244,21 +247,6 @@ def _first_load(model: str, start: float | None, cluster: ClusterOptions | None)
         # Each injector runs at least one VU: start where every one has its own.
         first = float(max(1, cluster_size(cluster)))
     return first
-
-
-def _make_live(
-    config: dict[str, Any], model: str, plan: dict[str, Any] | None, first: float, ceiling: float
-) -> None:
-    """_make_live turns a run's engine config into the search's live one: its load set step by
-    step, a scenario's flows as the hit, and in the closed model room for ``ceiling`` users."""
-    config["live"] = True
-    if plan is not None:
-        # A compiled scenario (redline.scenario): each hit is one iteration of its flows.
-        config["plan"] = plan
-    if model == "closed":
-        config["max_vus"] = int(ceiling)
-        # More threads than the starting VUs would be cut to one: give the cap instead.
-        config["connections"] = int(first)
 
 
 def _on_the_runs_clock(monitor: Any, started: float) -> Any:

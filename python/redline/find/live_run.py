@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from redline.runs.config import RunConfig
 from redline.runs.runner import ClusterOptions, start_handle
 from redline.runs.usage import machine_cpu_s, worker_cpu_s
 
@@ -19,7 +20,7 @@ class LiveRun:
 
     def __init__(
         self,
-        config: dict[str, Any],
+        config: RunConfig,
         cluster: ClusterOptions | None = None,
         work: Any = None,
     ):

@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, cast
 
+from redline.runs.config import RunConfig
 from redline.runs.options import (
     encode_body,
     ignored_options,
@@ -100,11 +101,22 @@ class RunOptions:
             spell=spell,
         )
 
-    def config(self, url: str) -> dict[str, Any]:
-        """config renders the engine's RunConfig (a dict) for ``url``: units parsed, the body
-        read and encoded, and every option left as None left out, so that the engine's
-        default applies. Nothing is judged here; ``RunConfig::check`` does that."""
-        config: dict[str, Any] = {
+    def config(
+        self,
+        url: str,
+        *,
+        plan: dict[str, Any] | None = None,
+        live: bool = False,
+        max_vus: int | None = None,
+        start_at_unix_s: float | None = None,
+    ) -> RunConfig:
+        """config renders the engine's :class:`~redline.runs.config.RunConfig` for ``url``:
+        units parsed, the body read and encoded, and every option left as None left out, so
+        that the engine's default applies. What a caller adds beyond the run options is an
+        argument here: a scenario's ``plan``; a search's ``live`` run with room for
+        ``max_vus`` users; a cluster injector's shared start. Nothing is judged here;
+        ``RunConfig::check`` does that."""
+        given: dict[str, Any] = {
             "url": url,
             "method": self.method,
             "connections": self.connections,
@@ -122,16 +134,21 @@ class RunOptions:
             "http2": self.http2,
             "streams": self.streams,
             "latency_from": self.latency_from,
+            "plan": plan,
+            "max_vus": max_vus,
+            "start_at_unix_s": start_at_unix_s,
         }
         if self.stages is not None:
-            config["stages"] = [
+            given["stages"] = [
                 {"duration_s": s.duration_s, "target": s.target} for s in parse_stages(self.stages)
             ]
-        config = {k: v for k, v in config.items() if v is not None}
+        config = cast(RunConfig, {k: v for k, v in given.items() if v is not None})
         config["headers"] = [list(parse_header(h)) for h in self.headers]
         config["open"] = bool(self.open_model)
         config["preflight"] = bool(self.preflight)
         config["insecure"] = bool(self.insecure)
+        if live:
+            config["live"] = True
         return config
 
 

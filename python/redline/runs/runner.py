@@ -23,6 +23,7 @@ from typing import Any
 
 from redline import _engine
 from redline.errors import InjectorLost
+from redline.runs.config import RunConfig, encode
 from redline.runs.options import IgnoredOption
 from redline.runs.result import Result
 from redline.runs.run_options import RunOptions
@@ -69,9 +70,7 @@ def run(
     opts = replace(options, **option) if options is not None else RunOptions(**option)
     for note in opts.ignored(url):
         warnings.warn(note, IgnoredOption, stacklevel=2)
-    config = opts.config(url)
-    if plan is not None:
-        config["plan"] = plan
+    config = opts.config(url, plan=plan)
     if cluster is not None:
         handle = start_handle(config, ClusterOptions(cluster, injectors, on_injector_loss))
         result, _ = drive(handle, progress)
@@ -82,7 +81,7 @@ def run(
         def callback(snapshot_json: str) -> None:
             progress(json.loads(snapshot_json))
 
-    report = _engine.run(json.dumps(config), callback)
+    report = _engine.run(encode(config), callback)
     return Result(json.loads(report))
 
 
@@ -96,11 +95,11 @@ class ClusterOptions:
     on_injector_loss: str = "fail"
 
 
-def start_handle(config: dict[str, Any], cluster: ClusterOptions | None = None) -> Any:
+def start_handle(config: RunConfig, cluster: ClusterOptions | None = None) -> Any:
     """start_handle starts a live run of ``config``: the engine's RunHandle here, or with
     ``cluster`` the driver's ClusterHandle over its injectors (the same interface)."""
     if cluster is None:
-        return _engine.start_run(json.dumps(config))
+        return _engine.start_run(encode(config))
     from redline.cluster import start_run
 
     return start_run(
@@ -148,10 +147,10 @@ def drive(
     return result, aborted
 
 
-def build_config(url: str, **option: Any) -> dict[str, Any]:
-    """build_config renders the engine's RunConfig (a dict) from run options given as
-    keywords (:meth:`RunOptions.config`)."""
-    return RunOptions(**option).config(url)
+def build_config(url: str, plan: dict[str, Any] | None = None, **option: Any) -> RunConfig:
+    """build_config renders the engine's RunConfig from run options given as keywords, and a
+    scenario's ``plan`` (:meth:`RunOptions.config`)."""
+    return RunOptions(**option).config(url, plan=plan)
 
 
 def defaults() -> dict[str, Any]:

@@ -113,9 +113,7 @@ def run_watched(
     result and the abort line."""
     from redline.runs.runner import build_config, drive, start_handle
 
-    config = build_config(url, **opts)
-    if plan is not None:
-        config["plan"] = plan
+    config = build_config(url, plan, **opts)
     interval_s = float(config.get("interval_s", 1.0))
     handle = start_handle(config, cluster)
     return drive(handle, progress, watches, interval_s)

@@ -1,0 +1,48 @@
+"""The boundary is typed once: redline.runs.config.RunConfig names the engine's RunConfig
+fields (crates/engine/src/config.rs) field for field, and RunOptions builds it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import get_type_hints
+
+import pytest
+from redline.runs.config import RunConfig, StageConfig
+from redline.runs.run_options import RunOptions
+
+ENGINE = Path(__file__).resolve().parent.parent / "crates" / "engine" / "src"
+
+
+def rust_fields(source: str, struct: str) -> set[str]:
+    """rust_fields: the public fields of ``pub struct NAME { ... }`` in ``source``."""
+    body = re.search(rf"pub struct {struct} \{{(.*?)\n\}}", source, re.S)
+    assert body is not None, f"no struct {struct}"
+    return set(re.findall(r"^\s*pub (\w+):", body.group(1), re.M))
+
+
+def test_rust_fields_reads_a_struct():
+    src = "pub struct A {\n    /// doc\n    pub x: i64,\n    pub y: Option<f64>,\n    z: u8,\n}\n"
+    assert rust_fields(src, "A") == {"x", "y"}
+
+
+@pytest.mark.parametrize(
+    ("py", "path", "struct"),
+    [(RunConfig, "config.rs", "RunConfig"), (StageConfig, "pacer.rs", "Stage")],
+)
+def test_the_python_config_has_the_engines_fields(py, path, struct):
+    """A field the engine gains and Python lacks (or the reverse) fails here by name."""
+    rust = rust_fields((ENGINE / path).read_text(), struct)
+    python = set(get_type_hints(py))
+    assert not rust - python, f"{struct}: fields Python's {py.__name__} lacks: {rust - python}"
+    assert not python - rust, f"{py.__name__}: fields the engine lacks: {python - rust}"
+
+
+def test_run_options_build_the_config_with_what_callers_add():
+    config = RunOptions(connections=3, duration="2s").config(
+        "http://127.0.0.1:1/", plan={"flows": []}, live=True, max_vus=9
+    )
+    assert set(config) <= set(get_type_hints(RunConfig))
+    assert (config["connections"], config["duration_s"], config["max_vus"]) == (3, 2.0, 9)
+    assert config["live"] is True and config["plan"] == {"flows": []}
+    assert "live" not in RunOptions().config("http://127.0.0.1:1/")
