@@ -165,6 +165,35 @@ async def test_two_batches_in_flight_release_a_lost_claim_once(dsn: str) -> None
         await store.close()
 
 
+async def test_a_connection_stuck_mid_operation_is_a_503_and_is_replaced(
+    dsn: str, monkeypatch
+) -> None:
+    """asyncpg refusing a pooled connection whose protocol a crash left mid-operation
+    (InternalClientError, seen with PostgreSQL killed by SIGKILL under load) was a 500 for
+    the submission; it is "unavailable" (503, Retry-After) and the connection is dropped."""
+    store = PostgresStorage(dsn)
+    await store.open()
+    try:
+        fetch = asyncpg.Connection.fetch
+        stuck: list[Any] = []
+
+        async def in_progress(self: Any, *args: Any, **kw: Any) -> Any:
+            stuck.append(self)
+            raise asyncpg.InternalClientError(
+                "cannot switch to state 12; another operation (2) is in progress"
+            )
+
+        monkeypatch.setattr(asyncpg.Connection, "fetch", in_progress)
+        with pytest.raises(StorageUnavailable, match="another operation"):
+            await store.insert(Task(id="t1", seq=0, type=TaskType.FACTORIAL, params={"n": 1}))
+        assert stuck and stuck[0].is_closed()
+        monkeypatch.setattr(asyncpg.Connection, "fetch", fetch)
+        await store.insert(Task(id="t2", seq=0, type=TaskType.FACTORIAL, params={"n": 2}))
+        assert store.healthy()
+    finally:
+        await store.close()
+
+
 async def test_state_changes_touch_no_index(dsn: str) -> None:
     """A claim or an outcome must be a HOT update (no new index entries, none left dead for
     the next claim to wade through): no index of `tasks`, by its key or its predicate, may

@@ -133,6 +133,7 @@ def _unavailable_errors() -> tuple[type[BaseException], ...]:
     if asyncpg is not None:
         errors += [
             asyncpg.InterfaceError,  # the connection was closed under us
+            asyncpg.InternalClientError,  # ... or left mid-operation by a crash (see _con)
             asyncpg.PostgresConnectionError,
             asyncpg.exceptions.OperatorInterventionError,  # shutdown, admin termination
             asyncpg.exceptions.InsufficientResourcesError,  # too many connections, disk full
@@ -271,7 +272,14 @@ class PostgresStorage(Storage):
             raise StorageUnavailable("storage is not open")
         try:
             async with self._pool.acquire(timeout=TIMEOUT_S) as con:
-                yield con
+                try:
+                    yield con
+                except asyncpg.InternalClientError:
+                    # Its protocol is stuck mid-operation ("cannot switch to state 12;
+                    # another operation is in progress": seen after PostgreSQL was killed
+                    # under load): never lend it again; the pool opens a new one.
+                    con.terminate()
+                    raise
         except self._errors as exc:
             self._failing = f"{type(exc).__name__}: {exc}"
             raise StorageUnavailable(f"database unavailable: {exc}") from None
