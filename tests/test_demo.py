@@ -73,7 +73,7 @@ def test_demo_quick_end_to_end(tmp_path):
     md = (tmp_path / "demo-report.md").read_text()
     assert_consistent(result, md)
     a = result["answers"]
-    assert a["steady_state_throughput_rps"] > 0, a
+    assert (a["steady_state_throughput_rps"] or 0) > 0, a  # None: no steady step, said in a
     # The four answers are printed as the JSON says them, numbered.
     for n, key in enumerate(("throughput", "latency", "optimal", "limit"), start=1):
         assert f"{n}. {a['text'][key]}" in out, (key, out)
@@ -107,7 +107,7 @@ def test_demo_quick_end_to_end(tmp_path):
     # machine (load average 15 while this was written: a step read 28 tasks/s while the
     # machine stalled) still gives some good step within 15 % of the truth, and the part
     # named is the fetch pool. (The ±3 % is bench/demo.py's, on the full demo.)
-    best = max(s["throughput_rps"] for s in result["steps"] if s["ok"])
+    best = max((s["throughput_rps"] or 0.0 for s in result["steps"] if s["ok"]), default=0.0)
     assert best >= 0.85 * bound, [(s["load"], s["throughput_rps"]) for s in result["steps"]]
     # (On a machine this busy redline's own workers may wait for a CPU first: the generator
     # is then named, truthfully; never the executor slots the fetches hold while they wait
