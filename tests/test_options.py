@@ -260,6 +260,26 @@ def test_a_search_has_its_own_timeout_and_interval_shown_in_its_help_and_given_w
         search_run(None, {"duration": "5s"}, "closed", 1.0, 60.0)
 
 
+def test_the_search_defaults_are_spelled_once_in_its_plan():
+    """find's step and time bounds are find/plan.py's: the function's defaults and the help
+    text read them there (they were spelled in three files)."""
+    import inspect
+
+    from redline.find.finder import find
+    from redline.find.plan import CONFIRM_S, MAX_TIME_S, Plan
+
+    given = {k: p.default for k, p in inspect.signature(find).parameters.items()}
+    assert (given["max_time"], given["confirm"]) == (MAX_TIME_S, CONFIRM_S)
+    assert (given["min_step"], given["max_step"]) == (Plan().min_step_s, Plan().max_step_s)
+    args = _subparser("find").parse_args(["http://127.0.0.1:1/"])
+    assert (args.max_time, args.min_step, args.max_step, args.confirm) == (
+        "120s",
+        "3s",
+        "15s",
+        "10s",
+    )
+
+
 def test_a_scenario_reads_its_run_options_from_the_flags_by_name(tmp_path):
     """The command line's load shape merges over the file's; every other run option (TLS,
     the protocol, warm-up, interval …) passes through as a URL run takes it."""

@@ -20,7 +20,7 @@ from redline.cli.run_flags import (
     shown_defaults,
 )
 from redline.errors import ConfigError, RedlineError
-from redline.find.plan import SEARCH_DEFAULTS
+from redline.find.plan import CONFIRM_S, MAX_TIME_S, SEARCH_DEFAULTS, Plan
 from redline.find.view import FindView, write_outputs
 from redline.runs.options import parse_duration
 from redline.runs.proxy import warn_proxy
@@ -80,7 +80,9 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         " p50|p90|p95|p99|p99.9|mean|max < N us|ms|s, e.g. 'p99<100ms' (repeatable)",
     )
     f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
-    f.add_argument("--max-time", default="2m", help="bound on the whole search (default 2m)")
+    # The search's defaults are find/plan.py's, shown as given.
+    top, low, high = secs(MAX_TIME_S), secs(Plan.min_step_s), secs(Plan.max_step_s)
+    f.add_argument("--max-time", default=top, help=f"bound on the whole search (default {top})")
     add_system_flags(f)
     f.add_argument(
         "--stop-at-knee",
@@ -89,9 +91,13 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     f.add_argument("--start", type=float, help="first load (default 1 VU or 50 req/s)")
     f.add_argument("--max-load", type=float, help="ceiling (default 1000 VUs or 1e6 req/s)")
-    f.add_argument("--min-step", default="3s", help="shortest step (default 3s)")
-    f.add_argument("--max-step", default="15s", help="longest step (default 15s)")
-    f.add_argument("--confirm", default="10s", help="confirmation step length (default 10s)")
+    f.add_argument("--min-step", default=low, help=f"shortest step (default {low})")
+    f.add_argument("--max-step", default=high, help=f"longest step (default {high})")
+    f.add_argument(
+        "--confirm",
+        default=secs(CONFIRM_S),
+        help=f"confirmation step length (default {secs(CONFIRM_S)})",
+    )
     f.add_argument("--soak", default="0s", help="then hold the optimum this long (leak check)")
     f.add_argument("--service-cpu", type=float, help="stop when the service's CPU %% exceeds this")
     f.add_argument("--monitor-pid", type=int, help="watch this process tree (psutil)")

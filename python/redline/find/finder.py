@@ -27,7 +27,7 @@ from redline.errors import ConfigError
 from redline.find.document import answers_text, host_note, result_document, write_json
 from redline.find.ending import Ended, Outcome
 from redline.find.live_run import Aligned, LiveRun
-from redline.find.plan import SEARCH_DEFAULTS, Plan
+from redline.find.plan import CONFIRM_S, MAX_TIME_S, SEARCH_DEFAULTS, Plan
 from redline.find.rules import Limits, Slo
 from redline.find.search import Search
 from redline.find.step import Step
@@ -51,9 +51,6 @@ __all__ = [
     "write_json",
 ]
 
-#: CONFIRM_S is how long the confirmation step at the answer lasts (after a 1 s warm-up).
-CONFIRM_S = 10.0
-
 
 def cluster_size(cluster: ClusterOptions) -> int:
     """cluster_size: the injectors a cluster run will have, when known before it starts
@@ -71,11 +68,11 @@ def find(
     model: str = "closed",
     slos: list[str] | tuple[str, ...] = (),
     max_errors: float | None = 0.01,
-    max_time: float = 120.0,
+    max_time: float = MAX_TIME_S,
     start: float | None = None,
     max_load: float | None = None,
-    min_step: float = 3.0,
-    max_step: float = 15.0,
+    min_step: float = Plan.min_step_s,
+    max_step: float = Plan.max_step_s,
     confirm: float = CONFIRM_S,
     soak: float = 0.0,
     service_cpu: float | None = None,

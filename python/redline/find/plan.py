@@ -18,6 +18,14 @@ from redline.errors import ConfigError
 SEARCH_DEFAULTS: dict[str, float] = {"timeout": 10.0, "interval": 0.5}
 
 
+#: MAX_TIME_S: the bound on a whole search, its confirmation included (``--max-time``;
+#: :class:`Plan`'s ``max_time_s`` is the search's share of it).
+MAX_TIME_S = 120.0
+
+#: CONFIRM_S: how long the confirmation step at the answer lasts (after a 1 s warm-up).
+CONFIRM_S = 10.0
+
+
 @dataclass
 class Plan:
     """Plan is how the search moves: where it starts, how it grows, how long steps last.
@@ -27,7 +35,8 @@ class Plan:
     is the bracket, relative, within which refining stops (or the steps' own confidence
     interval, if wider). ``recover_s`` bounds the wait for a service to recover after an
     overload. A step lasts until at least ``min_outcomes`` requests ended (counts that small
-    are too noisy to judge) or ``max_step_s`` passed."""
+    are too noisy to judge) or ``max_step_s`` passed. These defaults are the search's, once:
+    :func:`redline.find.finder.find` and ``redline find --help`` read them here."""
 
     model: str = "closed"
     start: float = 1.0
@@ -38,7 +47,7 @@ class Plan:
     min_step_s: float = 3.0
     max_step_s: float = 15.0
     ramp_s: float | None = None
-    max_time_s: float = 120.0
+    max_time_s: float = MAX_TIME_S
     recover_s: float = 30.0
     min_outcomes: int = 200
     stop_at_knee: bool = False
