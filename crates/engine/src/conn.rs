@@ -22,6 +22,7 @@ use crate::failure::ErrorClass;
 use crate::http::ResponseReader;
 use crate::metrics::ConnectionGauge;
 pub use crate::stamp::Stamps;
+use crate::stream::{Sink, Watch};
 use crate::tls::{self, TlsSettings};
 
 /// READ_BUF is the read buffer of a connection that has met a response larger than
@@ -111,6 +112,8 @@ pub struct Conn {
     /// framing included, are copied into the buffer, up to the bound; None on the
     /// single-request path, which keeps nothing.
     pub capture: Option<(Vec<u8>, usize)>,
+    /// watch: `--stream`'s clock on each response as it arrives (see [`crate::stream`]).
+    pub watch: Option<Box<Watch>>,
 }
 
 impl Conn {
@@ -140,7 +143,15 @@ impl Conn {
             served: 0,
             gauge,
             capture: None,
+            watch: None,
         }
+    }
+
+    /// watched makes the connection time each response as it arrives (`--stream`) into `sink`.
+    pub fn watched(mut self, sink: Option<Sink>) -> Self {
+        self.watch = sink.map(|sink| Box::new(Watch::new(sink)));
+        self.reader = ResponseReader::new(false).watching(self.watch.is_some());
+        self
     }
 
     /// is_open says whether a socket is open.
@@ -357,6 +368,10 @@ impl Conn {
                     c.extend_from_slice(&b.data[b.start..b.start + room]);
                 }
                 b.start += p.consumed;
+                if let Some(w) = self.watch.as_deref_mut() {
+                    let (pieces, events) = self.reader.pieces.take();
+                    w.progress(self.reader.body_bytes, p.complete, pieces, events);
+                }
                 if p.complete {
                     break;
                 }
@@ -382,6 +397,9 @@ impl Conn {
                     break;
                 }
                 Ok(n) => {
+                    if let Some(w) = self.watch.as_deref_mut() {
+                        w.arrived(arrived.unwrap_or_else(Instant::now));
+                    }
                     b.end += n;
                     bytes_in += n as u64;
                     last_read_full = b.end == b.data.len();

@@ -16,6 +16,7 @@
 use std::fmt::Write as _;
 use std::mem::MaybeUninit;
 
+use crate::stream::Pieces;
 use crate::target::Target;
 
 #[path = "http_head.rs"]
@@ -137,6 +138,10 @@ pub struct ResponseReader {
     /// memo: the last head framed, kept across the responses of a connection (see
     /// [`ResponseReader::start`]).
     memo: HeadMemo,
+    /// watch: cut each body into pieces as it is parsed (`--stream`; see [`crate::stream`]).
+    watch: bool,
+    /// pieces: the pieces of the body being parsed, when watching.
+    pub pieces: Pieces,
 }
 
 /// Framing is what a response head says about the response: its status, whether the server
@@ -147,6 +152,8 @@ struct Framing {
     close: bool,
     length: Option<u64>,
     chunked: bool,
+    /// event_stream: `Content-Type: text/event-stream` (server-sent events).
+    event_stream: bool,
 }
 
 impl ResponseReader {
@@ -159,7 +166,16 @@ impl ResponseReader {
             body_bytes: 0,
             close: false,
             memo: HeadMemo::default(),
+            watch: false,
+            pieces: Pieces::default(),
         }
+    }
+
+    /// watching makes the reader cut every body into pieces ([`ResponseReader::pieces`]) when
+    /// `watch`.
+    pub fn watching(mut self, watch: bool) -> Self {
+        self.watch = watch;
+        self
     }
 
     /// start prepares the reader for the response to the next request on the same
@@ -198,6 +214,9 @@ impl ResponseReader {
                 State::Body { remaining } => {
                     let n = remaining.min(rest.len() as u64);
                     self.body_bytes += n;
+                    if self.watch {
+                        self.pieces.feed(&rest[..n as usize]);
+                    }
                     self.state = if n == remaining {
                         State::Done
                     } else {
@@ -211,6 +230,12 @@ impl ResponseReader {
                 State::ChunkData { remaining } => {
                     let n = remaining.min(rest.len() as u64);
                     self.body_bytes += n;
+                    if self.watch {
+                        self.pieces.feed(&rest[..n as usize]);
+                        if n == remaining {
+                            self.pieces.chunk_done();
+                        }
+                    }
                     self.state = if n == remaining {
                         State::ChunkEnd
                     } else {
@@ -231,6 +256,9 @@ impl ResponseReader {
                 State::Trailers => self.parse_trailer_line(rest)?,
                 State::UntilEof => {
                     self.body_bytes += rest.len() as u64;
+                    if self.watch {
+                        self.pieces.feed(rest);
+                    }
                     Some(rest.len())
                 }
             };
@@ -330,6 +358,9 @@ impl ResponseReader {
         let status = f.status;
         self.status = status;
         self.close = f.close;
+        if self.watch {
+            self.pieces.begin(f.event_stream, f.chunked);
+        }
         let bodiless =
             self.head_request || (100..200).contains(&status) || status == 204 || status == 304;
         self.state = match (bodiless, f.chunked, f.length) {
@@ -404,7 +435,7 @@ fn framing<'a>(
     // httparse takes any three digits; below 100 is no status (hyper rejects it too).
     let status = code.filter(|&c| c >= 100).ok_or(ParseError::Head)?;
     let mut close = version == Some(0);
-    let (mut length, mut chunked) = (None, false);
+    let (mut length, mut chunked, mut event_stream) = (None, false, false);
     for (name, value) in headers {
         if is_name(name, b"content-length") {
             let v = parse_length(value).ok_or(ParseError::Framing)?;
@@ -427,6 +458,9 @@ fn framing<'a>(
             } else if has_token(v, b"keep-alive") {
                 close = false;
             }
+        } else if is_name(name, b"content-type") {
+            let v = value.trim_ascii();
+            event_stream = v.len() >= 17 && v[..17].eq_ignore_ascii_case(b"text/event-stream");
         }
     }
     Ok(Framing {
@@ -434,6 +468,7 @@ fn framing<'a>(
         close,
         length,
         chunked,
+        event_stream,
     })
 }
 

@@ -402,6 +402,9 @@ impl Lane {
             stat,
         };
         s.flights.depart(self.slot, Flight::Out(sent));
+        if s.stream.is_some() {
+            self.conn.watch_next(s.rec.borrow().measured(intended), now);
+        }
         self.timeout.set(now + s.job.cfg.timeout);
         let was_open = self.conn.is_open();
         let result = self
@@ -480,6 +483,11 @@ impl Lane {
                     ended: end,
                 };
                 rec.response(&resp);
+                if let Some(w) = self.conn.watch().filter(|_| rec.measured(intended)) {
+                    // From where the latency starts (its end less it), as the latency is.
+                    let from = end.checked_sub(latency).unwrap_or(x.sent_at);
+                    s.stream_answered(w, from, x.sent_at, end);
+                }
                 Reply::Answered {
                     status: x.status,
                     latency: resp.latency,
@@ -560,12 +568,10 @@ fn stamps(s: &Shared) -> Stamps {
 fn wire(s: &Shared, slot: usize) -> Wire {
     let job = &s.job;
     match job.cfg.protocol {
-        Protocol::Http1 => Wire::H1(Conn::new(
-            job.addr,
-            job.cfg.tls.clone(),
-            stamps(s),
-            job.gauge.clone(),
-        )),
+        Protocol::Http1 => Wire::H1(
+            Conn::new(job.addr, job.cfg.tls.clone(), stamps(s), job.gauge.clone())
+                .watched(s.stream.clone()),
+        ),
         Protocol::Http2 => {
             let streams = job.cfg.streams as usize;
             let group = slot / streams;

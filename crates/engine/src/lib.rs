@@ -46,6 +46,7 @@ pub(crate) mod shared;
 pub mod snapshot;
 pub(crate) mod stamp;
 pub mod statuses;
+pub mod stream;
 pub mod target;
 pub mod tls;
 pub mod totals;

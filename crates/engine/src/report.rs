@@ -132,6 +132,9 @@ pub struct Histograms {
     pub uncorrected: Option<String>,
     /// lag: the generator's own send lag.
     pub lag: String,
+    /// stream: with `--stream`, `first_byte` and `chunk_gap`.
+    #[serde(flatten)]
+    pub stream: Option<crate::stream::StreamHistograms>,
 }
 
 /// Report is the full result of a run: the summary, the time series and the self-check.
@@ -209,6 +212,9 @@ pub struct Report {
     /// time, or when its connection came free) to when it left; in no latency figure but
     /// `latency_from: intended`'s.
     pub lag_ms: LatencySummary,
+    /// stream: with `--stream`, `first_byte_ms`, `chunk_gap_ms` and `stream` (the counts).
+    #[serde(flatten)]
+    pub stream: Option<crate::stream::StreamReport>,
     /// per_name: statistics per request name.
     pub per_name: BTreeMap<String, NameReport>,
     /// scenario: a scenario run's iterations and groups.
@@ -333,6 +339,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         latency_ms: LatencySummary::from_histogram(&t.latency),
         uncorrected_latency_ms: t.uncorrected.as_ref().map(LatencySummary::from_histogram),
         lag_ms: LatencySummary::from_histogram(&t.lag),
+        stream: (t.stream.as_ref()).map(|st| crate::stream::StreamReport::new(st, f.measured_s)),
         per_name,
         scenario: f
             .cfg
@@ -344,6 +351,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
             latency: encode_histogram(&t.latency),
             uncorrected: t.uncorrected.as_ref().map(encode_histogram),
             lag: encode_histogram(&t.lag),
+            stream: t.stream.as_ref().map(crate::stream::StreamHistograms::new),
         },
         timeseries: f.timeseries,
         outages: f.outages,

@@ -18,6 +18,7 @@ use crate::metrics::Recorder;
 use crate::metronome::Metronome;
 use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
 use crate::plan::{Plan, Step};
+use crate::stream::{Sink, StreamTotals, Watch};
 
 /// MAX_UNSENT_RECORDS bounds the histogram records of the hits never sent at the end of a
 /// run: past it they are recorded in batches, each at its latest due time (a lower bound).
@@ -66,6 +67,9 @@ pub(crate) struct Shared {
     /// handover: the open model's matching of claimed hits to the connections they waited
     /// for ([`crate::handover`]).
     pub(crate) handover: RefCell<crate::handover::Handover>,
+    /// stream: with `--stream`, this thread's figures of streamed answers, which its
+    /// connections' watches fill (see [`crate::stream`]).
+    pub(crate) stream: Option<Sink>,
 }
 
 impl Shared {
@@ -146,11 +150,29 @@ impl Shared {
             backoff: Backoff::new(u64::from(job_index) ^ 0x5eed),
             links: RefCell::new(Vec::new()),
             handover: RefCell::new(crate::handover::Handover::default()),
+            stream: cfg
+                .stream
+                .then(|| Rc::new(RefCell::new(StreamTotals::new(highest_us)))),
         }
     }
 }
 
 impl Shared {
+    /// stream_answered books a measured response its connection watched (`--stream`): its
+    /// first byte timed from `from`, where its latency starts.
+    pub(crate) fn stream_answered(&self, w: &Watch, from: Instant, sent_at: Instant, end: Instant) {
+        if let Some(sink) = &self.stream {
+            sink.borrow_mut().answered(w, from, sent_at, end);
+        }
+    }
+
+    /// totals is this thread's totals to ship: the recorder's, with the streamed answers'.
+    pub(crate) fn totals(&self) -> crate::totals::Totals {
+        let mut totals = self.rec.borrow().totals.clone();
+        totals.stream = self.stream.as_ref().map(|s| s.borrow().clone());
+        totals
+    }
+
     /// retarget_or waits for `wait` or for a new target ([`Shared::retarget`]), whichever
     /// comes first, and says whether the target changed. It registers for the change before
     /// `wait` is first polled, so a change made in between is not missed.

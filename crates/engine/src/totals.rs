@@ -7,6 +7,7 @@ use crate::failure::ErrorCounts;
 use crate::hdr::new_histogram;
 use crate::scenario::stats::FlowTotals;
 use crate::scenario::tally::Tally;
+use crate::stream::StreamTotals;
 
 /// NameStats is the summary of one request name.
 #[derive(Debug, Clone)]
@@ -93,6 +94,8 @@ pub struct Totals {
     pub per_name: Vec<NameStats>,
     /// flow: scenario statistics (failure reasons, iterations, groups); empty otherwise.
     pub flow: FlowTotals,
+    /// stream: with `--stream`, the figures of streamed answers (see [`crate::stream`]).
+    pub stream: Option<StreamTotals>,
 }
 
 impl Totals {
@@ -133,6 +136,7 @@ impl Totals {
                 })
                 .collect(),
             flow: FlowTotals::default(),
+            stream: None,
         }
     }
 
@@ -175,5 +179,10 @@ impl Totals {
             a.tally.merge(&b.tally);
         }
         self.flow.merge(&o.flow);
+        match (self.stream.as_mut(), o.stream.as_ref()) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.stream = Some(b.clone()),
+            _ => {}
+        }
     }
 }

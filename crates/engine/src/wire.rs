@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use crate::conn::{Conn, Deadline, Exchange, Failure};
 use crate::http2::Stream;
+use crate::stream::Watch;
 
 /// Outgoing is one request as the lane hands it to the wire: its HTTP/1.1 bytes as rendered
 /// once by the plan (or per hit by a scenario), and what the wire must know about it.
@@ -73,6 +74,23 @@ impl Wire {
                     .await
             }
             Wire::H2(s) => s.exchange(req.bytes, req.head, deadline, now).await,
+        }
+    }
+
+    /// watch is the clock on the last response as it arrived (`--stream`, HTTP/1.1), None
+    /// without one.
+    pub fn watch(&self) -> Option<&Watch> {
+        match self {
+            Wire::H1(c) => c.watch.as_deref(),
+            Wire::H2(_) => None,
+        }
+    }
+
+    /// watch_next starts the watch (if any) on the response to a request sent at `now`;
+    /// `measured`: past the warm-up.
+    pub fn watch_next(&mut self, measured: bool, now: Instant) {
+        if let Wire::H1(Conn { watch: Some(w), .. }) = self {
+            w.begin(measured, now);
         }
     }
 

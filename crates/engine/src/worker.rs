@@ -138,12 +138,11 @@ pub fn run_thread(mut job: Job, gate: Arc<StartGate>, tx: Sender<Msg>) {
     drop(local);
     crate::metronome::uninstall();
     let ended = Instant::now();
-    let rec = shared.rec.borrow();
     let cpu = CpuTimes::thread().since(&cpu0);
     let _ = tx.send(Msg::Done {
         thread,
         last_index,
-        totals: Box::new(rec.totals.clone()),
+        totals: Box::new(shared.totals()),
         cpu,
         ended,
         stopped,

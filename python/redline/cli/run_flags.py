@@ -175,6 +175,13 @@ def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str])
         help="HTTP/2 requests in flight per connection (h2load's -m; default 1): "
         "connections × streams VUs",
     )
+    proto.add_argument(
+        "--stream",
+        action="store_true",
+        default=None,
+        help="time each response as it arrives: time to first byte, gaps between chunks or "
+        "server-sent events, events counted (HTTP/1.1; docs/protocols.md)",
+    )
     sending = parser.add_argument_group("sending (open model)")
     sending.add_argument(
         "--send-ahead",

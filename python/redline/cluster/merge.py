@@ -127,12 +127,33 @@ def merge_report(
         base["lag_ms"] = summary(base["histograms"]["lag"])
     else:
         base.pop("lag_ms", None)
+    _merge_stream(base, parts, secs)
     base["per_name"] = _merge_per_name(parts)
     base["timeseries"] = timeseries
     base["outages"] = common_outages([p.get("outages", []) for p in reports])
     if any(p.get("scenario") for p in reports):
         base["scenario"] = _merge_scenario([p["scenario"] for p in reports if p.get("scenario")])
     return base
+
+
+def _merge_stream(base: dict[str, Any], parts: Sequence[dict[str, Any]], secs: float) -> None:
+    """_merge_stream merges the injectors' streamed answers (``--stream``): histograms
+    exactly, counts summed, rates over the merged time."""
+    streamed = [p for p in parts if p.get("stream") and p["histograms"].get("first_byte")]
+    if not streamed:
+        return
+    for key in ("first_byte", "chunk_gap"):
+        merged = merge_histograms([p["histograms"][key] for p in streamed])
+        base["histograms"][key] = merged
+        base[f"{key}_ms"] = summary(merged)
+    counts: dict[str, float] = dict(
+        add_counts(
+            {k: v for k, v in p["stream"].items() if not k.endswith("_per_s")} for p in streamed
+        )
+    )
+    for key in ("events", "chunks", "body_bytes"):
+        counts[f"{key}_per_s"] = counts.get(key, 0) / secs if secs > 0 else 0.0
+    base["stream"] = counts
 
 
 def add_counts(dicts: Iterable[dict[str, Any]]) -> dict[str, int]:

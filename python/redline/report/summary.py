@@ -58,6 +58,7 @@ def render(result: Result) -> str:
         if lag is not None:
             row += f"   (generator lag {fmt_ms(getattr(lag, key))})"
         lines.append(row)
+    lines.extend(_stream(result))
     lines.append(
         f"  {result.requests} requests in {result.duration_s:.2f}s, "
         f"{fmt_bytes(d.get('bytes_in', 0))} read, {fmt_bytes(d.get('bytes_out', 0))} written"
@@ -117,6 +118,24 @@ def _latency_from(d: dict[str, Any]) -> str:
         wait = "wait for a connection + " if d.get("model") == "open" else ""
         return f" ({wait}server time from {stamps}; generator lag apart)"
     return " (from intended send time)" if d.get("model") == "open" else ""
+
+
+def _stream(result: Result) -> list[str]:
+    """_stream is the streamed answers' table (``--stream``): first byte and gaps."""
+    first, gap, counts = result.first_byte, result.chunk_gap, result.stream
+    if first is None or gap is None or counts is None:
+        return []
+    lines = ["  Streamed: first byte (as latency)  gap between chunks/events"]
+    for label, key in _PERCENTILES:
+        lines.append(
+            f"  {label:>7} {fmt_ms(getattr(first, key)):>10}   {fmt_ms(getattr(gap, key)):>10}"
+        )
+    lines.append(
+        f"  {counts['responses']} streamed answers, {counts['events']} events "
+        f"({counts['events_per_s']:.1f}/s), {counts['chunks']} chunks "
+        f"({counts['chunks_per_s']:.1f}/s), {fmt_bytes(counts['body_bytes'])} of bodies"
+    )
+    return lines
 
 
 def _outages(result: Result) -> list[str]:

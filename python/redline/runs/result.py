@@ -130,6 +130,27 @@ class Result:
         return Latency.from_dict(d) if d else None
 
     @property
+    def first_byte(self) -> Latency | None:
+        """first_byte: with ``stream``, from the request's start (as :attr:`latency`) to its
+        body's first byte (time to first token); None without."""
+        d = self.data.get("first_byte_ms")
+        return Latency.from_dict(d) if d else None
+
+    @property
+    def chunk_gap(self) -> Latency | None:
+        """chunk_gap: with ``stream``, the gaps between a response's pieces in a row (SSE
+        events, chunks, or reads: inter-token latency); None without."""
+        d = self.data.get("chunk_gap_ms")
+        return Latency.from_dict(d) if d else None
+
+    @property
+    def stream(self) -> dict[str, Any] | None:
+        """stream: with ``stream``, the counts (``responses``, ``events``, ``chunks``,
+        ``body_bytes``) and their rates a second; None without."""
+        d = self.data.get("stream")
+        return dict(d) if d else None
+
+    @property
     def timeseries(self) -> list[dict[str, Any]]:
         """timeseries: one snapshot per reporting interval, warm-up included (flagged)."""
         return list(self.data.get("timeseries", []))

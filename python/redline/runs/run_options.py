@@ -57,7 +57,9 @@ class RunOptions:
     costs fewer wake-ups and sends in bursts); ``latency_from``: ``"sent"`` (default: the
     wait for a free connection plus the server's time from the request leaving, free of the
     generator's own lag, which is reported apart) or ``"intended"`` (wrk2's: from the
-    intended send time, the generator's lag included)."""
+    intended send time, the generator's lag included); ``stream``: time each response as it
+    arrives (``first_byte_ms``, ``chunk_gap_ms``, events counted; HTTP/1.1;
+    docs/protocols.md)."""
 
     connections: int | None = None
     rate: float | None = None
@@ -80,6 +82,7 @@ class RunOptions:
     streams: int | None = None
     send_ahead: str | float | None = None
     latency_from: str | None = None
+    stream: bool = False
 
     def as_kwargs(self) -> dict[str, Any]:
         """as_kwargs is the options as :func:`redline.run`'s keywords (every field)."""
@@ -147,6 +150,7 @@ class RunOptions:
         config["open"] = bool(self.open_model)
         config["preflight"] = bool(self.preflight)
         config["insecure"] = bool(self.insecure)
+        config["stream"] = bool(self.stream)
         if live:
             config["live"] = True
         return config

@@ -1,0 +1,327 @@
+//! Streamed answers (`--stream`): a response timed as it arrives, not as one piece.
+//!
+//! With `--stream` each HTTP/1.1 response is cut into pieces as its body arrives: the events of
+//! a `text/event-stream` body (each ends with a blank line, as the SSE spec dispatches them),
+//! else the chunks of a chunked body, else each read that brought body bytes. Two figures come
+//! of it, each an HdrHistogram merged across threads like the latency's:
+//!
+//! - `first_byte`: from the request's start (the same instant its latency starts from: the
+//!   intended send in the open model, the write in the closed one) to the arrival of the
+//!   body's first byte (the head's end, for a response without a body): the time to first
+//!   token of an LLM server that streams.
+//! - `chunk_gap`: between the arrivals of two pieces in a row (inter-token latency). Pieces
+//!   that arrived in one read are 0 µs apart (recorded at the histogram's floor, 1 µs): that
+//!   is when the client could see them.
+//!
+//! An arrival is the kernel's receive stamp when the thread napped through it (as for the
+//! latency), else the clock read right after the read. Without `--stream` none of this runs:
+//! the reader counts no pieces and the connection reads no clock per read.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::hdr::{encode_histogram, micros, new_histogram, record, LatencySummary};
+
+/// Pieces cuts one response body into pieces as its bytes are parsed (see the module docs).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pieces {
+    /// events: the body is `text/event-stream`: a piece is an event.
+    events: bool,
+    /// chunked: the body is chunked: a piece is a chunk.
+    chunked: bool,
+    /// done: pieces completed since the last [`Pieces::take`].
+    done: u32,
+    /// fed: body bytes came since the last take (a piece, when neither of the above).
+    fed: bool,
+    /// line_start: the SSE scan is at the start of a line.
+    line_start: bool,
+    /// comment: the SSE line being read is a comment (`:`), which makes no event.
+    comment: bool,
+    /// cr: the last byte was CR (a CRLF's LF ends no second line).
+    cr: bool,
+    /// pending: the event being read has a field line: a blank line dispatches it.
+    pending: bool,
+}
+
+impl Pieces {
+    /// begin starts a body: `events` when its head said `text/event-stream`, `chunked` when
+    /// it is chunked.
+    pub fn begin(&mut self, events: bool, chunked: bool) {
+        *self = Pieces {
+            events,
+            chunked,
+            line_start: true,
+            ..Pieces::default()
+        };
+    }
+
+    /// feed reads body bytes (payload, without chunk framing).
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.fed = true;
+        if !self.events {
+            return;
+        }
+        for &b in bytes {
+            match b {
+                b'\n' if self.cr => self.cr = false,
+                b'\n' | b'\r' => {
+                    self.cr = b == b'\r';
+                    if self.line_start && self.pending {
+                        self.done += 1;
+                        self.pending = false;
+                    }
+                    self.line_start = true;
+                    self.comment = false;
+                }
+                _ => {
+                    self.cr = false;
+                    if self.line_start {
+                        self.comment = b == b':';
+                        self.line_start = false;
+                    }
+                    self.pending |= !self.comment;
+                }
+            }
+        }
+    }
+
+    /// chunk_done marks the end of a chunk's data.
+    pub fn chunk_done(&mut self) {
+        if self.chunked && !self.events {
+            self.done += 1;
+        }
+    }
+
+    /// take is the pieces completed since the last take, and whether they are events.
+    pub fn take(&mut self) -> (u32, bool) {
+        let n = if self.events || self.chunked {
+            self.done
+        } else {
+            u32::from(self.fed)
+        };
+        self.done = 0;
+        self.fed = false;
+        (n, self.events)
+    }
+}
+
+/// StreamTotals are a thread's (or, merged, the run's) figures of streamed answers, over the
+/// measured part of the run.
+#[derive(Debug, Clone)]
+pub struct StreamTotals {
+    /// responses: answered responses timed.
+    pub responses: u64,
+    /// events: SSE events received.
+    pub events: u64,
+    /// chunks: pieces received (events, chunks or reads; see the module docs).
+    pub chunks: u64,
+    /// body_bytes: body bytes of the responses timed (payload, without framing).
+    pub body_bytes: u64,
+    /// first_byte: request start to first body byte, µs.
+    pub first_byte: Histogram<u64>,
+    /// chunk_gap: between two pieces in a row, µs.
+    pub chunk_gap: Histogram<u64>,
+    /// clamped: figures beyond the histograms' range, recorded at its top.
+    pub clamped: u64,
+}
+
+impl StreamTotals {
+    /// new makes empty totals whose histograms reach `highest_us`.
+    pub fn new(highest_us: u64) -> Self {
+        StreamTotals {
+            responses: 0,
+            events: 0,
+            chunks: 0,
+            body_bytes: 0,
+            first_byte: new_histogram(highest_us),
+            chunk_gap: new_histogram(highest_us),
+            clamped: 0,
+        }
+    }
+
+    /// merge folds another thread's figures into these.
+    pub fn merge(&mut self, o: &StreamTotals) {
+        self.responses += o.responses;
+        self.events += o.events;
+        self.chunks += o.chunks;
+        self.body_bytes += o.body_bytes;
+        self.clamped += o.clamped;
+        let _ = self.first_byte.add(&o.first_byte);
+        let _ = self.chunk_gap.add(&o.chunk_gap);
+    }
+
+    /// answered books a measured response whose connection watched it: its first byte from
+    /// `from` (where its latency starts), clamped between its send and its end.
+    pub fn answered(&mut self, watch: &Watch, from: Instant, sent_at: Instant, end: Instant) {
+        let Some(first) = watch.first else { return };
+        let first = first.max(sent_at).min(end);
+        self.responses += 1;
+        self.body_bytes += watch.body_bytes;
+        let us = micros(first.saturating_duration_since(from));
+        self.clamped += u64::from(record(&mut self.first_byte, us));
+    }
+}
+
+/// Sink is a thread's stream totals, shared by the connections of its lanes (one thread, one
+/// runtime: no lock), folded into the thread's totals at its end.
+pub type Sink = Rc<RefCell<StreamTotals>>;
+
+/// Watch is a connection's clock on the response arriving: when its bytes came, its first
+/// byte, its last piece; the gaps go straight into the thread's [`Sink`].
+#[derive(Debug)]
+pub struct Watch {
+    sink: Sink,
+    /// measured: the request is past the warm-up (its gaps count).
+    measured: bool,
+    /// read_at: when the bytes being parsed arrived.
+    read_at: Instant,
+    /// first: when the first body byte arrived.
+    pub first: Option<Instant>,
+    /// last: when the last piece arrived.
+    last: Option<Instant>,
+    /// body_bytes: the response's body bytes so far.
+    body_bytes: u64,
+}
+
+impl Watch {
+    /// new watches responses for a thread's `sink`.
+    pub fn new(sink: Sink) -> Self {
+        Watch {
+            sink,
+            measured: false,
+            read_at: Instant::now(),
+            first: None,
+            last: None,
+            body_bytes: 0,
+        }
+    }
+
+    /// begin starts the response to a request sent at `sent_at` (or, on a fresh connection,
+    /// just after); `measured`: the request is past the warm-up (its gaps count).
+    pub fn begin(&mut self, measured: bool, sent_at: Instant) {
+        self.measured = measured;
+        self.read_at = sent_at;
+        self.first = None;
+        self.last = None;
+        self.body_bytes = 0;
+    }
+
+    /// arrived notes when the bytes read last arrived.
+    pub fn arrived(&mut self, at: Instant) {
+        self.read_at = at;
+    }
+
+    /// progress books what parsing the bytes that arrived last gave: the body's bytes so far,
+    /// whether the response is complete, and `pieces` completed (`events`: SSE events).
+    pub fn progress(&mut self, body_bytes: u64, complete: bool, pieces: u32, events: bool) {
+        self.body_bytes = body_bytes;
+        if self.first.is_none() && (body_bytes > 0 || complete) {
+            self.first = Some(self.read_at);
+        }
+        if pieces == 0 {
+            return;
+        }
+        let at = self.read_at;
+        let last = self.last.replace(at);
+        if !self.measured {
+            return;
+        }
+        let mut sink = self.sink.borrow_mut();
+        let s = &mut *sink;
+        s.chunks += u64::from(pieces);
+        if events {
+            s.events += u64::from(pieces);
+        }
+        if let Some(last) = last {
+            let us = micros(at.saturating_duration_since(last));
+            s.clamped += u64::from(record(&mut s.chunk_gap, us));
+        }
+        // The first piece of a response has no gap; the others of this read came with it.
+        let _ = s.chunk_gap.record_n(1, u64::from(pieces - 1));
+    }
+}
+
+/// StreamReport is what the report says of streamed answers (present with `--stream`):
+/// flattened into the report, so `first_byte_ms` and `chunk_gap_ms` sit beside `latency_ms`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamReport {
+    /// first_byte_ms: request start (as `latency_ms`) to the body's first byte.
+    pub first_byte_ms: LatencySummary,
+    /// chunk_gap_ms: between two pieces (SSE events, chunks, or reads) in a row.
+    pub chunk_gap_ms: LatencySummary,
+    /// stream: the counts.
+    pub stream: StreamCounts,
+}
+
+/// StreamCounts are the counts of streamed answers, and their rates over the measured time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StreamCounts {
+    /// responses: answered responses timed.
+    pub responses: u64,
+    /// events: SSE events received.
+    pub events: u64,
+    /// chunks: pieces received.
+    pub chunks: u64,
+    /// body_bytes: body bytes received in them.
+    pub body_bytes: u64,
+    /// events_per_s: events a second.
+    pub events_per_s: f64,
+    /// chunks_per_s: pieces a second.
+    pub chunks_per_s: f64,
+    /// body_bytes_per_s: body bytes a second.
+    pub body_bytes_per_s: f64,
+    /// clamped: figures beyond the histograms' range, recorded at its top.
+    pub clamped: u64,
+}
+
+/// StreamHistograms are the mergeable histograms behind [`StreamReport`] (base64
+/// HdrHistogram V2, µs), flattened into the report's `histograms`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamHistograms {
+    /// first_byte: the first-byte times.
+    pub first_byte: String,
+    /// chunk_gap: the gaps.
+    pub chunk_gap: String,
+}
+
+impl StreamReport {
+    /// new summarises a run's stream totals over `secs` measured seconds.
+    pub fn new(t: &StreamTotals, secs: f64) -> Self {
+        let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        StreamReport {
+            first_byte_ms: LatencySummary::from_histogram(&t.first_byte),
+            chunk_gap_ms: LatencySummary::from_histogram(&t.chunk_gap),
+            stream: StreamCounts {
+                responses: t.responses,
+                events: t.events,
+                chunks: t.chunks,
+                body_bytes: t.body_bytes,
+                events_per_s: rate(t.events),
+                chunks_per_s: rate(t.chunks),
+                body_bytes_per_s: rate(t.body_bytes),
+                clamped: t.clamped,
+            },
+        }
+    }
+}
+
+impl StreamHistograms {
+    /// new encodes a run's stream histograms.
+    pub fn new(t: &StreamTotals) -> Self {
+        StreamHistograms {
+            first_byte: encode_histogram(&t.first_byte),
+            chunk_gap: encode_histogram(&t.chunk_gap),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;

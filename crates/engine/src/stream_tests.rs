@@ -1,0 +1,172 @@
+use std::time::Duration;
+
+use super::*;
+use crate::http::ResponseReader;
+
+/// events_of feeds `body` to an event-stream body in pieces of `split` bytes and counts the
+/// events taken.
+fn events_of(body: &[u8], split: usize) -> u32 {
+    let mut p = Pieces::default();
+    p.begin(true, false);
+    let mut n = 0;
+    for part in body.chunks(split) {
+        p.feed(part);
+        let (got, events) = p.take();
+        assert!(events);
+        n += got;
+    }
+    n
+}
+
+#[test]
+fn sse_events_are_counted_however_split() {
+    // (label, body, events)
+    let cases: &[(&str, &[u8], u32)] = &[
+        ("one", b"data: a\n\n", 1),
+        ("two", b"data: a\n\ndata: b\n\n", 2),
+        ("unfinished", b"data: a\n\ndata: b\n", 1),
+        ("crlf", b"data: a\r\n\r\ndata: b\r\n\r\n", 2),
+        ("cr", b"data: a\r\rdata: b\r\r", 2),
+        (
+            "multi-line event",
+            b"id: 1\nevent: x\ndata: a\ndata: b\n\n",
+            1,
+        ),
+        ("comment only", b": keep-alive\n\n", 0),
+        ("comment then event", b": ping\n\ndata: a\n\n", 1),
+        ("blank lines alone", b"\n\n\n", 0),
+        ("done marker", b"data: {}\n\ndata: [DONE]\n\n", 2),
+    ];
+    for (label, body, want) in cases {
+        for split in [1, 2, 3, 7, body.len().max(1)] {
+            assert_eq!(events_of(body, split), *want, "{label}, split {split}");
+        }
+    }
+}
+
+#[test]
+fn other_bodies_are_cut_by_chunk_or_read() {
+    let mut p = Pieces::default();
+    p.begin(false, true);
+    p.feed(b"abc");
+    assert_eq!(p.take(), (0, false), "a chunk not yet complete");
+    p.chunk_done();
+    p.feed(b"d");
+    p.chunk_done();
+    assert_eq!(p.take(), (2, false), "two chunks in one read");
+    p.begin(false, false);
+    p.feed(b"abc");
+    p.feed(b"def");
+    assert_eq!(p.take(), (1, false), "a read is one piece");
+    assert_eq!(p.take(), (0, false));
+    p.feed(b"");
+    assert_eq!(p.take(), (0, false), "no bytes, no piece");
+}
+
+/// reader_events parses a whole response (head and body) split into `split`-byte reads and
+/// counts the pieces each read completed.
+fn reader_pieces(raw: &[u8], split: usize) -> (u32, bool, u64) {
+    let mut r = ResponseReader::new(false).watching(true);
+    let mut held: Vec<u8> = Vec::new();
+    let (mut n, mut events) = (0, false);
+    for part in raw.chunks(split) {
+        held.extend_from_slice(part);
+        let p = r.advance(&held).expect("valid");
+        held.drain(..p.consumed);
+        let (got, ev) = r.pieces.take();
+        n += got;
+        events |= ev;
+        if p.complete {
+            break;
+        }
+    }
+    (n, events, r.body_bytes)
+}
+
+#[test]
+fn the_reader_cuts_bodies_as_its_head_says() {
+    let sse = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n\
+                15\r\nid: 0\ndata: {\"n\":0}\n\n\r\n\
+                6\r\ndata: \r\n3\r\nx\n\n\r\n0\r\n\r\n";
+    let chunked =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+    let length = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+    // (label, response, pieces whole, events)
+    let cases: &[(&str, &[u8], u32, bool)] = &[
+        ("sse", sse, 2, true),
+        ("chunked", chunked, 2, false),
+        ("length", length, 1, false),
+    ];
+    for (label, raw, whole, events) in cases {
+        let (n, ev, _) = reader_pieces(raw, raw.len());
+        assert_eq!((n, ev), (*whole, *events), "{label}, whole");
+        for split in [1, 5, 16] {
+            let (n, ev, _) = reader_pieces(raw, split);
+            assert_eq!(ev, *events, "{label}, split {split}");
+            if *events || *label == "chunked" {
+                assert_eq!(n, *whole, "{label}, split {split}");
+            } else {
+                assert!(n >= 1, "{label}, split {split}: one piece a read");
+            }
+        }
+    }
+    let (_, _, bytes) = reader_pieces(sse, 4);
+    assert_eq!(bytes, 0x15 + 6 + 3);
+    // Not watching: no pieces.
+    let mut r = ResponseReader::new(false);
+    r.advance(sse).expect("valid");
+    assert_eq!(r.pieces.take(), (0, false));
+}
+
+#[test]
+fn a_watch_times_gaps_from_arrivals() {
+    let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+    let mut w = Watch::new(sink.clone());
+    let t0 = Instant::now();
+    let ms = |n: u64| t0 + Duration::from_millis(n);
+    w.begin(true, t0);
+    w.arrived(ms(1));
+    w.progress(0, false, 0, false); // the head alone: no first byte yet
+    assert_eq!(w.first, None);
+    w.arrived(ms(200));
+    w.progress(10, false, 1, true);
+    w.arrived(ms(220));
+    w.progress(20, false, 2, true); // two events in one read: gaps 20 ms and 0
+    w.arrived(ms(250));
+    w.progress(30, true, 1, true);
+    assert_eq!(w.first, Some(ms(200)));
+    {
+        let s = sink.borrow();
+        assert_eq!((s.events, s.chunks), (4, 4));
+        assert_eq!(s.chunk_gap.len(), 3, "one gap fewer than pieces");
+        assert_eq!(s.chunk_gap.min(), 1);
+        assert_eq!(s.chunk_gap.max() / 1000, 30);
+    }
+    sink.borrow_mut().answered(&w, t0, t0, ms(250));
+    let s = sink.borrow();
+    assert_eq!((s.responses, s.body_bytes), (1, 30));
+    assert_eq!(s.first_byte.max() / 1000, 200);
+    drop(s);
+    // Warm-up: the pieces are not counted, but the next gap still starts from them.
+    w.begin(false, ms(300));
+    w.arrived(ms(310));
+    w.progress(5, false, 1, true);
+    assert_eq!(sink.borrow().events, 4);
+}
+
+#[test]
+fn reports_merge_and_summarise() {
+    let mut a = StreamTotals::new(1);
+    let mut b = StreamTotals::new(1);
+    a.events = 3;
+    b.events = 4;
+    b.first_byte.saturating_record(200_000);
+    a.merge(&b);
+    let r = StreamReport::new(&a, 2.0);
+    assert_eq!(r.stream.events, 7);
+    assert!((r.stream.events_per_s - 3.5).abs() < 1e-9);
+    assert!((r.first_byte_ms.p50 - 200.0).abs() < 0.2);
+    let json = serde_json::to_value(&r).expect("json");
+    assert!(json.get("first_byte_ms").is_some() && json.get("chunk_gap_ms").is_some());
+    assert!(!StreamHistograms::new(&a).first_byte.is_empty());
+}
