@@ -29,27 +29,10 @@ pub const SATURATED_ACHIEVED: f64 = 0.95;
 /// SATURATED_BUSY is the worker CPU busy ratio above which the generator is called saturated.
 pub const SATURATED_BUSY: f64 = 0.9;
 
-/// NameReport is the summary of one request name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NameReport {
-    /// requests: responses received.
-    pub requests: u64,
-    /// errors: failed requests.
-    pub errors: u64,
-    /// latency_ms: latency distribution.
-    pub latency_ms: LatencySummary,
-    /// failure_reasons: scenario runs: why its requests failed, reason -> count (the
-    /// counts add up to `errors`).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub failure_reasons: BTreeMap<String, u64>,
-    /// histogram: its latency histogram (µs, encoded as [`Histograms::latency`]), so that
-    /// several runs' per-name figures merge exactly (a cluster's injectors).
-    pub histogram: String,
-    /// tally: scenario runs: its measured answers by the value at its `tally` path, value ->
-    /// count (absent without one; see [`crate::scenario::tally`]).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub tally: BTreeMap<String, u64>,
-}
+#[path = "report_names.rs"]
+mod names;
+use names::per_name;
+pub use names::NameReport;
 
 /// Limit is what held the run's load back, as measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -365,27 +348,6 @@ fn wanted_connections(f: &RunFacts<'_>) -> u64 {
         Model::Closed => (f.cfg.profile.peak().ceil() as u64).div_ceil(u64::from(f.cfg.streams)),
         Model::Open => u64::from(f.cfg.max_connections),
     }
-}
-
-/// per_name is each named request's figures (a scenario's requests, by name).
-fn per_name(f: &RunFacts<'_>) -> BTreeMap<String, NameReport> {
-    let t = &f.totals;
-    f.names
-        .iter()
-        .zip(t.per_name.iter())
-        .enumerate()
-        .map(|(i, (name, s))| {
-            let r = NameReport {
-                requests: s.requests,
-                errors: s.errors,
-                latency_ms: LatencySummary::from_histogram(&s.latency),
-                failure_reasons: crate::scenario::summary::reasons(&t.flow, i),
-                histogram: encode_histogram(&s.latency),
-                tally: s.tally.counts(),
-            };
-            (name.clone(), r)
-        })
-        .collect()
 }
 
 fn generator(f: &RunFacts<'_>) -> Generator {
