@@ -11,6 +11,16 @@ import sys
 
 import redline
 
+# A scenario declares its flows, profile and thresholds (this file is a scenario file too:
+# `redline run examples/python_api.py --host URL` runs it).
+shop = redline.Scenario(users=4, iterations=10, thresholds=["errors<1%"])
+
+
+@shop.flow
+def browse(u):
+    u.get("/?latency=2ms", name="home", status=200)
+    u.get("/?latency=4ms", name="item", status=200)
+
 
 def tour(url: str) -> dict[str, int]:
     """tour runs each part against ``url`` and returns the requests redline saw answered
@@ -19,15 +29,8 @@ def tour(url: str) -> dict[str, int]:
     base = redline.run(url + "/?latency=2ms", connections=4, requests=1500)
     print(f"run:      {base.rps:.0f} req/s, p99 {base.latency.p99:.2f} ms")
 
-    # A scenario declares its flows, profile and thresholds, and runs itself.
-    shop = redline.Scenario(host=url, users=4, iterations=10, thresholds=["errors<1%"])
-
-    @shop.flow
-    def browse(u):
-        u.get("/?latency=2ms", name="home", status=200)
-        u.get("/?latency=4ms", name="item", status=200)
-
-    outcome = shop.run(users=2)  # merged over the profile: 2 users, 10 iterations each
+    # The scenario above runs itself: users=2 merged over its profile, 10 iterations each.
+    outcome = shop.run(host=url, users=2)
     print(f"scenario: passed={outcome.passed}", *(t.line for t in outcome.thresholds))
 
     # A capacity search: where it runs best and where it breaks.
