@@ -70,6 +70,31 @@ def test_reports_add_up_and_balance(runs) -> None:
     name = next(iter(m["per_name"]))
     assert m["per_name"][name]["requests"] == 1800
     assert m["per_name"][name]["latency_ms"] == m["latency_ms"], "one name: the run's latency"
+    (origin,) = m["per_host"]
+    assert origin == target_origin(docs[0]["url"])
+    assert m["per_host"][origin]["requests"] == 1800
+    assert m["per_host"][origin]["histogram"] == merged
+    assert m["per_host"][origin]["latency_ms"] == m["latency_ms"], "one host: the run's latency"
+
+
+def target_origin(url: str) -> str:
+    """target_origin: a plain run's one host, as per_host names it."""
+    scheme, rest = url.split("://", 1)
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def test_hosts_merge_by_origin_across_injectors(runs) -> None:
+    """Each injector's per-host figures join those of the same origin; an origin one
+    injector alone reached keeps its figures."""
+    docs = [dict(r.data) for r in runs]
+    (origin,) = docs[0]["per_host"]
+    docs[2]["per_host"] = {"http://other:1": docs[2]["per_host"][origin]}
+    m = merge_report(docs, timeseries=[])
+    assert sorted(m["per_host"]) == sorted([origin, "http://other:1"])
+    assert m["per_host"][origin]["requests"] == docs[0]["requests"] + docs[1]["requests"]
+    assert m["per_host"]["http://other:1"]["requests"] == docs[2]["requests"]
+    both = _engine.merge_histograms([d["histograms"]["latency"] for d in docs[:2]])
+    assert m["per_host"][origin]["histogram"] == both
 
 
 OUTAGES = [

@@ -251,6 +251,10 @@ pub struct Checked {
     pub preflight: bool,
     /// tls: the TLS client settings of an https target.
     pub tls: Option<TlsSettings>,
+    /// insecure: no certificate checks, for the https hosts a scenario reaches too.
+    pub insecure: bool,
+    /// ca_file: CA certificates trusted, for the https hosts a scenario reaches too.
+    pub ca_file: Option<String>,
     /// live: the target may change during the run (see [`RunConfig::live`]).
     pub live: bool,
     /// max_vus: the most VUs the closed model can reach: the profile's peak, or a live run's cap.
@@ -312,10 +316,13 @@ impl RunConfig {
         let max_vus = self.vu_cap(&profile)?;
         let threads = self.threads(model, &profile, max_connections, streams)?;
         let scenario = match &self.plan {
-            Some(p) => Some(std::sync::Arc::new(crate::scenario::Script::from_json(
-                p,
-                &target.authority,
-            )?)),
+            Some(p) => {
+                let mut script = crate::scenario::Script::from_json(p, &target.authority)?;
+                if target.https {
+                    script.base = format!("https://{}", target.authority);
+                }
+                Some(std::sync::Arc::new(script))
+            }
             None => None,
         };
         Ok(Checked {
@@ -336,6 +343,8 @@ impl RunConfig {
             send_ahead,
             preflight: self.preflight,
             tls,
+            insecure: self.insecure,
+            ca_file: self.ca_file.clone(),
             live: self.live,
             max_vus,
             scenario,

@@ -30,7 +30,11 @@ pub(crate) fn grace(cfg: &Checked) -> Duration {
 /// schedule with no duration) is clamped and counted (`clamped`), never silent.
 pub(crate) fn latency_ceiling(cfg: &Checked) -> Duration {
     let second = Duration::from_secs(1);
-    let response = cfg.timeout.saturating_add(second);
+    // A scenario's request may wait longer than the run's timeout (its own `timeout=`).
+    let longest = cfg.scenario.as_ref().and_then(|s| s.longest_timeout());
+    let response = longest
+        .map_or(cfg.timeout, |t| t.max(cfg.timeout))
+        .saturating_add(second);
     if cfg.model == Model::Closed {
         return response;
     }

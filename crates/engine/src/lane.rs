@@ -23,7 +23,6 @@ use crate::pacer::{Pace, Pacer};
 use crate::parts::Parts;
 use crate::plan::{RequestStep, Step};
 use crate::scenario::executor::{Reply, Vu};
-use crate::scenario::response::MAX_CAPTURE;
 use crate::scenario::rng::Rng;
 use crate::shared::{lane_share, Shared};
 use crate::wire::{Outgoing, Wire};
@@ -145,8 +144,13 @@ struct Lane {
     lane: u32,
     /// slot: this lane's local number, its slot in [`Shared::flights`].
     slot: usize,
-    /// conn: the lane's connection, behind the protocol seam.
+    /// conn: the lane's connection to the run's host, behind the protocol seam.
     conn: Wire,
+    /// others: a scenario's connections to other origins (HTTP/1.1, kept alive), by their
+    /// index in [`Shared::origins`], opened as the flow first reaches each.
+    others: Vec<(usize, Wire)>,
+    /// host: the origin of the lane's last request (where a failed check is booked).
+    host: usize,
     timeout: Deadline,
     pace: Pin<Box<Sleep>>,
     clock: Option<Instant>,
@@ -170,6 +174,8 @@ impl Lane {
             lane,
             slot,
             conn: wire(s, slot),
+            others: Vec::new(),
+            host: 0,
             timeout: Deadline::new(),
             pace: Box::pin(tokio::time::sleep_until(far)),
             clock: None,
@@ -365,24 +371,31 @@ impl Lane {
     }
 
     async fn request(&mut self, s: &Rc<Shared>, r: &RequestStep, intended: Instant) {
-        self.send(s, &r.bytes, r.head, r.idempotent, r.stat, &[], intended)
+        let out = Outgoing {
+            bytes: &r.bytes,
+            head: r.head,
+            idempotent: r.idempotent,
+        };
+        self.send(s, out, r.stat, 0, s.job.cfg.timeout, &[], intended)
             .await;
     }
 
-    /// send sends one request (`bytes`, under name `stat`) meant to start at `intended`,
-    /// reads its response and records the outcome; a 4xx/5xx listed in `expected` (a
-    /// scenario's `status=404`) is not an error.
+    /// send sends one request (`out`, under name `stat`) to origin `host` (0: the run's,
+    /// on [`Lane::conn`]; another: on its connection in [`Lane::others`]) meant to start at
+    /// `intended`, failing as a timeout after `timeout`; reads its response and records the
+    /// outcome; a 4xx/5xx listed in `expected` (a scenario's `status=404`) is not an error.
     #[allow(clippy::too_many_arguments)]
     async fn send(
         &mut self,
         s: &Rc<Shared>,
-        bytes: &[u8],
-        head: bool,
-        idempotent: bool,
+        out: Outgoing<'_>,
         stat: usize,
+        host: usize,
+        timeout: Duration,
         expected: &[u16],
         intended: Instant,
     ) -> Reply {
+        let bytes = out.bytes;
         let now = self.clock.take().unwrap_or_else(Instant::now);
         let late = s.open && now.saturating_duration_since(intended) > LATE_SLACK;
         let at_cap = s.lanes.get() >= s.max_lanes;
@@ -402,37 +415,30 @@ impl Lane {
             stat,
         };
         s.flights.depart(self.slot, Flight::Out(sent));
+        self.timeout.set(now + timeout);
+        let conn = on(&mut self.conn, &mut self.others, host);
         if s.stream.is_some() {
-            self.conn.watch_next(s.rec.borrow().measured(intended), now);
+            conn.watch_next(s.rec.borrow().measured(intended), now);
         }
-        self.timeout.set(now + s.job.cfg.timeout);
-        let was_open = self.conn.is_open();
-        let result = self
-            .conn
-            .exchange(
-                Outgoing {
-                    bytes,
-                    head,
-                    idempotent,
-                },
-                &mut self.timeout,
-                now,
-            )
-            .await;
+        let was_open = conn.is_open();
+        let result = conn.exchange(out, &mut self.timeout, now).await;
+        let is_open = conn.is_open();
         s.flights.land(self.slot);
-        self.record(s, result, &sent, was_open, expected)
+        self.record(s, result, &sent, (was_open, is_open), host == 0, expected)
     }
 
-    /// record books the outcome of request `sent` (`result`; `was_open`: its connection was
-    /// open before it) with the target's backoff and the thread's recorder. It is the tail of
-    /// [`Lane::send`], on the hot path: inlined, it allocates nothing and does not await.
+    /// record books the outcome of request `sent` (`result`; `open`: whether its connection
+    /// was open before and after it) with the thread's recorder, and with the target's
+    /// backoff when it went to the run's host (`primary`). It is the tail of [`Lane::send`],
+    /// on the hot path: inlined, it allocates nothing and does not await.
     #[inline]
     fn record(
         &mut self,
         s: &Shared,
         result: Result<Exchange, Failure>,
         sent: &Sent,
-        was_open: bool,
+        (was_open, is_open): (bool, bool),
+        primary: bool,
         expected: &[u16],
     ) -> Reply {
         let Sent { intended, stat, .. } = *sent;
@@ -443,15 +449,17 @@ impl Lane {
             Ok(x) => x.connects,
             Err(f) => f.connects,
         };
-        if connects > 0 {
+        // Another host's connects say nothing of the run's target.
+        if primary && connects > 0 {
             s.backoff.connected();
-        } else if !s.open && matches!(&result, Err(f) if f.class == ErrorClass::Connect) {
+        } else if primary && !s.open && matches!(&result, Err(f) if f.class == ErrorClass::Connect)
+        {
             s.backoff.failed(done, probe);
         }
         let mut rec = s.rec.borrow_mut();
         match result {
             Ok(x) => {
-                rec.connections(x.connects, was_open, self.conn.is_open());
+                rec.connections(x.connects, was_open, is_open);
                 if x.retries > 0 {
                     rec.retried(intended, x.retries);
                 }
@@ -494,7 +502,7 @@ impl Lane {
                 }
             }
             Err(f) => {
-                rec.connections(f.connects, was_open, self.conn.is_open());
+                rec.connections(f.connects, was_open, is_open);
                 if f.retries > 0 {
                     rec.retried(intended, f.retries);
                 }
@@ -505,45 +513,14 @@ impl Lane {
         }
     }
 
-    /// exchange_captured is [`Lane::send`] with the raw response kept in `raw` (up to
-    /// [`MAX_CAPTURE`] bytes) for the scenario's checks and extractions; `hop`: `bytes` is the
-    /// GET of a redirect `req` follows.
-    async fn exchange_captured(
-        &mut self,
-        s: &Rc<Shared>,
-        bytes: &[u8],
-        req: &crate::scenario::Request,
-        hop: bool,
-        intended: Instant,
-        raw: &mut Vec<u8>,
-    ) -> Reply {
-        raw.clear();
-        self.conn.capture(std::mem::take(raw), MAX_CAPTURE);
-        let (stat, head, idempotent) = if hop {
-            (req.hop_stat, false, true)
-        } else {
-            (req.stat, req.head, req.idempotent)
-        };
-        let reply = self
-            .send(
-                s,
-                bytes,
-                head,
-                idempotent,
-                stat,
-                &req.expected_errors,
-                intended,
-            )
-            .await;
-        if let Some(kept) = self.conn.captured() {
-            *raw = kept;
-        }
-        reply
-    }
-
     fn close(&mut self, s: &Shared) {
         if self.conn.close() {
             s.rec.borrow_mut().connections(0, true, false);
+        }
+        for (_, c) in &mut self.others {
+            if c.close() {
+                s.rec.borrow_mut().connections(0, true, false);
+            }
         }
     }
 
@@ -560,6 +537,19 @@ fn stamps(s: &Shared) -> Stamps {
     Stamps {
         receive: plain,
         transmit: plain && s.open,
+    }
+}
+
+/// on is the connection to origin `host`: `conn` for the run's (0), else its connection in
+/// `others` (which [`Lane::exchange_captured`] opened before sending there).
+#[inline]
+fn on<'a>(conn: &'a mut Wire, others: &'a mut [(usize, Wire)], host: usize) -> &'a mut Wire {
+    if host == 0 {
+        return conn;
+    }
+    match others.iter_mut().find(|(i, _)| *i == host) {
+        Some((_, w)) => w,
+        None => conn,
     }
 }
 

@@ -1,11 +1,152 @@
-//! [`LaneIo`]: a lane as a scenario's flow executor sees it.
+//! [`LaneIo`]: a lane as a scenario's flow executor sees it, and how a lane reaches the
+//! other origins a flow's absolute URLs name (each on its own kept-alive connection).
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use super::Lane;
+use crate::conn::Conn;
+use crate::failure::ErrorClass;
+use crate::flight::Sent;
+use crate::hosts::HostStats;
 use crate::scenario::executor::{Reply, Transport};
+use crate::scenario::response::MAX_CAPTURE;
+use crate::scenario::url::Origin;
 use crate::shared::Shared;
+use crate::wire::{Outgoing, Wire};
+
+impl Lane {
+    /// exchange_captured is [`Lane::send`] of a scenario's request to `to` (None: the run's
+    /// host), with the raw response kept in `raw` (up to [`MAX_CAPTURE`] bytes) for the
+    /// flow's checks and extractions; `hop`: `bytes` is the GET of a redirect `req` follows.
+    /// The response (or failure) is booked in its origin's figures too.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn exchange_captured(
+        &mut self,
+        s: &Rc<Shared>,
+        bytes: &[u8],
+        req: &crate::scenario::Request,
+        hop: bool,
+        to: Option<Origin<'_>>,
+        intended: Instant,
+        raw: &mut Vec<u8>,
+    ) -> Reply {
+        let (stat, head, idempotent) = if hop {
+            (req.hop_stat, false, true)
+        } else {
+            (req.stat, req.head, req.idempotent)
+        };
+        let timeout = req.timeout.unwrap_or(s.job.cfg.timeout);
+        let host = match to {
+            None => 0,
+            Some(o) => match self.origin(s, o, timeout).await {
+                Ok(h) => h,
+                Err(why) => {
+                    self.refuse(s, stat, intended, &why);
+                    return Reply::Refused;
+                }
+            },
+        };
+        self.host = host;
+        raw.clear();
+        super::on(&mut self.conn, &mut self.others, host).capture(std::mem::take(raw), MAX_CAPTURE);
+        let out = Outgoing {
+            bytes,
+            head,
+            idempotent,
+        };
+        let expected = &req.expected_errors;
+        let reply = self
+            .send(s, out, stat, host, timeout, expected, intended)
+            .await;
+        if let Some(kept) = super::on(&mut self.conn, &mut self.others, host).captured() {
+            *raw = kept;
+        }
+        let mut rec = s.rec.borrow_mut();
+        match reply {
+            Reply::Answered { status, latency } => {
+                let failed = status >= 400 && !expected.contains(&status);
+                rec.host_answered(host, intended, latency, failed);
+            }
+            Reply::Failed(_) | Reply::Refused => rec.host_failed(host, intended),
+        }
+        reply
+    }
+
+    /// origin is the index of origin `o` in the thread's table, added (resolved within
+    /// `timeout`) the first time any lane of the thread reaches it, with a connection of
+    /// this lane's opened to it on first use; an error says why it cannot be reached.
+    async fn origin(
+        &mut self,
+        s: &Rc<Shared>,
+        o: Origin<'_>,
+        timeout: Duration,
+    ) -> Result<usize, String> {
+        let found = s.origins.borrow().find(&o);
+        let host = match found {
+            Some(h) => h,
+            None => {
+                if s.origins.borrow().full() {
+                    // Say so without a lookup (add says the same).
+                    let addr = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+                    return s.origins.borrow_mut().add(&o, addr);
+                }
+                let looked =
+                    tokio::time::timeout(timeout, tokio::net::lookup_host((o.host, o.port)));
+                let addr = match looked.await {
+                    Ok(Ok(mut addrs)) => addrs.next(),
+                    _ => None,
+                }
+                .ok_or_else(|| format!("cannot resolve {}", o.host))?;
+                let mut origins = s.origins.borrow_mut();
+                let known = origins.find(&o);
+                let h = origins.add(&o, addr)?;
+                if known.is_none() {
+                    let high = s.rec.borrow().totals.latency.high();
+                    let mut rec = s.rec.borrow_mut();
+                    rec.totals
+                        .per_host
+                        .push(HostStats::new(origins.name(h), high));
+                }
+                h
+            }
+        };
+        if host > 0 && !self.others.iter().any(|(i, _)| *i == host) {
+            let origins = s.origins.borrow();
+            let Some(e) = origins.get(host) else {
+                return Err("no such host".to_string());
+            };
+            // Kernel stamps as on the run's connection (lane.rs, stamps): plain http only.
+            let plain = e.tls.is_none();
+            let stamps = crate::conn::Stamps {
+                receive: plain,
+                transmit: plain && s.open,
+            };
+            let conn = Conn::new(e.addr, e.tls.clone(), stamps, s.job.gauge.clone());
+            self.others.push((host, Wire::H1(conn)));
+        }
+        Ok(host)
+    }
+
+    /// refuse books a request that could not be sent (its host unknown or one too many) as a
+    /// connect error of name `stat`, with `why` as its reason.
+    fn refuse(&mut self, s: &Shared, stat: usize, intended: Instant, why: &str) {
+        let now = Instant::now();
+        self.clock = Some(now);
+        let sent = Sent {
+            intended,
+            from: now,
+            sent_at: now,
+            stat,
+        };
+        let mut rec = s.rec.borrow_mut();
+        rec.send(now, intended, 0, false, false);
+        rec.error(&sent, ErrorClass::Connect, now);
+        if rec.measured(intended) {
+            rec.totals.flow.reason(stat, why);
+        }
+    }
+}
 
 /// LaneIo is a lane as the flow executor sees it: each request goes out on the lane's
 /// connection and is recorded exactly as the single-request path records it; think times
@@ -21,11 +162,12 @@ impl Transport for LaneIo<'_> {
         bytes: &[u8],
         req: &crate::scenario::Request,
         hop: bool,
+        to: Option<Origin<'_>>,
         intended: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply {
         self.lane
-            .exchange_captured(self.s, bytes, req, hop, intended, raw)
+            .exchange_captured(self.s, bytes, req, hop, to, intended, raw)
             .await
     }
 
@@ -51,6 +193,7 @@ impl Transport for LaneIo<'_> {
     fn fail(&mut self, intended: Instant, stat: usize, reason: &str) {
         let mut rec = self.s.rec.borrow_mut();
         rec.check_failed(intended, stat);
+        rec.host_failed(self.lane.host, intended);
         if rec.measured(intended) {
             rec.totals.flow.reason(stat, reason);
         }
@@ -78,6 +221,11 @@ impl Transport for LaneIo<'_> {
         if rec.measured(intended) {
             rec.totals.flow.started();
         }
+    }
+
+    fn nowhere(&mut self) {
+        // Out of the table's range: no host's figures.
+        self.lane.host = usize::MAX;
     }
 
     fn tally(&mut self, intended: Instant, stat: usize, value: &str) {

@@ -25,6 +25,7 @@ pub mod flight;
 pub mod h2c;
 pub(crate) mod handover;
 pub mod hdr;
+pub mod hosts;
 pub mod http;
 pub(crate) mod http2;
 pub(crate) mod http2_message;

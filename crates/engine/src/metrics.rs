@@ -251,6 +251,16 @@ impl Recorder {
         self.next.names = (0..names).map(|_| NameInterval::new(high)).collect();
     }
 
+    /// track_scenario keeps a scenario run's figures per request name in each interval (see
+    /// [`Recorder::track_names`]), and per host in the totals, the run's own (`origin`)
+    /// first (see [`crate::hosts`]).
+    pub fn track_scenario(&mut self, names: usize, origin: String) {
+        self.track_names(names);
+        let high = self.totals.latency.high();
+        let stats = crate::hosts::HostStats::new(origin, high);
+        self.totals.per_host.push(stats);
+    }
+
     /// bound_interval ends the interval being filled at `boundary`: what happens from then
     /// on is booked in the next one.
     pub fn bound_interval(&mut self, boundary: Instant) {
@@ -364,6 +374,32 @@ impl Recorder {
         if self.measured(intended) {
             self.totals.lag.saturating_record(micros(lag));
             self.totals.unstamped += u64::from(!stamped);
+        }
+    }
+
+    /// host_answered books a response from origin `host` (a scenario's) in its figures:
+    /// `failed` when its status is an error the flow did not expect.
+    pub fn host_answered(
+        &mut self,
+        host: usize,
+        intended: Instant,
+        latency: Duration,
+        failed: bool,
+    ) {
+        if self.measured(intended) {
+            if let Some(h) = self.totals.per_host.get_mut(host) {
+                h.answered(latency, failed);
+            }
+        }
+    }
+
+    /// host_failed books a failed request to origin `host` (a scenario's: no response, or a
+    /// failed check) in its figures.
+    pub fn host_failed(&mut self, host: usize, intended: Instant) {
+        if self.measured(intended) {
+            if let Some(h) = self.totals.per_host.get_mut(host) {
+                h.errors += 1;
+            }
         }
     }
 

@@ -200,6 +200,9 @@ pub struct Report {
     pub stream: Option<crate::stream::StreamReport>,
     /// per_name: statistics per request name.
     pub per_name: BTreeMap<String, NameReport>,
+    /// per_host: statistics per origin (`http://host:port`): the run's host alone, or each
+    /// host a scenario's URLs reached.
+    pub per_host: BTreeMap<String, crate::hosts::HostReport>,
     /// scenario: a scenario run's iterations and groups.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::summary::ScenarioReport>,
@@ -324,6 +327,7 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         lag_ms: LatencySummary::from_histogram(&t.lag),
         stream: (t.stream.as_ref()).map(|st| crate::stream::StreamReport::new(st, f.measured_s)),
         per_name,
+        per_host: per_host(&f),
         scenario: f
             .cfg
             .scenario
@@ -348,6 +352,23 @@ fn wanted_connections(f: &RunFacts<'_>) -> u64 {
         Model::Closed => (f.cfg.profile.peak().ceil() as u64).div_ceil(u64::from(f.cfg.streams)),
         Model::Open => u64::from(f.cfg.max_connections),
     }
+}
+
+/// per_host is each origin's figures: a scenario's as its threads kept them, or the whole
+/// run's under its one host.
+fn per_host(f: &RunFacts<'_>) -> BTreeMap<String, crate::hosts::HostReport> {
+    let t = &f.totals;
+    if !t.per_host.is_empty() {
+        return crate::hosts::report(&t.per_host);
+    }
+    let target = &f.cfg.target;
+    let one = crate::hosts::HostStats {
+        origin: crate::hosts::name(target.https, &target.host, target.port),
+        requests: t.requests,
+        errors: t.errors.total(),
+        latency: t.latency.clone(),
+    };
+    crate::hosts::report(&[one])
 }
 
 fn generator(f: &RunFacts<'_>) -> Generator {

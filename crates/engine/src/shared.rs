@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use crate::backoff::Backoff;
 use crate::config::{Model, Protocol};
 use crate::flight::{Flight, Flights};
+use crate::hosts::Origins;
 use crate::http2::Link;
 use crate::job::{latency_ceiling, Job};
 use crate::metrics::Recorder;
@@ -70,11 +71,15 @@ pub(crate) struct Shared {
     /// stream: with `--stream`, this thread's figures of streamed answers, which its
     /// connections' watches fill (see [`crate::stream`]).
     pub(crate) stream: Option<Sink>,
+    /// origins: the hosts this thread's lanes talk to (the run's, and those a scenario's
+    /// absolute URLs reach), indexed like `rec.totals.per_host`.
+    pub(crate) origins: RefCell<Origins>,
 }
 
 impl Shared {
     /// new prepares a thread's plan, pacer and recorder; call it inside the runtime (the
     /// open model's timerfd registers with its reactor).
+    // long: one thread's whole state, each part built once, in order, then one struct literal.
     pub(crate) fn new(job: Job) -> Shared {
         let cfg = job.cfg.clone();
         let job_index = job.index;
@@ -127,8 +132,9 @@ impl Shared {
         rec.send_end = cfg.duration.map(|d| job.start + d);
         // The first interval ends one interval in (the reporter moves the boundary on).
         rec.bound_interval(job.start + cfg.interval);
+        let origins = Origins::new(&cfg, job.addr);
         if plan.scenario.is_some() {
-            rec.track_names(plan.names.len());
+            rec.track_scenario(plan.names.len(), origins.name(0));
         }
         // Without the timerfd, sends wake on the runtime's millisecond timer: say so.
         rec.totals.coarse_timer = open && metronome.is_none();
@@ -153,6 +159,7 @@ impl Shared {
             stream: cfg
                 .stream
                 .then(|| Rc::new(RefCell::new(StreamTotals::new(highest_us)))),
+            origins: RefCell::new(origins),
         }
     }
 }

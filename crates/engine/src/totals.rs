@@ -5,6 +5,7 @@ use hdrhistogram::Histogram;
 
 use crate::failure::ErrorCounts;
 use crate::hdr::new_histogram;
+use crate::hosts::HostStats;
 use crate::scenario::stats::FlowTotals;
 use crate::scenario::tally::Tally;
 use crate::stream::StreamTotals;
@@ -96,6 +97,9 @@ pub struct Totals {
     pub flow: FlowTotals,
     /// stream: with `--stream`, the figures of streamed answers (see [`crate::stream`]).
     pub stream: Option<StreamTotals>,
+    /// per_host: scenario runs: figures per origin, indexed like the thread's
+    /// [`crate::hosts::Origins`] (merged: by origin name); empty otherwise.
+    pub per_host: Vec<HostStats>,
 }
 
 impl Totals {
@@ -137,6 +141,7 @@ impl Totals {
                 .collect(),
             flow: FlowTotals::default(),
             stream: None,
+            per_host: Vec::new(),
         }
     }
 
@@ -184,5 +189,6 @@ impl Totals {
             (None, Some(b)) => self.stream = Some(b.clone()),
             _ => {}
         }
+        crate::hosts::merge(&mut self.per_host, &o.per_host);
     }
 }

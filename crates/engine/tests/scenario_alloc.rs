@@ -204,3 +204,34 @@ fn branches_and_loops_do_not_allocate() {
         "{per_request:.3} allocations per request"
     );
 }
+
+/// hosts: three GETs per iteration on two servers: a path, an absolute URL, and a URL
+/// whose origin is a variable (resolved per request, each origin on its own connection).
+fn hosts(a: &str, b: &str) -> serde_json::Value {
+    json!({"file": "hosts.py", "vars": {"var.B": b},
+    "flows": [{"name": "f", "steps": [
+      {"step": "request", "name": "path", "method": "GET", "path": ["/p"]},
+      {"step": "request", "name": "absolute", "method": "GET", "path": [format!("{a}/a")]},
+      {"step": "request", "name": "templated", "method": "GET", "path": [{"var": "var.B"}, "/t/", {"var": "iteration"}],
+       "timeout_s": 5.0}
+    ]}]})
+}
+
+#[test]
+fn requests_to_several_hosts_do_not_allocate() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let ok = common::Mode::Ok {
+        delay: Duration::ZERO,
+    };
+    let (a, b) = (common::start(ok), common::start(ok));
+    let (ua, ub) = (a.url("/"), b.url("/"));
+    let plan = hosts(ua.trim_end_matches('/'), ub.trim_end_matches('/'));
+    let small = allocations_of(&ua, plan.clone(), 3, 250);
+    let large = allocations_of(&ua, plan, 3, 2_250);
+    let per_request = large.saturating_sub(small) as f64 / 6_000.0;
+    eprintln!("{small} vs {large} allocations, {per_request:.3} per extra request");
+    assert!(
+        per_request < MAX_PER_REQUEST,
+        "{per_request:.3} allocations per request"
+    );
+}

@@ -197,6 +197,7 @@ impl<S: Io> Conn<S> {
         match (behaviour.route, self.injection(&behaviour)) {
             (Route::Form(page), None) => self.answer_form(page, &behaviour, &request),
             (Route::Task(ask), None) => self.answer_task(ask, &behaviour, &request),
+            (Route::Redirect, None) => self.answer_redirect(&behaviour, &request),
             (_, status) => {
                 let status = status.unwrap_or(StatusCode::OK);
                 self.answer(status, work, read_at, &behaviour, &request)

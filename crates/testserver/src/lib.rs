@@ -13,7 +13,8 @@
 //! with the cookie and fields `name` and `rating`, else 403 or 400), `GET /thanks` (see
 //! `form.rs`), and a task app with seed 000's task-queue API: `POST /tasks/submissions`,
 //! `GET /tasks/submissions/ID` (RUNNING for 2 ms, then SUCCEEDED, or FAILED for
-//! `{"type":"fail"}`), `GET /tasks/ID` (see `task.rs`); and streamed answers (see
+//! `{"type":"fail"}`), `GET /tasks/ID` (see `task.rs`); `/redirect?to=URL` (a 302 to URL:
+//! another server, for flows across hosts); and streamed answers (see
 //! `stream.rs`): `/sse?first=200ms&every=20ms&events=50` (server-sent events, the first after
 //! `first`, then one every `every`) and OpenAI-compatible `POST /v1/chat/completions` and
 //! `/v1/completions` (`"stream": true`: one token an event at `first=`/`every=`, `tokens=`

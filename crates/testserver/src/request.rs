@@ -36,6 +36,8 @@ pub(crate) struct Request {
     /// retry_of: a task submission's `X-Retry-Of` (None: no such header; Some(None): not
     /// an id's shape), kept only on the submission route.
     pub(crate) retry_of: Option<Option<task::RawId>>,
+    /// location: the `to=` of a `/redirect` (None on the other routes).
+    pub(crate) location: Option<String>,
 }
 
 /// Parsed is the outcome of looking at the read buffer.
@@ -67,6 +69,10 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         Err(_) => return Parsed::Invalid(StatusCode::BAD_REQUEST, "malformed request\n"),
     };
     let behaviour = Behaviour::parse(req.path.unwrap_or("/"));
+    let location = match &behaviour {
+        Ok(b) if b.route == Route::Redirect => crate::route::redirect_to(req.path.unwrap_or("")),
+        _ => None,
+    };
     let route = behaviour.as_ref().map(|b| b.route).ok();
     let form_route = matches!(route, Some(Route::Form(_)));
     let submit_route = route == Some(Route::Task(task::Ask::Submit));
@@ -116,6 +122,7 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         session,
         form_type,
         retry_of,
+        location,
         body: if body == RequestBody::Length(0) {
             RequestBody::None
         } else {

@@ -31,6 +31,9 @@ pub(crate) enum Route {
     Form(Page),
     /// Task is `/tasks/...`: the task app (`task.rs`).
     Task(Ask),
+    /// Redirect is `/redirect?to=URL`: a 302 with `Location: URL` (another server, for the
+    /// flows that cross hosts).
+    Redirect,
 }
 
 /// Body is what the response carries.
@@ -167,6 +170,7 @@ impl Behaviour {
             "/sse" => Behaviour::streamed(Stream::sse()),
             "/v1/completions" => Behaviour::streamed(Stream::completion(Kind::Text)),
             "/v1/chat/completions" => Behaviour::streamed(Stream::completion(Kind::Chat)),
+            "/redirect" => Behaviour::plain(Route::Redirect),
             other => Behaviour::plain(task::ask(other).map_or(Route::Any, Route::Task)),
         };
         if let Some(query) = query {
@@ -222,6 +226,14 @@ impl Behaviour {
         }
         Ok(())
     }
+}
+
+/// redirect_to is the `to=` of a `/redirect` request target (percent-decoded), if any.
+pub(crate) fn redirect_to(target: &str) -> Option<String> {
+    let (_, query) = target.split_once('?')?;
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "to")
+        .map(|(_, v)| v.into_owned())
 }
 
 /// strip_authority turns an absolute-form target's "http://host/path" into "/path".
@@ -401,6 +413,15 @@ mod tests {
         for (label, target, want) in cases {
             assert_eq!(Behaviour::parse(target), Ok(want), "{label}: {target}");
         }
+    }
+
+    #[test]
+    fn a_redirect_says_where_to() {
+        let target = "/redirect?to=http%3A%2F%2Fh%3A1%2Fx%3Fy%3D1&size=3";
+        let b = Behaviour::parse(target).expect("valid");
+        assert_eq!(b.route, Route::Redirect);
+        assert_eq!(redirect_to(target).as_deref(), Some("http://h:1/x?y=1"));
+        assert_eq!(redirect_to("/redirect?size=3"), None);
     }
 
     #[test]

@@ -129,6 +129,8 @@ def merge_report(
         base.pop("lag_ms", None)
     _merge_stream(base, parts, secs)
     base["per_name"] = _merge_per_name(parts)
+    if any(p.get("per_host") for p in parts):
+        base["per_host"] = _merge_per_name(parts, "per_host")
     base["timeseries"] = timeseries
     base["outages"] = common_outages([p.get("outages", []) for p in reports])
     if any(p.get("scenario") for p in reports):
@@ -246,10 +248,12 @@ def merge_statuses(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _merge_per_name(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _merge_per_name(parts: Sequence[dict[str, Any]], key: str = "per_name") -> dict[str, Any]:
+    """_merge_per_name merges the injectors' figures per request name (or per host, with
+    ``key="per_host"``): counts added, histograms merged, so percentiles are exact."""
     out: dict[str, Any] = {}
-    for name in sorted({n for p in parts for n in p.get("per_name", {})}):
-        mine = [p["per_name"][name] for p in parts if name in p.get("per_name", {})]
+    for name in sorted({n for p in parts for n in p.get(key, {})}):
+        mine = [p[key][name] for p in parts if name in p.get(key, {})]
         hist = merge_histograms([m["histogram"] for m in mine])
         entry: dict[str, Any] = {
             "requests": sum(int(m["requests"]) for m in mine),

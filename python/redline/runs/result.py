@@ -168,6 +168,12 @@ class Result:
         return dict(self.data.get("per_name", {}))
 
     @property
+    def per_host(self) -> dict[str, dict[str, Any]]:
+        """per_host: requests, errors and latency for each origin (``http://host:port``) the
+        run reached: its host alone, or every host a scenario's URLs named."""
+        return dict(self.data.get("per_host", {}))
+
+    @property
     def generator(self) -> dict[str, Any]:
         """generator: the engine's self-check (CPU time, send lag, saturation verdict)."""
         return dict(self.data["generator"])

@@ -1,7 +1,8 @@
 """table: the end-of-run tables of a scenario run, laid out as Locust and JMeter users know
-them: per request name and per group (requests, failures, rps, mean, min, max, p50, p90,
-p95, p99), the failure reasons, what the service said (each name's tally: its answers by
-the value at its ``tally`` path) and the iteration counts."""
+them: per request name, per host (when a flow reached more than one) and per group
+(requests, failures, rps, mean, min, max, p50, p90, p95, p99), the failure reasons, what
+the service said (each name's tally: its answers by the value at its ``tally`` path) and
+the iteration counts."""
 
 from __future__ import annotations
 
@@ -54,6 +55,13 @@ def render(data: dict[str, Any]) -> str:
     for name, e in sorted(data.get("per_name", {}).items()):
         rows.append(_row(name, e, secs))
     lines += _grid(rows)
+    hosts = data.get("per_host") or {}
+    if len(hosts) > 1:
+        lines.append("Hosts (latency in ms)")
+        rows = [["Host", *_COLS[1:]]]
+        for origin, e in sorted(hosts.items()):
+            rows.append(_row(origin, e, secs))
+        lines += _grid(rows)
     sc = data.get("scenario") or {}
     groups = sc.get("groups") or {}
     if groups:

@@ -150,6 +150,19 @@ class Response:
         )
 
 
+def _url_start(template: Template) -> bool:
+    """_url_start: a URL template starts as a path (``/``, not ``//``), an ``http://`` or
+    ``https://`` URL, or a variable (a URL that comes from the run, checked per request)."""
+    if not template:
+        return False
+    head = template[0]
+    if not isinstance(head, str):
+        return True
+    if head.startswith("/"):
+        return not head.startswith("//")
+    return head[:8].lower().startswith(("http://", "https://"))
+
+
 class User(Functions, Control):
     """User is what a flow function receives: a virtual user being traced. See
     docs/scenarios.md for every step, :class:`Functions` for the values the engine computes
@@ -317,17 +330,25 @@ class User(Functions, Control):
         checks: list[Check] | tuple[Check, ...] = (),
         follow_redirects: bool = False,
         tally: str | None = None,
+        timeout: str | float | None = None,
     ) -> Response:
-        """request: one HTTP request. ``path`` and the values of ``params``, ``headers``,
-        ``json``, ``form`` and ``body`` may hold Vars. ``name`` labels its statistics
-        (default ``METHOD path-template``). ``status`` is shorthand for a status check.
-        ``tally`` (a JSON path, ``"$.status"``) counts each answer by the value there, per
-        interval and over the run, under the request's name (every poll of a ``poll``)."""
+        """request: one HTTP request. ``path`` is a path on the run's host (``/x``) or an
+        absolute ``http://`` or ``https://`` URL of any host; it and the values of
+        ``params``, ``headers``, ``json``, ``form`` and ``body`` may hold Vars (a whole URL
+        too: ``u.get(r.header("Location"))``). ``name`` labels its statistics (default
+        ``METHOD path-template``). ``status`` is shorthand for a status check. ``tally`` (a
+        JSON path, ``"$.status"``) counts each answer by the value there, per interval and
+        over the run, under the request's name (every poll of a ``poll``). ``timeout``
+        (``"2s"``, ``0.5``) replaces the run's timeout for this request.
+        ``follow_redirects`` follows a 3xx's Location, to any host."""
         if not isinstance(method, str) or not _METHOD.match(method):
             raise self._error(f"bad HTTP method {method!r}")
         path_t = self._use(parts(path))
-        if not path_t or not isinstance(path_t[0], str) or not path_t[0].startswith("/"):
-            raise self._error(f"path must start with '/', got {display(path_t)!r}")
+        if not _url_start(path_t):
+            raise self._error(
+                "the URL must be a path starting with '/' or an http:// or https:// URL, "
+                f"got {display(path_t)!r}"
+            )
         given = [k for k, v in (("json", json), ("form", form), ("body", body)) if v is not None]
         if len(given) > 1:
             raise self._error(f"give one of json=, form=, body=, not {' and '.join(given)}")
@@ -367,9 +388,21 @@ class User(Functions, Control):
                 step["tally"] = {"path": parse_path(tally), "text": tally}
             except ValueError as e:
                 raise self._error(f"tally: {e}") from None
+        if timeout is not None:
+            step["timeout_s"] = self._timeout_s(timeout)
         self._add(step)
         self._sent += 1
         return Response(self, step)
+
+    def _timeout_s(self, timeout: str | float) -> float:
+        """_timeout_s: a request's ``timeout=`` in seconds (> 0), or the error naming its line."""
+        try:
+            seconds = parse_duration(timeout, "timeout")
+        except (ValueError, ConfigError) as e:
+            raise self._error(str(e)) from None
+        if not seconds > 0:
+            raise self._error(f"timeout must be > 0, got {timeout!r}")
+        return seconds
 
     def get(self, path: Any, **kw: Any) -> Response:
         """get: a GET request (see :meth:`request`)."""

@@ -109,10 +109,12 @@ impl Builder<'_> {
     fn request(&mut self, r: &RequestSpec) -> Result<usize, EngineError> {
         let line = r.line;
         let method = self.method(r)?;
-        let path = self.template(&r.path, Escape::Path, line)?;
-        if !matches!(path.parts.first(), Some(template::Part::Lit(s)) if s.starts_with('/')) {
-            return Err(self.err(line, "the path must start with '/'"));
-        }
+        let (lead, path) = self.url(r)?;
+        let timeout = match r.timeout_s {
+            None => None,
+            Some(t) if t.is_finite() && t > 0.0 && t < 1e9 => Some(Duration::from_secs_f64(t)),
+            Some(t) => return Err(self.err(line, format!("timeout must be > 0 s, got {t}"))),
+        };
         let query = self.form_pairs(&r.query, line)?;
         let headers = self.headers(r)?;
         let given = |name: &str| r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
@@ -150,7 +152,9 @@ impl Builder<'_> {
             head: method == "HEAD",
             idempotent: crate::http::idempotent(&method),
             method,
+            lead,
             path,
+            timeout,
             query,
             headers,
             content_type: if given("content-type") { None } else { ctype },
@@ -162,6 +166,36 @@ impl Builder<'_> {
             tally: r.tally.as_ref().map(|t| t.path.clone()),
         });
         Ok(self.requests.len() - 1)
+    }
+
+    /// url builds a request's URL: the variables (or functions) it starts with, written as
+    /// URL text, and the rest, a path or an absolute URL whose variables are escaped as path
+    /// text. A URL whose origin is written out is checked here; one that comes from
+    /// variables is checked per request (a bad one fails that request with the reason).
+    fn url(&self, r: &RequestSpec) -> Result<(Option<Template>, Template), EngineError> {
+        let line = r.line;
+        let n = r
+            .path
+            .iter()
+            .take_while(|p| !matches!(p, spec::PartSpec::Lit(_)))
+            .count();
+        let lead = match n {
+            0 => None,
+            _ => Some(self.template(&r.path[..n].to_vec(), Escape::Url, line)?),
+        };
+        let path = self.template(&r.path[n..].to_vec(), Escape::Path, line)?;
+        if lead.is_some() {
+            return Ok((lead, path));
+        }
+        let first = match path.parts.first() {
+            Some(template::Part::Lit(s)) => &**s,
+            _ => "",
+        };
+        super::url::check(first, path.parts.len() == 1).map_err(|why| {
+            let shown: String = r.path.iter().map(spec::PartSpec::shown).collect();
+            self.err(line, format!("{why}, got {shown:?}"))
+        })?;
+        Ok((None, path))
     }
 
     /// method is the request's method, upper case.
@@ -437,7 +471,8 @@ fn expected_errors(checks: &[Check]) -> Vec<u16> {
 }
 
 impl Script {
-    /// from_json parses and builds a plan; `authority` is the run's Host header.
+    /// from_json parses and builds a plan; `authority` is the run's Host header (its `base`
+    /// says http; the run sets https where it is).
     pub fn from_json(plan: &serde_json::Value, authority: &str) -> Result<Script, EngineError> {
         let spec: PlanSpec = serde_json::from_value(plan.clone())
             .map_err(|e| EngineError::config(format!("bad scenario plan: {e}")))?;
@@ -501,6 +536,8 @@ impl Script {
             initial: b.initial,
             data,
             authority: authority.to_string(),
+            host: super::url::run_host(authority).to_string(),
+            base: format!("http://{authority}"),
             pacing,
             iterations: spec.iterations,
             depth: b.depth,

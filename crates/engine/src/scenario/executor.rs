@@ -15,10 +15,12 @@ use std::time::{Duration, Instant, SystemTime};
 use super::check::Seen;
 use super::cookies::CookieJar;
 use super::generator::entropy_seed;
+use super::render::{render, same_origin};
 use super::response::Parsed;
 use super::rng::Rng;
 use super::template::Scratch;
-use super::{Body, Op, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
+use super::url::{self, Origin};
+use super::{Op, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
 use crate::failure::ErrorClass;
 
 /// MAX_REDIRECTS bounds the redirects one request follows.
@@ -37,19 +39,24 @@ pub enum Reply {
     },
     /// Failed: no response (counted under its class).
     Failed(ErrorClass),
+    /// Refused: not sent, for a reason the transport has counted with the failure (a host
+    /// that does not resolve, one host too many).
+    Refused,
 }
 
 /// Transport is what the executor needs from its lane.
 #[allow(async_fn_in_trait)]
 pub trait Transport {
     /// exchange sends `bytes` (a whole request: `req`, or with `hop` the GET of a redirect
-    /// it follows) meant to start at `intended`, records it under the request's name (with
-    /// `hop`, its redirect name: [`Request::hop_stat`]), and leaves the raw response in `raw`.
+    /// it follows) to `to` (None: the run's host) meant to start at `intended`, records it
+    /// under the request's name (with `hop`, its redirect name: [`Request::hop_stat`]), and
+    /// leaves the raw response in `raw`.
     async fn exchange(
         &mut self,
         bytes: &[u8],
         req: &Request,
         hop: bool,
+        to: Option<Origin<'_>>,
         intended: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply;
@@ -74,6 +81,9 @@ pub trait Transport {
     /// any request (no data row left) awaits nothing else, and a VU repeating it must not
     /// starve its thread.
     async fn yield_now(&mut self) {}
+    /// nowhere says that the failure counted next is of a request that went to no host (its
+    /// URL made none), so no host's figures take it.
+    fn nowhere(&mut self) {}
 }
 
 /// Vu is one virtual user's state between requests and iterations.
@@ -105,6 +115,8 @@ pub struct Vu {
     has_row: bool,
     /// out_of_rows: a data set that stops on running out had no row for this VU: it is done.
     out_of_rows: bool,
+    /// url: the URL of the request being made (its redirects resolve against it).
+    url: String,
     location: String,
     /// tallied: the value the last answer is tallied by (reused: no allocation per answer).
     tallied: String,
@@ -150,6 +162,7 @@ impl Vu {
             setup_done: false,
             has_row: false,
             out_of_rows: false,
+            url: String::new(),
             location: String::new(),
             tallied: String::new(),
             locs: Vec::new(),
@@ -390,9 +403,12 @@ impl Vu {
         Ok(())
     }
 
-    /// request sends `req` (following redirects if it says so) and reads its response into
-    /// `self.parsed`; a transport failure or a 4xx/5xx the request does not expect ends the
-    /// iteration.
+    /// request sends `req` (following redirects if it says so, to any host) and reads its
+    /// response into `self.parsed`; a transport failure, a URL that makes no request or a
+    /// 4xx/5xx the request does not expect ends the iteration.
+    // long: one loop over a request and the redirects it follows, read top to bottom; each
+    // hop's URL, split in place (borrowed from `self.url`), lives across the exchange and the
+    // next hop's resolution, which a helper borrowing all of `self` could not sit beside.
     async fn request<T: Transport>(
         &mut self,
         script: &Script,
@@ -400,28 +416,61 @@ impl Vu {
         t: &mut T,
         intended: Instant,
     ) -> Result<(u16, Duration), Failed> {
-        self.render(script, req, None);
+        // A function of the URL that cannot be computed fails the request it makes.
+        let mut url_done = self.write_url(req);
         let mut intended = intended;
         let mut hops = 0;
+        // cross: a redirect left the request's origin (its credentials stay behind, as
+        // browsers and curl do).
+        let mut cross = false;
         loop {
             self.sent = intended;
             self.sent_any = true;
             let stat = if hops == 0 { req.stat } else { req.hop_stat };
             self.stat = stat;
+            let split = match url::split(&self.url) {
+                Ok(s) => s,
+                Err(why) => {
+                    let reason = format!("bad URL {:?}: {why}", self.url);
+                    t.nowhere();
+                    t.fail(intended, stat, &reason);
+                    return Err(Failed);
+                }
+            };
+            let done = render(
+                (&mut self.req, &mut self.body),
+                &self.vars,
+                &mut self.scratch,
+                &self.jar,
+                script,
+                req,
+                (hops > 0, cross),
+                &split,
+            );
+            self.broken = std::mem::replace(&mut url_done, Ok(())).and(done).err();
             let reply = t
-                .exchange(&self.req, req, hops > 0, intended, &mut self.raw)
+                .exchange(
+                    &self.req,
+                    req,
+                    hops > 0,
+                    split.origin,
+                    intended,
+                    &mut self.raw,
+                )
                 .await;
             let (status, latency) = match reply {
                 Reply::Failed(class) => {
                     t.reason(intended, stat, class_name(class));
                     return Err(Failed);
                 }
+                Reply::Refused => return Err(Failed),
                 Reply::Answered { status, latency } => (status, latency),
             };
             self.latency = latency;
             self.parsed.parse(&self.raw);
+            let host = split.origin.map_or(script.host.as_str(), |o| o.host);
             for c in self.parsed.headers_named(&self.raw, "set-cookie") {
-                self.jar.store(c);
+                self.jar.store(c, host);
             }
             if let Some(reason) = self.broken.take() {
                 // Sent, and answered, but not as the flow says: a failed request. A 4xx/5xx
@@ -448,20 +497,42 @@ impl Vu {
                 self.tally(req, t, intended);
                 return Ok((status, latency));
             };
-            self.location.clear();
-            match same_host_path(location, &script.authority) {
-                Some(p) => self.location.push_str(p),
-                None => {
-                    t.fail(intended, stat, "redirect to another host");
-                    return Err(Failed);
-                }
+            if !url::resolve(&self.url, location, &script.base, &mut self.location) {
+                t.fail(intended, stat, "redirect to a Location that makes no URL");
+                return Err(Failed);
             }
+            let next = url::split(&self.location).ok().and_then(|s| s.origin);
+            cross |= !same_origin(split.origin, next, script);
+            std::mem::swap(&mut self.url, &mut self.location);
             hops += 1;
-            let loc = std::mem::take(&mut self.location);
-            self.render(script, req, Some(&loc));
-            self.location = loc;
             intended = t.now();
         }
+    }
+
+    /// write_url renders `req`'s URL, its query included, into `self.url`; a function in it
+    /// that cannot be computed is the error.
+    fn write_url(&mut self, req: &Request) -> Result<(), &'static str> {
+        self.url.clear();
+        let mut url = std::mem::take(&mut self.url).into_bytes();
+        let scratch = &mut self.scratch;
+        let mut done = Ok(());
+        if let Some(lead) = &req.lead {
+            done = lead.render(&self.vars, &mut url, scratch);
+        }
+        done = done.and(req.path.render(&self.vars, &mut url, scratch));
+        for (i, (k, v)) in req.query.iter().enumerate() {
+            url.push(if i == 0 && !url.contains(&b'?') {
+                b'?'
+            } else {
+                b'&'
+            });
+            url.extend_from_slice(k.as_bytes());
+            url.push(b'=');
+            done = done.and(v.render(&self.vars, &mut url, scratch));
+        }
+        // Templates write text (their literals as given, their values escaped): valid UTF-8.
+        self.url = String::from_utf8(url).unwrap_or_default();
+        done
     }
 
     /// tally counts the answer just parsed, which ends `req`, by the value at its `tally`
@@ -472,106 +543,6 @@ impl Vu {
             t.tally(intended, req.stat, &self.tallied);
         }
     }
-
-    /// render writes `req` into `self.req`; `redirect` replaces it by a GET of that path. A
-    /// function of a template that cannot be computed is kept in `self.broken`.
-    fn render(&mut self, script: &Script, req: &Request, redirect: Option<&str>) {
-        let out = &mut self.req;
-        let scratch = &mut self.scratch;
-        let mut done = Ok(());
-        out.clear();
-        self.body.clear();
-        if let Some(path) = redirect {
-            out.extend_from_slice(b"GET ");
-            out.extend_from_slice(path.as_bytes());
-        } else {
-            out.extend_from_slice(req.method.as_bytes());
-            out.push(b' ');
-            done = done.and(req.path.render(&self.vars, out, scratch));
-            for (i, (k, v)) in req.query.iter().enumerate() {
-                let first = i == 0 && !out.contains(&b'?');
-                out.push(if first { b'?' } else { b'&' });
-                out.extend_from_slice(k.as_bytes());
-                out.push(b'=');
-                done = done.and(v.render(&self.vars, out, scratch));
-            }
-        }
-        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-        out.extend_from_slice(script.authority.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        let mut agent = false;
-        for (k, v) in &req.headers {
-            agent |= k.eq_ignore_ascii_case("user-agent");
-            out.extend_from_slice(k.as_bytes());
-            out.extend_from_slice(b": ");
-            done = done.and(v.render(&self.vars, out, scratch));
-            out.extend_from_slice(b"\r\n");
-        }
-        if !agent {
-            out.extend_from_slice(b"User-Agent: ");
-            out.extend_from_slice(crate::http::USER_AGENT.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        self.jar.write_header(out);
-        if redirect.is_some() {
-            out.extend_from_slice(b"\r\n");
-            self.broken = done.err();
-            return;
-        }
-        match &req.body {
-            Body::None => {}
-            Body::Json(tpl) | Body::Text(tpl) => {
-                done = done.and(tpl.render(&self.vars, &mut self.body, scratch));
-            }
-            Body::Form(fields) => {
-                for (i, (k, v)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        self.body.push(b'&');
-                    }
-                    self.body.extend_from_slice(k.as_bytes());
-                    self.body.push(b'=');
-                    done = done.and(v.render(&self.vars, &mut self.body, scratch));
-                }
-            }
-        }
-        if let Some(ct) = req.content_type {
-            out.extend_from_slice(b"Content-Type: ");
-            out.extend_from_slice(ct.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        let has_body = !matches!(req.body, Body::None);
-        if has_body || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
-            let _ = write!(Buf(out), "Content-Length: {}\r\n", self.body.len());
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.body);
-        self.broken = done.err();
-    }
-}
-
-/// Buf lets `write!` append to a byte vector.
-struct Buf<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for Buf<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
-}
-
-/// same_host_path: the path of a redirect target on the run's host, else None.
-fn same_host_path<'a>(location: &'a str, authority: &str) -> Option<&'a str> {
-    if location.starts_with('/') {
-        return Some(location);
-    }
-    let rest = location
-        .strip_prefix("http://")
-        .or_else(|| location.strip_prefix("https://"))?;
-    let (host, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    host.eq_ignore_ascii_case(authority).then_some(path)
 }
 
 /// class_name: an error class as the reasons table names it.

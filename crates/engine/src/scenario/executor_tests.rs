@@ -19,6 +19,8 @@ struct Fake<F: FnMut(&str) -> (u16, String)> {
     groups: Vec<(usize, Duration, bool)>,
     iterations: Vec<bool>,
     tallies: Vec<(usize, String)>,
+    /// to: where each request went: the authority of its origin, "" for the run's host.
+    to: Vec<String>,
     started: u32,
     paused: Duration,
 }
@@ -35,6 +37,7 @@ impl<F: FnMut(&str) -> (u16, String)> Fake<F> {
             groups: Vec::new(),
             iterations: Vec::new(),
             tallies: Vec::new(),
+            to: Vec::new(),
             started: 0,
             paused: Duration::ZERO,
         }
@@ -47,9 +50,12 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
         bytes: &[u8],
         req: &Request,
         hop: bool,
+        to: Option<crate::scenario::url::Origin<'_>>,
         _: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply {
+        self.to
+            .push(to.map_or_else(String::new, |o| o.authority.to_string()));
         let text = String::from_utf8(bytes.to_vec()).unwrap();
         let (status, resp) = (self.serve)(&text);
         self.sent.push(text);
@@ -468,3 +474,6 @@ fn a_bad_function_is_refused_with_its_line() {
 }
 #[path = "executor_control_tests.rs"]
 mod control;
+
+#[path = "executor_hosts_tests.rs"]
+mod hosts;

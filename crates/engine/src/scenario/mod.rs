@@ -8,7 +8,7 @@
 //! recursion or boxed futures). Modules, in dependency order: `spec` (the JSON), `function`
 //! (what a template computes per request), `generator` (what a set step draws), `template`,
 //! `response`, `extract`, `check`, `cond` (conditions of `when`, `until` and `stop`),
-//! `cookies`, `rng`, the script's types here and `build`
+//! `cookies`, `rng`, `url`, `render` (a request's text), the script's types here and `build`
 //! (the builder), then `executor` (one
 //! iteration of one VU over a [`executor::Transport`]), `stats` (what it records) and `tally`
 //! (the values a request counts of its answers).
@@ -22,6 +22,7 @@ pub mod extract;
 pub mod function;
 pub mod generator;
 pub mod json;
+pub mod render;
 pub mod response;
 pub mod rng;
 pub mod spec;
@@ -29,6 +30,7 @@ pub mod stats;
 pub mod summary;
 pub mod tally;
 pub mod template;
+pub mod url;
 
 mod build;
 
@@ -73,8 +75,13 @@ pub struct Request {
     pub head: bool,
     /// idempotent: may be resent after a stale keep-alive connection.
     pub idempotent: bool,
-    /// path: the templated path.
+    /// lead: the variables a URL starts with (`{location}`, `{base}/x`), written as URL text
+    /// ([`template::Escape::Url`]); `path` is the rest.
+    pub lead: Option<Template>,
+    /// path: the templated URL (after `lead`): a path, or an absolute URL.
     pub path: Template,
+    /// timeout: this request's own timeout (the run's when None).
+    pub timeout: Option<Duration>,
     /// query: encoded names and templated values.
     pub query: Vec<(String, Template)>,
     /// headers: names and templated values.
@@ -231,8 +238,13 @@ pub struct Script {
     pub initial: Vec<String>,
     /// data: the data sets.
     pub data: Vec<Data>,
-    /// authority: the Host header.
+    /// authority: the Host header of a path's request.
     pub authority: String,
+    /// host: the run's host (the cookie domain of a path's request).
+    pub host: String,
+    /// base: the run's origin (`http://host:port`), on which a path's relative redirects
+    /// resolve.
+    pub base: String,
     /// pacing: an iteration starts at most every this long.
     pub pacing: Option<Duration>,
     /// iterations: each VU stops after this many iterations.
@@ -246,6 +258,11 @@ impl Script {
     /// (`on_exhausted="stop"`): no VU starts another iteration.
     pub fn data_stopped(&self) -> bool {
         self.data.iter().any(Data::stopped)
+    }
+
+    /// longest_timeout is the longest of the requests' own timeouts, if any has one.
+    pub fn longest_timeout(&self) -> Option<Duration> {
+        self.requests.iter().filter_map(|r| r.timeout).max()
     }
 
     /// pick chooses a flow for a draw in `0..total_weight`.

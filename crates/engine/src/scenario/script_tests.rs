@@ -21,7 +21,7 @@ fn bad_plans_name_file_and_line() {
         (
             "relative path",
             plan(json!([req("a", json!(["x"]))])),
-            "s.py:3: the path must start with '/'",
+            "s.py:3: the URL must be a path starting with '/' or an http:// or https:// URL",
         ),
         (
             "bad regex",

@@ -42,6 +42,17 @@ pub struct CallSpec {
     pub fill: Option<String>,
 }
 
+impl PartSpec {
+    /// shown is the part as messages show it: text, `{name}`, or `{fn(...)}`.
+    pub fn shown(&self) -> String {
+        match self {
+            PartSpec::Lit(s) => s.clone(),
+            PartSpec::Var { var } => format!("{{{var}}}"),
+            PartSpec::Call(c) => format!("{{{}(...)}}", c.func),
+        }
+    }
+}
+
 /// TemplateSpec is a templated string.
 pub type TemplateSpec = Vec<PartSpec>;
 
@@ -175,8 +186,12 @@ pub struct RequestSpec {
     pub name: String,
     /// method: the HTTP method.
     pub method: String,
-    /// path: the templated path.
+    /// path: the templated URL: a path on the run's host (`/x`), or an absolute `http://` or
+    /// `https://` URL, either of which may start with variables (`{location}`).
     pub path: TemplateSpec,
+    /// timeout_s: this request's timeout, in seconds (the run's when absent).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
     /// query: templated query parameters.
     #[serde(default)]
     pub query: Vec<(String, TemplateSpec)>,
@@ -186,7 +201,7 @@ pub struct RequestSpec {
     /// body: the body, if any.
     #[serde(default)]
     pub body: Option<BodySpec>,
-    /// follow_redirects: follow 3xx responses with a Location (GET, same host).
+    /// follow_redirects: follow 3xx responses with a Location (a GET, to any host).
     #[serde(default)]
     pub follow_redirects: bool,
     /// extract: variables taken from the response.

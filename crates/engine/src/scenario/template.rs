@@ -12,6 +12,9 @@ use super::spec::{PartSpec, TemplateSpec};
 pub enum Escape {
     /// Path: percent-encode what a path segment may not hold (`/` stays).
     Path,
+    /// Url: a whole URL or its start (an extracted `Location`, a base URL): what a URL may
+    /// hold stays (`:`, `/`, `?`, `[`, `%`...), spaces, controls and the rest are encoded.
+    Url,
     /// Form: `application/x-www-form-urlencoded` (query strings and form bodies).
     Form,
     /// Header: as is, with CR, LF and NUL replaced by spaces (no header injection).
@@ -229,7 +232,7 @@ pub fn write_escaped(out: &mut Vec<u8>, v: &str, escape: Escape) {
     }
 }
 
-/// write_bytes appends `v` escaped for a path, a form, a header, or raw.
+/// write_bytes appends `v` escaped for a path, a URL, a form, a header, or raw.
 fn write_bytes(out: &mut Vec<u8>, v: &[u8], escape: Escape) {
     match escape {
         Escape::Raw | Escape::Json => out.extend_from_slice(v),
@@ -240,6 +243,15 @@ fn write_bytes(out: &mut Vec<u8>, v: &[u8], escape: Escape) {
         Escape::Path => {
             for &b in v {
                 if b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b) {
+                    out.push(b);
+                } else {
+                    percent(out, b);
+                }
+            }
+        }
+        Escape::Url => {
+            for &b in v {
+                if b.is_ascii_graphic() && !b"\"<>\\^`{|}".contains(&b) {
                     out.push(b);
                 } else {
                     percent(out, b);
@@ -330,6 +342,12 @@ mod tests {
                 "{\"u\":\"a b/\\\"c\\\"\\r\\n\"}",
             ),
             ("raw", &["$y"], Escape::Raw, "é&="),
+            (
+                "a URL keeps what URLs hold",
+                &["$x"],
+                Escape::Url,
+                "a%20b/%22c%22%0D%0A",
+            ),
         ];
         for (label, parts, esc, want) in cases {
             let mut out = Vec::new();

@@ -1,6 +1,7 @@
 //! The apps a connection answers for the scenario probes: the form app's pages (`form.rs`:
-//! the survey's form, its post and the thank-you page) and the task app's submit, status and
-//! result (`task.rs`), each queued in the connection's output and counted.
+//! the survey's form, its post and the thank-you page), the task app's submit, status and
+//! result (`task.rs`), each queued in the connection's output and counted, and the redirect
+//! to another server (`/redirect?to=URL`).
 
 use super::*;
 
@@ -147,6 +148,31 @@ impl<S: Io> Conn<S> {
         response::encode_head_with(&mut self.out, &head, &extra[..extras]);
         if response::has_body(status) && !request.head_only {
             response::encode_piece(&mut self.out, &self.body, framing);
+            response::encode_end(&mut self.out, framing);
+        }
+    }
+
+    /// answer_redirect queues a `/redirect?to=URL`'s answer: 302 to URL, or 400 without one.
+    pub(super) fn answer_redirect(&mut self, behaviour: &Behaviour, request: &Request) {
+        let (status, extra, body): (_, &[(&str, &str)], &[u8]) = match &request.location {
+            Some(to) => (
+                StatusCode::FOUND,
+                &[("location", to.as_str())],
+                b"see location\n",
+            ),
+            None => (StatusCode::BAD_REQUEST, &[], b"redirect needs to=URL\n"),
+        };
+        let framing = framing(behaviour);
+        let head = Head {
+            status,
+            content_type: "text/plain",
+            body_len: body.len() as u64,
+            framing,
+            close: behaviour.close || !request.keep_alive,
+        };
+        response::encode_head_with(&mut self.out, &head, extra);
+        if !request.head_only {
+            response::encode_piece(&mut self.out, body, framing);
             response::encode_end(&mut self.out, framing);
         }
     }

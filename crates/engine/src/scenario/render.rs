@@ -1,0 +1,114 @@
+//! A flow's request written out: the HTTP/1.1 text of a request (or of the GET of a redirect
+//! it follows) to the origin its URL names, with the VU's variables, functions and cookies
+//! filled in, into the VU's reused buffers (nothing allocated once they have grown).
+
+use std::fmt::Write as _;
+
+use super::cookies::CookieJar;
+use super::template::Scratch;
+use super::url::{self, Origin};
+use super::{Body, Request, Script};
+
+/// same_origin says whether two requests' origins (None: the run's host) are one.
+pub fn same_origin(a: Option<Origin<'_>>, b: Option<Origin<'_>>, script: &Script) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same(&b),
+        (Some(o), None) | (None, Some(o)) => url::split(&script.base)
+            .ok()
+            .and_then(|s| s.origin)
+            .is_some_and(|run| run.same(&o)),
+    }
+}
+
+/// render writes `req` to `split`'s URL into `out` (its body through `body`); a redirect
+/// (`hop`) is a GET without a body, and one that left the request's origin (`cross`) leaves
+/// out the Authorization and Cookie headers the flow gave. A function of a template that
+/// cannot be computed is the error.
+#[allow(clippy::too_many_arguments)]
+pub fn render(
+    (out, body): (&mut Vec<u8>, &mut Vec<u8>),
+    vars: &[String],
+    scratch: &mut Scratch,
+    jar: &CookieJar,
+    script: &Script,
+    req: &Request,
+    (hop, cross): (bool, bool),
+    split: &url::Split<'_>,
+) -> Result<(), &'static str> {
+    let mut done = Ok(());
+    out.clear();
+    body.clear();
+    out.extend_from_slice(if hop { b"GET" } else { req.method.as_bytes() });
+    out.push(b' ');
+    if !split.target.starts_with('/') {
+        out.push(b'/');
+    }
+    out.extend_from_slice(split.target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    let (authority, host) = match split.origin {
+        Some(o) => (o.authority, o.host),
+        None => (script.authority.as_str(), script.host.as_str()),
+    };
+    out.extend_from_slice(authority.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (k, v) in &req.headers {
+        if cross && (k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("cookie")) {
+            continue;
+        }
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b": ");
+        done = done.and(v.render(vars, out, scratch));
+        out.extend_from_slice(b"\r\n");
+    }
+    if !req
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+    {
+        out.extend_from_slice(b"User-Agent: ");
+        out.extend_from_slice(crate::http::USER_AGENT.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    jar.write_header(out, host);
+    if hop {
+        out.extend_from_slice(b"\r\n");
+        return done;
+    }
+    match &req.body {
+        Body::None => {}
+        Body::Json(tpl) | Body::Text(tpl) => done = done.and(tpl.render(vars, body, scratch)),
+        Body::Form(fields) => {
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    body.push(b'&');
+                }
+                body.extend_from_slice(k.as_bytes());
+                body.push(b'=');
+                done = done.and(v.render(vars, body, scratch));
+            }
+        }
+    }
+    if let Some(ct) = req.content_type {
+        out.extend_from_slice(b"Content-Type: ");
+        out.extend_from_slice(ct.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let has_body = !matches!(req.body, Body::None);
+    if has_body || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
+        let _ = write!(Buf(out), "Content-Length: {}\r\n", body.len());
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    done
+}
+
+/// Buf lets `write!` append to a byte vector.
+struct Buf<'a>(&'a mut Vec<u8>);
+
+impl std::fmt::Write for Buf<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
+    }
+}
