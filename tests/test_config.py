@@ -15,14 +15,20 @@ ENGINE = Path(__file__).resolve().parent.parent / "crates" / "engine" / "src"
 
 
 def rust_fields(source: str, struct: str) -> set[str]:
-    """rust_fields: the public fields of ``pub struct NAME { ... }`` in ``source``."""
+    """rust_fields: the public fields of ``pub struct NAME { ... }`` in ``source`` that its
+    JSON carries (not those marked ``#[serde(skip)]``, which the binding sets: the Python
+    steps' host)."""
     body = re.search(rf"pub struct {struct} \{{(.*?)\n\}}", source, re.S)
     assert body is not None, f"no struct {struct}"
-    return set(re.findall(r"^\s*pub (\w+):", body.group(1), re.M))
+    skipped = set(re.findall(r"#\[serde\(skip\)\]\s*pub (\w+):", body.group(1)))
+    return set(re.findall(r"^\s*pub (\w+):", body.group(1), re.M)) - skipped
 
 
 def test_rust_fields_reads_a_struct():
-    src = "pub struct A {\n    /// doc\n    pub x: i64,\n    pub y: Option<f64>,\n    z: u8,\n}\n"
+    src = (
+        "pub struct A {\n    /// doc\n    pub x: i64,\n    pub y: Option<f64>,\n    z: u8,\n"
+        "    #[serde(skip)]\n    pub h: Option<H>,\n}\n"
+    )
     assert rust_fields(src, "A") == {"x", "y"}
 
 

@@ -16,8 +16,8 @@ use crate::tls::TlsSettings;
 
 #[path = "config_fields.rs"]
 mod fields;
-pub use fields::LatencyFrom;
 use fields::{check_headers, check_method, check_stages, check_warmup_fits, count, positive_secs};
+pub use fields::{LatencyFrom, Protocol};
 
 /// RunConfig is what to run. It is deserialised from the JSON the Python package builds;
 /// omitted fields take the defaults below and unknown fields are rejected.
@@ -84,6 +84,9 @@ pub struct RunConfig {
     /// plan: a scenario's compiled plan (docs/scenarios.md); each hit is then one iteration
     /// of a flow, and `url` gives only the host (its path is not used).
     pub plan: Option<serde_json::Value>,
+    /// python_host: where a plan's Python steps run (the binding sets it; not in the JSON).
+    #[serde(skip)]
+    pub python_host: Option<crate::scenario::host::HostRef>,
     /// start_at_unix_s: the wall-clock instant (Unix seconds) the load starts at, so that
     /// several processes (a cluster's injectors) run one schedule; the run is built and
     /// waits for it. None: start at once. An instant already past starts at once.
@@ -122,6 +125,7 @@ impl Default for RunConfig {
             http2: None,
             streams: None,
             plan: None,
+            python_host: None,
             start_at_unix_s: None,
             latency_from: LatencyFrom::Sent,
             stream: false,
@@ -183,25 +187,6 @@ pub fn defaults() -> serde_json::Value {
         "send_ahead_s": d.send_ahead_s,
         "max_send_ahead_s": MAX_SEND_AHEAD_S,
     })
-}
-
-/// Protocol is the HTTP version a run speaks on its connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// Http1: HTTP/1.1, one request at a time per connection.
-    Http1,
-    /// Http2: HTTP/2, `streams` requests at a time per connection.
-    Http2,
-}
-
-impl Protocol {
-    /// name is the protocol as the report and ALPN name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Http1 => "http/1.1",
-            Protocol::Http2 => "h2",
-        }
-    }
 }
 
 /// Model is the load model: who decides when the next request goes out.
@@ -317,7 +302,8 @@ impl RunConfig {
         let threads = self.threads(model, &profile, max_connections, streams)?;
         let scenario = match &self.plan {
             Some(p) => {
-                let mut script = crate::scenario::Script::from_json(p, &target.authority)?;
+                let mut script = crate::scenario::Script::from_json(p, &target.authority)?
+                    .with_host(self.python_host.clone())?;
                 if target.https {
                     script.base = format!("https://{}", target.authority);
                 }

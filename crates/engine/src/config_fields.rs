@@ -127,3 +127,22 @@ impl LatencyFrom {
         }
     }
 }
+
+/// Protocol is the HTTP version a run speaks on its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Http1: HTTP/1.1, one request at a time per connection.
+    Http1,
+    /// Http2: HTTP/2, `streams` requests at a time per connection.
+    Http2,
+}
+
+impl Protocol {
+    /// name is the protocol as the report and ALPN name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 => "h2",
+        }
+    }
+}

@@ -180,6 +180,17 @@ impl Transport for LaneIo<'_> {
         self.lane.clock = None;
     }
 
+    async fn python(
+        &mut self,
+        host: &dyn crate::scenario::host::Host,
+        func: usize,
+        args: Vec<String>,
+    ) -> crate::scenario::host::Answer {
+        let answer = crate::scenario::host::ask(host, func, args).await;
+        self.lane.clock = None; // The wait took time: read the clock again.
+        answer
+    }
+
     async fn yield_now(&mut self) {
         tokio::task::yield_now().await;
     }

@@ -51,6 +51,9 @@ pub enum Limit {
     /// opened than the run asked for: the figures describe the ones that did.
     #[serde(rename = "fd_limit")]
     FdLimit,
+    /// Python: a scenario's Python step held the iterations back: its one thread (the GIL)
+    /// was in calls most of the run.
+    Python,
 }
 
 /// Generator is the self-check: did redline keep up, or do the numbers describe redline?
@@ -328,11 +331,11 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         stream: (t.stream.as_ref()).map(|st| crate::stream::StreamReport::new(st, f.measured_s)),
         per_name,
         per_host: per_host(&f),
-        scenario: f
-            .cfg
-            .scenario
-            .as_ref()
-            .map(|s| crate::scenario::summary::summarize(&t.flow, s, covered_s)),
+        scenario: f.cfg.scenario.as_ref().map(|s| {
+            let mut r = crate::scenario::summary::summarize(&t.flow, s, covered_s);
+            r.python = s.python_report(f.wall_s, f.process_cpu.total_s());
+            r
+        }),
         generator: generator(&f),
         histograms: Histograms {
             latency: encode_histogram(&t.latency),
@@ -371,6 +374,7 @@ fn per_host(f: &RunFacts<'_>) -> BTreeMap<String, crate::hosts::HostReport> {
     crate::hosts::report(&[one])
 }
 
+// long: each limit is judged, then worded, in one place, in the order they take precedence.
 fn generator(f: &RunFacts<'_>) -> Generator {
     let t = &f.totals;
     let fd_limit = (t.fd_refused > 0)
@@ -388,8 +392,13 @@ fn generator(f: &RunFacts<'_>) -> Generator {
     // The pool is to blame when hits fell due with every allowed connection busy, and the
     // late or missing ones waited at the cap.
     let capped = t.cap_reached && (t.late_at_cap > 0 || t.unsent > 0);
+    let python = (f.cfg.scenario.as_ref())
+        .and_then(|s| s.python_report(f.wall_s, f.process_cpu.total_s()))
+        .filter(crate::scenario::host::PythonReport::limits);
     let limit = if t.fd_refused > 0 {
         Limit::FdLimit
+    } else if python.is_some() {
+        Limit::Python
     } else if busy_hot || (behind && !capped) {
         Limit::Generator
     } else if behind {
@@ -421,6 +430,7 @@ fn generator(f: &RunFacts<'_>) -> Generator {
             t.fd_refused,
             fd_limit,
         ),
+        Limit::Python => python.map(|p| p.verdict()).unwrap_or_default(),
     };
     verdict.push_str(&notes(f, limit));
     Generator {

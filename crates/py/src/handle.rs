@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use redline_engine::{EngineError, Report, RunConfig, RunControl};
+use redline_engine::{EngineError, Report, RunControl};
 
 use crate::errors::{engine_err, ConfigError, RedlineError};
 use crate::run::spawn_engine;
@@ -32,11 +32,17 @@ pub struct RunHandle {
     report: Mutex<Option<String>>,
 }
 
-/// start_run(config_json) -> RunHandle: starts the run described by `config_json` (the
-/// engine's RunConfig; set `live` to change its load) and returns at once.
+/// start_run(config_json, functions=None) -> RunHandle: starts the run described by
+/// `config_json` (the engine's RunConfig; set `live` to change its load) and returns at once;
+/// `functions` are the plan's Python steps.
 #[pyfunction]
-pub fn start_run(config_json: &str) -> PyResult<RunHandle> {
-    let config = RunConfig::from_json(config_json).map_err(engine_err)?;
+#[pyo3(signature = (config_json, functions=None))]
+pub fn start_run(
+    py: Python<'_>,
+    config_json: &str,
+    functions: Option<Vec<PyObject>>,
+) -> PyResult<RunHandle> {
+    let config = crate::run::with_host(py, config_json, functions)?;
     // Check here too, so a bad configuration raises from start_run, not from report().
     let checked = config.check().map_err(engine_err)?;
     let control = Arc::new(RunControl::new());

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod errors;
 mod handle;
 mod histogram;
+mod host;
 mod run;
 mod target;
 

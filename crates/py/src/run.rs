@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
+use redline_engine::scenario::host::HostRef;
 use redline_engine::{EngineError, IntervalSnapshot, Report, RunConfig, RunControl};
 
 use crate::errors::{engine_err, RedlineError};
@@ -21,6 +22,21 @@ const SIGNAL_POLL: Duration = Duration::from_millis(100);
 
 /// EngineThread is the thread an engine run goes on; joining it gives the run's outcome.
 pub(crate) type EngineThread = JoinHandle<Result<Report, EngineError>>;
+
+/// with_host parses `config_json` with the engine's own parser (so a malformed configuration
+/// reads as it does from Rust) and gives it a host for `functions`, the plan's Python steps.
+pub(crate) fn with_host(
+    py: Python<'_>,
+    config_json: &str,
+    functions: Option<Vec<PyObject>>,
+) -> PyResult<RunConfig> {
+    let mut config = RunConfig::from_json(config_json).map_err(engine_err)?;
+    if let Some(functions) = functions.filter(|f| !f.is_empty()) {
+        let host = crate::host::PyHost::start(py, functions)?;
+        config.python_host = Some(HostRef(Arc::new(host)));
+    }
+    Ok(config)
+}
 
 /// spawn_engine starts `config` on its own thread named `name`, forwarding each interval's
 /// snapshot as JSON over the returned channel; shared by `run` and `start_run` so both drive
@@ -46,13 +62,18 @@ pub(crate) fn spawn_engine(
     Ok((rx, worker))
 }
 
-/// run(config_json, progress=None) -> report_json: runs the load described by `config_json`
-/// (the engine's RunConfig as JSON), calling `progress(snapshot_json)` once per interval.
+/// run(config_json, progress=None, functions=None) -> report_json: runs the load described
+/// by `config_json` (the engine's RunConfig as JSON), calling `progress(snapshot_json)` once
+/// per interval; `functions` are the plan's Python steps (see [`crate::host`]).
 #[pyfunction]
-#[pyo3(signature = (config_json, progress=None))]
-pub fn run(py: Python<'_>, config_json: &str, progress: Option<PyObject>) -> PyResult<String> {
-    // The engine's own parser, so a malformed configuration reads as it does from Rust.
-    let config = RunConfig::from_json(config_json).map_err(engine_err)?;
+#[pyo3(signature = (config_json, progress=None, functions=None))]
+pub fn run(
+    py: Python<'_>,
+    config_json: &str,
+    progress: Option<PyObject>,
+    functions: Option<Vec<PyObject>>,
+) -> PyResult<String> {
+    let config = with_host(py, config_json, functions)?;
     let control = Arc::new(RunControl::new());
     let (rx, worker) = spawn_engine("redline-run", config, Arc::clone(&control))?;
 

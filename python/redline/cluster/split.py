@@ -90,6 +90,11 @@ def split_config(
         whole = sum(weights)
         for c, w in zip(out, weights, strict=True):
             c["max_connections"] = max(1, math.ceil(int(config["max_connections"]) * w / whole))
+    if (config.get("plan") or {}).get("python"):
+        raise ClusterError(
+            "a scenario with Python steps (u.python) runs on one machine: its functions live in "
+            "this process; drop --cluster, or use the engine's functions"
+        )
     if config.get("plan") is not None:
         for i, c in enumerate(out):
             c["plan"] = partition_plan(config["plan"], i, n)

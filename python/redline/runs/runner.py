@@ -22,11 +22,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from redline import _engine
-from redline.errors import InjectorLost
+from redline.errors import ConfigError, InjectorLost
 from redline.runs.config import RunConfig, encode
 from redline.runs.options import IgnoredOption
 from redline.runs.result import Result
 from redline.runs.run_options import RunOptions
+from redline.scenario.pystep import functions_of
 
 #: Progress: the callback type for per-interval snapshots.
 Progress = Callable[[dict[str, Any]], None]
@@ -81,8 +82,17 @@ def run(
         def callback(snapshot_json: str) -> None:
             progress(json.loads(snapshot_json))
 
-    report = _engine.run(encode(config), callback)
+    report = _engine.run(encode(config), callback, python_steps(config))
     return Result(json.loads(report))
+
+
+def python_steps(config: RunConfig) -> list[Any] | None:
+    """python_steps: the callables of the plan's Python steps (``u.python``), for the engine's
+    binding to call; None without any."""
+    try:
+        return functions_of(config.get("plan"))
+    except LookupError as e:
+        raise ConfigError(str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -99,7 +109,7 @@ def start_handle(config: RunConfig, cluster: ClusterOptions | None = None) -> An
     """start_handle starts a live run of ``config``: the engine's RunHandle here, or with
     ``cluster`` the driver's ClusterHandle over its injectors (the same interface)."""
     if cluster is None:
-        return _engine.start_run(encode(config))
+        return _engine.start_run(encode(config), python_steps(config))
     from redline.cluster import start_run
 
     return start_run(

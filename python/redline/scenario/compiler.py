@@ -42,6 +42,10 @@ class _Compiler:
         self.run_vars = run_vars
         self.used_vars: dict[str, str] = {}
         self.datasets = scenario.datasets
+        #: scenario: whose steps these are (a Python step's key names it).
+        self.scenario = scenario
+        #: python: the plan's Python step functions ({"name", "key"}; see pystep).
+        self.python: list[dict[str, str]] = []
         self._n = 0
 
     def fresh(self, what: str) -> str:
@@ -113,7 +117,7 @@ def _plan(scenario: Scenario, run_vars: dict[str, str], path: str) -> dict[str, 
         if not u.steps:
             raise ScenarioError(f"flow {f.name!r} has no steps", path, f.line)
         flows.append({"name": f.name, "weight": f.weight, "steps": u.steps, "line": f.line})
-    return {
+    plan = {
         "version": PLAN_VERSION,
         "file": path,
         "vars": {f"var.{k}": v for k, v in sorted(comp.used_vars.items())},
@@ -121,6 +125,9 @@ def _plan(scenario: Scenario, run_vars: dict[str, str], path: str) -> dict[str, 
         "setup": setup_steps,
         "flows": flows,
     }
+    if comp.python:
+        plan["python"] = comp.python
+    return plan
 
 
 def _trace(fn: Any, user: User, path: str) -> Any:

@@ -47,6 +47,19 @@ def _data_line(name: str, d: dict[str, Any]) -> str:
     return line
 
 
+def _python_line(py: dict[str, Any]) -> str:
+    """_python_line: what the Python steps cost: per function, calls and µs a call; their
+    thread's CPU and its share of the process's."""
+    each = "; ".join(
+        f"{name}: {f['calls']} calls, {f['us_per_call']:.0f} µs a call, {f['errors']} failed"
+        for name, f in sorted(py.get("functions", {}).items())
+    )
+    return (
+        f"Python steps: {each}; their thread used {py['cpu_s']:.2f} s of CPU "
+        f"({py['cpu_share']:.0%} of the run's), in calls {py['busy_ratio']:.0%} of the time"
+    )
+
+
 def render(data: dict[str, Any]) -> str:
     """render returns the scenario tables of a result document (latencies in ms)."""
     secs = float(data.get("duration_s", 0.0))
@@ -94,6 +107,8 @@ def render(data: dict[str, Any]) -> str:
         )
     for name, d in sorted((sc.get("data") or {}).items()):
         lines.append(_data_line(name, d))
+    if sc.get("python"):
+        lines.append(_python_line(sc["python"]))
     it = sc.get("iterations")
     if it:
         lat = it.get("latency_ms", {})

@@ -15,6 +15,7 @@ from typing import Any
 
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
+from redline.scenario import pystep
 from redline.scenario.checks import Check
 from redline.scenario.control import Control
 from redline.scenario.functions import Functions
@@ -305,6 +306,18 @@ class User(Functions, Control):
         self._add({"step": "set", "var": name, "choice": [str(o) for o in options]})
         self._define(name)
         return Var(name)
+
+    def python(
+        self, fn: Any, *args: Any, returns: tuple[str, ...] | list[str] | None = None, **kw: Any
+    ) -> Any:
+        """python: a Python step: ``fn(*args, **kw)`` called each time the flow reaches it, at
+        run time, on redline's Python thread, with the Vars among the arguments filled in as
+        ``str`` (for what the plan cannot say: a signature, a token, Locust code pasted in).
+        Without ``returns`` the step is one Var, ``str`` of what ``fn`` returned; with
+        ``returns=("a", "b")``, ``fn`` returns a dict and the step is a dict of those keys'
+        Vars (``headers=u.python(sign, body, returns=("X-Sig",))``). An exception fails the
+        iteration, its reason counted in the run's ``scenario.python``."""
+        return pystep.trace(self, fn, args, kw, returns)
 
     def row(self, dataset: str) -> dict[str, Var]:
         """row: the current row of a data set declared with ``Scenario.data`` (the next row

@@ -30,6 +30,8 @@ struct Builder<'a> {
     groups: Vec<String>,
     requests: Vec<Request>,
     depth: usize,
+    python: Vec<PyStep>,
+    functions: usize,
 }
 
 impl Builder<'_> {
@@ -306,6 +308,7 @@ impl Builder<'_> {
         })
     }
 
+    // long: one arm per step kind, each resolving its spec in a few lines.
     fn steps(
         &mut self,
         steps: &[StepSpec],
@@ -367,6 +370,15 @@ impl Builder<'_> {
                 | StepSpec::When { .. }
                 | StepSpec::Until { .. }
                 | StepSpec::Stop { .. } => self.control(s, ops, depth)?,
+                StepSpec::Python {
+                    func,
+                    args,
+                    outputs,
+                    line,
+                } => {
+                    let i = self.python_step(*func, args, outputs, *line)?;
+                    ops.push(Op::Python(i));
+                }
                 StepSpec::Group { name, steps, .. } => {
                     let g = Self::stat(&mut self.groups, name);
                     ops.push(Op::GroupStart(g));
@@ -399,6 +411,31 @@ impl Builder<'_> {
             slot,
             choice: choice.to_vec(),
         })
+    }
+
+    /// python_step resolves a Python step: its function known, its arguments templates (sent
+    /// as they are) and its outputs' slots.
+    fn python_step(
+        &mut self,
+        func: usize,
+        args: &[spec::TemplateSpec],
+        outputs: &[String],
+        line: Option<u32>,
+    ) -> Result<usize, EngineError> {
+        if func >= self.functions {
+            return Err(self.err(line, format!("python step: no function {func} in the plan")));
+        }
+        let mut tpls = Vec::new();
+        for a in args {
+            tpls.push(self.template(a, Escape::Raw, line)?);
+        }
+        let outputs = outputs.iter().map(|o| self.slot(o)).collect();
+        self.python.push(PyStep {
+            func,
+            args: tpls,
+            outputs,
+        });
+        Ok(self.python.len() - 1)
     }
 
     /// think is a think step's time distribution.
@@ -500,6 +537,8 @@ impl Script {
             groups: Vec::new(),
             requests: Vec::new(),
             depth: 0,
+            python: Vec::new(),
+            functions: spec.python.len(),
         };
         b.slot("vu");
         b.slot("iteration");
@@ -541,6 +580,9 @@ impl Script {
             pacing,
             iterations: spec.iterations,
             depth: b.depth,
+            python: b.python,
+            functions: spec.python.iter().map(|p| p.name.clone()).collect(),
+            python_host: None,
         })
     }
 }

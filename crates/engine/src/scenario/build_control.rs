@@ -223,6 +223,11 @@ impl Builder<'_> {
                 StepSpec::Set { var, .. } => {
                     self.slot(var);
                 }
+                StepSpec::Python { outputs, .. } => {
+                    for o in outputs {
+                        self.slot(o);
+                    }
+                }
                 StepSpec::Loop { steps, .. }
                 | StepSpec::Group { steps, .. }
                 | StepSpec::Repeat { steps, .. }
@@ -256,6 +261,9 @@ fn sends(steps: &[StepSpec]) -> bool {
             otherwise,
             ..
         } => branches.iter().any(|b| sends(&b.steps)) || otherwise.as_deref().is_some_and(sends),
-        StepSpec::Think { .. } | StepSpec::Set { .. } | StepSpec::Stop { .. } => false,
+        StepSpec::Think { .. }
+        | StepSpec::Set { .. }
+        | StepSpec::Python { .. }
+        | StepSpec::Stop { .. } => false,
     })
 }

@@ -272,6 +272,23 @@ impl Data {
     }
 }
 
+/// fill sets the columns of `data`'s sets in `vars` for an iteration: the next row of each
+/// per-iteration set, and on a VU's `first` iteration its row of each per-VU set. Err names
+/// the set that ran out.
+pub fn fill(data: &[Data], vars: &mut [String], rng: &mut Rng, first: bool) -> Result<(), usize> {
+    for (i, d) in data.iter().enumerate() {
+        if d.per_vu && !first {
+            continue;
+        }
+        let row = d.take(rng).ok_or(i)?;
+        for (slot, v) in d.slots.iter().zip(d.rows.row(row)) {
+            vars[*slot].clear();
+            vars[*slot].push_str(v);
+        }
+    }
+    Ok(())
+}
+
 /// parse_csv reads a CSV file's text (header first) into rows `width` wide, keeping the rows
 /// numbered `index`, `index + count`, ...
 fn parse_csv(text: &str, width: usize, index: usize, count: usize) -> Result<Rows, String> {

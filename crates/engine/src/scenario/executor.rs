@@ -15,12 +15,13 @@ use std::time::{Duration, Instant, SystemTime};
 use super::check::Seen;
 use super::cookies::CookieJar;
 use super::generator::entropy_seed;
+use super::host::{ask, Answer, Host};
 use super::render::{render, same_origin};
 use super::response::Parsed;
 use super::rng::Rng;
 use super::template::Scratch;
 use super::url::{self, Origin};
-use super::{Op, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
+use super::{Op, PyStep, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
 use crate::failure::ErrorClass;
 
 /// MAX_REDIRECTS bounds the redirects one request follows.
@@ -84,6 +85,11 @@ pub trait Transport {
     /// nowhere says that the failure counted next is of a request that went to no host (its
     /// URL made none), so no host's figures take it.
     fn nowhere(&mut self) {}
+    /// python runs function `func` of `host` on `args` and awaits its answer (the lane's
+    /// thread runs its other lanes meanwhile).
+    async fn python(&mut self, host: &dyn Host, func: usize, args: Vec<String>) -> Answer {
+        ask(host, func, args).await
+    }
 }
 
 /// Vu is one virtual user's state between requests and iterations.
@@ -178,26 +184,6 @@ impl Vu {
         self.out_of_rows || script.iterations.is_some_and(|n| self.iterations >= n)
     }
 
-    /// take_rows fills the data sets' columns for an iteration: the next row of each
-    /// per-iteration set, and on the VU's first iteration its row of each per-VU set. Err
-    /// names the set that ran out.
-    fn take_rows(&mut self, script: &Script) -> Result<(), usize> {
-        for (i, d) in script.data.iter().enumerate() {
-            if d.per_vu && self.has_row {
-                continue;
-            }
-            let Some(row) = d.take(&mut self.rng) else {
-                return Err(i);
-            };
-            for (slot, v) in d.slots.iter().zip(d.rows.row(row)) {
-                self.vars[*slot].clear();
-                self.vars[*slot].push_str(v);
-            }
-        }
-        self.has_row = true;
-        Ok(())
-    }
-
     /// iterate runs one iteration (the setup first, on a VU's first), meant to start at
     /// `intended`, with the data sets' next rows ([`super::data::Data::take`]). A set that
     /// has run out and stops leaves the VU [`Vu::done`] with no iteration begun; one that
@@ -208,7 +194,9 @@ impl Vu {
         t: &mut T,
         intended: Instant,
     ) -> bool {
-        if let Err(set) = self.take_rows(script) {
+        let filled = super::data::fill(&script.data, &mut self.vars, &mut self.rng, !self.has_row);
+        self.has_row |= filled.is_ok();
+        if let Err(set) = filled {
             let d = &script.data[set];
             if d.on_exhausted == super::data::OnExhausted::Stop {
                 self.out_of_rows = true;
@@ -242,6 +230,8 @@ impl Vu {
 
     /// run executes `ops`; `at` is when the next request is meant to start (the iteration's
     /// intended start for its first request, then when the flow reaches each later one).
+    // long: one arm per op, read top to bottom; helpers would hand the program counter and
+    // the failure back to match again.
     async fn run<T: Transport>(
         &mut self,
         script: &Script,
@@ -292,6 +282,12 @@ impl Vu {
                 Op::Draw { slot, gen } => {
                     gen.draw(&mut self.entropy, SystemTime::now(), &mut self.vars[*slot]);
                 }
+                Op::Python(i) => {
+                    if self.python(script, &script.python[*i], t).await.is_err() {
+                        break Err(Failed);
+                    }
+                    *at = t.now();
+                }
                 Op::GroupStart(g) => self.groups.push((*g, t.now())),
                 Op::GroupEnd => {
                     if let Some((g, start)) = self.groups.pop() {
@@ -320,6 +316,32 @@ impl Vu {
             }
         }
         result
+    }
+
+    /// python runs a Python step: its arguments rendered, the host's answer into its
+    /// outputs. A call that raised fails the iteration (the host counts its reason).
+    async fn python<T: Transport>(
+        &mut self,
+        s: &Script,
+        step: &PyStep,
+        t: &mut T,
+    ) -> Result<(), Failed> {
+        // Script::with_host refuses a plan with Python steps and no host before the run.
+        let host = s.python_host.as_ref().ok_or(Failed)?;
+        let args = step
+            .render_args(&self.vars, &mut self.scratch)
+            .ok_or(Failed)?;
+        let values = t
+            .python(host.0.as_ref(), step.func, args)
+            .await
+            .map_err(|_| Failed)?;
+        if values.len() != step.outputs.len() {
+            return Err(Failed);
+        }
+        for (slot, v) in step.outputs.iter().zip(values) {
+            self.vars[*slot] = v;
+        }
+        Ok(())
     }
 
     fn think(&mut self, think: Think) -> Duration {

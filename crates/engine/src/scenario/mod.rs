@@ -21,6 +21,7 @@ pub mod executor;
 pub mod extract;
 pub mod function;
 pub mod generator;
+pub mod host;
 pub mod json;
 pub mod render;
 pub mod response;
@@ -193,6 +194,8 @@ pub enum Op {
     Jump(usize),
     /// Stop: end the iteration, as completed, when the condition holds (None: always).
     Stop(Option<Cond>),
+    /// Python: run Python step `0` (an index into [`Script::python`]).
+    Python(usize),
     /// GroupStart: start timing group `0`.
     GroupStart(usize),
     /// GroupEnd: stop timing the innermost group.
@@ -217,6 +220,17 @@ pub struct Flow {
     pub weight: u32,
     /// ops: what it does.
     pub ops: Vec<Op>,
+}
+
+/// PyStep is a Python step, resolved: its function, argument templates and output slots.
+#[derive(Debug, Clone)]
+pub struct PyStep {
+    /// func: the function's index in [`Script::functions`].
+    pub func: usize,
+    /// args: the arguments, rendered as they are (no escaping).
+    pub args: Vec<Template>,
+    /// outputs: the slots its answer fills, in order.
+    pub outputs: Vec<usize>,
 }
 
 /// Script is a resolved plan, shared (read-only) by every VU of the run.
@@ -251,6 +265,12 @@ pub struct Script {
     pub iterations: Option<u64>,
     /// depth: the deepest loop nesting (loop counters per VU).
     pub depth: usize,
+    /// python: the Python steps.
+    pub python: Vec<PyStep>,
+    /// functions: the Python steps' function names.
+    pub functions: Vec<String>,
+    /// python_host: where the Python steps run (set by [`Script::with_host`]).
+    pub python_host: Option<host::HostRef>,
 }
 
 impl Script {
@@ -263,6 +283,46 @@ impl Script {
     /// longest_timeout is the longest of the requests' own timeouts, if any has one.
     pub fn longest_timeout(&self) -> Option<Duration> {
         self.requests.iter().filter_map(|r| r.timeout).max()
+    }
+
+    /// with_host gives the script the host its Python steps run on; a script with Python
+    /// steps and no host (a plan run from Rust alone, or on a cluster injector) is refused.
+    pub fn with_host(mut self, host: Option<host::HostRef>) -> Result<Script, crate::EngineError> {
+        let need = self.functions.len();
+        match &host {
+            _ if need == 0 => {}
+            None => {
+                return Err(crate::EngineError::config(
+                    "the plan has Python steps (u.python): run it from redline's Python \
+                     package, which calls them",
+                ))
+            }
+            Some(h) if h.0.functions().len() < need => {
+                return Err(crate::EngineError::config(format!(
+                    "the plan has {need} Python step functions, the host {}",
+                    h.0.functions().len()
+                )))
+            }
+            Some(_) => {}
+        }
+        self.python_host = host;
+        Ok(self)
+    }
+
+    /// python_report is what the Python steps cost over a run of `wall_s` seconds that took
+    /// `process_cpu_s` of CPU (None without Python steps).
+    pub fn python_report(&self, wall_s: f64, process_cpu_s: f64) -> Option<host::PythonReport> {
+        let h = self
+            .python_host
+            .as_ref()
+            .filter(|_| !self.functions.is_empty())?;
+        let usage = h.0.usage();
+        Some(host::PythonReport::from_usage(
+            &self.functions,
+            &usage,
+            wall_s,
+            process_cpu_s,
+        ))
     }
 
     /// pick chooses a flow for a draw in `0..total_weight`.

@@ -297,6 +297,20 @@ pub enum StepSpec {
         #[serde(default)]
         line: Option<u32>,
     },
+    /// Python: call a Python step's function (`u.python`) on the run's host.
+    Python {
+        /// func: the function's index in the plan's `python` list.
+        #[serde(rename = "fn")]
+        func: usize,
+        /// args: the templated arguments, rendered and passed as strings.
+        #[serde(default)]
+        args: Vec<TemplateSpec>,
+        /// outputs: the variables its answer sets, in order.
+        outputs: Vec<String>,
+        /// line: the scenario line.
+        #[serde(default)]
+        line: Option<u32>,
+    },
     /// Group: run `steps`, timed as a whole under `name`.
     Group {
         /// name: the group's statistics label.
@@ -507,6 +521,16 @@ fn sequential() -> String {
     "sequential".into()
 }
 
+/// PythonSpec names a Python step's function.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct PythonSpec {
+    /// name: the function's name, for the report.
+    pub name: String,
+    /// key: where the Python package keeps it (read by Python, not here).
+    #[serde(default)]
+    pub key: String,
+}
+
 /// PlanSpec is a whole plan.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct PlanSpec {
@@ -522,6 +546,9 @@ pub struct PlanSpec {
     /// data: data sets.
     #[serde(default)]
     pub data: Vec<DataSpec>,
+    /// python: the functions of the Python steps (their names; the binding calls them).
+    #[serde(default)]
+    pub python: Vec<PythonSpec>,
     /// setup: steps each VU runs once before its first iteration.
     #[serde(default)]
     pub setup: Vec<StepSpec>,

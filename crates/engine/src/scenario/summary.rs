@@ -50,6 +50,9 @@ pub struct ScenarioReport {
     /// data: per data set, the rows held and handed out (absent without data sets).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub data: BTreeMap<String, super::data::DataReport>,
+    /// python: what the Python steps cost (absent without any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<super::host::PythonReport>,
 }
 
 fn per_s(n: u64, s: f64) -> f64 {
@@ -102,6 +105,7 @@ pub fn summarize(flow: &FlowTotals, script: &Script, measured_s: f64) -> Scenari
             .iter()
             .map(|d| (d.name.clone(), d.report()))
             .collect(),
+        python: None,
     }
 }
 
