@@ -248,9 +248,35 @@ MISUSES = [
 ]
 
 
-@pytest.mark.parametrize("label,body,line,words", MISUSES, ids=[m[0] for m in MISUSES])
-def test_misuses_name_file_and_line(tmp_path, label, body, line, words):
-    text = "s = Scenario()\n@s.flow\ndef f(u):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+def in_a_flow(body: str) -> str:
+    """in_a_flow: a scenario whose one flow's body is `body` (its first line is line 4)."""
+    return "s = Scenario()\n@s.flow\ndef f(u):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+#: (label, whole scenario, line, words): misuses outside a flow's body.
+SCENARIO_MISUSES = [
+    (
+        "stop in the setup",
+        """\
+        s = Scenario()
+        @s.setup
+        def login(u):
+            u.stop_iteration()
+        @s.flow
+        def f(u):
+            u.get("/")
+        """,
+        5,
+        "stop_iteration() belongs in a flow",
+    ),
+]
+
+CASES = [(label, in_a_flow(body), line, words) for label, body, line, words in MISUSES]
+CASES += SCENARIO_MISUSES
+
+
+@pytest.mark.parametrize("label,text,line,words", CASES, ids=[c[0] for c in CASES])
+def test_misuses_name_file_and_line(tmp_path, label, text, line, words):
     path = write(tmp_path, text)
     with pytest.raises(ScenarioError) as e:
         load(path, {"N": "x"})
@@ -284,20 +310,3 @@ def test_a_variable_set_in_every_branch_is_usable_after(tmp_path):
     sets.append(when["else"][0]["extract"][0]["var"])
     assert sets == [tok := sets[0]] * 3
     assert steps[-1]["path"][:2] == ["/use/", {"var": tok}]
-
-
-def test_stop_in_the_setup_is_refused(tmp_path):
-    path = write(
-        tmp_path,
-        """\
-        s = Scenario()
-        @s.setup
-        def login(u):
-            u.stop_iteration()
-        @s.flow
-        def f(u):
-            u.get("/")
-        """,
-    )
-    with pytest.raises(ScenarioError, match=r":5: stop_iteration\(\) belongs in a flow"):
-        load(path)

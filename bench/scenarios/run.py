@@ -60,14 +60,15 @@ def out_segs() -> int:
 
 @dataclass
 class Run:
-    """Run is what one generator's process cost: stdout, CPU (user, sys), peak RSS (KiB) and
-    the machine's TCP segments sent meanwhile."""
+    """Run is what one generator's process cost: stdout, CPU (user, sys), peak RSS (KiB), the
+    machine's TCP segments sent meanwhile and its exit status."""
 
     out: str
     user: float
     sys: float
     rss: int
     segs: int
+    code: int = 0
 
 
 def measure(argv: list[str], timeout: float) -> Run:
@@ -81,8 +82,16 @@ def measure(argv: list[str], timeout: float) -> Run:
         out.append(line)
         if time.monotonic() > deadline:
             proc.kill()
-    _, _, ru = os.wait4(proc.pid, 0)
-    return Run("".join(out), ru.ru_utime, ru.ru_stime, ru.ru_maxrss, out_segs() - segs)
+    _, status, ru = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return Run(
+        "".join(out),
+        ru.ru_utime,
+        ru.ru_stime,
+        ru.ru_maxrss,
+        out_segs() - segs,
+        proc.returncode,
+    )
 
 
 def start_target() -> tuple[subprocess.Popen[str], str]:

@@ -27,10 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -40,10 +37,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(HERE))  # before bench/: its run.py is another module
 import record  # noqa: E402
+from run import VENV_BIN, measure, pinned, start_target  # noqa: E402
 from verifier import Verifier  # noqa: E402
-
-VENV_BIN = Path(sys.executable).parent
 
 
 @dataclass
@@ -67,21 +64,6 @@ class Row:
         return self.engine_s / self.requests * 1e6
 
 
-def pinned(core: str, argv: list[str]) -> list[str]:
-    return (["taskset", "-c", core] if shutil.which("taskset") else []) + argv
-
-
-def start_target() -> tuple[subprocess.Popen[str], str]:
-    argv = pinned("0", [str(VENV_BIN / "redline"), "target", "--threads", "1"])
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
-        if m:
-            return proc, m.group(1)
-    raise RuntimeError("redline target did not start")
-
-
 def one(url: str, v: Verifier | None, signed: bool, n: int, tmp: str) -> Row:
     """one runs the flow for `n` iterations against `url` and reads what it cost and what
     the verifier `v` (when it is the server) saw."""
@@ -91,15 +73,11 @@ def one(url: str, v: Verifier | None, signed: bool, n: int, tmp: str) -> Row:
     argv = [str(VENV_BIN / "redline"), "run", str(HERE / "signed_flow.py"), "--host", url]
     argv += ["--var", f"SIGNED={int(signed)}", "-u", "50", "-t", "1", "-n", str(n)]
     argv += ["-q", "--json", str(out)]
-    with open(Path(tmp) / "stderr", "w+") as err:
-        proc = subprocess.Popen(pinned("1", argv), stdout=subprocess.DEVNULL, stderr=err)
-        _, status, ru = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            err.seek(0)
-            raise RuntimeError(f"redline exited {proc.returncode}: {err.read()}")
+    r = measure(pinned("1", argv), timeout=n / 100 + 120)
+    if r.code != 0:
+        raise RuntimeError(f"redline exited {r.code}: {r.out}")
     doc = json.loads(out.read_text())
-    cpu = ru.ru_utime + ru.ru_stime
+    cpu = r.user + r.sys
     return Row(
         "signed" if signed else "unsigned",
         doc["requests"],

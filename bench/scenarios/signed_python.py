@@ -18,7 +18,6 @@ compared is CPU per request. Results are appended to bench/results/scenarios.md.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -27,24 +26,11 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
+sys.path.insert(0, str(HERE))  # before bench/: its run.py is another module
 import record  # noqa: E402
-
-# bench/scenarios/run.py (its measure and pinning), by path: bench/run.py has the same name.
-_spec = importlib.util.spec_from_file_location("scenarios_run", HERE / "run.py")
-assert _spec is not None and _spec.loader is not None
-_run = importlib.util.module_from_spec(_spec)
-sys.modules["scenarios_run"] = _run  # its dataclasses look their module up
-_spec.loader.exec_module(_run)
-USERS, VENV_BIN, Run, measure, pinned = (
-    _run.USERS,
-    _run.VENV_BIN,
-    _run.Run,
-    _run.measure,
-    _run.pinned,
-)
+from run import USERS, VENV_BIN, Run, measure, pinned  # noqa: E402
 from verifier import Verifier  # noqa: E402
 
 

@@ -3,7 +3,9 @@
 //! the single-URL path (see alloc.rs; JSON checks parse a document and do allocate), and a
 //! request written with `tally="$.status"` counts what the service said without allocating,
 //! a signed request (functions in its templates, values drawn per iteration) neither, and
-//! branches and loops (`when`, `repeat`, `until`, `stop`) jump without allocating.
+//! branches and loops (`when`, `repeat`, `until`, `stop`) jump without allocating. A Python
+//! step (`u.python`) allocates a fixed few per call, what handing values to another thread
+//! takes, and nothing that grows with the run.
 
 mod common;
 
@@ -11,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::counting::{allocations, Counting};
+use redline_engine::scenario::host::{Call, Host, HostRef, HostUsage};
 use redline_engine::{run, RunConfig, RunControl};
 use serde_json::json;
 
@@ -106,6 +109,17 @@ fn allocations_for(url: &str, iterations: u64) -> u64 {
 /// allocations_of runs `iterations` iterations of `plan` (`per` requests each) and returns
 /// the allocations the whole run made.
 fn allocations_of(url: &str, plan: serde_json::Value, per: u64, iterations: u64) -> u64 {
+    allocations_with(url, plan, per, iterations, None)
+}
+
+/// allocations_with is [`allocations_of`] with the Python steps' host `python`.
+fn allocations_with(
+    url: &str,
+    plan: serde_json::Value,
+    per: u64,
+    iterations: u64,
+    python: Option<HostRef>,
+) -> u64 {
     let cfg = RunConfig {
         url: url.to_string(),
         connections: 4,
@@ -113,6 +127,7 @@ fn allocations_of(url: &str, plan: serde_json::Value, per: u64, iterations: u64)
         requests: Some(i64::try_from(iterations).expect("a small count")),
         interval_s: 60.0,
         plan: Some(plan),
+        python_host: python,
         ..RunConfig::default()
     };
     let before = allocations();
@@ -233,5 +248,61 @@ fn requests_to_several_hosts_do_not_allocate() {
     assert!(
         per_request < MAX_PER_REQUEST,
         "{per_request:.3} allocations per request"
+    );
+}
+
+/// Echo stands in for the binding's Python host (crates/py/src/host.rs): it answers each call
+/// at once with owned strings, as PyO3's extraction of the function's list of str does (one
+/// list and one string per output: 3 allocations here).
+struct Echo;
+
+impl Host for Echo {
+    fn functions(&self) -> Vec<String> {
+        vec!["sign".to_string()]
+    }
+
+    fn submit(&self, call: Call) {
+        let out = vec![call.args.concat(), call.args.len().to_string()];
+        let _ = call.answer.send(Ok(out));
+    }
+
+    fn usage(&self) -> HostUsage {
+        HostUsage::default()
+    }
+}
+
+/// python_step: a Python step on two run-time values, its two outputs sent in the headers of
+/// the request after it.
+fn python_step() -> serde_json::Value {
+    json!({"file": "py.py", "python": [{"name": "sign", "key": "k"}],
+    "flows": [{"name": "f", "steps": [
+      {"step": "python", "fn": 0, "args": [[{"var": "vu"}], ["i=", {"var": "iteration"}]],
+       "outputs": ["py.a", "py.b"]},
+      {"step": "request", "name": "signed", "method": "GET", "path": ["/s"],
+       "headers": [["X-A", [{"var": "py.a"}]], ["X-B", [{"var": "py.b"}]]]}
+    ]}]})
+}
+
+/// PER_PYTHON_CALL: what a call of [`python_step`] allocates: the arguments (their list and
+/// one string each: 3), the answer's oneshot channel (1) and the answer (3, [`Echo`]). The
+/// values cross to another thread, so they are owned; the binding's Python objects are
+/// Python's allocator's, not counted here.
+const PER_PYTHON_CALL: f64 = 7.0;
+
+#[test]
+fn a_python_step_allocates_a_fixed_few_per_call() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = common::start(common::Mode::Ok {
+        delay: Duration::ZERO,
+    });
+    let url = server.url("/");
+    let host = || Some(HostRef(Arc::new(Echo)));
+    let small = allocations_with(&url, python_step(), 1, 500, host());
+    let large = allocations_with(&url, python_step(), 1, 5_500, host());
+    let per_call = large.saturating_sub(small) as f64 / 5_000.0;
+    eprintln!("{small} vs {large} allocations, {per_call:.3} per extra Python call and request");
+    assert!(
+        per_call < PER_PYTHON_CALL + MAX_PER_REQUEST,
+        "{per_call:.3} allocations per Python call and its request"
     );
 }
