@@ -57,7 +57,7 @@ lint: install ## rustfmt, clippy, ruff, mypy
 	cargo fmt --all --check
 	cargo clippy --release -p redline-engine -p redline-target -p redline-py --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests bench examples services/taskqueue
-	$(VENV)/bin/mypy python/redline
+	$(VENV)/bin/mypy python/redline examples  # examples: the library as a user's script types it
 	cd services/taskqueue && $(abspath $(VENV))/bin/mypy src/taskqueue
 
 bench: install ## redline vs wrk/hey/k6/locust side by side (needs ../shared/tools/install-peers.sh)

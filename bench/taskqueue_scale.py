@@ -48,7 +48,8 @@ sys.path[:] = [p for p in sys.path if p not in (_HERE, "")] + [_HERE]
 
 import record  # noqa: E402  (bench/record.py)
 import taskqueue  # noqa: E402
-from redline import compare  # noqa: E402
+from redline.compare import compare as compare_documents  # noqa: E402
+from redline.compare import read, render_markdown, render_text  # noqa: E402
 from redline.errors import RedlineError  # noqa: E402
 from redline.find import finder  # noqa: E402
 from redline.find.demo import console_script, service, stop_group  # noqa: E402
@@ -281,14 +282,14 @@ def main(argv: list[str] | None = None) -> int:
                 label, url, roots, dsn = _instance(kind, rep, tag, tmp, pg, generator, instance)
                 result, cpu = search(label, url, origin, args.max_time, CpuMeter(roots))
                 runs.append((label, result, cpu))
-                pair[kind] = compare.read(result, label)
+                pair[kind] = read(result, label)
                 if kind == "pg" and last and not args.one:
                     stack.push(instance)  # A stays up for the two-instance search
                     a, a_dsn, a_doc, a_roots = url, dsn, pair[kind], roots
                 else:
                     instance.close()
             if "sqlite" in pair:
-                comparisons.append(compare.compare(pair["sqlite"], pair["pg"]))
+                comparisons.append(compare_documents(pair["sqlite"], pair["pg"]))
         if not args.one:
             # B starts only now: on one database it would otherwise claim A's tasks.
             b, b_proc = stack.enter_context(service(_taskqueue(a_dsn, tmp, "b"), tmp / "b.log"))
@@ -298,9 +299,9 @@ def main(argv: list[str] | None = None) -> int:
             label = "PostgreSQL, 2 instances + nginx"
             result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
             runs.append((label, result, cpu))
-            comparisons.append(compare.compare(a_doc, compare.read(result, label)))
+            comparisons.append(compare_documents(a_doc, read(result, label)))
     # One block per comparison, each under its own base (the renderers name one base).
-    text = "\n".join(compare.render_text([c]) for c in comparisons)
+    text = "\n".join(render_text([c]) for c in comparisons)
     print(text)
     cpus = cpu_table([(label, cpu) for label, _, cpu in runs])
     print(cpus)
@@ -357,7 +358,7 @@ def _results(
         f"**{label}**\n\n```text\n{finder.answers_text(result).rstrip()}\n```"
         for label, result, _ in runs
     )
-    tables = "\n\n".join(compare.render_markdown([c]).rstrip() for c in comparisons)
+    tables = "\n\n".join(render_markdown([c]).rstrip() for c in comparisons)
     summary = "".join(f"- {line}\n" for line in shares)
     return (
         f"{answers}\n\n{tables}\n\n"

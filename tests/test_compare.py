@@ -16,8 +16,24 @@ from typing import Any
 
 import numpy as np
 import pytest
-from redline import compare
-from redline.compare import Figure, Stretch, Verdict, bootstrap
+from redline.compare import (
+    Comparison,
+    Document,
+    Figure,
+    Kind,
+    Stretch,
+    Verdict,
+    bootstrap,
+    compare_stretches,
+    failures,
+    figures,
+    outcomes,
+    parse_rule,
+    parse_rules,
+    render_markdown,
+    render_text,
+    unjudged,
+)
 from redline.compare.significance import holm, u_test
 from redline.compare.windows import cut
 from redline.errors import ConfigError
@@ -48,7 +64,7 @@ from test_steps import hdr
     ],
 )
 def test_outcomes_count_each_request_once(label, snap, goodput, error_rate):
-    o = compare.outcomes([snap], 1.0)
+    o = outcomes([snap], 1.0)
     assert o.goodput == pytest.approx(goodput), label
     assert o.error_rate == (None if error_rate is None else pytest.approx(error_rate)), label
 
@@ -79,7 +95,7 @@ def test_compare_and_find_give_the_same_error_rate_for_the_same_counts(snaps):
         for k, v in (s.get("errors_by_class") or {}).items():
             by_class[k] = by_class.get(k, 0) + v
     expected = error_rate(requests, errors, by_class)
-    assert compare.outcomes(snaps, 1.0).error_rate == pytest.approx(expected)
+    assert outcomes(snaps, 1.0).error_rate == pytest.approx(expected)
     assert aggregate_step(snaps)["error_rate"] == pytest.approx(expected)
 
 
@@ -115,7 +131,7 @@ def synthetic(
 
 
 def verdicts(base: Stretch, new: Stretch) -> dict[Figure, Verdict]:
-    rows = compare.compare_stretches({"all": base}, {"all": new}, window_s=1.0)
+    rows = compare_stretches({"all": base}, {"all": new}, window_s=1.0)
     return {r.figure: r.verdict for r in rows}
 
 
@@ -133,7 +149,7 @@ def test_verdicts_on_synthetic_data(label, new_seed, new_kwargs, expected):
     got = verdicts(base, synthetic(new_seed, **new_kwargs))
     want = {f: Verdict.SAME for f in got}
     for name, v in expected.items():
-        f = compare.figures.parse_figure(name)
+        f = figures.parse_figure(name)
         want[f] = Verdict(v)
         if f is Figure.P99:  # p50, p90 and p99.9 moved with p99
             want.update({Figure.P50: Verdict(v), Figure.P90: Verdict(v), Figure.P99_9: Verdict(v)})
@@ -146,7 +162,7 @@ def test_noise_alone_is_never_a_change():
     about as often as its level says, 1 in 20."""
     flagged, small_p = 0, 0
     for seed in range(20):
-        rows = compare.compare_stretches(
+        rows = compare_stretches(
             {"all": synthetic(100 + seed)}, {"all": synthetic(200 + seed)}, window_s=1.0
         )
         flagged += sum(r.verdict is not Verdict.SAME for r in rows)
@@ -176,21 +192,19 @@ def test_the_same_server_twice_is_no_change_on_recorded_intervals():
     for _ in range(20):
         i, j = rng.randrange(len(a) - span), rng.randrange(len(b) - span)
         base = {"all": Stretch(a[i : i + span])}
-        rows = compare.compare_stretches(base, {"all": Stretch(b[j : j + span])}, window_s=2.0)
+        rows = compare_stretches(base, {"all": Stretch(b[j : j + span])}, window_s=2.0)
         assert len(rows) == 6 and all(r.evidence.n == (10, 10) for r in rows)
         changed = [(r.figure.value, r.verdict.value) for r in rows if r.verdict is not Verdict.SAME]
         quiet += not changed
         flagged += changed
-        cut_rows = compare.compare_stretches(
-            base, {"all": Stretch(slower[j : j + span])}, window_s=2.0
-        )
+        cut_rows = compare_stretches(base, {"all": Stretch(slower[j : j + span])}, window_s=2.0)
         fell += any(r.figure is Figure.RPS and r.verdict is Verdict.WORSE for r in cut_rows)
     assert quiet >= 19, flagged
     assert fell == 20
 
 
 def test_too_few_windows_are_not_judged():
-    rows = compare.compare_stretches(
+    rows = compare_stretches(
         {"all": synthetic(1, n=3)}, {"all": synthetic(2, n=3, p99=100.0)}, window_s=1.0
     )
     assert {r.verdict for r in rows} == {Verdict.UNKNOWN}
@@ -228,7 +242,7 @@ def test_too_few_windows_judge_a_latency_from_the_requests(label, scale, verdict
     """3+3 windows cannot be tested; 3,600 requests a side with histograms can: a p99 25 %
     higher is worse, the same distribution drawn again is no change, and the goodput (no
     requests to resample) stays unjudged."""
-    rows = compare.compare_stretches(
+    rows = compare_stretches(
         {"all": with_histograms(1, 3)}, {"all": with_histograms(2, 3, scale)}, window_s=1.0
     )
     got = {r.figure: r for r in rows}
@@ -248,17 +262,15 @@ def test_a_gated_figure_that_cannot_be_judged_fails_the_gate():
     """Two 3-window runs without histograms, the p99 doubled: the gate says it cannot judge
     (it returned [] and passed), and lets it pass only when unjudged figures are allowed."""
     base, new = synthetic(1, n=3), synthetic(2, n=3, p99=100.0)
-    c = compare.Comparison(
-        _doc(base), _doc(new), compare.compare_stretches({"all": base}, {"all": new}, 1.0)
-    )
-    rules = compare.parse_rules(["p99:+10%", "rps:-5%"])
-    assert compare.failures(rules, c) == [
+    c = Comparison(_doc(base), _doc(new), compare_stretches({"all": base}, {"all": new}, 1.0))
+    rules = parse_rules(["p99:+10%", "rps:-5%"])
+    assert failures(rules, c) == [
         "cannot judge p99: 3+3 windows, need 4 (or 1000 requests a side with histograms);"
         " run longer or use --interval",
         "cannot judge rps: 3+3 windows, need 4; run longer or use --interval",
     ]
-    assert compare.unjudged(rules, c) == compare.failures(rules, c)
-    assert compare.failures(rules, c, allow_unjudged=True) == []
+    assert unjudged(rules, c) == failures(rules, c)
+    assert failures(rules, c, allow_unjudged=True) == []
 
 
 @pytest.mark.parametrize(
@@ -281,7 +293,7 @@ def test_holm_across_request_names(names, verdict):
     base = {f"n{i}": synthetic(10 + i, n=5) for i in range(names)}
     new = {f"n{i}": synthetic(10 + i, n=5) for i in range(names)}
     new["n0"] = synthetic(99, n=5, p99=80.0)
-    rows = compare.compare_stretches(base, new, window_s=1.0)
+    rows = compare_stretches(base, new, window_s=1.0)
     row = next(r for r in rows if r.group == "n0" and r.figure is Figure.P99)
     assert row.evidence.p == pytest.approx(0.0079, abs=1e-4)
     assert row.verdict is verdict
@@ -326,7 +338,7 @@ def test_identical_samples_give_an_interval_around_zero():
     got = cis(same, same)
     for f, ci in got.items():
         assert ci is not None and ci[0] <= 0.0 <= ci[1], f
-    rows = compare.compare_stretches({"all": same}, {"all": same}, window_s=1.0)
+    rows = compare_stretches({"all": same}, {"all": same}, window_s=1.0)
     assert {r.verdict for r in rows} == {Verdict.SAME}
     assert all(r.ci is not None and r.ci[0] <= 0.0 <= r.ci[1] for r in rows)
 
@@ -369,19 +381,17 @@ def test_too_few_windows_have_no_interval():
 
 
 def test_the_interval_is_printed_beside_the_change():
-    c = compare.Comparison(
+    c = Comparison(
         _doc(synthetic(1)),
         _doc(synthetic(2)),
-        compare.compare_stretches(
-            {"all": synthetic(1)}, {"all": synthetic(2, rps=1200.0)}, window_s=1.0
-        ),
+        compare_stretches({"all": synthetic(1)}, {"all": synthetic(2, rps=1200.0)}, window_s=1.0),
     )
     row = c.row(Figure.RPS)
     assert row is not None and row.ci is not None
-    text = compare.render_text([c])
+    text = render_text([c])
     line = next(ln for ln in text.splitlines() if ln.strip().startswith("goodput"))
     assert re.search(r"\+\d+\.\d%\s+\[\+\d+\.\d, \+\d+\.\d\]\s+better", line), line
-    assert f"[{100 * row.ci[0]:+.1f}, {100 * row.ci[1]:+.1f}]" in compare.render_markdown([c])
+    assert f"[{100 * row.ci[0]:+.1f}, {100 * row.ci[1]:+.1f}]" in render_markdown([c])
 
 
 # -- the gate --------------------------------------------------------------------------------
@@ -401,9 +411,9 @@ def test_the_interval_is_printed_beside_the_change():
 def test_parse_rule(spec, figure, tolerance, unit, group):
     if figure is None:
         with pytest.raises(ConfigError, match="unknown figure 'p95x'"):
-            compare.parse_rule(spec)
+            parse_rule(spec)
         return
-    r = compare.parse_rule(spec)
+    r = parse_rule(spec)
     assert (r.figure, r.tolerance, r.unit, r.group) == (figure, tolerance, unit, group)
 
 
@@ -420,34 +430,32 @@ def test_parse_rule(spec, figure, tolerance, unit, group):
 )
 def test_bad_rules_say_why(spec, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        compare.parse_rule(spec)
+        parse_rule(spec)
 
 
 def test_gate_trips_only_on_a_significant_change_beyond_tolerance():
     base = synthetic(1, noise=0.01)
-    slower = compare.Comparison(
+    slower = Comparison(
         _doc(base),
         _doc(synthetic(2, p99=60.0, noise=0.01)),
-        compare.compare_stretches(
-            {"all": base}, {"all": synthetic(2, p99=60.0, noise=0.01)}, window_s=1.0
-        ),
+        compare_stretches({"all": base}, {"all": synthetic(2, p99=60.0, noise=0.01)}, window_s=1.0),
     )
-    assert compare.failures(compare.parse_rules(["p99:+30%", "rps:-5%"]), slower) == []
-    (line,) = compare.failures(compare.parse_rules(["p99:+10%"]), slower)
+    assert failures(parse_rules(["p99:+30%", "rps:-5%"]), slower) == []
+    (line,) = failures(parse_rules(["p99:+10%"]), slower)
     assert line.startswith("p99 got worse by +19.") and "beyond --fail-on p99:+10%" in line
     # A 2 % change within noise does not trip a 10 % (or a 1 %) tolerance.
-    within = compare.Comparison(
+    within = Comparison(
         _doc(base),
         _doc(base),
-        compare.compare_stretches({"all": base}, {"all": synthetic(3, p99=51.0)}, window_s=1.0),
+        compare_stretches({"all": base}, {"all": synthetic(3, p99=51.0)}, window_s=1.0),
     )
-    assert compare.failures(compare.parse_rules(["p99:+10%", "p99:+1%"]), within) == []
+    assert failures(parse_rules(["p99:+10%", "p99:+1%"]), within) == []
     with pytest.raises(ConfigError, match="no p99 in 'GET /x'"):
-        compare.failures([compare.parse_rule("GET /x:p99:+1%")], within)
+        failures([parse_rule("GET /x:p99:+1%")], within)
 
 
-def _doc(stretch: Stretch) -> compare.Document:
-    return compare.Document("x.json", compare.Kind.RUN, {}, {"all": stretch})
+def _doc(stretch: Stretch) -> Document:
+    return Document("x.json", Kind.RUN, {}, {"all": stretch})
 
 
 # -- the u test ------------------------------------------------------------------------------

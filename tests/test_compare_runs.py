@@ -14,8 +14,17 @@ import pytest
 import redline
 from browser import artifacts, chromium_page
 from conftest import run_cli
-from redline import compare
-from redline.compare import Figure, Verdict
+from redline.compare import (
+    Document,
+    Figure,
+    Verdict,
+    load,
+    read,
+    render_html,
+    render_markdown,
+    render_text,
+)
+from redline.compare import compare as compare_documents
 from redline.errors import RedlineError
 
 # -- reading results -----------------------------------------------------------------------
@@ -26,7 +35,7 @@ def _snap(t: float, requests: int, **extra: Any) -> dict[str, Any]:
 
 
 def test_request_names_without_interval_data_are_shown_not_judged():
-    def doc(p99: float, per_name_snaps: bool) -> compare.Document:
+    def doc(p99: float, per_name_snaps: bool) -> Document:
         names = {"GET /a": {"requests": 10, "errors": 0, "latency_ms": {"p50": 1.0, "p99": p99}}}
         names["GET /b"] = {"requests": 10, "errors": 0, "latency_ms": {"p50": 1.0, "p99": 2.0}}
         snaps = [_snap(float(i), 10) for i in range(1, 9)]
@@ -37,17 +46,15 @@ def test_request_names_without_interval_data_are_shown_not_judged():
                     for n in names
                 }
         data = {"requests": 80, "duration_s": 8.0, "timeseries": snaps, "per_name": names}
-        return compare.read(data, "r.json")
+        return read(data, "r.json")
 
-    rows = compare.compare(doc(2.0, False), doc(4.0, False)).rows
+    rows = compare_documents(doc(2.0, False), doc(4.0, False)).rows
     a99 = next(r for r in rows if r.group == "GET /a" and r.figure is Figure.P99)
     assert (a99.base, a99.new, a99.verdict, a99.window_s) == (2.0, 4.0, Verdict.UNKNOWN, None)
     assert {r.group for r in rows} == {"all", "GET /a", "GET /b"}
-    assert "no interval data" in compare.render_text(
-        [compare.compare(doc(2, False), doc(4, False))]
-    )
+    assert "no interval data" in render_text([compare_documents(doc(2, False), doc(4, False))])
     # Snapshots that carry per-name figures are judged like the run-wide ones.
-    rows = compare.compare(doc(2.0, True), doc(4.0, True)).rows
+    rows = compare_documents(doc(2.0, True), doc(4.0, True)).rows
     a99 = next(r for r in rows if r.group == "GET /a" and r.figure is Figure.P99)
     assert a99.verdict is Verdict.WORSE
     # Holm runs across the request names only: the run-wide stretch keeps its own p.
@@ -70,7 +77,7 @@ def test_find_answers_are_read_from_their_steps():
         "optimal": {"users": 1, "step": 0, "throughput_rps": 1},
         "limit": {"load": 2, "step": 1, "reason": "knee", "throughput_rps": 1},
     }
-    d = compare.read(
+    d = read(
         {
             "model": "closed",
             "answers": answers,
@@ -118,8 +125,8 @@ def test_a_find_in_tasks_is_compared_in_tasks(what, good, failed):
     answers = {"steady_state_load": 8, "optimal": None, "limit": {}}
     data = {"model": "closed", "answers": answers, "steps": steps, "timeseries": ts}
     for throughput, rps, rate in ((what, good, failed), ("requests", 200.0, 0.0)):
-        d = compare.read({**data, "config": {"throughput": throughput}}, "f.json")
-        c = compare.compare(d, d)
+        d = read({**data, "config": {"throughput": throughput}}, "f.json")
+        c = compare_documents(d, d)
         row = c.row(Figure.RPS, "steady state")
         assert row is not None and row.base == pytest.approx(rps), (throughput, row)
         errors = c.row(Figure.ERRORS, "steady state")
@@ -151,10 +158,10 @@ def test_bad_inputs_exit_2_in_one_line(tmp_path):
 
 
 def test_library_refuses_mixed_kinds():
-    run = compare.read({"requests": 1, "duration_s": 1.0, "timeseries": []}, "r.json")
-    find = compare.read({"answers": {}, "steps": [], "timeseries": []}, "f.json")
+    run = read({"requests": 1, "duration_s": 1.0, "timeseries": []}, "r.json")
+    find = read({"answers": {}, "steps": [], "timeseries": []}, "f.json")
     with pytest.raises(RedlineError, match="cannot compare a run result"):
-        compare.compare(run, find)
+        compare_documents(run, find)
 
 
 # -- end to end against the target -----------------------------------------------------------
@@ -292,24 +299,22 @@ def test_the_slower_request_name_is_worse_and_the_other_is_not(target, tmp_path)
     served = target.stats()["requests"] - before
     sent = sum(n["requests"] for d in docs.values() for n in d["per_name"].values())
     assert served >= sent > 0  # the server saw every request (and the warm-up's)
-    c = compare.compare(
-        compare.load(tmp_path / "base.json"), compare.load(tmp_path / "new.json"), 5.0
-    )
+    c = compare_documents(load(tmp_path / "base.json"), load(tmp_path / "new.json"), 5.0)
     assert [g for g in dict.fromkeys(r.group for r in c.rows)] == ["all", "fast", "slow"]
     slow = {r.figure: r for r in c.rows if r.group == "slow"}
     fast = {r.figure: r for r in c.rows if r.group == "fast"}
-    assert slow[Figure.P50].verdict is Verdict.WORSE, compare.render_text([c])
+    assert slow[Figure.P50].verdict is Verdict.WORSE, render_text([c])
     assert 0.4 < (slow[Figure.P50].change or 0.0) < 0.6  # 15 ms against 10 ms, and the wire
     lo, hi = slow[Figure.P50].ci or (0.0, 0.0)
     assert 0.0 < lo <= (slow[Figure.P50].change or 0.0) <= hi
     # The fast name's schedule, failures and median did not change. (Its tail is not
     # asserted: a shared 2-core machine's hiccup is a real change of the tail.)
     for f in (Figure.RPS, Figure.ERRORS, Figure.P50):
-        assert fast[f].verdict is Verdict.SAME, (f, compare.render_text([c]))
+        assert fast[f].verdict is Verdict.SAME, (f, render_text([c]))
     assert fast[Figure.P50].p is not None and fast[Figure.P50].window_s is not None
-    md = compare.render_markdown([c])
+    md = render_markdown([c])
     assert re.search(r"\| slow \| p50 \| .* \| \*\*worse\*\* \|", md), md
-    assert "| fast | p50 |" in md and "slow" in compare.render_html([c])
+    assert "| fast | p50 |" in md and "slow" in render_html([c])
 
 
 def test_the_page_draws_both_runs_in_a_browser():
@@ -317,15 +322,15 @@ def test_the_page_draws_both_runs_in_a_browser():
     drawn (skipped where there is no Chromium, failed under CI=true; the screenshot is kept
     as an artefact)."""
 
-    def doc(name: str, p99: float) -> compare.Document:
+    def doc(name: str, p99: float) -> Document:
         snaps = [
             _snap(0.5 * i, 100, p50_ms=p99 / 4, p90_ms=p99 / 2, p99_9_ms=2 * p99)
             for i in range(1, 21)
         ]
-        return compare.read({"requests": 2000, "duration_s": 10.0, "timeseries": snaps}, name)
+        return read({"requests": 2000, "duration_s": 10.0, "timeseries": snaps}, name)
 
     page_path = artifacts() / "compare.html"
-    page_path.write_text(compare.render_html([compare.compare(doc("a.json", 5), doc("b.json", 9))]))
+    page_path.write_text(render_html([compare_documents(doc("a.json", 5), doc("b.json", 9))]))
     errors: list[str] = []
     with chromium_page(errors, "file:") as page:
         page.goto(page_path.as_uri(), wait_until="load")

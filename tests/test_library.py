@@ -81,14 +81,15 @@ def test_find_result_reads_the_document_by_the_schema_names():
 
 
 def test_the_library_names_stay_functions_once_their_packages_load():
-    """`redline.find` is the function although `redline.find` is also a package (a first
-    import of a subpackage would replace it), and `redline.compare` is a callable package."""
+    """`redline.find` and `redline.compare` are the functions although each is also a
+    package (a first import of a subpackage would replace it)."""
     import redline.compare.comparison  # noqa: F401
     import redline.find.finder  # noqa: F401
     from redline.find import find
 
     assert redline.find is find is sys.modules["redline.find.result"].find
-    assert callable(redline.compare) and redline.compare.compare_stretches
+    assert redline.compare is sys.modules["redline.compare.result"].compare
+    assert sys.modules["redline.compare"].compare_stretches
     with pytest.raises(redline.RedlineError, match="not a redline run or find result"):
         redline.compare({"timeseries": []}, {"timeseries": []})
 

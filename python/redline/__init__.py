@@ -13,13 +13,13 @@ the command's ``--json`` document:
 - :func:`compare`: a result against a baseline, with the gate's rules (:class:`CompareResult`).
 """
 
-from redline import compare
 from redline._engine import __version__
-from redline.compare.result import CompareResult
-from redline.errors import ConfigError, RedlineError, UnreachableError
 
-# `find` is bound after the package redline.find is loaded (by this import), so the name is
-# the function: a subpackage replaces its parent's attribute only when first imported.
+# `compare` and `find` are bound after their packages redline.compare and redline.find are
+# loaded (by these imports), so each name is the function: a subpackage replaces its parent's
+# attribute only when first imported.
+from redline.compare.result import CompareResult, compare
+from redline.errors import ConfigError, RedlineError, UnreachableError
 from redline.find.result import FindResult, find
 from redline.runs.options import IgnoredOption, Stage
 from redline.runs.result import Latency, Result, merge_histograms

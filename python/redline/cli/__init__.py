@@ -2,9 +2,9 @@
 the same functions a Python user calls (:func:`redline.run`, :class:`redline.Target`,
 :func:`redline.find.find`, ...).
 
-- :mod:`.commands`: the top-level parser (:func:`build_parser`, every subcommand registered),
-  :func:`main` (the ``redline`` script, ``python -m redline``), and the two subcommands that
-  belong to no feature folder: ``redline run`` and ``redline target``;
+- :mod:`.commands`: the top-level parser (:func:`build_parser`, every subcommand registered)
+  and :func:`main` (the ``redline`` script, ``python -m redline``);
+- :mod:`.run`, :mod:`.target`: ``redline run URL`` and ``redline target``;
 - :mod:`.run_flags`: the run options' flags (:class:`redline.RunOptions`), each defined once,
   which ``redline run``, ``redline find`` and scenarios take;
 - :mod:`.scenario`: ``redline run SCENARIO.py`` and ``redline inspect``;

@@ -1,5 +1,5 @@
 """compare: the ``redline compare`` subcommand (parsing and printing; the work is
-:func:`redline.compare.compare`)."""
+:mod:`redline.compare`'s parts; :func:`redline.compare` is the library's one call)."""
 
 from __future__ import annotations
 
@@ -75,10 +75,19 @@ def add_compare_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPars
 def cmd_compare(args: argparse.Namespace) -> int:
     """cmd_compare loads the results, prints the comparison, writes the files asked for and
     applies the --fail-on rules."""
-    from redline import compare as cmp
+    from redline.compare import compare as compare_documents
+    from redline.compare import (
+        failures,
+        load,
+        parse_rules,
+        render_html,
+        render_markdown,
+        render_text,
+        unjudged,
+    )
     from redline.compare.windows import WINDOW_S
 
-    rules = cmp.parse_rules(args.fail_on)
+    rules = parse_rules(args.fail_on)
     window = WINDOW_S if args.window is None else args.window
     if not window > 0:
         raise RedlineError(f"--window: expected seconds > 0, got {args.window:g}")
@@ -87,21 +96,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise RedlineError(
                 f"{flag}: directory {str(Path(path).resolve().parent)!r} does not exist"
             )
-    base = cmp.load(args.base)
-    comparisons = [cmp.compare(base, cmp.load(p), window) for p in args.new]
-    failed = [ln for c in comparisons for ln in cmp.failures(rules, c, allow_unjudged=True)]
-    unjudged = [ln for c in comparisons for ln in cmp.unjudged(rules, c)]
+    base = load(args.base)
+    comparisons = [compare_documents(base, load(p), window) for p in args.new]
+    failed = [ln for c in comparisons for ln in failures(rules, c, allow_unjudged=True)]
+    open_rules = [ln for c in comparisons for ln in unjudged(rules, c)]
     if args.allow_unjudged:
-        unjudged = []
-    print(cmp.render_text(comparisons), end="")
+        open_rules = []
+    print(render_text(comparisons), end="")
     if args.markdown:
-        Path(args.markdown).write_text(cmp.render_markdown(comparisons))
+        Path(args.markdown).write_text(render_markdown(comparisons))
     if args.report:
-        Path(args.report).write_text(cmp.render_html(comparisons))
+        Path(args.report).write_text(render_html(comparisons))
     for line in failed:
         print(f"FAIL: {line}")
-    for line in unjudged:
+    for line in open_rules:
         print(f"FAIL: {line}")
     if failed:
         return EXIT_FAILED
-    return EXIT_UNJUDGED if unjudged else 0
+    return EXIT_UNJUDGED if open_rules else 0

@@ -1,19 +1,19 @@
 """compare: did it regress? One result against a baseline, with the statistics to tell a
 real difference from noise (``redline compare BASE.json NEW.json``).
 
-From Python, the package itself is the comparison (:func:`redline.compare.result.compare`)::
+From Python, :func:`redline.compare` is the one call (:func:`redline.compare.result.compare`,
+a plain function: ``redline.compare`` names it, not this package)::
 
     import redline
     verdict = redline.compare("base.json", new_result, fail_on=["p99:+10%"])
     print(verdict.text(), verdict.passed, verdict.failures)
 
-and its parts are there for finer work::
+and the package's parts are there for finer work, imported by name::
 
-    from redline import compare
-    base, new = compare.load("base.json"), compare.load("new.json")
-    c = compare.compare(base, new)
-    print(compare.render_text([c]))
-    for line in compare.failures(compare.parse_rules(["p99:+10%"]), c):
+    from redline.compare import compare, failures, load, parse_rules, render_text
+    c = compare(load("base.json"), load("new.json"))
+    print(render_text([c]))
+    for line in failures(parse_rules(["p99:+10%"]), c):
         print(line)  # a rule tripped, or its figure could not be judged
 
 Inside: :mod:`documents` reads results into stretches, :mod:`windows` cuts them into windows
@@ -24,15 +24,9 @@ gate, :mod:`tables` and :mod:`page` show the result.
 
 from __future__ import annotations
 
-import sys
-import types
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redline.exports import lazy_attribute
-
-if TYPE_CHECKING:
-    from redline.compare.result import CompareResult
 
 #: _HOME: where each public name lives. The package loads a part on first use, so that the
 #: CLI (whose redline.cli.compare imports this package) starts without numpy and scipy.
@@ -90,27 +84,3 @@ __all__ = [
     "render_html",
     "CompareResult",
 ]
-
-
-class _Package(types.ModuleType):
-    """_Package makes ``redline.compare`` callable: ``redline.compare(base, new)`` is the
-    library's comparison, as ``redline.run`` and ``redline.find`` are functions. A package
-    and not a function because ``from redline import compare`` gives this package to the
-    code that uses its parts (``compare.compare_stretches``, ``compare.parse_rules``)."""
-
-    def __call__(
-        self,
-        base: Any,
-        new: Any,
-        *,
-        fail_on: Iterable[str] = (),
-        window_s: float | None = None,
-        allow_unjudged: bool = False,
-    ) -> CompareResult:
-        """__call__ is :func:`redline.compare.result.compare`."""
-        from redline.compare.result import compare
-
-        return compare(base, new, fail_on=fail_on, window_s=window_s, allow_unjudged=allow_unjudged)
-
-
-sys.modules[__name__].__class__ = _Package
