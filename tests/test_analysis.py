@@ -10,12 +10,11 @@ import pytest
 from redline.analysis import (
     find_knee,
     fit_usl,
-    is_steady,
-    judge_steadiness,
     leak_check,
     little_check,
     mser5_cut,
     mser_cut,
+    steady_window,
     usl_throughput,
 )
 
@@ -124,42 +123,31 @@ def test_mser5_cut_is_batch_five():
         mser_cut(s, 0)
 
 
-@pytest.mark.parametrize(
-    "label,throughput,p99,steady,why",
-    [
-        ("flat", list(noisy(np.full(12, 500.0), 0.03)), None, True, ""),
-        ("warm-up then flat", warmup_series(4, 14, 500), None, True, ""),
-        ("still ramping", list(np.linspace(100, 400, 12)), None, False, "drifts"),
-        ("too short", [500.0, 500, 501], None, False, "need 5"),
-        ("erratic", [100.0, 400, 120, 380, 90, 420, 110, 390, 100, 400], None, False, "varies"),
-        (
-            "flat throughput, p99 climbing",
-            list(noisy(np.full(12, 500.0), 0.02)),
-            list(np.linspace(10, 40, 12)),
-            False,
-            "p99 drifts",
-        ),
-        (
-            "flat throughput and p99",
-            list(noisy(np.full(12, 500.0), 0.02)),
-            list(noisy(np.full(12, 20.0), 0.05, seed=7)),
-            True,
-            "",
-        ),
-        ("nothing completes", [0.0] * 8, None, True, "no throughput"),
-    ],
-)
-def test_steadiness(label, throughput, p99, steady, why):
-    verdict = judge_steadiness(throughput, p99)
-    assert verdict.steady is steady, verdict
-    assert why in verdict.why
-    assert is_steady(throughput, p99) == (steady, verdict.cut)
+def window_of(counts, inflight, mean_ms=10.0, interval_s=1.0):
+    """window_of is a judged window of interval snapshots: ``counts`` answers in each interval
+    with a mean latency of ``mean_ms`` and ``inflight`` requests in flight on average."""
+    return [
+        {"t_s": (i + 1) * interval_s, "requests": c, "mean_ms": mean_ms, "in_flight_mean": f}
+        for i, (c, f) in enumerate(zip(counts, inflight, strict=True))
+    ]
 
 
-def test_steadiness_cut_lands_after_warmup():
-    s = warmup_series(5, 20, 500)
-    ok, cut = is_steady(s)
-    assert ok and 4 <= cut <= 8
+# Little's law at 1,000 answers a second of 10 ms: 10 requests in flight.
+STEADY_CASES = [
+    ("flat", [1000, 1010, 990, 1005, 995, 1000], [10.0] * 6, 4, True),
+    ("too few windows", [1000, 1010, 990], [10.0] * 3, 4, False),
+    ("counts ramping", [600, 700, 800, 900, 1000, 1100], [10.0] * 6, 4, False),
+    ("counts erratic", [400, 1600, 500, 1500, 450, 1550], [10.0] * 6, 4, False),
+    ("in flight growing (a queue)", [1000] * 6, [6.0, 8, 10, 12, 14, 16], 4, False),
+    ("Little broken (a backlog draining)", [1000] * 6, [30.0] * 6, 4, False),
+    ("small counts within Poisson noise", [3, 5, 2, 6, 4, 4, 3, 5], [0.04] * 8, 4, True),
+]
+
+
+@pytest.mark.parametrize("label,counts,inflight,min_windows,steady", STEADY_CASES)
+def test_steady_window(label, counts, inflight, min_windows, steady):
+    snaps = window_of(counts, inflight)
+    assert steady_window(snaps, counts, float(len(snaps)), min_windows) is steady, label
 
 
 # -- knee and power -------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import random
 from typing import Any
 
 import pytest
-from redline.analysis.evidence import queue_rise_floor_ms, rate_se, steady_counts, trend
+from redline.analysis.evidence import queue_rise_floor_ms, rate_se, trend
+from redline.analysis.steady import steady_counts
 from redline.errors import ConfigError
 from redline.find import steady_answer
 from redline.find.rules import Limits, Slo

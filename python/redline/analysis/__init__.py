@@ -1,7 +1,7 @@
 """analysis: the numerics behind ``redline find``'s answers. Pure functions of the steps and
 series a search measured (numpy/scipy/kneed), no engine and no I/O:
 
-- :mod:`.steady`: MSER-5 warm-up cut and the steadiness verdict for a step;
+- :mod:`.steady`: the warm-up cut (MSER) and the steadiness verdict for a step, its one home;
 - :mod:`.usl`: the Universal Scalability Law fit and its predicted peak;
 - :mod:`.knee`: the knee of throughput against load, Kleinrock's power;
 - :mod:`.checks`: Little's law per step, the leak check on resource series;
@@ -24,14 +24,7 @@ if TYPE_CHECKING:
     from redline.analysis.checks import LittleCheck, Trend, leak_check, leak_checks, little_check
     from redline.analysis.knee import Knee, best_power, find_knee, power
     from redline.analysis.sentences import answer_sentences, fmt_load, load_key
-    from redline.analysis.steady import (
-        Steadiness,
-        SteadyPolicy,
-        is_steady,
-        judge_steadiness,
-        mser5_cut,
-        mser_cut,
-    )
+    from redline.analysis.steady import mser5_cut, mser_cut, steady_counts, steady_window
     from redline.analysis.step import StepResult
     from redline.analysis.usl import UslFit, fit_usl, usl_throughput
 
@@ -57,7 +50,7 @@ _HOME = {
     ),
     **dict.fromkeys(("Knee", "best_power", "find_knee", "power"), "knee"),
     **dict.fromkeys(
-        ("Steadiness", "SteadyPolicy", "is_steady", "judge_steadiness", "mser5_cut", "mser_cut"),
+        ("mser5_cut", "mser_cut", "steady_counts", "steady_window"),
         "steady",
     ),
     "StepResult": "step",
@@ -77,8 +70,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Knee",
     "LittleCheck",
-    "Steadiness",
-    "SteadyPolicy",
     "StepResult",
     "Trend",
     "UslFit",
@@ -91,8 +82,6 @@ __all__ = [
     "fit_steps",
     "fit_usl",
     "fmt_load",
-    "is_steady",
-    "judge_steadiness",
     "leak_check",
     "leak_checks",
     "limit_step",
@@ -102,5 +91,7 @@ __all__ = [
     "mser_cut",
     "optimal_step",
     "power",
+    "steady_counts",
+    "steady_window",
     "usl_throughput",
 ]

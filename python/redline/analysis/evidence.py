@@ -199,22 +199,3 @@ def queue_rise_floor_ms(base_latency_ms: float | None, slo_bound_ms: float | Non
     if slo_bound_ms is not None and slo_bound_ms > 0:
         floor = min(floor, 0.1 * slo_bound_ms) if floor > 0 else 0.1 * slo_bound_ms
     return max(floor, MIN_QUEUE_RISE_MS)
-
-
-def steady_counts(counts: Sequence[float], max_drift: float = 0.10, z: float = Z) -> bool:
-    """steady_counts: per-interval counts hold level: their trend is not both significant and
-    over ``max_drift`` of the mean, and their spread is within what Poisson noise of that
-    many events (√mean per interval) and a 15 % allowance leave."""
-    k = len(counts)
-    if k < 3:
-        return False
-    mean = sum(counts) / k
-    if mean <= 0:
-        return True
-    tr = trend(list(range(k)), list(counts))
-    drift = abs(tr.rise) / mean
-    if drift > max_drift and tr.significant(z):
-        return False
-    sd = math.sqrt(sum((c - mean) ** 2 for c in counts) / (k - 1))
-    allowed = max(0.15 * mean, z * math.sqrt(mean))
-    return sd <= allowed

@@ -1,21 +1,43 @@
-"""steady: has a step settled? MSER-5 cuts the warm-up off a per-interval series, and what is
-left must be flat enough (small spread, no drift) before the step is judged.
+"""steady: has a step settled? The one home of the steadiness rules the capacity search
+judges its steps by (``find/reader.py`` asks them; ``docs/find.md``, "Steadiness", says them
+in words): the warm-up cut, then whether what is left holds level.
 
-MSER (White 1997) picks the truncation point that minimises the standard error of the mean
-of what remains; MSER-5 runs it on means of batches of five observations, which smooths the
-statistic. The search is bounded to the first half of the series because MSER's statistic
-shrinks spuriously as the remainder gets short.
+- :func:`mser_cut`: the warm-up to leave out. MSER (White 1997) picks the truncation point
+  that minimises the standard error of the mean of what remains; MSER-5 runs it on means of
+  batches of five observations, which smooths the statistic. The search is bounded to the
+  first half of the series because MSER's statistic shrinks spuriously as the remainder gets
+  short.
+- :func:`steady_counts`: the per-interval outcome counts hold level, within the Poisson noise
+  of that many events;
+- :func:`level`: the requests in flight hold level (a queue growing or draining is no steady
+  state);
+- :func:`little_holds`: Little's law holds over the window (a backlog of the step before
+  draining through it breaks it);
+- :func:`steady_window`: the verdict on a judged window, all of the above.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from redline import window
+from redline.analysis.checks import little_check
+from redline.analysis.evidence import Z, trend
+
 #: MIN_BATCHES: below this many batch means MSER has nothing to compare; no cut is made.
 MIN_BATCHES = 4
+
+#: MAX_DRIFT: a significant trend of the counts, or of the requests in flight, over this
+#: share of their mean is no steady state.
+MAX_DRIFT = 0.10
+
+#: SPREAD: the counts' standard deviation a steady window allows beyond Poisson noise, as a
+#: share of their mean.
+SPREAD = 0.15
 
 
 def mser_cut(series: Sequence[float], batch: int = 5) -> int:
@@ -44,92 +66,73 @@ def mser5_cut(series: Sequence[float]) -> int:
     return mser_cut(series, 5)
 
 
-@dataclass(frozen=True)
-class SteadyPolicy:
-    """SteadyPolicy: how flat a step must be after its warm-up cut to count as steady.
-
-    ``batch`` is MSER's batch size. Each interval snapshot is already the mean of many
-    requests (what MSER-5's batching does for single observations), so steps judged every
-    second use 1; use 5 for noisy or sub-second series. ``min_windows`` intervals must remain
-    after the cut; throughput's coefficient of variation must stay under ``max_cv`` and its
-    drift across the kept windows (Theil-Sen slope x span / mean, robust to a stray interval)
-    under ``max_drift``; p99's drift under ``max_p99_drift`` (tail latency is noisier)."""
-
-    batch: int = 1
-    min_windows: int = 5
-    max_cv: float = 0.15
-    max_drift: float = 0.10
-    max_p99_drift: float = 0.25
-
-
-@dataclass(frozen=True)
-class Steadiness:
-    """Steadiness is the verdict on one step's series: whether it is steady, where the
-    warm-up was cut, the figures behind the verdict, and why not when it is not."""
-
-    steady: bool
-    cut: int
-    cv: float | None = None
-    drift: float | None = None
-    p99_drift: float | None = None
-    why: str = ""
-
-
-def relative_drift(values: Sequence[float] | np.ndarray) -> float:
-    """relative_drift is how much ``values`` move from first to last point along their
-    Theil-Sen line, as a fraction of their mean (0 for a flat or zero series)."""
-    y = np.asarray(values, dtype=float)
-    if len(y) < 2:
-        return 0.0
-    mean = float(np.mean(y))
-    if mean == 0:
-        return 0.0
-    from scipy import stats  # here, not at the top: scipy.stats takes a second to import
-
-    slope = float(stats.theilslopes(y, np.arange(len(y)))[0])
-    return slope * (len(y) - 1) / abs(mean)
-
-
-def judge_steadiness(
-    throughput: Sequence[float],
-    p99: Sequence[float] | None = None,
-    policy: SteadyPolicy = SteadyPolicy(),
-) -> Steadiness:
-    """judge_steadiness cuts the warm-up (the later of the throughput and p99 cuts) and
-    judges the rest of a step's per-interval throughput (and p99, when given)."""
-    if p99 is not None and len(p99) != len(throughput):
-        raise ValueError("throughput and p99 must have one value per interval each")
-    cut = mser_cut(throughput, policy.batch)
-    if p99 is not None:
-        cut = max(cut, mser_cut(p99, policy.batch))
-    rest = np.asarray(throughput[cut:], dtype=float)
-    if len(rest) < policy.min_windows:
-        return Steadiness(
-            False, cut, why=f"{len(rest)} intervals after the warm-up, need {policy.min_windows}"
-        )
-    mean = float(rest.mean())
+def steady_counts(counts: Sequence[float], max_drift: float = MAX_DRIFT, z: float = Z) -> bool:
+    """steady_counts: per-interval counts hold level: their trend is not both significant and
+    over ``max_drift`` of the mean, and their spread is within what Poisson noise of that
+    many events (√mean per interval) and a :data:`SPREAD` allowance leave."""
+    k = len(counts)
+    if k < 3:
+        return False
+    mean = sum(counts) / k
     if mean <= 0:
-        # Nothing completes: as steady as it will get; the error checks judge the step.
-        return Steadiness(True, cut, cv=0.0, drift=0.0, why="no throughput")
-    cv = float(rest.std()) / mean
-    drift = relative_drift(rest)
-    p99_drift = relative_drift(p99[cut:]) if p99 is not None else None
-    why = []
-    if cv > policy.max_cv:
-        why.append(f"throughput varies {cv:.0%} (limit {policy.max_cv:.0%})")
-    if abs(drift) > policy.max_drift:
-        why.append(f"throughput drifts {drift:+.0%} (limit {policy.max_drift:.0%})")
-    if p99_drift is not None and abs(p99_drift) > policy.max_p99_drift:
-        why.append(f"p99 drifts {p99_drift:+.0%} (limit {policy.max_p99_drift:.0%})")
-    return Steadiness(not why, cut, cv, drift, p99_drift, "; ".join(why))
+        return True
+    tr = trend(list(range(k)), list(counts))
+    drift = abs(tr.rise) / mean
+    if drift > max_drift and tr.significant(z):
+        return False
+    sd = math.sqrt(sum((c - mean) ** 2 for c in counts) / (k - 1))
+    allowed = max(SPREAD * mean, z * math.sqrt(mean))
+    return sd <= allowed
 
 
-def is_steady(
-    throughput: Sequence[float],
-    p99: Sequence[float] | None = None,
-    policy: SteadyPolicy = SteadyPolicy(),
-) -> tuple[bool, int]:
-    """is_steady is :func:`judge_steadiness` reduced to ``(steady, cut)``, for a search loop
-    that asks after every interval."""
-    s = judge_steadiness(throughput, p99, policy)
-    return s.steady, s.cut
+def level(series: Sequence[float]) -> bool:
+    """level: the requests in flight held level through the step (no significant trend of
+    over :data:`MAX_DRIFT` of their mean): a queue growing or draining is no steady state, and
+    Little's law, which the analysis checks on steady steps, holds only for a stationary one."""
+    if len(series) < 4:
+        return True
+    tr = trend([float(i) for i in range(len(series))], list(series))
+    return not (tr.significant() and abs(tr.rise) > MAX_DRIFT * max(tr.mean, 1.0))
+
+
+def inflight_mean(snapshots: Sequence[dict[str, Any]]) -> float | None:
+    """inflight_mean is the mean number of requests in flight over the intervals (Little's
+    L): the mean of the engine's time averages (``in_flight_mean``), else of the
+    end-of-interval samples."""
+    key = "in_flight_mean" if all(s.get("in_flight_mean") is not None for s in snapshots) else None
+    vals = [
+        float(s[key or "in_flight"]) for s in snapshots if s.get(key or "in_flight") is not None
+    ]
+    return sum(vals) / len(vals) if vals else None
+
+
+def inflight_series(snapshots: Sequence[dict[str, Any]]) -> list[float]:
+    """inflight_series is each interval's in-flight figure (time average where given)."""
+    return [float(s.get("in_flight_mean", s.get("in_flight", 0.0)) or 0.0) for s in snapshots]
+
+
+def little_holds(snapshots: Sequence[dict[str, Any]], span_s: float) -> bool:
+    """little_holds is Little's law on a window of intervals, as
+    :func:`redline.analysis.checks.little_of` judges a step: the mean in flight against
+    every answer a second times their mean latency. True when it cannot be judged."""
+    inflight = inflight_mean(snapshots)
+    mean = window.weighted(window.answered(snapshots), "mean_ms")
+    if inflight is None or mean is None or span_s <= 0:
+        return True
+    rate = sum(int(s.get("requests", 0)) for s in snapshots) / span_s
+    return little_check(inflight, rate, mean).ok
+
+
+def steady_window(
+    snapshots: Sequence[dict[str, Any]], counts: Sequence[float], span_s: float, min_windows: int
+) -> bool:
+    """steady_window is the verdict on a step's judged window (its warm-up already cut):
+    at least ``min_windows`` intervals whose outcome ``counts`` hold level
+    (:func:`steady_counts`), whose requests in flight hold level (:func:`level`) and over
+    which Little's law holds (:func:`little_holds`, over ``span_s``)."""
+    return (
+        len(snapshots) >= min_windows
+        and steady_counts(counts)
+        and level(inflight_series(snapshots))
+        and little_holds(snapshots, span_s)
+    )

@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redline.analysis import mser_cut
-from redline.analysis.evidence import queue_rise_floor_ms, rate_se, steady_counts, trend
+from redline.analysis.evidence import queue_rise_floor_ms, rate_se, trend
 from redline.analysis.outcome import Meter
-from redline.find.rules import Limits, level
+from redline.analysis.steady import little_holds, mser_cut, steady_counts, steady_window
+from redline.find.rules import Limits
 from redline.find.step import Step, backlog_moves
-from redline.find.steps import aggregate_step, inflight_series, little_holds
+from redline.find.steps import aggregate_step
 
 #: Sampler gives extra per-step figures: the service's (CPU %, fds, RSS) and the generator's
 #: busy ratio, over a time window of the run in seconds.
@@ -227,10 +227,7 @@ class Reader:
             refused_rps=refused / span,
             failed_rps=failed / span,
             offered_rps=offered_rps,
-            steady=len(used) >= self.min_windows()
-            and steady_counts(counts)
-            and level(inflight_series(used))
-            and little_holds(used, span),
+            steady=steady_window(used, counts, span, self.min_windows()),
             latency_rise_ms=rise.rise if rise.points >= 3 else None,
             latency_rise_t=rise.t if rise.points >= 4 else None,
             queue_growth_rps=growth,

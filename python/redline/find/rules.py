@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from redline.analysis.evidence import trend
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
 from redline.find.step import MIN_DEFICIT as MIN_DEFICIT  # said once, by the step
@@ -162,16 +161,6 @@ def phase_compares(phase: str) -> bool:
 
 def power(s: StepResult) -> float:
     return s.throughput_rps / s.latency_ms if s.latency_ms > 0 else 0.0
-
-
-def level(series: Sequence[float]) -> bool:
-    """_level: the requests in flight held level through the step (no significant trend of
-    over 10 % of their mean): a queue growing or draining is no steady state, and Little's
-    law, which the analysis checks on steady steps, holds only for a stationary one."""
-    if len(series) < 4:
-        return True
-    tr = trend([float(i) for i in range(len(series))], list(series))
-    return not (tr.significant() and abs(tr.rise) > 0.1 * max(tr.mean, 1.0))
 
 
 def saturated(bad: Step, good: Step) -> bool:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from redline import window
-from redline.analysis.checks import little_check
 from redline.analysis.outcome import Meter
+from redline.analysis.steady import inflight_mean
 from redline.percentiles import IN_SNAPSHOTS, snapshot_key
 
 #: QUANTILES are the step percentiles read from the merged histogram: field -> quantile.
@@ -44,7 +44,7 @@ def aggregate_step(
         "errors_by_class": _errors_by_class(snapshots),
         "error_rate": meter.errors.total(snapshots).error_rate,
         "mean_ms": _mean(snapshots),
-        "inflight_mean": _inflight(snapshots),
+        "inflight_mean": inflight_mean(snapshots),
     }
     out.update(_percentiles(snapshots))
     return out
@@ -68,32 +68,6 @@ def _mean(snapshots: Sequence[dict[str, Any]]) -> float | None:
     """_mean is the request-weighted mean of the intervals' mean latency (exact: each
     interval's mean is over its responses, which its ``requests`` counts)."""
     return window.weighted(window.answered(snapshots), "mean_ms")
-
-
-def _inflight(snapshots: Sequence[dict[str, Any]]) -> float | None:
-    """_inflight is the mean number of requests in flight over the intervals: the mean of the
-    engine's time averages (``in_flight_mean``), else of the end-of-interval samples."""
-    key = "in_flight_mean" if all(s.get("in_flight_mean") is not None for s in snapshots) else None
-    vals = [
-        float(s[key or "in_flight"]) for s in snapshots if s.get(key or "in_flight") is not None
-    ]
-    return sum(vals) / len(vals) if vals else None
-
-
-def little_holds(snapshots: Sequence[dict[str, Any]], span_s: float) -> bool:
-    """little_holds is Little's law on a window of intervals, as
-    :func:`redline.analysis.checks.little_of` judges a step: the mean in flight against
-    every answer a second times their mean latency. True when it cannot be judged."""
-    inflight, mean = _inflight(snapshots), _mean(snapshots)
-    if inflight is None or mean is None or span_s <= 0:
-        return True
-    rate = sum(int(s.get("requests", 0)) for s in snapshots) / span_s
-    return little_check(inflight, rate, mean).ok
-
-
-def inflight_series(snapshots: Sequence[dict[str, Any]]) -> list[float]:
-    """inflight_series is each interval's in-flight figure (time average where given)."""
-    return [float(s.get("in_flight_mean", s.get("in_flight", 0.0)) or 0.0) for s in snapshots]
 
 
 def _errors_by_class(snapshots: Sequence[dict[str, Any]]) -> dict[str, int]:
