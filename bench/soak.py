@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/soak.py redline --minutes 60 --rate 20000        # open model
     .venv/bin/python bench/soak.py redline --minutes 60 --connections 50    # closed model
-    .venv/bin/python bench/soak.py taskqueue --minutes 60 --store sqlite [--share 0.7]
+    .venv/bin/python bench/soak.py redline --connections 20 --path '/?latency=20ms'  # ~1,000/s
+    .venv/bin/python bench/soak.py taskqueue --minutes 60 --store sqlite [--share 0.7 | --rate N]
         [--sample 60] [--warmup 60] [--json FILE] [--no-record]
 
 ``redline`` runs redline alone (``redline run``, a subprocess) against the test server
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,6 +68,9 @@ SERIES = {
     "threads": "threads",
     "cpu_us_per_request": "µs",
 }
+
+#: SAMPLES_TO: where each sample is appended as it is taken (``--json`` FILE's .samples.jsonl).
+SAMPLES_TO: Path | None = None
 
 #: START_TIMEOUT_S bounds a server's start; END_GRACE_S redline's end after its duration.
 START_TIMEOUT_S = 30.0
@@ -222,6 +227,9 @@ def watch(
             s.cpu_s = cpu_now
         row["requests"] = done
         rows.append(row)
+        if SAMPLES_TO is not None:  # kept as they come: an hour is not lost to a late failure
+            with SAMPLES_TO.open("a") as f:
+                f.write(json.dumps(row) + "\n")
         last = now
         k += 1
     return rows
@@ -280,7 +288,7 @@ def soak_redline(args: argparse.Namespace, work: Path) -> tuple[list[dict[str, A
     target = [str(VENV_BIN / "redline"), "target", "--threads", "1", "--port", "0"]
     with started(target, work / "target.log") as (url, server):
         out = work / "run.json"
-        argv = [*redline_argv(args, args.minutes * 60.0, out), url + "/"]
+        argv = [*redline_argv(args, args.minutes * 60.0, out), url + args.path]
         before = served(url)
         rows = run_redline(
             argv,
@@ -293,6 +301,7 @@ def soak_redline(args: argparse.Namespace, work: Path) -> tuple[list[dict[str, A
         doc = json.loads(out.read_text())
     with_windows(rows, doc)
     load = f"{args.rate:g} req/s (open)" if args.rate else f"{args.connections} connections"
+    load += f" on {args.path}" if args.path != "/" else ""
     counted = doc["requests"] + transport(doc) + int(doc["unfinished"])
     args.books = {"counted": counted, "served": seen}
     what = (
@@ -336,8 +345,9 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
         url, service = stack.enter_context(
             started(taskqueue_argv(data, database), work / "service.log")
         )
-        cap = capacity(url, work)
-        args.rate = round(args.share * cap, 1)
+        cap = None if args.rate else capacity(url, work)
+        if cap is not None:
+            args.rate = round(args.share * cap, 1)
         out = work / "run.json"
         argv = [*redline_argv(args, args.minutes * 60.0, out), str(FLOW), "--host", url]
         rows = run_redline(
@@ -349,10 +359,16 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
         )
         doc = json.loads(out.read_text())
     with_windows(rows, doc)
+    share = (
+        "a fixed rate, capacity not measured"
+        if cap is None
+        else f"{100 * args.share:.0f} % of the {cap:.0f} tasks/s that 64 users got in 20 s"
+    )
+    iterations = doc["scenario"]["iterations"]
     what = (
-        f"taskqueue on {args.store}, the seed-000 flow at {args.rate:g} tasks/s "
-        f"({100 * args.share:.0f} % of the {cap:.0f} tasks/s that 64 users got in 20 s): "
-        f"{doc['requests']:,} requests"
+        f"taskqueue on {args.store}, the seed-000 flow at {args.rate:g} tasks/s ({share}): "
+        f"{doc['requests']:,} requests, {doc['errors_total']:,} failed, "
+        f"{iterations['completed']:,} tasks completed"
     )
     return rows, what
 
@@ -402,12 +418,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("what", choices=["redline", "taskqueue"])
     p.add_argument("--minutes", type=float, default=60.0)
-    p.add_argument("--rate", type=float, help="redline: req/s (open model)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        help="redline: req/s (open model); taskqueue: tasks/s (instead of --share of capacity)",
+    )
     p.add_argument("--connections", type=int, default=50, help="redline: closed model")
     p.add_argument(
         "--max-connections",
         type=int,
         help="redline, open model: its pool's cap (the pool widens while it runs behind)",
+    )
+    p.add_argument(
+        "--path",
+        default="/",
+        help="redline: the test server's path, e.g. '/?latency=20ms' (a closed model that waits)",
     )
     p.add_argument("--threads", type=int, default=1, help="redline's engine threads")
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
@@ -434,6 +459,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    global SAMPLES_TO
+    # SIGTERM unwinds like an exception, so the servers, redline and a private PostgreSQL
+    # cluster are stopped on the way out (Python's default would leave them running).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.json:
+        SAMPLES_TO = Path(args.json).with_suffix(".samples.jsonl")
+        SAMPLES_TO.unlink(missing_ok=True)
     ctx = record.Context.now([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     with tempfile.TemporaryDirectory(prefix="redline-soak-") as tmp:
         soak = soak_redline if args.what == "redline" else soak_taskqueue
