@@ -27,7 +27,7 @@ from taskqueue.localpg import LocalPostgres, free_port
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.postgres_schema import MIGRATIONS
 from taskqueue.storage import Result, StorageUnavailable
-from taskqueue.storage_postgres import PostgresStorage, _Insert
+from taskqueue.storage_postgres import PostgresStorage, _deadline, _Insert
 
 OUTAGE_503_WITHIN_S = 7.0
 """OUTAGE_503_WITHIN_S: a request during a database outage is answered (503) within the
@@ -158,7 +158,9 @@ async def test_two_batches_in_flight_release_a_lost_claim_once(dsn: str) -> None
     try:
         store._lost_claims["gone/1"] = 0.0  # a claim lost long ago: its wait is over
         tasks = [Task(id=f"t{n}", seq=0, type=TaskType.FACTORIAL, params={"n": n}) for n in (1, 2)]
-        seqs = await asyncio.gather(*(store._flush_writes([_Insert(t)]) for t in tasks))
+        seqs = await asyncio.gather(
+            *(store._flush_writes([_Insert(t)], _deadline()) for t in tasks)
+        )
         assert sorted(s for (s,) in seqs) == [1, 2]
         assert store._lost_claims == {}
     finally:

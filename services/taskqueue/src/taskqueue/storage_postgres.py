@@ -56,8 +56,25 @@ except ImportError:  # pragma: no cover - checked with a clear message in open()
 log = logging.getLogger("taskqueue")
 
 TIMEOUT_S = 5.0
-"""TIMEOUT_S bounds every database call (connect, pool wait, statement): past it the request
-answers 503 instead of hanging while the database is unreachable."""
+"""TIMEOUT_S bounds every database call, all of it (the wait for a group commit's slot, for a
+pooled connection, the statement): past it the request answers 503 instead of hanging while
+the database is unreachable. One bound, not one for each step: a stalled database answered a
+submission in 10.02 s when the pool wait, the statement and the release that waited for the
+statement's cancel each had 5 s of their own (tests/test_postgres_faults.py)."""
+
+
+def _deadline() -> float:
+    """_deadline: the time (time.monotonic()) by which a call starting now must be done."""
+    return time.monotonic() + TIMEOUT_S
+
+
+def _left(deadline: float) -> float:
+    """_left: the seconds left until ``deadline``; TimeoutError when none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError(f"no database answer within {TIMEOUT_S:g} s")
+    return left
+
 
 POOL_SIZE = 16
 """POOL_SIZE: connections per server (group commits, reads, housekeeping)."""
@@ -235,8 +252,8 @@ class PostgresStorage(Storage):
         except asyncpg.PostgresError as exc:
             await self._close_pool()
             raise StorageUnavailable(f"database error: {exc}") from None
-        self._writes = Batcher(self._flush_writes, _write_key, PARALLEL_WRITES)
-        self._reads = Batcher(self._flush_reads, lambda _: None, PARALLEL_READS)
+        self._writes = Batcher(self._flush_writes, _write_key, PARALLEL_WRITES, TIMEOUT_S)
+        self._reads = Batcher(self._flush_reads, lambda _: None, PARALLEL_READS, TIMEOUT_S)
         self._writes.start()
         self._reads.start()
         self._listener = asyncio.get_running_loop().create_task(self._listen())
@@ -265,19 +282,22 @@ class PostgresStorage(Storage):
         self._pool = None
 
     @contextlib.asynccontextmanager
-    async def _con(self) -> AsyncIterator[Any]:
-        """_con lends a pooled connection, turning "database unreachable" into
-        StorageUnavailable (so the API answers 503) and noting health either way."""
+    async def _con(self, deadline: float) -> AsyncIterator[Any]:
+        """_con lends a pooled connection, waited for until ``deadline`` at most (the
+        statements pass timeout=_left(deadline) for the rest), turning "database unreachable"
+        into StorageUnavailable (so the API answers 503) and noting health either way."""
         if self._pool is None:
             raise StorageUnavailable("storage is not open")
         try:
-            async with self._pool.acquire(timeout=TIMEOUT_S) as con:
+            async with self._pool.acquire(timeout=_left(deadline)) as con:
                 try:
                     yield con
-                except asyncpg.InternalClientError:
-                    # Its protocol is stuck mid-operation ("cannot switch to state 12;
-                    # another operation is in progress": seen after PostgreSQL was killed
-                    # under load): never lend it again; the pool opens a new one.
+                except (asyncpg.InternalClientError, TimeoutError, asyncio.TimeoutError):
+                    # InternalClientError: its protocol is stuck mid-operation ("cannot
+                    # switch to state 12; another operation is in progress": seen after
+                    # PostgreSQL was killed under load). A timeout: the release would wait
+                    # for the statement's cancel, as long again on a database that does not
+                    # answer. Either way never lend it again; the pool opens a new one.
                     con.terminate()
                     raise
         except self._errors as exc:
@@ -298,8 +318,11 @@ class PostgresStorage(Storage):
         # Best effort: a server that misses it runs the task on to its time limit, and its
         # outcome is refused then (the database holds the cancel).
         try:
-            async with self._con() as con:
-                await con.execute("SELECT pg_notify($1, $2)", CANCEL_CHANNEL, task_id)
+            deadline = _deadline()
+            async with self._con(deadline) as con:
+                await con.execute(
+                    "SELECT pg_notify($1, $2)", CANCEL_CHANNEL, task_id, timeout=_left(deadline)
+                )
         except (StorageUnavailable, asyncpg.PostgresError) as exc:
             log.debug("taskqueue: the cancel of %s was not announced: %s", task_id, exc)
 
@@ -354,8 +377,9 @@ class PostgresStorage(Storage):
         tasks: list[Task] = await self._submit(_Claim(kind, limit, lease_s))
         return tasks
 
-    async def _flush_writes(self, ops: list[_Write]) -> list[Any]:
-        """_flush_writes commits a batch of ops of every kind in one transaction."""
+    async def _flush_writes(self, ops: list[_Write], deadline: float) -> list[Any]:
+        """_flush_writes commits a batch of ops of every kind in one transaction, by
+        ``deadline``."""
         inserts = [op.task for op in ops if isinstance(op, _Insert)]
         changes = [op for op in ops if isinstance(op, _Change)]
         claims = [op for op in ops if isinstance(op, _Claim)]
@@ -368,7 +392,7 @@ class PostgresStorage(Storage):
             owner = f"{self.owner}/{self._claims}"
         release = list(self._lost_claims)
         try:
-            async with self._con() as con:
+            async with self._con(deadline) as con:
                 rows = await con.fetch(
                     _WRITE,
                     [t.id for t in inserts],
@@ -397,6 +421,7 @@ class PostgresStorage(Storage):
                     CHANNEL,
                     self._notice,
                     release,
+                    timeout=_left(deadline),
                 )
         except asyncpg.UniqueViolationError as exc:
             raise DuplicateTask(str(exc)) from None
@@ -434,23 +459,27 @@ class PostgresStorage(Storage):
         return out
 
     async def expire_leases(self, max_attempts: int) -> list[Task]:
-        async with self._con() as con:
-            rows = await con.fetch(_EXPIRE, max_attempts)
+        deadline = _deadline()
+        async with self._con(deadline) as con:
+            rows = await con.fetch(_EXPIRE, max_attempts, timeout=_left(deadline))
         return [task_from_row(r) for r in rows]
 
     async def unfinished(self) -> dict[TaskStatus, int]:
-        async with self._con() as con:
+        deadline = _deadline()
+        async with self._con(deadline) as con:
             row = await con.fetchrow(
                 "SELECT count(*) FILTER (WHERE lease_until IS NULL),"
-                " count(*) FILTER (WHERE lease_until IS NOT NULL) FROM unfinished"
+                " count(*) FILTER (WHERE lease_until IS NOT NULL) FROM unfinished",
+                timeout=_left(deadline),
             )
         return {TaskStatus.QUEUED: int(row[0]), TaskStatus.RUNNING: int(row[1])}
 
     async def delete_finished_before(
         self, cutoff: float, limit: int
     ) -> list[tuple[str, TaskStatus]]:
-        async with self._con() as con, con.transaction():
-            rows = await con.fetch(_DELETE, cutoff, limit)
+        deadline = _deadline()
+        async with self._con(deadline) as con, con.transaction():
+            rows = await con.fetch(_DELETE, cutoff, limit, timeout=_left(deadline))
         return [(r[0], TaskStatus(r[1])) for r in rows]
 
     # --- reads -------------------------------------------------------------------------------
@@ -461,34 +490,43 @@ class PostgresStorage(Storage):
         task: Task | None = await self._reads.submit(task_id)
         return task
 
-    async def _flush_reads(self, ids: list[str]) -> list[Task | None]:
-        async with self._con() as con:
-            rows = await con.fetch(_GET, ids)
+    async def _flush_reads(self, ids: list[str], deadline: float) -> list[Task | None]:
+        async with self._con(deadline) as con:
+            rows = await con.fetch(_GET, ids, timeout=_left(deadline))
         found = {r[1]: r for r in rows}
         # A task polled twice in one batch is decoded twice: callers may change what they get.
         return [None if (r := found.get(i)) is None else task_from_row(r) for i in ids]
 
     async def get_result(self, task_id: str) -> Result | None:
-        async with self._con() as con:
+        deadline = _deadline()
+        async with self._con(deadline) as con:
             row = await con.fetchrow(
                 "SELECT r.content_type, r.body FROM results r JOIN tasks t ON t.seq = r.seq"
                 " WHERE t.id = $1",
                 task_id,
+                timeout=_left(deadline),
             )
         return None if row is None else Result(row[0], bytes(row[1]))
 
     async def find_idempotent(self, key: str) -> Task | None:
-        async with self._con() as con:
-            row = await con.fetchrow(f"SELECT {TASK_COLUMNS} FROM tasks WHERE idem_key = $1", key)
+        deadline = _deadline()
+        async with self._con(deadline) as con:
+            row = await con.fetchrow(
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE idem_key = $1",
+                key,
+                timeout=_left(deadline),
+            )
         return None if row is None else task_from_row(row)
 
     async def list(self, status: TaskStatus | None, after_seq: int, limit: int) -> list[Task]:
-        async with self._con() as con:
+        deadline = _deadline()
+        async with self._con(deadline) as con:
             if status is None:
                 rows = await con.fetch(
                     f"SELECT {TASK_COLUMNS} FROM tasks WHERE seq > $1 ORDER BY seq LIMIT $2",
                     after_seq,
                     limit,
+                    timeout=_left(deadline),
                 )
             elif status.finished:
                 rows = await con.fetch(
@@ -497,6 +535,7 @@ class PostgresStorage(Storage):
                     status.value,
                     after_seq,
                     limit,
+                    timeout=_left(deadline),
                 )
             else:  # status is not indexed: unfinished tasks are found through `unfinished`
                 columns = ", ".join("t." + c.strip() for c in TASK_COLUMNS.split(","))
@@ -507,6 +546,7 @@ class PostgresStorage(Storage):
                     status.value,
                     after_seq,
                     limit,
+                    timeout=_left(deadline),
                 )
         return [task_from_row(r) for r in rows]
 
