@@ -51,7 +51,8 @@ XDIST = -n $(PYTEST_WORKERS) --dist loadgroup
 test-python:
 	$(PY) -m pytest -q -ra --durations=15 $(XDIST) -m "not alone" tests
 	$(PY) -m pytest -q -ra -m alone tests
-	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -ra --durations=10 $(XDIST) -p leftovers -p slowfirst tests
+	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -ra --durations=10 $(XDIST) -p leftovers -p slowfirst -m "not alone" tests
+	cd services/taskqueue && PYTHONPATH=$(abspath tests) $(abspath $(PY)) -m pytest -q -ra -p leftovers -m alone tests
 
 lint: install ## rustfmt, clippy, ruff, mypy
 	cargo fmt --all --check

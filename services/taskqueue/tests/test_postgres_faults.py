@@ -8,11 +8,17 @@ the service recovers by itself once the database is back, and no acknowledged ta
 every task a 202 was given for is in the database afterwards, read there directly, and is
 run to SUCCEEDED. (A submission answered 503 may still have been stored, when the answer of
 its commit was lost: that is a retry's duplicate, never a loss.)
+
+And a slow network between them (at the end): 100 ms of added latency adds 100 ms to a read
+that makes one round trip, a 200 KB/s cap adds a stored result's bytes over that rate (each
+within 5 %, measured by redline), and redline's submissions through either are counted exactly
+(its 202s = the server's count = the new rows) and all run to SUCCEEDED.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import signal
 import threading
 import time
@@ -22,6 +28,7 @@ import asyncpg
 import httpx
 import psutil
 import pytest
+import redline
 from conftest import Server, submit
 from taskqueue.localpg import LocalPostgres
 from taskqueue.storage_postgres import TIMEOUT_S
@@ -240,3 +247,131 @@ def test_postgresql_killed_with_sigkill_under_load_loses_no_acknowledged_task(
     assert_none_lost(load, dsn)
     with server.client() as c:
         assert c.get("/healthz").status_code == 200
+
+
+# --- a slow network: added latency, a bandwidth cap ---------------------------------------------
+# Measured by redline (the status or result of one stored task read again and again), each
+# request costing a known number of round trips or bytes through the proxy; then redline's
+# submissions through the same toxic, counted three ways: redline's 202s, the server's own
+# taskqueue_submissions_total, the rows in the database (read past the proxy), all SUCCEEDED.
+
+#: SUBMISSIONS: the submissions redline makes through each toxic (a count: every one answered).
+SUBMISSIONS = 120
+
+
+def _submitted(server: Server) -> float:
+    """_submitted: the server's own count of accepted submissions (its /metrics)."""
+    with server.client() as c:
+        text = c.get("/metrics").text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("taskqueue_submissions_total{")
+    )
+
+
+def _stored(server: Server, n: int) -> list[str]:
+    """_stored submits n tasks of n=20000 (77,338 digits), waits (bounded) until all are
+    SUCCEEDED and returns their ids; with --cache-finished 1 all but the last are read from
+    the database from then on."""
+    with server.client() as c:
+        ids = [submit(c, {"type": "factorial", "n": 20_000}).json()["id"] for _ in range(n)]
+        deadline = time.monotonic() + DONE_WITHIN_S
+        for i in ids:
+            while c.get(f"/tasks/submissions/{i}").json()["status"] != "SUCCEEDED":
+                assert time.monotonic() < deadline, i
+                time.sleep(0.05)
+    return ids
+
+
+def _submissions_counted_and_kept(server: Server, direct: str, before_rows: int) -> int:
+    """_submissions_counted_and_kept: redline submits SUBMISSIONS tasks; every answer is a
+    202, the server counted exactly those, and the database holds exactly those more rows,
+    each SUCCEEDED in the end (none lost). Returns how many."""
+    counted = _submitted(server)
+    result = redline.run(
+        f"{server.url}/tasks/submissions",
+        method="POST",
+        body='{"type": "factorial", "n": 30}',
+        headers=["Content-Type: application/json"],
+        connections=4,
+        requests=SUBMISSIONS,
+        threads=1,
+    )
+    assert result.status_codes == {202: SUBMISSIONS}, result.data["errors"]
+    assert _submitted(server) - counted == SUBMISSIONS
+    deadline = time.monotonic() + DONE_WITHIN_S
+    while True:
+        rows = asyncio.run(_count(direct))
+        assert rows["all"] == before_rows + SUBMISSIONS, rows
+        if rows["succeeded"] == rows["all"]:
+            return SUBMISSIONS
+        assert rows["failed"] == 0 and time.monotonic() < deadline, rows
+        time.sleep(0.5)
+
+
+async def _count(dsn: str) -> dict[str, int]:
+    con = await asyncpg.connect(dsn, timeout=30)
+    try:
+        row = await con.fetchrow(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'SUCCEEDED'),"
+            " count(*) FILTER (WHERE status = 'FAILED') FROM tasks"
+        )
+    finally:
+        await con.close()
+    return {"all": row[0], "succeeded": row[1], "failed": row[2]}
+
+
+@pytest.mark.alone  # a ±5 % latency bound: not beside the parallel suite
+def test_database_latency_adds_its_amount_to_a_read_and_loses_no_submission(
+    toxiproxy: Toxiproxy, proxied, cluster
+) -> None:
+    """A status read of a task not in memory is one statement, one round trip: 100 ms more on
+    every answer from the database adds 100 ms (within 5 %) to its median."""
+    name, through, direct = proxied
+    (server,) = cluster("--database", through, "--cache-finished", "1")
+    first = _stored(server, 3)[0]
+    url = f"{server.url}/tasks/submissions/{first}"
+    base = redline.run(url, connections=2, duration="3s", threads=1)
+    added_ms = 100.0
+    toxic = toxiproxy.toxic(name, "latency", "downstream", latency=int(added_ms))
+    try:
+        slow = redline.run(url, connections=2, duration="4s", threads=1)
+        kept = _submissions_counted_and_kept(server, direct, 3)
+    finally:
+        toxiproxy.remove(name, toxic)
+    b, s = base.data["latency_ms"], slow.data["latency_ms"]
+    assert base.status_codes == {200: base.requests} and slow.status_codes == {200: slow.requests}
+    shift = s["p50"] - b["p50"]
+    print(f"status read p50 {b['p50']:.2f} -> {s['p50']:.2f} ms (+{shift:.2f}); {kept} kept")
+    assert abs(shift - added_ms) <= 0.05 * added_ms, (shift, b, s)
+
+
+@pytest.mark.alone  # a ±5 % latency bound: not beside the parallel suite
+def test_a_bandwidth_cap_on_the_database_delays_a_result_by_its_bytes_and_loses_nothing(
+    toxiproxy: Toxiproxy, proxied, cluster
+) -> None:
+    """A result not in memory comes from the database: 77,338 bytes (20000!'s digits) through
+    a 200 KB/s cap (toxiproxy's KB: 1,000 bytes) take 387 ms, added to the read's median
+    within 5 % (the task's row, a few hundred bytes more, is 1-2 ms of it)."""
+    name, through, direct = proxied
+    (server,) = cluster("--database", through, "--cache-finished", "1")
+    first = _stored(server, 3)[0]
+    url = f"{server.url}/tasks/{first}"
+    base = redline.run(url, connections=1, duration="3s", threads=1)
+    digits = int(math.lgamma(20_001) / math.log(10)) + 1  # 77,338
+    rate_kb = 200
+    toxic = toxiproxy.toxic(name, "bandwidth", "downstream", rate=rate_kb)
+    try:
+        slow = redline.run(url, connections=1, duration="5s", threads=1)
+        kept = _submissions_counted_and_kept(server, direct, 3)
+    finally:
+        toxiproxy.remove(name, toxic)
+    b, s = base.data["latency_ms"], slow.data["latency_ms"]
+    assert base.status_codes == {200: base.requests} and slow.status_codes == {200: slow.requests}
+    assert slow.data["bytes_in"] >= slow.requests * digits  # the digits came every time
+    expected_ms = 1000.0 * digits / (rate_kb * 1000)
+    shift = s["p50"] - b["p50"]
+    print(f"result p50 {b['p50']:.2f} -> {s['p50']:.2f} ms (+{shift:.2f}, {expected_ms:.1f})")
+    print(f"{kept} submissions kept")
+    assert abs(shift - expected_ms) <= 0.05 * expected_ms, (shift, expected_ms, b, s)
