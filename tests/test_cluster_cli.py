@@ -367,7 +367,14 @@ def test_a_find_that_loses_an_injector_stops_names_it_and_keeps_its_steps(
     cmd += ["--report", f"{out}.html", target.url + "/?latency=50ms"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     _lose_an_injector(target, proc, before, after_s=6.0)  # a step or two measured first
+    served = target.stats()["requests"] - before
     doc = json.loads(Path(f"{out}.json").read_text())
+    # What the server received: every request the search counted, and at most the dead
+    # injector's unsent tail more (its users' answers for POLL + an interval: 2 s at 50 ms).
+    counted = sum(x["requests"] + x.get("errors", 0) for x in doc["timeseries"])
+    print(f"find: counted {counted}, the server saw {served}")
+    users = max(x["load"] for x in [*doc["steps"], *doc["spoiled"]])
+    assert 0 < counted <= served <= counted + users * 2.0 / 0.05, (counted, served, users)
     assert doc["interrupted"] and doc["stop"]["condition"] == "interrupted", doc["stop"]
     assert "died" in doc["stop"]["detail"]
     assert doc["run"]["cluster"]["failure"] and len(doc["run"]["cluster"]["injectors"]) == 2
