@@ -91,7 +91,7 @@ def readings(step: Any, backlog_part: str | None = None) -> list[Reading]:
             )
         )
     for name, figures in (getattr(step, "parts", None) or {}).items():
-        out += _part(name, figures)
+        out += part_readings(name, figures)
     if getattr(step, "backlog_growing", False):
         g = step.backlog_growth_rps or 0.0
         out.append(
@@ -106,7 +106,10 @@ def readings(step: Any, backlog_part: str | None = None) -> list[Reading]:
     return out
 
 
-def _part(name: str, f: dict[str, float]) -> list[Reading]:
+def part_readings(name: str, f: dict[str, float]) -> list[Reading]:
+    """part_readings are the readings of one watched part's figures ``f`` (a step's, or a
+    run's: the means of its samples): CPU of the cores it may use and its run queue, memory,
+    open files, each pool, the accept queue and its error counters."""
     out: list[Reading] = []
     cpu = f.get("cpu_percent")
     if cpu is not None:

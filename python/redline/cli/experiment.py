@@ -73,6 +73,7 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
         ("--threshold", args.threshold),
         ("--web", args.web),
         ("--prometheus", args.prometheus),
+        ("--watch", getattr(args, "watch", None)),
     ):
         if given:
             raise ConfigError(

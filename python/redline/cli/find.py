@@ -16,6 +16,7 @@ from redline.cli.run_flags import (
     add_interval_flag,
     add_request_flags,
     add_threads_flag,
+    add_watch_flag,
     secs,
     shown_defaults,
 )
@@ -140,16 +141,7 @@ def add_system_flags(f: argparse.ArgumentParser) -> None:
         '/metrics#taskqueue_tasks{status="QUEUED"})',
     )
 
-    f.add_argument(
-        "--watch",
-        action="append",
-        default=[],
-        metavar="NAME=SPEC",
-        help="a part of the deployment to watch each second (repeatable; a NAME may take"
-        " several): pid:PID (its process tree), port:PORT (the listener and its accept"
-        " queue), prometheus:URL (an exporter: pools, counters as rates), cmd:COMMAND"
-        " (started and stopped); at the limit the part that ran out first is named",
-    )
+    add_watch_flag(f, at_limit=True)
 
 
 def wait_listening(url: str, timeout_s: float) -> None:

@@ -22,6 +22,7 @@ from redline.cli.run_flags import (
     add_load_flags,
     add_request_flags,
     add_threads_flag,
+    add_watch_flag,
     run_options,
     shown_defaults,
 )
@@ -100,6 +101,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     )
     add_interval_flag(out, shown)
     add_export_flags(out)
+    add_watch_flag(r.add_argument_group("the deployment (watched beside the load)"))
     out.add_argument("-q", "--quiet", action="store_true", help="no live progress on stderr")
     add_live_flags(r)
     add_vary_flags(r, "run")
@@ -227,9 +229,11 @@ def _run_logged(args: argparse.Namespace, live: Any, log: IntervalLog | None) ->
         aborted, lost = None, None
         try:
             if watches or cluster is not None:
-                result, aborted = run_watched(args.url, None, opts, watches, progress, cluster)
+                result, aborted = run_watched(
+                    args.url, None, opts, watches, progress, cluster, args.watch
+                )
             else:
-                result = run(args.url, progress=progress, **opts)  # type: ignore[arg-type]
+                result = run(args.url, progress=progress, watch=args.watch, **opts)  # type: ignore[arg-type]
         except InjectorLost as e:
             # The partial result is kept: printed and written like any other.
             result, lost = e.result, e

@@ -222,3 +222,25 @@ def add_export_flags(group: Parser) -> None:
         metavar="FILE",
         help="write a JUnit XML report: one test case per --threshold, one for the run",
     )
+
+
+def add_watch_flag(group: Parser, at_limit: bool = False) -> None:
+    """add_watch_flag adds ``--watch NAME=SPEC`` (repeatable), the deployment's parts watched
+    each second beside the load (:mod:`redline.service.parts`): on ``redline run`` and
+    scenario runs, and on ``redline find`` (``at_limit``: the part that ran out first is
+    named at the limit)."""
+    group.add_argument(
+        "--watch",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="a part of the deployment to watch each second (repeatable; a NAME may take"
+        " several): pid:PID (its process tree), port:PORT (the listener and its accept"
+        " queue), prometheus:URL (an exporter: pools, counters as rates), cmd:COMMAND"
+        " (started and stopped); "
+        + (
+            "at the limit the part that ran out first is named"
+            if at_limit
+            else "kept in the JSON's parts, each part's figures said under the summary"
+        ),
+    )

@@ -131,9 +131,10 @@ def cmd_run_scenario(
     aborted, lost = None, None
     try:
         if watches or cluster is not None:
-            result, aborted = run_watched(url, opts.pop("plan"), opts, watches, progress, cluster)
+            plan, parts = opts.pop("plan"), args.watch
+            result, aborted = run_watched(url, plan, opts, watches, progress, cluster, parts)
         else:
-            result = run(url, progress=progress, **opts)
+            result = run(url, progress=progress, watch=args.watch, **opts)
     except InjectorLost as e:
         # The partial result is kept: printed and written like any other.
         result, lost = e.result, e

@@ -94,7 +94,28 @@ def render(result: Result) -> str:
     lines.append(f"{'WARNING: ' if warn else ''}{verdict} ({cpu})")
     if result.interrupted:
         lines.append("Interrupted: this summary covers what ran before the stop.")
+    lines.extend(parts_lines(d))
     return "\n".join(lines)
+
+
+def parts_lines(d: dict[str, Any]) -> list[str]:
+    """parts_lines says each watched part's figures over the run (``--watch``), by the
+    bottleneck's readings (:func:`redline.analysis.bottleneck.part_readings`): a resource at
+    its limit is said to have run out."""
+    from redline.analysis.bottleneck import QUEUE_KEY, part_readings
+
+    over = (d.get("parts") or {}).get("over_run")
+    if not over:
+        return []
+    lines = ["Watched parts, over the run:"]
+    for name, figures in over.items():
+        said = [
+            r.evidence
+            + ((" (short of CPU)" if r.key == QUEUE_KEY else " (ran out)") if r.saturated else "")
+            for r in part_readings(name, figures)
+        ]
+        lines.append(f"  {name}: " + ("; ".join(said) or "no figures (it was not read)"))
+    return lines
 
 
 def _late(gen: dict[str, Any]) -> str:

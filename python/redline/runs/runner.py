@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from redline.runs.config import RunConfig, encode
 from redline.runs.options import IgnoredOption
 from redline.runs.result import Result
 from redline.runs.run_options import RunOptions
+from redline.runs.watching import start_parts, with_parts
 from redline.scenario.pystep import functions_of
 
 #: Progress: the callback type for per-interval snapshots.
@@ -42,6 +43,7 @@ def run(
     cluster: str | None = None,
     injectors: int | None = None,
     on_injector_loss: str = "fail",
+    watch: Sequence[str] = (),
     **option: Any,
 ) -> Result:
     """run generates HTTP load against ``url`` and returns what it measured.
@@ -63,7 +65,9 @@ def run(
     the host. ``cluster`` (``ray://HOST:PORT`` or ``local:N``) spreads the run over that many
     Ray injectors (``injectors``; docs/distributed.md): the result is one run's, merged
     exactly; an injector lost mid-run raises InjectorLost carrying the partial result
-    (``on_injector_loss="continue"`` goes on instead). Options left as None take the engine's
+    (``on_injector_loss="continue"`` goes on instead). ``watch`` are parts of the deployment
+    watched each second beside the load (``"api=pid:1234"``, ``"db=prometheus:URL"``: the
+    ``--watch`` specs), kept in the result's ``parts``. Options left as None take the engine's
     defaults (``redline.defaults()``: 50 connections, 10 s, GET, 30 s timeout, one thread per
     core). Invalid options raise ConfigError with the engine's message; options the run will
     not use (``connections`` with ``rate``) give an IgnoredOption warning.
@@ -72,18 +76,23 @@ def run(
     for note in opts.ignored(url):
         warnings.warn(note, IgnoredOption, stacklevel=2)
     config = opts.config(url, plan=plan)
-    if cluster is not None:
-        handle = start_handle(config, ClusterOptions(cluster, injectors, on_injector_loss))
-        result, _ = drive(handle, progress)
-        return result
-    callback = None
-    if progress is not None:
+    parts = start_parts(watch)
+    try:
+        if cluster is not None:
+            handle = start_handle(config, ClusterOptions(cluster, injectors, on_injector_loss))
+            result, _ = drive(handle, progress)
+            return with_parts(result, parts)
+        callback = None
+        if progress is not None:
 
-        def callback(snapshot_json: str) -> None:
-            progress(json.loads(snapshot_json))
+            def callback(snapshot_json: str) -> None:
+                progress(json.loads(snapshot_json))
 
-    report = _engine.run(encode(config), callback, python_steps(config))
-    return Result(json.loads(report))
+        report = _engine.run(encode(config), callback, python_steps(config))
+        return with_parts(Result(json.loads(report)), parts)
+    finally:
+        if parts is not None:
+            parts.stop()
 
 
 def python_steps(config: RunConfig) -> list[Any] | None:

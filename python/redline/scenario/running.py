@@ -9,7 +9,7 @@ may abort it), and every threshold judged on the result (:class:`ScenarioResult`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -106,17 +106,26 @@ def run_watched(
     watches: list[Watch],
     progress: Any = None,
     cluster: Any = None,
+    parts: Sequence[str] = (),
 ) -> tuple[Result, str | None]:
     """run_watched runs ``url`` (with the scenario ``plan``, or none for a URL run) with a
     live handle (``cluster``: a runner.ClusterOptions to run on injectors), feeding each
     interval snapshot to the watches and stopping the run when one fires; returns the
-    result and the abort line."""
+    result and the abort line. ``parts``: the deployment's parts watched beside it
+    (``--watch`` specs, :mod:`redline.runs.watching`)."""
     from redline.runs.runner import build_config, drive, start_handle
+    from redline.runs.watching import start_parts, with_parts
 
     config = build_config(url, plan, **opts)
     interval_s = float(config.get("interval_s", 1.0))
-    handle = start_handle(config, cluster)
-    return drive(handle, progress, watches, interval_s)
+    watched = start_parts(parts)
+    try:
+        handle = start_handle(config, cluster)
+        result, aborted = drive(handle, progress, watches, interval_s)
+    finally:
+        if watched is not None:
+            watched.stop()
+    return with_parts(result, watched), aborted
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,7 @@ def run_compiled(
     host: str | None = None,
     thresholds: Iterable[str] = (),
     progress: Callable[[dict[str, Any]], None] | None = None,
+    watch: Sequence[str] = (),
     **overrides: Any,
 ) -> ScenarioResult:
     """run_compiled runs a compiled scenario against ``host`` (default: its own) with its
@@ -180,17 +190,20 @@ def run_compiled(
     whole) or any other of :func:`redline.run`'s options (``http2``, ``interval``,
     ``requests`` …). Its thresholds and ``thresholds`` are judged on the result; one with
     ``;abort=WINDOW`` stops the run when it fails live. ``progress`` hears each interval's
-    snapshot. A bad option is a ConfigError before any load."""
+    snapshot; ``watch``: the deployment's parts watched beside it (``--watch`` specs). A bad
+    option is a ConfigError before any load."""
     given, passed = _split_overrides(overrides)
     url, plan, options = prepare(compiled, host, given, RunOptions(**passed))
     ends, watches = parse_thresholds([*thresholds, *compiled.thresholds])
     aborted = None
     if watches:
-        result, aborted = run_watched(url, plan, options.as_kwargs(), watches, progress)
+        result, aborted = run_watched(
+            url, plan, options.as_kwargs(), watches, progress, None, watch
+        )
     else:
         from redline.runs.runner import run
 
-        result = run(url, options, progress=progress, plan=plan)
+        result = run(url, options, progress=progress, plan=plan, watch=watch)
     if result.data.get("scenario") is not None:
         # The report names what ran (the engine knows the plan, not the file it came from).
         result.data["scenario"]["file"] = compiled.file
