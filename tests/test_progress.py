@@ -122,3 +122,34 @@ def test_the_interval_after_the_end_is_not_a_repeat_with_no_rate():
     assert lines[1].startswith("t=   2.0s  req/s=") and "after the end" not in lines[1]
     assert lines[2].startswith("t=   2.1s  after the end: 7 answers to requests sent before it")
     assert "req/s" not in lines[2]
+
+
+def test_a_last_partial_interval_says_its_sends_and_no_rate():
+    """Issue 36: a run with -n ends inside an interval; its last, 20 ms long, sent 10
+    requests, which 'req/s=500' read as a burst five times the run's rate. Whole intervals
+    give the rate (the line, the panel's headline and its sparkline); a partial one its
+    count over its span."""
+    out = io.StringIO()
+    plain = PlainProgress(out, Goal(requests=210))
+    tally = Tally()
+    for s in (snap(1.0, 100), snap(2.0, 100), snap(2.02, 10, achieved_rate=500.0)):
+        plain(s)
+        tally.add(s)
+    lines = out.getvalue().splitlines()
+    assert "req/s=    100" in lines[1]
+    assert "req/s" not in lines[2] and "t=   2.0s  the last 20ms: 10 sent  p50=" in lines[2]
+    assert list(tally.rates) == [100.0, 100.0]
+    shown = text_of(view(tally, Goal(requests=210)))
+    assert "100/s" in shown and "500" not in shown
+
+
+def test_a_first_interval_is_whole_and_a_scenario_tail_is_counted():
+    """The first interval is taken as whole (nothing to compare it with); a scenario's
+    iterations that went on sending after the end in a partial interval say how many."""
+    out = io.StringIO()
+    plain = PlainProgress(out, Goal(seconds=2.0))
+    for s in (snap(1.0, 50), snap(2.0, 50), snap(2.05, 4, achieved_rate=80.0)):
+        plain(s)
+    first, _, last = out.getvalue().splitlines()
+    assert "req/s=     50" in first
+    assert "went on sending, 4 in its last 50ms" in last and "req/s" not in last

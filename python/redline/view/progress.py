@@ -19,24 +19,36 @@ _BARS = "▁▂▃▄▅▆▇█"
 _HISTORY = 40
 
 
-def describe(s: dict[str, Any], after_end: bool = False) -> str:
+#: PARTIAL: an interval shorter than this share of a whole one is partial (the run's last).
+PARTIAL = 0.9
+
+
+def describe(s: dict[str, Any], after_end: bool = False, partial: float | None = None) -> str:
     """describe renders one interval snapshot as a single line (errors by class when any);
     ``after_end``: the interval after the run's end, in which requests sent before it were
     answered (no sends: "req/s=0" beside its percentiles read as a repeat of the last second)
-    and a scenario's iterations under way at the end sent their last requests."""
+    and a scenario's iterations under way at the end sent their last requests. ``partial``:
+    the span of an interval shorter than a whole one (a run's last, cut by its end), whose
+    sends are said as a count: a rate over 20 ms read as a burst the server never saw."""
     p95 = f"p95={fmt_ms(s['p95_ms']):>8}  " if "p95_ms" in s else ""
     classes = ", ".join(
         f"{k} {v}" for k, v in sorted((s.get("errors_by_class") or {}).items()) if v
     )
     rate = f"req/s={fmt_count(s.get('achieved_rate') or 0):>7}"
+    if partial is not None:
+        sent = round((s.get("achieved_rate") or 0) * partial)
+        rate = f"the last {partial * 1000:.0f}ms: {sent:,} sent"
     if after_end:
         rate = f"after the end: {s.get('requests', 0):,} answers to requests sent before it"
         sent = s.get("achieved_rate") or 0
         if sent:
             # A scenario's iterations under way at the end send the rest of their requests.
+            went = f"req/s={fmt_count(sent)}"
+            if partial is not None:
+                went = f"{round(sent * partial):,} in its last {partial * 1000:.0f}ms"
             rate = (
                 f"after the end: {s.get('requests', 0):,} answers; the iterations under way"
-                f" went on sending, req/s={fmt_count(sent)}"
+                f" went on sending, {went}"
             )
     line = (
         f"t={s.get('t_s', 0):6.1f}s  {rate}  "
@@ -92,6 +104,25 @@ class Goal:
     requests: int | None = None
 
 
+class Spans:
+    """Spans: the intervals' lengths, read off their end times, to tell a partial interval
+    (the run's last, cut by its end) from whole ones. The first is taken as whole (a run
+    shorter than one interval has no other)."""
+
+    def __init__(self) -> None:
+        self.t_s = 0.0
+        self.whole = 0.0
+
+    def partial(self, t_s: float) -> float | None:
+        """partial: the span of the interval ending at ``t_s`` when it is shorter than a
+        whole one, else None."""
+        span, self.t_s = t_s - self.t_s, max(t_s, self.t_s)
+        if span > self.whole:
+            self.whole = span
+            return None
+        return span if 0 < span < PARTIAL * self.whole else None
+
+
 class PlainProgress:
     """PlainProgress prints one line per interval to a stream (default stderr); with a
     ``goal`` in seconds, the interval past it says it is the drain after the end."""
@@ -99,6 +130,7 @@ class PlainProgress:
     def __init__(self, stream: IO[str] | None = None, goal: Goal | None = None):
         self.stream = stream or sys.stderr
         self.end_s = goal.seconds if goal is not None else None
+        self.spans = Spans()
 
     def set_goal(self, goal: Goal) -> None:
         """set_goal: where the run ends, once known (a scenario file's own duration)."""
@@ -107,7 +139,8 @@ class PlainProgress:
     def __call__(self, snapshot: dict[str, Any]) -> None:
         t = float(snapshot.get("t_s") or 0.0)
         after_end = self.end_s is not None and t > self.end_s + 1e-6
-        print(describe(snapshot, after_end), file=self.stream, flush=True)
+        partial = self.spans.partial(t)
+        print(describe(snapshot, after_end, partial), file=self.stream, flush=True)
 
     def close(self) -> None:
         """close ends the view (nothing to do for plain lines)."""
@@ -123,6 +156,9 @@ class Tally:
         self.by_class: dict[str, int] = {}
         self.rates: deque[float] = deque(maxlen=_HISTORY)
         self.last: dict[str, Any] = {}
+        self.spans = Spans()
+        #: rate: the last whole interval's send rate (a partial one's is no rate to show).
+        self.rate = 0.0
 
     def add(self, s: dict[str, Any]) -> None:
         """add folds one interval snapshot in."""
@@ -133,7 +169,9 @@ class Tally:
         for cls, n in (s.get("errors_by_class") or {}).items():
             if n:
                 self.by_class[cls] = self.by_class.get(cls, 0) + int(n)
-        self.rates.append(float(s.get("achieved_rate") or 0.0))
+        if self.spans.partial(self.t_s) is None:
+            self.rate = float(s.get("achieved_rate") or 0.0)
+            self.rates.append(self.rate)
         self.last = s
 
     def fraction(self, goal: Goal) -> float | None:
@@ -181,7 +219,7 @@ def view(tally: Tally, goal: Goal) -> Any:
         f"{where}" + (f"  {100 * frac:.0f}%" if frac is not None else ""),
     )
     grid.add_row("progress", bar)
-    rate = f"{fmt_count(s.get('achieved_rate') or 0)}/s"
+    rate = f"{fmt_count(tally.rate)}/s"
     if s.get("intended_rate"):
         rate += f" of {fmt_count(s['intended_rate'])}/s intended"
     rate += f"  {sparkline(list(tally.rates))}"
