@@ -9,7 +9,9 @@ import socket
 import subprocess
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import pytest
 import redline
@@ -73,6 +75,57 @@ def serve_http() -> Iterator[Callable[[type[http.server.BaseHTTPRequestHandler]]
             server.shutdown()
             server.server_close()
             thread.join(5)
+
+
+@dataclass
+class Http1Server:
+    """Http1Server: Python's own HTTP/1.1 server (keep-alive, no HTTP/2) answering every GET
+    200 ``ok``, and what it saw: its ``url`` (``http://127.0.0.1:PORT/``), the
+    ``connections`` it took, the ``gets`` it answered and their User-Agent headers
+    (``agents``, several joined by `` | ``, none as ``(none)``)."""
+
+    url: str
+    connections: int = 0
+    gets: int = 0
+    agents: Counter[str] = field(default_factory=Counter)
+
+
+@pytest.fixture()
+def http1_server() -> Iterator[Http1Server]:
+    """http1_server: an :class:`Http1Server` on a loopback port, shut down after the test."""
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            with lock:
+                seen.connections += 1
+            super().setup()
+
+        def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            with lock:
+                seen.gets += 1
+                seen.agents[" | ".join(self.headers.get_all("User-Agent") or ["(none)"])] += 1
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    seen = Http1Server(f"http://127.0.0.1:{srv.server_address[1]}/")
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield seen
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join(timeout=10)
 
 
 def run_cli(*args: str, timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess[str]:

@@ -4,13 +4,11 @@ left behind by the CLI. Each run starts (and must stop) its own local Ray."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,7 +17,7 @@ import psutil
 import pytest
 import redline
 from accounting import transport_failures
-from conftest import CLI_TIMEOUT_S, run_cli
+from conftest import CLI_TIMEOUT_S, Http1Server, run_cli
 from leftovers import alive_descendants
 from redline.cluster.connection import Member, check_versions
 from redline.errors import ClusterError
@@ -129,47 +127,21 @@ def test_run_on_local_ray_end_to_end(target, tmp_path: Path) -> None:
     no_ray_left()
 
 
-class _Http1Only(http.server.BaseHTTPRequestHandler):
-    """_Http1Only: a server without HTTP/2 (Python's), counting connections and GETs."""
-
-    seen = {"connections": 0, "gets": 0}
-
-    def setup(self) -> None:
-        type(self).seen["connections"] += 1
-        super().setup()
-
-    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
-        type(self).seen["gets"] += 1
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *_: object) -> None:
-        pass
-
-
-def test_http2_to_a_server_without_it_on_a_cluster_is_one_line() -> None:
+def test_http2_to_a_server_without_it_on_a_cluster_is_one_line(
+    http1_server: Http1Server,
+) -> None:
     """Issue 36: each injector's preflight found the server does not speak HTTP/2 and its run
     refused, but the driver said only "no injector reported anything". Now it says what the
     injectors said, as one machine does; the server saw each injector's one question (the
     preface), and no load."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Http1Only)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/"
-        args = ("run", "--cluster", "local:2", "--http2", "-d", "3s", "-c", "4", url)
-        p = run_cli(*args, timeout=RAY_RUN_TIMEOUT_S)
-    finally:
-        server.shutdown()
-        server.server_close()
+    args = ("run", "--cluster", "local:2", "--http2", "-d", "3s", "-c", "4", http1_server.url)
+    p = run_cli(*args, timeout=RAY_RUN_TIMEOUT_S)
     # One line of redline's (Ray's own start line is Ray's), exit 2, as on one machine.
     assert p.returncode == 2, (p.returncode, p.stderr)
     said = [line for line in p.stderr.splitlines() if line.startswith("redline:")]
     assert len(said) == 1 and "does not speak HTTP/2 without TLS (h2c)" in said[0], p.stderr
     assert "leave out --http2" in said[0] and "Traceback" not in p.stderr
-    assert _Http1Only.seen == {"connections": 2, "gets": 0}, _Http1Only.seen
+    assert (http1_server.connections, http1_server.gets) == (2, 0), http1_server
     no_ray_left()
 
 

@@ -4,13 +4,10 @@ server of known truth and compares what it said with what the server saw."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import resource
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 
 import pytest
 import redline
@@ -93,40 +90,8 @@ def test_a_run_within_the_fd_limit_names_no_limit(tmp_path):
     assert gen["connections_opened"] == 20
 
 
-class _Http1Only(http.server.BaseHTTPRequestHandler):
-    """_Http1Only is an HTTP/1.1 server with no h2c (Python's own): it counts the requests it
-    answered and the connections it took."""
-
-    protocol_version = "HTTP/1.1"
-    answered = 0
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        type(self).answered += 1
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture()
-def http1_only() -> Iterator[tuple[str, type[_Http1Only]]]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Http1Only)
-    srv.daemon_threads = True
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/", _Http1Only
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(timeout=10)
-
-
-def test_http2_against_a_server_without_h2c_is_one_line_and_no_load(http1_only):
-    url, handler = http1_only
+def test_http2_against_a_server_without_h2c_is_one_line_and_no_load(http1_server):
+    url, handler = http1_server.url, http1_server
     p = subprocess.run(
         [sys.executable, "-m", "redline", "run", url, "--http2", "-d", "2s"],
         capture_output=True,
@@ -138,7 +103,7 @@ def test_http2_against_a_server_without_h2c_is_one_line_and_no_load(http1_only):
     assert "does not speak HTTP/2 without TLS (h2c)" in line, line
     # Python's server answers the preface with an HTML page and no status line.
     assert "is text, not an HTTP/2 frame (`<!DOCTYPE HTML>`)" in line and "--http2" in line
-    assert handler.answered == 0 and p.stdout == "", "no load, no summary of an outage"
+    assert handler.gets == 0 and p.stdout == "", "no load, no summary of an outage"
     # The same server over HTTP/1.1 answers: the line was about the protocol alone.
     ok = subprocess.run(
         [sys.executable, "-m", "redline", "run", url, "-n", "5", "-c", "1", "-q"],
@@ -146,7 +111,7 @@ def test_http2_against_a_server_without_h2c_is_one_line_and_no_load(http1_only):
         text=True,
         timeout=CLI_TIMEOUT_S,
     )
-    assert ok.returncode == 0 and handler.answered == 5, ok.stderr
+    assert ok.returncode == 0 and handler.gets == 5, ok.stderr
 
 
 def test_http2_against_the_target_which_speaks_h2c_runs(target):

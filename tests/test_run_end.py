@@ -5,11 +5,8 @@ not a storm of protocol errors that reads as an outage). Issue 36."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import textwrap
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -74,49 +71,15 @@ def test_requests_sent_after_the_end_are_counted_and_the_rates_cover_their_time(
     assert "the iterations under way went on sending" in p.stderr, p.stderr
 
 
-class _Http1Only(http.server.BaseHTTPRequestHandler):
-    """_Http1Only: a server without HTTP/2 (Python's), counting connections and GETs."""
-
-    seen = {"connections": 0, "gets": 0}
-
-    def setup(self) -> None:
-        type(self).seen["connections"] += 1
-        super().setup()
-
-    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
-        type(self).seen["gets"] += 1
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *_: object) -> None:
-        pass
-
-
-@pytest.fixture
-def http1_only() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Http1Only)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
-def test_http2_without_the_preflight_still_names_a_server_that_does_not_speak_it(http1_only):
+def test_http2_without_the_preflight_still_names_a_server_that_does_not_speak_it(http1_server):
     """preflight=False skips the reachability check; a server that is up and speaks only
     HTTP/1.1 got the HTTP/2 preface on every connection: thousands of protocol errors and
     reconnects a second, "Target stopped answering", exit 0. Asked once, it is one line."""
-    _Http1Only.seen.update(connections=0, gets=0)
     with pytest.raises(redline.UnreachableError) as e:
-        redline.run(http1_only, http2=True, preflight=False, duration="2s", connections=2)
+        redline.run(http1_server.url, http2=True, preflight=False, duration="2s", connections=2)
     assert "does not speak HTTP/2 without TLS (h2c)" in str(e.value)
     assert "\n" not in str(e.value)
-    assert _Http1Only.seen == {"connections": 1, "gets": 0}, _Http1Only.seen
+    assert (http1_server.connections, http1_server.gets) == (1, 0), http1_server
 
 
 def test_without_the_preflight_a_dead_port_is_still_run_against(free_port):
