@@ -6,9 +6,12 @@ server's own.
 
 Tolerances: a first byte can never come before 200 ms, and p50 is held within 5 % (the
 issue's figure: the median of hundreds of gaps moves by a server or client woken late only
-when most of them are). p99 takes the tail of a shared 2-core box, where a thread woken a few
-ms late is common: it is held within 25 % (first byte) and 50 % (gaps), which still fails a
-clock that is wrong (a gap timed per read of a whole body, or from the head) by far more.
+when most of them are), as is the mean gap (the span from the first event to the last over
+the gaps between: only its two ends move it). The tails are held apart, in a test that runs
+alone: on a shared 2-core box a thread woken 20-30 ms late is common (gap p99 42.9 ms seen at
+load 13), which says nothing of redline's clock; alone, p99 is held within 25 % (first byte)
+and 50 % (gaps), which still fails a clock that is wrong (a gap timed per read of a whole
+body, or from the head) by far more. Each over HTTP/1.1 and HTTP/2 (DATA frames).
 """
 
 from __future__ import annotations
@@ -31,27 +34,49 @@ def within(value: float, want: float, share: float) -> bool:
     return abs(value - want) <= share * want
 
 
-def test_sse_first_byte_gaps_and_events_match_the_probe(target):
+#: PROTOCOLS: each protocol's options for the probe (HTTP/2: two streams on each connection).
+PROTOCOLS = {"http/1.1": {"connections": 4}, "h2": {"connections": 2, "streams": 2, "http2": True}}
+
+
+def probe_run(target: redline.Target, protocol: str) -> redline.Result:
+    """probe_run runs the issue's probe (12 streams, 4 at a time) with --stream and holds the
+    counts to the server's: every event it wrote, and no other."""
     before = target.stats()
-    r = redline.run(target.url + SSE, connections=4, requests=12, stream=True)
+    r = redline.run(target.url + SSE, requests=12, stream=True, **PROTOCOLS[protocol])
     seen = target.stats()
-    served = seen["stream_events"] - before["stream_events"]
-    first, gap, counts = r.first_byte, r.chunk_gap, r.stream
-    assert first is not None and gap is not None and counts is not None
-    print(f"first byte {first}, gap {gap}, {counts}")
+    counts = r.stream
+    assert counts is not None and r.first_byte is not None and r.chunk_gap is not None
+    print(f"{protocol}: first byte {r.first_byte}, gap {r.chunk_gap}, {counts}")
+    assert r.data["protocol"] == ("h2" if protocol == "h2" else "http/1.1"), r.data["protocol"]
     assert r.requests == 12 and r.errors_total == 0
-    # Counted exactly: every event the server wrote, and no other.
-    assert counts["events"] == 12 * 50 == served
+    assert counts["events"] == 12 * 50 == seen["stream_events"] - before["stream_events"]
     assert counts["responses"] == 12 == seen["stream_responses"] - before["stream_responses"]
     assert counts["chunks"] == counts["events"]
-    # Never early (less the histogram's 0.1 % precision); p50 within 5 %; p99 under load.
+    return r
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_sse_first_byte_gaps_and_events_match_the_probe(target, protocol):
+    r = probe_run(target, protocol)
+    first, gap = r.first_byte, r.chunk_gap
+    assert first is not None and gap is not None
+    # Never early (less the histogram's 0.1 % precision); p50 within 5 %.
     assert first.min >= 200 * 0.999, first
     assert within(first.p50, 200, 0.05), first
-    assert 200 * 0.999 <= first.p99 <= 200 * 1.25, first
     assert within(gap.p50, 20, 0.05), gap
-    assert gap.p99 <= 20 * 1.5, gap
+    assert within(gap.mean, 20, 0.05), gap
     # The whole answer is the last event's: 200 + 49 * 20 ms.
     assert r.latency.p50 >= 1180 * 0.999, r.latency
+
+
+@pytest.mark.alone
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_sse_tails_match_the_probe(target, protocol):
+    r = probe_run(target, protocol)
+    first, gap = r.first_byte, r.chunk_gap
+    assert first is not None and gap is not None
+    assert 200 * 0.999 <= first.p99 <= 200 * 1.25, first
+    assert gap.p99 <= 20 * 1.5, gap
 
 
 def test_completion_tokens_are_events_at_the_set_pace(target):
@@ -88,9 +113,8 @@ def test_cli_stream_summary_and_json(target, tmp_path):
     assert doc["histograms"]["first_byte"] and doc["histograms"]["chunk_gap"]
 
 
-def test_stream_refuses_http2(target):
-    with pytest.raises(redline.ConfigError, match="HTTP/1.1 answers only"):
-        redline.run(target.url + "/sse", requests=1, stream=True, http2=True)
-    p = run_cli("run", target.url + "/sse", "--stream", "--http2", "-n", "1")
-    assert p.returncode == 2 and "HTTP/1.1 answers only" in p.stderr, p.stderr
-    assert "Traceback" not in p.stderr
+def test_cli_stream_over_http2(target):
+    url = target.url + "/sse?first=50ms&every=10ms&events=5"
+    p = run_cli("run", url, "--stream", "--http2", "-c", "1", "-n", "2")
+    assert p.returncode == 0, p.stderr
+    assert "Streamed: first byte" in p.stdout and "10 events" in p.stdout, p.stdout

@@ -94,7 +94,7 @@ pub struct RunConfig {
     /// latency_from: where a request's latency starts (see [`LatencyFrom`]), default `sent`.
     pub latency_from: LatencyFrom,
     /// stream: time each response as it arrives: first byte, gaps between chunks or SSE
-    /// events (see [`crate::stream`]); HTTP/1.1 only for now.
+    /// events, or HTTP/2 DATA frames (see [`crate::stream`]).
     pub stream: bool,
 }
 
@@ -409,13 +409,7 @@ impl RunConfig {
             Some(true) => Protocol::Http2,
             _ => Protocol::Http1,
         };
-        // Streamed answers are timed on HTTP/1.1 only (yet): an https server is not asked.
-        let negotiate = self.http2.is_none() && https && !self.stream;
-        if self.stream && protocol == Protocol::Http2 {
-            return Err(EngineError::config(
-                "stream times HTTP/1.1 answers only (HTTP/2 DATA frames are not timed yet): leave out http2",
-            ));
-        }
+        let negotiate = self.http2.is_none() && https;
         if streams > 1 && self.http2 == Some(false) {
             return Err(EngineError::config(
                 "streams > 1 needs HTTP/2: HTTP/1.1 sends one request at a time per connection",

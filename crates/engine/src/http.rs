@@ -460,7 +460,7 @@ fn framing<'a>(
             }
         } else if is_name(name, b"content-type") {
             let v = value.trim_ascii();
-            event_stream = v.len() >= 17 && v[..17].eq_ignore_ascii_case(b"text/event-stream");
+            event_stream = crate::stream::is_event_stream(v);
         }
     }
     Ok(Framing {

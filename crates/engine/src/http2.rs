@@ -35,20 +35,16 @@ use tokio::sync::Notify;
 
 use crate::conn::{classify, Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
+use crate::http2_body::read_body;
 use crate::http2_message::{head_size, reframe_head, Template};
 use crate::metrics::ConnectionGauge;
+use crate::stream::{is_event_stream, Sink, Watch};
 use crate::tls::TlsSettings;
 
 /// WINDOW is the receive window the client grants, per stream and per connection (h2load's
 /// default too, `-w 30 -W 30`): responses are counted, never held, so there is no reason to
 /// slow the server down with small windows and the WINDOW_UPDATE frames they cost.
 const WINDOW: u32 = (1 << 30) - 1;
-
-/// RELEASE_AT is how much of a response's body a stream reads before it hands the window
-/// back to h2 (the rest goes back when the stream is done): far below [`WINDOW`], so the
-/// streams of a connection never hold it all, and far above a typical response, which then
-/// costs no release call.
-const RELEASE_AT: usize = 1 << 20;
 
 /// Link is one HTTP/2 connection shared by a group of lanes.
 pub struct Link {
@@ -307,6 +303,9 @@ pub struct Stream {
     template: Option<Template>,
     /// capture: see [`crate::conn::Conn::capture`].
     pub capture: Option<(Vec<u8>, usize)>,
+    /// watch: see [`crate::conn::Conn::watch`]; its pieces are DATA frames, or the SSE
+    /// events they carry.
+    pub watch: Option<Box<Watch>>,
 }
 
 impl Stream {
@@ -320,7 +319,14 @@ impl Stream {
             seat,
             template: None,
             capture: None,
+            watch: None,
         }
+    }
+
+    /// watched makes the stream time each response as it arrives (`--stream`) into `sink`.
+    pub fn watched(mut self, sink: Option<Sink>) -> Self {
+        self.watch = sink.map(|sink| Box::new(Watch::new(sink)));
+        self
     }
 
     /// is_open says whether this lane counts an open connection as its own.
@@ -390,6 +396,7 @@ impl Stream {
             },
             template,
             &mut self.capture,
+            self.watch.as_deref_mut(),
             deadline,
         )
         .await;
@@ -433,7 +440,7 @@ struct Handle<'a> {
 }
 
 /// Trip is a failed round trip: its class, and whether the connection itself is gone.
-struct Trip {
+pub(crate) struct Trip {
     class: ErrorClass,
     connection: bool,
 }
@@ -451,6 +458,7 @@ impl Trip {
         mut handle: Handle<'_>,
         template: &Template,
         capture: &mut Option<(Vec<u8>, usize)>,
+        mut watch: Option<&mut Watch>,
         deadline: &mut Deadline,
     ) -> Result<(u16, u64), Trip> {
         within(
@@ -485,6 +493,13 @@ impl Trip {
                     c.clear();
                     reframe_head(c, *cap, status, r.headers());
                 }
+                if let Some(w) = watch.as_deref_mut() {
+                    let events = r
+                        .headers()
+                        .get(http::header::CONTENT_TYPE)
+                        .is_some_and(|v| is_event_stream(v.as_bytes()));
+                    w.head(Instant::now(), events, r.body().is_end_stream());
+                }
                 (status, size, r.into_body())
             }))
         };
@@ -494,42 +509,12 @@ impl Trip {
                 .map_err(Trip::stream)?
                 .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
         drop(response);
-        // Until h2 says there is no more data: the stream ended, or its trailers came, and
-        // they end it (END_STREAM rides on them), so the response is whole either way: h2
-        // answers None only once the stream is closed for receiving or its trailers are in
-        // hand, and an error (a reset) instead. The trailers are not read: dropping the
-        // stream clears them, one call into h2 fewer per response.
-        //
-        // The window the body used is handed back in bulk: h2 releases what a closed stream
-        // still holds when its last handle goes (below, as `body` drops), so a response
-        // under RELEASE_AT costs no release call; a longer one releases each RELEASE_AT as
-        // it goes, so that streams reading long bodies never run the connection's window dry.
-        let mut held = 0usize;
-        while let Some(chunk) = within(
-            poll_fn(|cx| body.poll_data(cx)),
-            deadline,
-            ErrorClass::Timeout,
-        )
-        .await
-        .map_err(Trip::stream)?
-        {
-            let chunk = chunk.map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
-            held += chunk.len();
-            if held >= RELEASE_AT {
-                let _ = body.flow_control().release_capacity(held);
-                held = 0;
-            }
-            bytes_in += chunk.len() as u64;
-            if let Some((c, cap)) = capture.as_mut() {
-                let room = cap.saturating_sub(c.len()).min(chunk.len());
-                c.extend_from_slice(&chunk[..room]);
-            }
-        }
+        bytes_in += read_body(&mut body, deadline, capture, watch).await?;
         Ok((status, bytes_in))
     }
 
     /// stream is a failure of this stream alone (a timeout).
-    fn stream(class: ErrorClass) -> Trip {
+    pub(crate) fn stream(class: ErrorClass) -> Trip {
         Trip {
             class,
             connection: false,
@@ -540,7 +525,7 @@ impl Trip {
     /// RST_STREAM that h2 sent itself, on seeing the server break the protocol (a frame not
     /// allowed, one over the maximum size, a header block that does not decode), is a
     /// protocol error; the server's own are its GOAWAY and its resets.
-    fn from_h2(e: &h2::Error, other: ErrorClass) -> Trip {
+    pub(crate) fn from_h2(e: &h2::Error, other: ErrorClass) -> Trip {
         if e.is_library() {
             return Trip {
                 class: ErrorClass::Protocol,
@@ -571,7 +556,7 @@ impl Trip {
 }
 
 /// within runs `fut` until it ends or `deadline` passes (then `class`).
-async fn within<F: Future>(
+pub(crate) async fn within<F: Future>(
     fut: F,
     deadline: &mut Deadline,
     class: ErrorClass,

@@ -569,10 +569,10 @@ fn wire(s: &Shared, slot: usize) -> Wire {
             while links.len() <= group {
                 links.push(Link::new(job.addr, job.cfg.tls.clone(), job.gauge.clone()));
             }
-            Wire::H2(Stream::new(
-                links[group].clone(),
-                slot.is_multiple_of(streams),
-            ))
+            Wire::H2(
+                Stream::new(links[group].clone(), slot.is_multiple_of(streams))
+                    .watched(s.stream.clone()),
+            )
         }
     }
 }

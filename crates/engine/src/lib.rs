@@ -28,6 +28,7 @@ pub mod hdr;
 pub mod hosts;
 pub mod http;
 pub(crate) mod http2;
+pub(crate) mod http2_body;
 pub(crate) mod http2_message;
 pub mod interval;
 pub(crate) mod job;

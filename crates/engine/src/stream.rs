@@ -2,7 +2,8 @@
 //!
 //! With `--stream` each HTTP/1.1 response is cut into pieces as its body arrives: the events of
 //! a `text/event-stream` body (each ends with a blank line, as the SSE spec dispatches them),
-//! else the chunks of a chunked body, else each read that brought body bytes. Two figures come
+//! else the chunks of a chunked body, else each read that brought body bytes. An HTTP/2
+//! response's pieces are its DATA frames, or the events they carry ([`Watch::frame`]). Two figures come
 //! of it, each an HdrHistogram merged across threads like the latency's:
 //!
 //! - `first_byte`: from the request's start (the same instant its latency starts from: the
@@ -14,7 +15,8 @@
 //!   is when the client could see them.
 //!
 //! An arrival is the kernel's receive stamp when the thread napped through it (as for the
-//! latency), else the clock read right after the read. Without `--stream` none of this runs:
+//! latency), else the clock read right after the read (HTTP/2: right after h2 handed the frame
+//! over; its connection's task reads the socket). Without `--stream` none of this runs:
 //! the reader counts no pieces and the connection reads no clock per read.
 
 use std::cell::RefCell;
@@ -112,6 +114,12 @@ impl Pieces {
     }
 }
 
+/// is_event_stream says whether a `Content-Type` value is `text/event-stream` (server-sent
+/// events), whatever its parameters and case.
+pub fn is_event_stream(content_type: &[u8]) -> bool {
+    content_type.len() >= 17 && content_type[..17].eq_ignore_ascii_case(b"text/event-stream")
+}
+
 /// StreamTotals are a thread's (or, merged, the run's) figures of streamed answers, over the
 /// measured part of the run.
 #[derive(Debug, Clone)]
@@ -188,6 +196,9 @@ pub struct Watch {
     last: Option<Instant>,
     /// body_bytes: the response's body bytes so far.
     body_bytes: u64,
+    /// pieces: the pieces of a body that arrives in frames (HTTP/2 DATA); an HTTP/1.1
+    /// connection's reader cuts its own.
+    pieces: Pieces,
 }
 
 impl Watch {
@@ -200,6 +211,7 @@ impl Watch {
             first: None,
             last: None,
             body_bytes: 0,
+            pieces: Pieces::default(),
         }
     }
 
@@ -211,6 +223,39 @@ impl Watch {
         self.first = None;
         self.last = None;
         self.body_bytes = 0;
+    }
+
+    /// head books the head of a response that arrives in frames (HTTP/2), read at `at`:
+    /// `events` when it said `text/event-stream`; `end` when no body follows. Each DATA frame
+    /// is then a piece (as a chunk is), or the events it completes.
+    pub fn head(&mut self, at: Instant, events: bool, end: bool) {
+        self.pieces.begin(events, true);
+        self.arrived(at);
+        if end {
+            self.progress(0, true, 0, false);
+        }
+    }
+
+    /// frame books a DATA frame's `payload`, read at `at`; `body_bytes`: the body's so far,
+    /// this frame's included. An empty frame (one that only ends the stream) is no piece.
+    pub fn frame(&mut self, payload: &[u8], at: Instant, body_bytes: u64) {
+        if payload.is_empty() {
+            return;
+        }
+        self.arrived(at);
+        self.pieces.feed(payload);
+        self.pieces.chunk_done();
+        let (pieces, events) = self.pieces.take();
+        self.progress(body_bytes, false, pieces, events);
+    }
+
+    /// end books the end of a response that arrived in frames, at `at` (its first byte, when
+    /// no frame carried one).
+    pub fn end(&mut self, at: Instant) {
+        if self.first.is_none() {
+            self.arrived(at);
+            self.progress(self.body_bytes, true, 0, false);
+        }
     }
 
     /// arrived notes when the bytes read last arrived.

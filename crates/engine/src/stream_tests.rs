@@ -170,3 +170,90 @@ fn reports_merge_and_summarise() {
     assert!(json.get("first_byte_ms").is_some() && json.get("chunk_gap_ms").is_some());
     assert!(!StreamHistograms::new(&a).first_byte.is_empty());
 }
+
+#[test]
+fn a_watch_times_frames_as_pieces() {
+    // (label, content is SSE, frames as (ms, payload), end ms, pieces, events, first ms, gaps)
+    type Case<'a> = (
+        &'a str,
+        bool,
+        &'a [(u64, &'a [u8])],
+        u64,
+        u64,
+        u64,
+        Option<u64>,
+        u64,
+    );
+    let cases: &[Case] = &[
+        (
+            "an event a frame",
+            true,
+            &[(200, b"data: 0\n\n"), (220, b"data: 1\n\n"), (240, b"")],
+            241,
+            2,
+            2,
+            Some(200),
+            1,
+        ),
+        (
+            "an event split over two frames, then two in one",
+            true,
+            &[
+                (100, b"data: 0"),
+                (110, b"\n\n"),
+                (130, b"data: 1\n\ndata: 2\n\n"),
+            ],
+            130,
+            3,
+            3,
+            Some(100),
+            2,
+        ),
+        (
+            "frames of a plain body",
+            false,
+            &[(50, b"ab"), (60, b"c")],
+            61,
+            2,
+            0,
+            Some(50),
+            1,
+        ),
+        (
+            "no body: the end is the first byte",
+            false,
+            &[],
+            70,
+            0,
+            0,
+            Some(70),
+            0,
+        ),
+    ];
+    for (label, sse, frames, end, pieces, events, first, gaps) in cases {
+        let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+        let mut w = Watch::new(sink.clone());
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        w.begin(true, t0);
+        w.head(ms(1), *sse, false);
+        let mut bytes = 0;
+        for (at, payload) in frames.iter() {
+            bytes += payload.len() as u64;
+            w.frame(payload, ms(*at), bytes);
+        }
+        w.end(ms(*end));
+        assert_eq!(w.first, first.map(ms), "{label}");
+        let s = sink.borrow();
+        assert_eq!((s.chunks, s.events), (*pieces, *events), "{label}");
+        assert_eq!(s.chunk_gap.len(), *gaps, "{label}");
+    }
+    // A head that ends the stream is the first byte, at the head.
+    let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+    let mut w = Watch::new(sink);
+    let t0 = Instant::now();
+    w.begin(true, t0);
+    w.head(t0 + Duration::from_millis(5), false, true);
+    w.end(t0 + Duration::from_millis(9));
+    assert_eq!(w.first, Some(t0 + Duration::from_millis(5)));
+}

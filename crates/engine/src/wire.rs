@@ -77,19 +77,22 @@ impl Wire {
         }
     }
 
-    /// watch is the clock on the last response as it arrived (`--stream`, HTTP/1.1), None
-    /// without one.
+    /// watch is the clock on the last response as it arrived (`--stream`), None without one.
     pub fn watch(&self) -> Option<&Watch> {
         match self {
             Wire::H1(c) => c.watch.as_deref(),
-            Wire::H2(_) => None,
+            Wire::H2(s) => s.watch.as_deref(),
         }
     }
 
     /// watch_next starts the watch (if any) on the response to a request sent at `now`;
     /// `measured`: past the warm-up.
     pub fn watch_next(&mut self, measured: bool, now: Instant) {
-        if let Wire::H1(Conn { watch: Some(w), .. }) = self {
+        let watch = match self {
+            Wire::H1(c) => c.watch.as_deref_mut(),
+            Wire::H2(s) => s.watch.as_deref_mut(),
+        };
+        if let Some(w) = watch {
             w.begin(measured, now);
         }
     }

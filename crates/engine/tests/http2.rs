@@ -325,3 +325,57 @@ fn long_bodies_are_read_whole_while_their_window_goes_back_in_bulk() {
     );
     assert_books(&r, "long bodies");
 }
+
+#[test]
+fn streamed_answers_are_timed_frame_by_frame() {
+    // The SSE probe (first event at 60 ms, then one every 15 ms) over h2c and over TLS, whose
+    // server chooses h2 by ALPN: each DATA frame is an event, timed as it is read. The
+    // bounds leave a busy machine's wake-ups: a buffered stream (all events at its end)
+    // would read gaps of ~0 and a first byte of 60 + 9 × 15 ms.
+    let dir = TempDir::new("h2-stream");
+    let cert = self_signed(&dir.0, "server");
+    let plain = target(TargetConfig::default());
+    let tls = target(TargetConfig {
+        tls: Some(cert.clone()),
+        http2: true,
+        ..TargetConfig::default()
+    });
+    let path = "/sse?first=60ms&every=15ms&events=10";
+    let https = RunConfig {
+        url: format!("https://127.0.0.1:{}{path}", tls.local_addr().port()),
+        http2: None,
+        ca_file: Some(cert.cert.display().to_string()),
+        ..h2c(&tls, "")
+    };
+    for (label, server, cfg) in [("h2c", &plain, h2c(&plain, path)), ("tls", &tls, https)] {
+        let before = server.stats().stream_events;
+        let r = go(RunConfig {
+            connections: 1,
+            streams: Some(2),
+            requests: Some(6),
+            stream: true,
+            ..cfg
+        });
+        assert_eq!(r.protocol, "h2", "{label}");
+        assert_eq!((r.requests, r.errors_total), (6, 0), "{label}");
+        let s = r.stream.expect("stream figures");
+        assert_eq!(s.stream.events, 60, "{label}");
+        assert_eq!(server.stats().stream_events - before, 60, "{label}");
+        assert_eq!((s.stream.responses, s.stream.chunks), (6, 60), "{label}");
+        assert!(
+            s.first_byte_ms.min >= 60.0 * 0.999,
+            "{label}: {:?}",
+            s.first_byte_ms
+        );
+        assert!(
+            s.first_byte_ms.p50 < 60.0 + 5.0 * 15.0,
+            "{label}: {:?}",
+            s.first_byte_ms
+        );
+        assert!(
+            (10.0..20.0).contains(&s.chunk_gap_ms.p50),
+            "{label}: {:?}",
+            s.chunk_gap_ms
+        );
+    }
+}

@@ -192,28 +192,66 @@ async fn answer(
         respond.send_reset(Reason::INTERNAL_ERROR);
         return;
     }
-    let mut raw = Vec::new();
-    if near.read_to_end(&mut raw).await.is_err() || raw.is_empty() {
-        // The HTTP/1.1 side reset (or dropped) the connection: reset the stream.
-        respond.send_reset(Reason::INTERNAL_ERROR);
+    let mut raw = Vec::with_capacity(1024);
+    let mut buf = vec![0u8; 8 * 1024];
+    let (head, len, chunked) = loop {
+        if let Some(parsed) = reframe_head(&raw) {
+            break parsed;
+        }
+        match near.read(&mut buf).await {
+            Ok(n) if n > 0 => raw.extend_from_slice(&buf[..n]),
+            // The HTTP/1.1 side reset, dropped or cut the connection before a whole head.
+            _ => return respond.send_reset(Reason::INTERNAL_ERROR),
+        }
+    };
+    if !chunked {
+        // A body of a known length (or none): sent whole once read, with its length.
+        if near.read_to_end(&mut raw).await.is_err() {
+            return respond.send_reset(Reason::INTERNAL_ERROR);
+        }
+        let body = raw.split_off(len);
+        let end = body.is_empty();
+        let Ok(mut out) = respond.send_response(head, end) else {
+            return;
+        };
+        if !end {
+            let _ = out.send_data(Bytes::from(body), true);
+        }
         return;
     }
-    match reframe(&raw) {
-        Some((head, body)) => {
-            let end = body.is_empty();
-            let Ok(mut out) = respond.send_response(head, end) else {
-                return;
-            };
-            if !end {
-                let _ = out.send_data(Bytes::from(body), true);
-            }
+    // A chunked answer is a stream (`stream.rs`'s probes): each chunk goes out as a DATA frame
+    // as soon as it is read, so an HTTP/2 client sees the pace an HTTP/1.1 one does.
+    let Ok(mut out) = respond.send_response(head, false) else {
+        return;
+    };
+    let mut dechunk = Dechunk::default();
+    let mut payload = Vec::new();
+    let mut fresh = raw.split_off(len);
+    loop {
+        let done = dechunk.feed(&fresh, &mut payload);
+        if !payload.is_empty()
+            && out
+                .send_data(Bytes::from(std::mem::take(&mut payload)), false)
+                .is_err()
+        {
+            return;
         }
-        None => respond.send_reset(Reason::INTERNAL_ERROR),
+        if done {
+            break;
+        }
+        match near.read(&mut buf).await {
+            // Cut short: what came is sent, and the stream ends as an HTTP/1.1 close would.
+            Ok(0) => break,
+            Ok(n) => fresh = buf[..n].to_vec(),
+            Err(_) => return out.send_reset(Reason::INTERNAL_ERROR),
+        }
     }
+    let _ = out.send_data(Bytes::new(), true);
 }
 
-/// reframe reads an HTTP/1.1 answer (read to its end) as an HTTP/2 response head and body.
-fn reframe(raw: &[u8]) -> Option<(Response<()>, Vec<u8>)> {
+/// reframe_head reads an HTTP/1.1 answer's head, once whole, as an HTTP/2 response head: the
+/// head, its length in `raw`, and whether its body is chunked.
+fn reframe_head(raw: &[u8]) -> Option<(Response<()>, usize, bool)> {
     let mut inline = [httparse::EMPTY_HEADER; 64];
     let mut parsed = httparse::Response::new(&mut inline);
     let httparse::Status::Complete(len) = parsed.parse(raw).ok()? else {
@@ -236,31 +274,44 @@ fn reframe(raw: &[u8]) -> Option<(Response<()>, Vec<u8>)> {
         let value = HeaderValue::from_bytes(h.value).ok()?;
         response.headers_mut().append(name, value);
     }
-    let rest = &raw[len..];
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_vec()
-    };
-    Some((response, body))
+    Some((response, len, chunked))
 }
 
-/// dechunk is a chunked body's payload (what parses of it).
-fn dechunk(mut rest: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-        let size = std::str::from_utf8(&rest[..eol])
-            .ok()
-            .and_then(|s| usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok());
-        let Some(size) = size else { break };
-        rest = &rest[eol + 2..];
-        if size == 0 || rest.len() < size {
-            break;
+/// Dechunk reads a chunked body's payload as its bytes come, a whole chunk at a time.
+#[derive(Debug, Default)]
+struct Dechunk {
+    /// pending: bytes read that do not yet make a whole chunk.
+    pending: Vec<u8>,
+    /// done: the last chunk (size 0) came, or framing that does not parse.
+    done: bool,
+}
+
+impl Dechunk {
+    /// feed takes the bytes read next and appends the payload of the chunks they completed to
+    /// `out`; true once the body has ended.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> bool {
+        self.pending.extend_from_slice(bytes);
+        let mut at = 0;
+        while !self.done {
+            let rest = &self.pending[at..];
+            let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
+                break;
+            };
+            let size = std::str::from_utf8(&rest[..eol]).ok().and_then(|s| {
+                usize::from_str_radix(s.split(';').next().unwrap_or("").trim(), 16).ok()
+            });
+            match size {
+                None | Some(0) => self.done = true,
+                Some(size) if rest.len() >= eol + 2 + size + 2 => {
+                    out.extend_from_slice(&rest[eol + 2..eol + 2 + size]);
+                    at += eol + 2 + size + 2;
+                }
+                Some(_) => break,
+            }
         }
-        out.extend_from_slice(&rest[..size]);
-        rest = rest.get(size + 2..).unwrap_or(b"");
+        self.pending.drain(..at);
+        self.done
     }
-    out
 }
 
 #[cfg(test)]
@@ -268,30 +319,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn http1_answers_reframe() {
-        // (label, HTTP/1.1 answer, status, body, content-length)
-        type Case<'a> = (&'a str, &'a [u8], u16, &'a [u8], Option<&'a str>);
+    fn http1_heads_reframe() {
+        // (label, HTTP/1.1 answer, status, head length, chunked, content-length)
+        type Case<'a> = (&'a str, &'a [u8], u16, usize, bool, Option<&'a str>);
         let cases: &[Case] = &[
             (
                 "length",
                 b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
                 200,
-                b"ok\n",
+                57,
+                false,
                 Some("3"),
             ),
             (
                 "chunked",
-                b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n1\r\nc\r\n0\r\n\r\n",
+                b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n",
                 503,
-                b"abc",
+                64,
+                true,
                 None,
             ),
         ];
-        for (label, raw, status, body, length) in cases {
-            let (head, got) = reframe(raw).expect(label);
+        for (label, raw, status, len, chunked, length) in cases {
+            let (head, got_len, got_chunked) = reframe_head(raw).expect(label);
             assert_eq!(head.status().as_u16(), *status, "{label}");
-            assert_eq!(&got[..], *body, "{label}");
+            assert_eq!((got_len, got_chunked), (*len, *chunked), "{label}");
             assert!(head.headers().get("connection").is_none(), "{label}");
+            assert!(head.headers().get("transfer-encoding").is_none(), "{label}");
             assert_eq!(
                 head.headers()
                     .get("content-length")
@@ -300,7 +354,46 @@ mod tests {
                 "{label}"
             );
         }
-        assert!(reframe(b"garbage").is_none());
-        assert!(reframe(b"HTTP/1.1 200 OK\r\n").is_none(), "a cut head");
+        assert!(reframe_head(b"garbage").is_none());
+        assert!(reframe_head(b"HTTP/1.1 200 OK\r\n").is_none(), "a cut head");
+    }
+
+    #[test]
+    fn chunks_come_out_as_they_complete() {
+        let body = b"2\r\nab\r\n3;x=1\r\ncde\r\n0\r\n\r\n";
+        // (label, read sizes, payload after each read, ended after each read)
+        type Case<'a> = (&'a str, &'a [usize], &'a [&'a [u8]], &'a [bool]);
+        let cases: &[Case] = &[
+            ("one read", &[24], &[b"abcde"], &[true]),
+            (
+                "a read a chunk",
+                &[7, 12, 5],
+                &[b"ab", b"cde", b""],
+                &[false, false, true],
+            ),
+            (
+                "split inside a chunk",
+                &[5, 19],
+                &[b"", b"abcde"],
+                &[false, true],
+            ),
+        ];
+        for (label, sizes, payloads, ends) in cases {
+            let mut d = Dechunk::default();
+            let mut at = 0;
+            for (k, n) in sizes.iter().enumerate() {
+                let mut out = Vec::new();
+                let done = d.feed(&body[at..at + n], &mut out);
+                at += n;
+                assert_eq!(&out[..], payloads[k], "{label} read {k}");
+                assert_eq!(done, ends[k], "{label} read {k}");
+            }
+        }
+        let mut out = Vec::new();
+        assert!(
+            Dechunk::default().feed(b"zz\r\n", &mut out),
+            "garbage ends it"
+        );
+        assert!(out.is_empty());
     }
 }

@@ -1,0 +1,69 @@
+//! An HTTP/2 response's body, read as its DATA frames arrive: counted, kept for a scenario's
+//! checks, and with `--stream` timed frame by frame (see [`crate::stream`]).
+
+use std::future::poll_fn;
+use std::time::Instant;
+
+use h2::RecvStream;
+
+use crate::conn::Deadline;
+use crate::failure::ErrorClass;
+use crate::http2::{within, Trip};
+use crate::stream::Watch;
+
+/// RELEASE_AT is how much of a response's body a stream reads before it hands the window
+/// back to h2 (the rest goes back when the stream is done): far below the window the client
+/// grants, so the streams of a connection never hold it all, and far above a typical
+/// response, which then costs no release call.
+const RELEASE_AT: usize = 1 << 20;
+
+/// read_body reads `body` until h2 says it ended, or fails once `deadline` passes; returns
+/// its size. Each frame's payload is kept in `capture` (up to its bound) and, with a `watch`,
+/// timed as it is read.
+///
+/// Until h2 says there is no more data: the stream ended, or its trailers came, and they end
+/// it (END_STREAM rides on them), so the response is whole either way: h2 answers None only
+/// once the stream is closed for receiving or its trailers are in hand, and an error (a
+/// reset) instead. The trailers are not read: dropping the stream clears them, one call into
+/// h2 fewer per response.
+///
+/// The window the body used is handed back in bulk: h2 releases what a closed stream still
+/// holds when its last handle goes (as `body` drops after this), so a response under
+/// RELEASE_AT costs no release call; a longer one releases each RELEASE_AT as it goes, so
+/// that streams reading long bodies never run the connection's window dry.
+pub(crate) async fn read_body(
+    body: &mut RecvStream,
+    deadline: &mut Deadline,
+    capture: &mut Option<(Vec<u8>, usize)>,
+    mut watch: Option<&mut Watch>,
+) -> Result<u64, Trip> {
+    let mut held = 0usize;
+    let mut bytes = 0u64;
+    while let Some(chunk) = within(
+        poll_fn(|cx| body.poll_data(cx)),
+        deadline,
+        ErrorClass::Timeout,
+    )
+    .await
+    .map_err(Trip::stream)?
+    {
+        let chunk = chunk.map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+        held += chunk.len();
+        if held >= RELEASE_AT {
+            let _ = body.flow_control().release_capacity(held);
+            held = 0;
+        }
+        bytes += chunk.len() as u64;
+        if let Some(w) = watch.as_deref_mut() {
+            w.frame(&chunk, Instant::now(), bytes);
+        }
+        if let Some((c, cap)) = capture.as_mut() {
+            let room = cap.saturating_sub(c.len()).min(chunk.len());
+            c.extend_from_slice(&chunk[..room]);
+        }
+    }
+    if let Some(w) = watch {
+        w.end(Instant::now());
+    }
+    Ok(bytes)
+}
