@@ -195,6 +195,47 @@ def test_a_run_queue_full_before_the_load_is_another_tenant_and_the_pool_is_name
     ), b
 
 
+def test_a_generator_starved_by_another_tenant_is_said_beside_the_pool():
+    """The demo at load 11-20 (2026-11-28, demo 3): redline's workers waited for a CPU 35-46 %
+    of the time while neither they (1 % of the machine) nor the watched parts (taskqueue
+    10 %) took the machine: the fetch pool that ran out is named, the wait said beside it.
+    Where the deployment took the machine itself, the starved generator is named."""
+    for tq_cpu, named in ((20.0, ("tq", "pool")), (180.0, ("generator", "generator"))):
+        # The deployment's CPU grows with the load: from the third step on in the second case.
+        out = []
+        for i, used in enumerate((5.0, 12.0, 25.0, 25.0)):
+            wait = 0.1 if i < 2 else 0.46
+            out.append(
+                Step(
+                    index=i,
+                    load=8.0 * 2**i,
+                    throughput_rps=100.0,
+                    p50_ms=1.0,
+                    p99_ms=2.0,
+                    generator_busy=wait + 0.02,
+                    generator_wait=wait,
+                    machine_busy=1.0,
+                    generator_share=0.01,
+                    parts={
+                        "tq": {
+                            **IDLE,
+                            "cpu_percent": tq_cpu if i >= 2 else 20.0,
+                            **pool(used, 25.0, "fetch"),
+                        }
+                    },
+                )
+            )
+        out[-1].fired = ["plateau"]
+        b = name_bottleneck(out, out[-1])
+        assert b is not None and (b["part"], b["resource"]) == named, b
+        if named[0] == "tq":
+            assert "fetch held 25.0 of 25" in b["evidence"], b
+            assert (
+                "redline's workers waited for a CPU 46% of the time, for other work"
+                in (b["evidence"])
+            ), b
+
+
 def test_the_run_queue_reads_how_long_this_process_waited_for_a_cpu():
     """RunQueue on this very process: None at first, then a share in [0, 1] after work."""
     import os

@@ -18,7 +18,10 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
   the lightest step;
 - ``backlog``: the ``--backlog`` gauge grew through the step;
 - ``generator``: redline's own workers busy >= 90 % of the time, or waiting for a CPU a
-  quarter of it.
+  quarter of it; but a generator starved while work that is neither redline's nor any
+  watched part's took half the machine's CPUs or more (:func:`other_work`: another tenant,
+  other engineers' builds on a shared box) waited for that work, not for the load: it is
+  said beside what is named, not named itself.
 
 At the limit (the first step that broke a limit), the bottleneck is the saturated resource
 that ran out first: the one saturated at the lightest load, ties going to the cause before
@@ -55,6 +58,39 @@ RUN_QUEUE = 0.5
 #: QUEUE_KEY: the key of a part's run-queue reading (its CPU % reading has none).
 QUEUE_KEY = "run queue"
 
+#: OTHERS: the share of the machine's CPUs that, gone to neither redline's workers nor any
+#: watched part, makes a starved generator another tenant's doing. Seen on 2 shared cores at
+#: load 11-20: `make demo`'s deployment (redline 1-2 %, taskqueue 10 %, the origin 1 % of
+#: the machine) beside 85-90 % of other work, redline waiting for a CPU 35-68 % of the time.
+OTHERS = 0.5
+
+
+def other_work(step: Any) -> float | None:
+    """other_work is the share of this machine's CPUs that went to neither redline's workers
+    nor any watched part over ``step`` (its ``machine_busy`` less its ``generator_share`` and
+    each part's CPU); None where the machine was not measured or no part's CPU was (without
+    the deployment's CPU, the service's work and a tenant's cannot be told apart)."""
+    busy, share = getattr(step, "machine_busy", None), getattr(step, "generator_share", None)
+    parts = getattr(step, "parts", None) or {}
+    cpus = [float(f["cpu_percent"]) for f in parts.values() if f.get("cpu_percent") is not None]
+    if busy is None or share is None or not cpus:
+        return None
+    return max(0.0, busy - share - sum(cpus) / 100.0 / (os.cpu_count() or 1))
+
+
+def starved_by_others(step: Any) -> str | None:
+    """starved_by_others says why redline's workers waited for a CPU over ``step`` when they
+    waited a quarter of the time or more (:data:`STARVED`) for work that is not the
+    deployment's (:data:`OTHERS`); None otherwise."""
+    wait, others = getattr(step, "generator_wait", None), other_work(step)
+    if wait is None or wait < STARVED or others is None or others < OTHERS:
+        return None
+    return (
+        f"redline's workers waited for a CPU {wait:.0%} of the time, for other work on this"
+        f" machine ({others:.0%} of its CPUs went to neither redline nor a watched part):"
+        " their figures carry that wait, the deployment's limit is read on"
+    )
+
 
 @dataclass(frozen=True)
 class Reading:
@@ -71,6 +107,9 @@ class Reading:
     key: str = ""
     #: size: a pool's limit (of two pools full at once, the smaller is named).
     size: float = 0.0
+    #: beside: what is said beside the bottleneck of this reading that is not named (the
+    #: generator starved by another tenant).
+    beside: str = ""
 
 
 def readings(step: Any, backlog_part: str | None = None) -> list[Reading]:
@@ -80,14 +119,20 @@ def readings(step: Any, backlog_part: str | None = None) -> list[Reading]:
     busy, wait = getattr(step, "generator_busy", None), getattr(step, "generator_wait", None)
     if busy is not None:
         starved = (wait or 0.0) >= STARVED
+        # Starved by another tenant: only the workers' own running counts against them.
+        ran = busy - (wait or 0.0)
+        full = busy >= SATURATED["generator"] or starved
+        if starved_by_others(step) is not None:
+            full = ran >= SATURATED["generator"]
         out.append(
             Reading(
                 "generator",
                 "generator",
                 busy,
-                busy >= SATURATED["generator"] or starved,
+                full,
                 f"redline's workers busy {busy:.0%} of the time"
                 + (f", waiting for a CPU {wait:.0%}" if wait is not None else ""),
+                beside=starved_by_others(step) or "",
             )
         )
     for name, figures in (getattr(step, "parts", None) or {}).items():
@@ -229,6 +274,8 @@ def _tenants(at: Sequence[Reading], base: dict[tuple[str, str, str], Reading]) -
         f"; {r.part}'s {r.evidence.removeprefix('its ')} from the lightest load on (other"
         " work on its cores)"
         for r in starved
+    ) + "".join(
+        f"; {said}" for r in at if r.part == "generator" and (said := getattr(r, "beside", ""))
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from redline.analysis.bottleneck import starved_by_others
 from redline.analysis.evidence import Level, Z, elasticity_fit, gain, level_of
 from redline.analysis.outcome import Meter
 from redline.find.rules import (
@@ -64,7 +65,13 @@ class Judge:
             step.fired.append(name)
             why.append(text)
 
-        if lim.generator_busy is not None and (step.generator_busy or 0) > lim.generator_busy:
+        # A generator starved by another tenant's work waited for it, not for the load: its
+        # own running is what counts against it, and its wait is said, not fired.
+        tenant = starved_by_others(step)
+        busy = step.generator_busy or 0
+        if tenant is not None:
+            busy -= step.generator_wait or 0
+        if lim.generator_busy is not None and busy > lim.generator_busy:
             fire(
                 "generator",
                 f"redline's worker threads ran or waited for a CPU {step.generator_busy:.0%}"
@@ -98,22 +105,7 @@ class Judge:
             )
         if self.model == "closed" and phase_compares(step.phase):
             self._growth(step, fire, why, unit, steps)
-        if (
-            lim.generator_busy is not None
-            and set(step.fired) & LATENCY_FAILURES
-            # Errors are the service's own answer (refusals, failures): starvation explains
-            # a latency, never an error status.
-            and not set(step.fired) & {"generator", "errors"}
-        ):
-            shared = shared_machine(step)
-            if step.generator_wait is not None and step.generator_wait >= STARVED:
-                fire(
-                    "generator",
-                    f"redline's worker threads waited for a CPU {step.generator_wait:.0%} of"
-                    " the time: the machine's CPUs, shared with the service, were the limit",
-                )
-            elif shared is not None:
-                fire("generator", shared)
+        self._starvation(step, fire, why, tenant)
         if self.stop_at_knee and not step.fired and phase_compares(step.phase):
             lighter = [s for s in steps if s.ok and s.load < step.load and s.latency_ms > 0]
             top = max(lighter, key=power, default=None)
@@ -126,6 +118,33 @@ class Judge:
         if step.fired:
             step.steady = step.steady and "backlog" not in step.fired
         step.why = "; ".join(why)
+
+    def _starvation(
+        self, step: Step, fire: Callable[[str, str], None], why: list[str], tenant: str | None
+    ) -> None:
+        """_starvation names the generator on a step that failed on latency while redline was
+        starved of CPU (:data:`STARVED`) or took a saturated machine's CPU
+        (:func:`shared_machine`); a generator starved by another tenant (``tenant``) is said
+        in the step's why, not fired."""
+        if (
+            self.limits.generator_busy is None
+            or not set(step.fired) & LATENCY_FAILURES
+            # Errors are the service's own answer (refusals, failures): starvation explains
+            # a latency, never an error status.
+            or set(step.fired) & {"generator", "errors"}
+        ):
+            return
+        shared = shared_machine(step)
+        if tenant is None and (step.generator_wait or 0) >= STARVED:
+            fire(
+                "generator",
+                f"redline's worker threads waited for a CPU {step.generator_wait:.0%} of"
+                " the time: the machine's CPUs, shared with the service, were the limit",
+            )
+        elif shared is not None:
+            fire("generator", shared)
+        elif tenant is not None:
+            why.append(tenant)
 
     def _backlog(self, step: Step, fire: Callable[[str, str], None], steps: Sequence[Step]) -> None:
         """_backlog (open model): requests were offered faster than they ended by more
