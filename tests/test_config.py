@@ -52,3 +52,45 @@ def test_run_options_build_the_config_with_what_callers_add():
     assert (config["connections"], config["duration_s"], config["max_vus"]) == (3, 2.0, 9)
     assert config["live"] is True and config["plan"] == {"flows": []}
     assert "live" not in RunOptions().config("http://127.0.0.1:1/")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"url": "http://127.0.0.1:9/", "conections": 5}, "unknown field `conections`"),
+        ({"url": "http://127.0.0.1:9/", "rate": "fast"}, "bad run config: .*real number"),
+        ({"url": "http://127.0.0.1:9/", "connections": 2.5}, "bad run config: .*integer"),
+        ({"url": "http://127.0.0.1:9/", "stages": [{"target": 5}]}, "missing field `duration_s`"),
+        ({"url": "http://127.0.0.1:9/", "headers": [["a"]]}, "bad run config: .*length 2"),
+        ('{"url": "http://127.0.0.1:9/"}', "bad run config: .*'str' object"),
+    ],
+)
+def test_the_binding_reads_the_config_once_and_says_what_does_not_fit(config, message):
+    """The config crosses as the dict it is; what does not fit the engine's RunConfig (a key
+    it lacks, a value of the wrong type, a JSON string of the old boundary) is one
+    ConfigError, raised before any load, never a TypeError or a panic."""
+    from redline import _engine
+    from redline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        _engine.run(config)
+    with pytest.raises(ConfigError, match=message):
+        _engine.start_run(config)
+
+
+def test_the_error_classes_are_the_engines():
+    """ERROR_CLASSES names every class a report counts (the keys of its ``errors``), in the
+    engine's order, and the modules that list them read it (no copy to drift)."""
+    import redline
+    from redline import _engine
+    from redline.live.metrics import OUTCOMES
+    from redline.report.charts import ERROR_CLASSES
+    from redline.scenario.thresholds import TRANSPORT_REASONS
+
+    with redline.Target() as target:
+        result = redline.run(target.url + "/", connections=1, requests=5)
+    assert list(result.data["errors"]) == _engine.ERROR_CLASSES
+    assert ERROR_CLASSES == tuple(_engine.ERROR_CLASSES)
+    assert OUTCOMES == ("ok", *_engine.ERROR_CLASSES)
+    assert TRANSPORT_REASONS == frozenset(_engine.TRANSPORT_REASONS)
+    assert "connect error" in TRANSPORT_REASONS and "HTTP error status" not in TRANSPORT_REASONS

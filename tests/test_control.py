@@ -13,10 +13,10 @@ from redline import _engine
 from redline.errors import ConfigError
 
 
-def live_config(url: str, **extra: object) -> str:
+def live_config(url: str, **extra: object) -> dict[str, object]:
     cfg = {"url": url, "duration_s": 30.0, "live": True, "interval_s": 0.25, "threads": 2}
     cfg.update(extra)
-    return json.dumps(cfg)
+    return cfg
 
 
 def snapshots(handle: _engine.RunHandle, n: int) -> list[dict]:
@@ -85,14 +85,12 @@ def test_closed_model_target_is_users():
 def test_bad_live_configs_are_one_line_errors(config, message):
     cfg = {"url": "http://127.0.0.1:9/", "duration_s": 1.0, "preflight": False, **config}
     with pytest.raises(ConfigError, match=message):
-        _engine.start_run(json.dumps(cfg))
+        _engine.start_run(cfg)
 
 
 def test_a_run_that_is_not_live_refuses_targets_and_bad_values_are_refused():
     with redline.Target() as target:
-        handle = _engine.start_run(
-            json.dumps({"url": target.url + "/", "duration_s": 5.0, "connections": 1})
-        )
+        handle = _engine.start_run({"url": target.url + "/", "duration_s": 5.0, "connections": 1})
         with pytest.raises(ConfigError, match="not live"):
             handle.set_target(5.0)
         handle.stop()

@@ -2,7 +2,15 @@
 
 from collections.abc import Callable
 
+from redline.runs.config import RunConfig
+
 __version__: str
+#: ERROR_CLASSES: the engine's error classes, in report order, by the keys a report's
+#: ``errors`` and ``errors_by_class`` count them under (``failure.rs``'s ``ErrorClass::key``).
+ERROR_CLASSES: list[str]
+#: TRANSPORT_REASONS: the reasons a scenario's per-name table gives the failures that got no
+#: response (every class but ``status`` and ``check``).
+TRANSPORT_REASONS: list[str]
 #: DURATION_BOUNDS_US: the upper bounds (µs, inclusive) of the latency buckets of each
 #: snapshot's ``statuses``, the exporters' buckets.
 DURATION_BOUNDS_US: list[int]
@@ -11,11 +19,12 @@ class RedlineError(Exception): ...
 class ConfigError(RedlineError): ...
 class UnreachableError(RedlineError): ...
 
-# config_json: a redline.runs.config.RunConfig, encoded by redline.runs.config.encode (the
-# TypedDict mirrors the engine's RunConfig field for field: tests/test_config.py);
-# functions: the plan's Python steps (redline.scenario.pystep), called on the engine's host.
+# config: the engine's RunConfig, typed in Python as redline.runs.config.RunConfig (field for
+# field: tests/test_config.py) and read in Rust in one conversion (a key or value that does
+# not fit: ConfigError); functions: the plan's Python steps (redline.scenario.pystep), called
+# on the engine's host.
 def run(
-    config_json: str,
+    config: RunConfig,
     progress: Callable[[str], None] | None = None,
     functions: list[Callable[[list[str]], list[str]]] | None = None,
 ) -> str: ...
@@ -53,7 +62,7 @@ class Target:
     def stop(self) -> None: ...
 
 def start_run(
-    config_json: str, functions: list[Callable[[list[str]], list[str]]] | None = None
+    config: RunConfig, functions: list[Callable[[list[str]], list[str]]] | None = None
 ) -> RunHandle: ...
 
 class RunHandle:

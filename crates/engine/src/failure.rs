@@ -49,6 +49,47 @@ impl ErrorClass {
         ErrorClass::Status,
         ErrorClass::Check,
     ];
+
+    /// key is the class's name in a report's `errors` and `errors_by_class` (the field of
+    /// [`ErrorCounts`] that counts it): the one spelling Python reads
+    /// (`redline._engine.ERROR_CLASSES`), never copies.
+    pub fn key(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Read => "read",
+            ErrorClass::Write => "write",
+            ErrorClass::Reset => "reset",
+            ErrorClass::Protocol => "protocol",
+            ErrorClass::GoAway => "goaway",
+            ErrorClass::RstStream => "rst_stream",
+            ErrorClass::Status => "status",
+            ErrorClass::Check => "check",
+        }
+    }
+
+    /// reason is the class as a scenario's per-name reasons table names a failure of it.
+    pub fn reason(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect error",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Read => "read error",
+            ErrorClass::Write => "write error",
+            ErrorClass::Reset => "connection reset",
+            ErrorClass::Protocol => "protocol error",
+            ErrorClass::GoAway => "goaway",
+            ErrorClass::RstStream => "stream reset",
+            ErrorClass::Status => "HTTP error status",
+            // A check's failures are counted under the check's own reason; this is the rest.
+            ErrorClass::Check => "error",
+        }
+    }
+
+    /// answered: a failure of this class got a response (an error status, a failed check);
+    /// the others are transport failures, requests that got none.
+    pub fn answered(self) -> bool {
+        matches!(self, ErrorClass::Status | ErrorClass::Check)
+    }
 }
 
 /// ErrorCounts counts errors by class.
@@ -119,5 +160,34 @@ impl ErrorCounts {
             + self.rst_stream
             + self.status
             + self.check
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each class's key is the field of ErrorCounts that counts it, as the report spells it.
+    #[test]
+    fn keys_are_the_report_fields() {
+        for class in ErrorClass::ALL {
+            let mut counts = ErrorCounts::default();
+            counts.add(class);
+            let json = serde_json::to_value(counts).expect("counts serialise");
+            let fields = json.as_object().expect("an object");
+            let counted: Vec<&String> = fields
+                .iter()
+                .filter(|(_, v)| **v == 1)
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(counted, vec![class.key()], "{class:?}");
+        }
+        assert_eq!(
+            serde_json::to_value(ErrorCounts::default())
+                .expect("counts serialise")
+                .as_object()
+                .map(|o| o.len()),
+            Some(ErrorClass::ALL.len())
+        );
     }
 }

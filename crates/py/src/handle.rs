@@ -32,17 +32,17 @@ pub struct RunHandle {
     report: Mutex<Option<String>>,
 }
 
-/// start_run(config_json, functions=None) -> RunHandle: starts the run described by
-/// `config_json` (the engine's RunConfig; set `live` to change its load) and returns at once;
-/// `functions` are the plan's Python steps.
+/// start_run(config, functions=None) -> RunHandle: starts the run described by `config` (a
+/// dict, the engine's RunConfig: [`crate::run::read_config`]; set `live` to change its load)
+/// and returns at once; `functions` are the plan's Python steps.
 #[pyfunction]
-#[pyo3(signature = (config_json, functions=None))]
+#[pyo3(signature = (config, functions=None))]
 pub fn start_run(
     py: Python<'_>,
-    config_json: &str,
+    config: &Bound<'_, PyAny>,
     functions: Option<Vec<PyObject>>,
 ) -> PyResult<RunHandle> {
-    let config = crate::run::with_host(py, config_json, functions)?;
+    let config = crate::run::with_host(py, config, functions)?;
     // Check here too, so a bad configuration raises from start_run, not from report().
     let checked = config.check().map_err(engine_err)?;
     let control = Arc::new(RunControl::new());

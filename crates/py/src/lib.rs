@@ -1,7 +1,8 @@
 //! redline._engine: the thin PyO3 layer over `redline-engine` and `redline-target`.
 //!
-//! Only conversions live here: JSON in, JSON out, the GIL released while Rust works, and
-//! engine errors mapped onto a small Python exception hierarchy. The typed API users see is
+//! Only conversions live here: the run config in as the typed dict it is (one conversion,
+//! `run::read_config`), reports and snapshots out as JSON, the GIL released while Rust works,
+//! and engine errors mapped onto a small Python exception hierarchy. The typed API users see is
 //! the Python package (`python/redline/`).
 
 use pyo3::prelude::*;
@@ -21,6 +22,22 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "DURATION_BOUNDS_US",
         redline_engine::statuses::DURATION_BOUNDS_US.to_vec(),
+    )?;
+    // The error classes, in report order, by the keys the report counts them under; and the
+    // reasons a scenario's table gives the transport failures (no response): Python reads
+    // these, it keeps no copy.
+    let classes = redline_engine::failure::ErrorClass::ALL;
+    m.add(
+        "ERROR_CLASSES",
+        classes.iter().map(|c| c.key()).collect::<Vec<_>>(),
+    )?;
+    m.add(
+        "TRANSPORT_REASONS",
+        classes
+            .iter()
+            .filter(|c| !c.answered())
+            .map(|c| c.reason())
+            .collect::<Vec<_>>(),
     )?;
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use redline_engine::scenario::host::HostRef;
 use redline_engine::{EngineError, IntervalSnapshot, Report, RunConfig, RunControl};
 
-use crate::errors::{engine_err, RedlineError};
+use crate::errors::{engine_err, ConfigError, RedlineError};
 
 /// How often the waiting thread wakes to check for signals when no snapshot arrives.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
@@ -23,14 +23,24 @@ const SIGNAL_POLL: Duration = Duration::from_millis(100);
 /// EngineThread is the thread an engine run goes on; joining it gives the run's outcome.
 pub(crate) type EngineThread = JoinHandle<Result<Report, EngineError>>;
 
-/// with_host parses `config_json` with the engine's own parser (so a malformed configuration
-/// reads as it does from Rust) and gives it a host for `functions`, the plan's Python steps.
+/// read_config is the one conversion of the boundary: the Python `config` (a dict typed as
+/// `redline.runs.config.RunConfig`) read into the engine's [`RunConfig`] by its own serde
+/// `Deserialize`, as pydantic-core validates a Python value against its schema in Rust. A
+/// config that does not fit (an unknown key, a value of the wrong type) is a ConfigError
+/// that says which, never a panic; its values are judged later by `RunConfig::check`.
+pub(crate) fn read_config(config: &Bound<'_, PyAny>) -> PyResult<RunConfig> {
+    pythonize::depythonize::<RunConfig>(config)
+        .map_err(|e| ConfigError::new_err(format!("bad run config: {e}")))
+}
+
+/// with_host reads `config` ([`read_config`]) and gives it a host for `functions`, the plan's
+/// Python steps.
 pub(crate) fn with_host(
     py: Python<'_>,
-    config_json: &str,
+    config: &Bound<'_, PyAny>,
     functions: Option<Vec<PyObject>>,
 ) -> PyResult<RunConfig> {
-    let mut config = RunConfig::from_json(config_json).map_err(engine_err)?;
+    let mut config = read_config(config)?;
     if let Some(functions) = functions.filter(|f| !f.is_empty()) {
         let host = crate::host::PyHost::start(py, functions)?;
         config.python_host = Some(HostRef(Arc::new(host)));
@@ -62,18 +72,19 @@ pub(crate) fn spawn_engine(
     Ok((rx, worker))
 }
 
-/// run(config_json, progress=None, functions=None) -> report_json: runs the load described
-/// by `config_json` (the engine's RunConfig as JSON), calling `progress(snapshot_json)` once
-/// per interval; `functions` are the plan's Python steps (see [`crate::host`]).
+/// run(config, progress=None, functions=None) -> report_json: runs the load described by
+/// `config` (a dict, the engine's RunConfig: [`read_config`]), calling
+/// `progress(snapshot_json)` once per interval; `functions` are the plan's Python steps (see
+/// [`crate::host`]).
 #[pyfunction]
-#[pyo3(signature = (config_json, progress=None, functions=None))]
+#[pyo3(signature = (config, progress=None, functions=None))]
 pub fn run(
     py: Python<'_>,
-    config_json: &str,
+    config: &Bound<'_, PyAny>,
     progress: Option<PyObject>,
     functions: Option<Vec<PyObject>>,
 ) -> PyResult<String> {
-    let config = with_host(py, config_json, functions)?;
+    let config = with_host(py, config, functions)?;
     let control = Arc::new(RunControl::new());
     let (rx, worker) = spawn_engine("redline-run", config, Arc::clone(&control))?;
 

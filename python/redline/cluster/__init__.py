@@ -58,16 +58,14 @@ def start_run(
     from redline.cluster.handle import ClusterHandle, OnLoss
     from redline.cluster.split import for_rebalance
 
-    # The split (cluster/split.py) still derives each injector's config by patching a copy.
-    whole: dict[str, Any] = dict(config)
     address = parse_address(cluster)
     n = check_injectors(injectors, address)
     policy = OnLoss.parse(on_injector_loss)
     if policy is OnLoss.REBALANCE:
-        for_rebalance(whole)  # refused here, before any Ray starts, if it cannot be done
+        for_rebalance(config)  # refused here, before any Ray starts, if it cannot be done
     conn = Connection.open(address, n, runtime_env)
     try:
-        return ClusterHandle(conn, whole, policy)
+        return ClusterHandle(conn, config, policy)
     except BaseException:
         conn.close()
         raise

@@ -29,6 +29,7 @@ from redline.cluster.merge import add_counts, merge_histograms, merge_report, me
 from redline.cluster.split import for_rebalance, load_of, split_config, split_value
 from redline.cluster.table import injector_rows, merged_generator
 from redline.errors import ClusterError, ConfigError, RedlineError, UnreachableError
+from redline.runs.config import RunConfig
 
 #: SILENT_INTERVALS: an injector that sends no snapshot for this many intervals is lost.
 SILENT_INTERVALS = 3
@@ -124,7 +125,7 @@ class ClusterHandle:
     def __init__(
         self,
         connection: Connection,
-        config: dict[str, Any],
+        config: RunConfig,
         on_loss: OnLoss = OnLoss.FAIL,
         owns_connection: bool = True,
     ):
@@ -160,10 +161,7 @@ class ClusterHandle:
         self._report: str | None = None
         self._done = False
         self._sigint = False
-        starts = [
-            f.member.actor.start.remote(json.dumps(c))
-            for f, c in zip(self.feeds, configs, strict=True)
-        ]
+        starts = [f.member.actor.start.remote(c) for f, c in zip(self.feeds, configs, strict=True)]
         try:
             self.ray.get(starts)
         except Exception as e:

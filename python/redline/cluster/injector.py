@@ -2,8 +2,8 @@
 share of the load, read by the driver a batch of snapshots at a time.
 
 The class is plain Python (Ray wraps it as an actor in :mod:`redline.cluster.connection`),
-so it imports without Ray and its methods are the whole wire protocol: JSON strings and
-numbers in, JSON strings, numbers and small dicts out. The actor runs its calls on a few
+so it imports without Ray and its methods are the whole wire protocol: its RunConfig (a
+dict) and numbers in, JSON strings, numbers and small dicts out. The actor runs its calls on a few
 threads, so a ``poll`` waiting for the next snapshot does not hold up a ``set_target``.
 """
 
@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from redline import _engine
+from redline.runs.config import RunConfig
 
 
 def cores() -> int:
@@ -48,9 +49,9 @@ class Injector:
             "clock": time.time(),
         }
 
-    def start(self, config_json: str) -> None:
+    def start(self, config: RunConfig) -> None:
         """start begins this injector's run (its RunConfig, start instant included)."""
-        self.handle = _engine.start_run(config_json)
+        self.handle = _engine.start_run(config)
 
     def poll(self, timeout_s: float) -> dict[str, Any]:
         """poll waits up to ``timeout_s`` for the next snapshot and returns it with any that

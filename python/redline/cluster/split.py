@@ -5,17 +5,21 @@ a request count likewise; data-file rows are dealt out, each row to one injector
 that a pass over the file is one pass over the cluster, not one per injector. Every
 injector's configuration names one start instant (``start_at_unix_s``), so the open model's
 schedule is one schedule.
+
+The split works on the typed :class:`~redline.runs.config.RunConfig`: :func:`shares` says
+each injector's :class:`Share`, and :meth:`Share.config` makes its config, in one place.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from redline.errors import ClusterError
+from redline.runs.config import RunConfig, StageConfig
 
 
 def apportion(total: int, weights: Sequence[float]) -> list[int]:
@@ -42,68 +46,122 @@ def split_value(value: float, weights: Sequence[float], closed: bool) -> list[fl
     return [value * w / whole for w in weights]
 
 
+@dataclass(frozen=True)
+class Share:
+    """Share: one injector's part of a run, each field the injector's value of the
+    :class:`~redline.runs.config.RunConfig` field of that name (None: the whole run's, as it
+    is): its VUs (``connections``, the ``max_vus`` cap) or req/s (``rate``), its ramp
+    (``stages``), its request count, its pool cap and its rows of the plan's data."""
+
+    connections: int | None = None
+    rate: float | None = None
+    stages: list[StageConfig] | None = None
+    requests: int | None = None
+    max_connections: int | None = None
+    max_vus: int | None = None
+    plan: dict[str, Any] | None = None
+
+    def config(self, whole: RunConfig, start_at_unix_s: float) -> RunConfig:
+        """config is the injector's RunConfig: ``whole`` with this share's fields and the
+        cluster's one start instant (``start_at_unix_s``), the one place a split config is
+        made (typed: a key RunConfig lacks, or a value of the wrong type, fails mypy)."""
+        out = whole.copy()
+        out["start_at_unix_s"] = start_at_unix_s
+        if self.connections is not None:
+            out["connections"] = self.connections
+        if self.rate is not None:
+            out["rate"] = self.rate
+        if self.stages is not None:
+            out["stages"] = self.stages
+        if self.requests is not None:
+            out["requests"] = self.requests
+        if self.max_connections is not None:
+            out["max_connections"] = self.max_connections
+        if self.max_vus is not None:
+            out["max_vus"] = self.max_vus
+        if self.plan is not None:
+            out["plan"] = self.plan
+        return out
+
+
 def split_config(
-    config: dict[str, Any],
+    config: RunConfig,
     weights: Sequence[float],
     start_at_unix_s: float,
     whole_cap: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[RunConfig]:
     """split_config is each injector's RunConfig: ``config``'s load, request count, pool cap
-    and data rows split by ``weights``, and the shared start instant. ``whole_cap`` gives
-    every injector the whole VU cap (``max_vus``), so that it can take over others' load."""
+    and data rows split by ``weights`` (:func:`shares`), and the shared start instant."""
+    return [s.config(config, start_at_unix_s) for s in shares(config, weights, whole_cap)]
+
+
+def shares(config: RunConfig, weights: Sequence[float], whole_cap: bool = False) -> list[Share]:
+    """shares is each injector's :class:`Share` of ``config``, in proportion to ``weights``.
+    ``whole_cap`` gives every injector the whole VU cap (``max_vus``), so that it can take
+    over others' load. What cannot be split is a ClusterError."""
     n = len(weights)
-    closed = not (config.get("open") or config.get("rate") is not None)
-    out = [copy.deepcopy(config) for _ in range(n)]
-    if "rate" in config:
-        for c, r in zip(out, split_value(float(config["rate"]), weights, False), strict=True):
-            c["rate"] = r
-    if closed and "stages" not in config:
-        vus = int(config.get("connections", _default_connections()))
-        if vus < n:
-            raise ClusterError(
-                f"{vus} connections cannot be split over {n} injectors: give at least {n}"
-            )
-        for c, v in zip(out, apportion(vus, weights), strict=True):
-            c["connections"] = v
-    if "max_vus" in config:
-        caps = (
-            [int(config["max_vus"])] * n
-            if whole_cap
-            else apportion(int(config["max_vus"]), weights)
-        )
-        for c, cap in zip(out, caps, strict=True):
-            c["max_vus"] = max(cap, int(c.get("connections", 1)))
-    if "stages" in config:
-        for c in out:
-            c["stages"] = [dict(s) for s in config["stages"]]
-        for k, stage in enumerate(config["stages"]):
-            shares = _stage_shares(float(stage["target"]), weights, closed)
-            for c, share in zip(out, shares, strict=True):
-                c["stages"][k]["target"] = share
-    if "requests" in config:
-        total = int(config["requests"])
-        if total < n:
-            raise ClusterError(f"{total} requests cannot be split over {n} injectors")
-        for c, r in zip(out, apportion(total, weights), strict=True):
-            c["requests"] = r
-    if "max_connections" in config:
-        whole = sum(weights)
-        for c, w in zip(out, weights, strict=True):
-            c["max_connections"] = max(1, math.ceil(int(config["max_connections"]) * w / whole))
     if (config.get("plan") or {}).get("python"):
         raise ClusterError(
             "a scenario with Python steps (u.python) runs on one machine: its functions live in "
             "this process; drop --cluster, or use the engine's functions"
         )
-    if config.get("plan") is not None:
-        for i, c in enumerate(out):
-            c["plan"] = partition_plan(config["plan"], i, n)
-    for c in out:
-        c["start_at_unix_s"] = start_at_unix_s
-    return out
+    closed = not (config.get("open") or config.get("rate") is not None)
+    rate = config.get("rate")
+    rates: list[float | None] = (
+        list(split_value(float(rate), weights, False)) if rate is not None else [None] * n
+    )
+    stages = config.get("stages")
+    connections: list[int | None] = [None] * n
+    if closed and stages is None:
+        vus = int(config.get("connections", _default_connections()))
+        if vus < n:
+            raise ClusterError(
+                f"{vus} connections cannot be split over {n} injectors: give at least {n}"
+            )
+        connections = list(apportion(vus, weights))
+    caps: list[int | None] = [None] * n
+    max_vus = config.get("max_vus")
+    if max_vus is not None:
+        whole = [int(max_vus)] * n if whole_cap else apportion(int(max_vus), weights)
+        own = [c if c is not None else int(config.get("connections", 1)) for c in connections]
+        caps = [max(cap, c) for cap, c in zip(whole, own, strict=True)]
+    ramps: list[list[StageConfig] | None] = [None] * n
+    if stages is not None:
+        per_stage = [_stage_shares(float(s["target"]), weights, closed) for s in stages]
+        ramps = [
+            [
+                {"duration_s": s["duration_s"], "target": t[i]}
+                for s, t in zip(stages, per_stage, strict=True)
+            ]
+            for i in range(n)
+        ]
+    counts: list[int | None] = [None] * n
+    requests = config.get("requests")
+    if requests is not None:
+        if int(requests) < n:
+            raise ClusterError(f"{requests} requests cannot be split over {n} injectors")
+        counts = list(apportion(int(requests), weights))
+    pools: list[int | None] = [None] * n
+    max_connections = config.get("max_connections")
+    if max_connections is not None:
+        pools = [max(1, math.ceil(int(max_connections) * w / sum(weights))) for w in weights]
+    plan = config.get("plan")
+    plans = [partition_plan(plan, i, n) if plan is not None else None for i in range(n)]
+    return [
+        Share(
+            connections=connections[i],
+            rate=rates[i],
+            stages=ramps[i],
+            requests=counts[i],
+            max_connections=pools[i],
+            max_vus=caps[i],
+            plan=plans[i],
+        )
+        for i in range(n)
+    ]
 
 
-def for_rebalance(config: dict[str, Any]) -> dict[str, Any]:
+def for_rebalance(config: RunConfig) -> RunConfig:
     """for_rebalance makes ``config`` a live run (its load can be raised when another
     injector is lost), which needs a constant load for a duration: connections or a rate."""
     if "stages" in config or "requests" in config:
@@ -111,18 +169,20 @@ def for_rebalance(config: dict[str, Any]) -> dict[str, Any]:
             "--on-injector-loss rebalance needs a constant load for a duration "
             "(connections or --rate; not --stages or -n)"
         )
-    out = {**config, "live": True}
+    out = config.copy()
+    out["live"] = True
     if not (config.get("open") or config.get("rate") is not None):
         out.setdefault("max_vus", round(load_of(config)))
     return out
 
 
-def load_of(config: dict[str, Any]) -> float:
+def load_of(config: RunConfig) -> float:
     """load_of: the load a RunConfig starts at, VUs or req/s (stages: their first target)."""
-    if config.get("rate") is not None:
-        return float(config["rate"])
-    if config.get("stages"):
-        return float(config["stages"][0]["target"])
+    rate, stages = config.get("rate"), config.get("stages")
+    if rate is not None:
+        return float(rate)
+    if stages:
+        return float(stages[0]["target"])
     return float(config.get("connections", _default_connections()))
 
 

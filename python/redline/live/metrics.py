@@ -48,20 +48,9 @@ from redline.percentiles import BY_NAME
 BOUNDS_S = tuple(us / 1e6 for us in _engine.DURATION_BOUNDS_US)
 _BOUNDS_US = list(_engine.DURATION_BOUNDS_US)
 
-#: OUTCOMES: ``ok`` and the engine's error classes, in the order they are exported.
-OUTCOMES = (
-    "ok",
-    "status",
-    "check",
-    "connect",
-    "timeout",
-    "read",
-    "write",
-    "reset",
-    "protocol",
-    "goaway",
-    "rst_stream",
-)
+#: OUTCOMES: ``ok`` and the engine's error classes (read from it), in the order they are
+#: exported.
+OUTCOMES = ("ok", *_engine.ERROR_CLASSES)
 
 #: NAME_CAP: at most this many request names get their own series.
 NAME_CAP = 50

@@ -13,23 +13,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from redline import _engine
+
 #: PALETTE: series colours, distinguishable in print and for the common colour blindnesses.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
 #: MUTED: what was measured but not judged (a step's transition, cut as warm-up).
 MUTED = "#aaaaaa"
 
-#: ERROR_CLASSES: the engine's error classes, in the order the report lists them.
-ERROR_CLASSES = (
-    "connect",
-    "timeout",
-    "read",
-    "write",
-    "reset",
-    "protocol",
-    "goaway",
-    "rst_stream",
-    "status",
-)
+#: ERROR_CLASSES: the engine's error classes, in the order the report lists them (the
+#: engine's, read from it).
+ERROR_CLASSES = tuple(_engine.ERROR_CLASSES)
 
 Column = list[float | None]
 

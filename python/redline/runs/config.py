@@ -3,12 +3,14 @@ types its Python→Rust contract in ``core_schema.py``: a TypedDict whose keys a
 ``RunConfig`` in ``crates/engine/src/config.rs``, field for field (``tests/test_config.py``
 fails when either side gains a field the other lacks). The defaults are the engine's: a key
 left out takes its default there, and :meth:`redline.RunOptions.config` leaves out what the
-caller did not give. :func:`encode` is the one way a config crosses to the binding.
+caller did not give. The dict itself crosses to the binding (``_engine.run(config)``,
+``_engine.start_run``: ``_engine.pyi`` takes this type), which reads it into the engine's
+``RunConfig`` in one conversion (``crates/py/src/run.rs``'s ``read_config``: a key or a value
+that does not fit is a ConfigError saying which).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypedDict
 
 
@@ -63,8 +65,3 @@ class RunConfig(_Url, total=False):
     start_at_unix_s: float
     latency_from: str
     stream: bool
-
-
-def encode(config: RunConfig) -> str:
-    """encode: the config as the JSON the binding takes (``_engine.run``, ``start_run``)."""
-    return json.dumps(config)

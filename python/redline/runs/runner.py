@@ -23,7 +23,7 @@ from typing import Any
 
 from redline import _engine
 from redline.errors import ConfigError, InjectorLost
-from redline.runs.config import RunConfig, encode
+from redline.runs.config import RunConfig
 from redline.runs.options import IgnoredOption
 from redline.runs.result import Result
 from redline.runs.run_options import RunOptions
@@ -88,7 +88,7 @@ def run(
             def callback(snapshot_json: str) -> None:
                 progress(json.loads(snapshot_json))
 
-        report = _engine.run(encode(config), callback, python_steps(config))
+        report = _engine.run(config, callback, python_steps(config))
         return with_parts(Result(json.loads(report)), parts)
     finally:
         if parts is not None:
@@ -118,7 +118,7 @@ def start_handle(config: RunConfig, cluster: ClusterOptions | None = None) -> An
     """start_handle starts a live run of ``config``: the engine's RunHandle here, or with
     ``cluster`` the driver's ClusterHandle over its injectors (the same interface)."""
     if cluster is None:
-        return _engine.start_run(encode(config), python_steps(config))
+        return _engine.start_run(config, python_steps(config))
     from redline.cluster import start_run
 
     return start_run(

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from redline import _engine
 from redline.analysis.outcome import ANSWERED_FAILURES, Outcomes, outcomes
 from redline.errors import ConfigError
 from redline.percentiles import BY_NAME, IN_SNAPSHOTS, snapshot_key
@@ -38,19 +39,9 @@ SNAPSHOT_KEY = {
 QUANTILE = {p.name: p.quantile for p in IN_SNAPSHOTS}
 
 #: TRANSPORT_REASONS: the failure reasons of requests that got no response (the engine's
-#: names for its error classes), which count as attempts besides the answered requests.
-TRANSPORT_REASONS = frozenset(
-    {
-        "connect error",
-        "timeout",
-        "read error",
-        "write error",
-        "connection reset",
-        "protocol error",
-        "goaway",
-        "stream reset",
-    }
-)
+#: names for its error classes, read from it), which count as attempts besides the answered
+#: requests.
+TRANSPORT_REASONS = frozenset(_engine.TRANSPORT_REASONS)
 
 
 @dataclass(frozen=True)

@@ -482,7 +482,7 @@ impl Vu {
                 .await;
             let (status, latency) = match reply {
                 Reply::Failed(class) => {
-                    t.reason(intended, stat, class_name(class));
+                    t.reason(intended, stat, class.reason());
                     return Err(Failed);
                 }
                 Reply::Refused => return Err(Failed),
@@ -564,23 +564,6 @@ impl Vu {
             super::tally::value_of(&self.parsed.body, path, &mut self.tallied);
             t.tally(intended, req.stat, &self.tallied);
         }
-    }
-}
-
-/// class_name: an error class as the reasons table names it.
-pub fn class_name(c: ErrorClass) -> &'static str {
-    match c {
-        ErrorClass::Connect => "connect error",
-        ErrorClass::Timeout => "timeout",
-        ErrorClass::Read => "read error",
-        ErrorClass::Write => "write error",
-        ErrorClass::Reset => "connection reset",
-        ErrorClass::Protocol => "protocol error",
-        ErrorClass::GoAway => "goaway",
-        ErrorClass::RstStream => "stream reset",
-        ErrorClass::Status => "HTTP error status",
-        #[allow(unreachable_patterns)]
-        _ => "error",
     }
 }
 
