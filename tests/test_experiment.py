@@ -21,10 +21,11 @@ from experiment_support import EXAMPLES, QUICK, TARGET, page_charts, targets_ali
 from redline import cli
 from redline.compare import Stretch
 from redline.errors import ConfigError
-from redline.experiment import experiment, parse_vary
+from redline.experiment import parse_vary
 from redline.experiment.configurations import check_templates, configurations, fill
 from redline.experiment.plan_file import merge_plan, read_plan
 from redline.experiment.ranking import Ranked, best, comparison_record, end_to_end
+from redline.experiment.runner import experiment
 
 # -- --vary and the placeholders ---------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-"""The library is the product: redline.run, redline.find, redline.compare and a Scenario that
-runs itself, each a typed result, from a script with no command line (examples/python_api.py),
-held against what the test server counted."""
+"""The library is the product: redline.run (of a URL or a scenario), redline.find, redline.compare,
+redline.experiment and a Scenario that runs itself, each a typed result, from a script with no
+command line (examples/python_api.py), held against what the test server counted."""
 
 from __future__ import annotations
 
@@ -66,6 +66,72 @@ def test_a_scenario_runs_itself_with_its_profile_merged_and_thresholds_judged(ta
         s.run(method="POST")
 
 
+def test_run_takes_a_scenario_or_its_file_and_gives_its_typed_result(target, tmp_path):
+    """redline.run(scenario) is scenario.run(): its profile merged (users=2 over 1, its 3
+    iterations kept), its threshold judged, a ScenarioResult; a scenario file's path
+    (os.PathLike) runs the same; a URL still gives a Result. The server counts each."""
+    s = redline.Scenario(host=target.url, users=1, iterations=3, thresholds=["errors<1%"])
+
+    @s.flow
+    def one(u):
+        u.get("/?latency=1ms", name="one", status=200)
+
+    before = target.stats()["requests"]
+    out = redline.run(s, users=2, preflight=False)
+    assert isinstance(out, redline.ScenarioResult) and out.passed
+    assert target.stats()["requests"] - before == 6 == out.result.requests
+    path = tmp_path / "one.py"
+    path.write_text(
+        "from redline import Scenario\n"
+        f"s = Scenario(host={target.url!r}, users=1, iterations=2)\n"
+        "@s.flow\ndef one(u):\n    u.get('/', status=200)\n"
+    )
+    before = target.stats()["requests"]
+    from_file = redline.run(path, preflight=False)
+    assert target.stats()["requests"] - before == 2 == from_file.result.requests
+    before = target.stats()["requests"]
+    url_run = redline.run(target.url + "/", connections=1, requests=5, preflight=False)
+    assert isinstance(url_run, redline.Result)
+    assert target.stats()["requests"] - before == 5 == url_run.requests
+    with pytest.raises(ConfigError, match="keywords"):
+        redline.run(s, redline.RunOptions(connections=2))  # type: ignore[call-overload]
+
+
+def test_an_experiment_from_python_is_typed_and_the_services_counted(tmp_path):
+    """redline.experiment(measure="run"): the bundled target with 2 and with 8 slots of
+    10 ms (capacities 200 and 800 req/s) at 16 users for 2 s each, typed: each configuration's
+    Result, the comparison and the best (8 slots: 4x the capacity, which a busy box does not
+    turn around); each service's own count of what it served is at least what its run
+    counted as answered (warm-up requests are served too)."""
+    target = f"{sys.executable} -m redline target --port {{port}} --threads 1 --capacity {{slots}}"
+    command = f"sh -c 'exec {target} --service-time 10ms > {tmp_path}/served-{{slots}}.log'"
+    result = redline.experiment(
+        "http://127.0.0.1:{port}/",
+        command,
+        {"slots": [2, 8]},
+        measure="run",
+        connections=16,
+        duration="2s",
+        interval="0.5s",
+    )
+    assert isinstance(result, redline.ExperimentResult)
+    assert result.measure == "run" and not result.interrupted
+    assert [c.label for c in result.configurations] == ["slots=2", "slots=8"]
+    for c in result.configurations:
+        run = c.result
+        assert isinstance(run, redline.Result) and run.requests > 0
+        log = (tmp_path / f"served-{c.vary['slots']}.log").read_text()
+        served = int(log.split("served ")[1].split(" ")[0])
+        assert served >= run.requests
+    (comparison,) = result.comparisons
+    assert (comparison.base, comparison.new) == ("slots=2", "slots=8")
+    assert result.best is not None and result.best.label == "slots=8"
+    assert json.loads(result.to_json())["best"]["label"] == "slots=8"
+    assert "slots=8" in result.text()
+    with pytest.raises(ConfigError, match="measure"):
+        redline.experiment("http://127.0.0.1:{port}/", command, {"slots": [1]}, measure="soak")
+
+
 def test_find_result_reads_the_document_by_the_schema_names():
     doc = synthetic_find_result()
     r = FindResult.from_document(doc)
@@ -81,14 +147,16 @@ def test_find_result_reads_the_document_by_the_schema_names():
 
 
 def test_the_library_names_stay_functions_once_their_packages_load():
-    """`redline.find` and `redline.compare` are the functions although each is also a
-    package (a first import of a subpackage would replace it)."""
+    """`redline.find`, `redline.compare` and `redline.experiment` are the functions although
+    each is also a package (a first import of a subpackage would replace it)."""
     import redline.compare.comparison  # noqa: F401
+    import redline.experiment.runner  # noqa: F401
     import redline.find.finder  # noqa: F401
     from redline.find import find
 
     assert redline.find is find is sys.modules["redline.find.result"].find
     assert redline.compare is sys.modules["redline.compare.result"].compare
+    assert redline.experiment is sys.modules["redline.experiment.result"].experiment
     assert sys.modules["redline.compare"].compare_stretches
     with pytest.raises(redline.RedlineError, match="not a redline run or find result"):
         redline.compare({"timeseries": []}, {"timeseries": []})

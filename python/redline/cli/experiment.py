@@ -1,7 +1,7 @@
 """experiment: experiments from the command line: ``redline find … --vary NAME=V1,V2 [--repeat
 N]`` and ``redline run … --vary NAME=V1,V2 [--repeat N]`` (each command hands over when
-``--vary`` is given; the work is :func:`redline.experiment.experiment` and
-:func:`redline.experiment.run_experiment`). The experiment flags are defined here, once, for
+``--vary`` is given; the work is :func:`redline.experiment`, ``measure="find"`` or
+``"run"``). The experiment flags are defined here, once, for
 both commands (:func:`add_vary_flags`)."""
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
     its --host a template), each run's summary printed as it ends, then the table; writes
     the files asked for."""
     from redline.experiment.plan_file import merge_plan
-    from redline.experiment.runner import run_experiment
-    from redline.experiment.tables import render_text, write_outputs
+    from redline.experiment.result import experiment
+    from redline.experiment.tables import write_outputs
     from redline.report.summary import render
 
     merge_plan(args)
@@ -94,19 +94,20 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
         print(f"== {c.label}", flush=True)
         print(render(Result(result)), flush=True)
 
-    doc = run_experiment(
+    result = experiment(
         url,
         args.monitor_cmd,
         args.vary,
+        measure="run",
         repeat=1 if args.repeat is None else args.repeat,
         on_start=start_line,
         on_result=on_result,
         **options,
     )
     print()
-    print(render_text(doc), end="", flush=True)
-    write_outputs(doc, args.json, args.report, args.markdown)
-    return 130 if doc["interrupted"] else 0
+    print(result.text(), end="", flush=True)
+    write_outputs(result.document, args.json, args.report, args.markdown)
+    return 130 if result.interrupted else 0
 
 
 def _run_target(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
@@ -148,8 +149,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     configuration's answers and then the table, and writes the files asked for."""
     from redline.cli.find_flags import find_options
     from redline.experiment.plan_file import merge_plan
-    from redline.experiment.runner import experiment
-    from redline.experiment.tables import render_text, write_outputs
+    from redline.experiment.result import experiment
+    from redline.experiment.tables import write_outputs
     from redline.find import answers_text
     from redline.find.view import FindView
 
@@ -183,10 +184,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         options["on_snapshot"] = lambda s, load, phase: views and views[-1].snapshot(s, load, phase)
         options["on_step"] = lambda st: views and views[-1].step(st)
     try:
-        doc = experiment(
+        result = experiment(
             url,
             args.monitor_cmd,
             args.vary,
+            measure="find",
             repeat=1 if args.repeat is None else args.repeat,
             on_start=on_start,
             on_result=on_result,
@@ -195,9 +197,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     finally:
         _close(views)
     print()
-    print(render_text(doc), end="", flush=True)
-    write_outputs(doc, args.json, args.report, args.markdown)
-    return 130 if doc["interrupted"] else 0
+    print(result.text(), end="", flush=True)
+    write_outputs(result.document, args.json, args.report, args.markdown)
+    return 130 if result.interrupted else 0
 
 
 def _target(args: argparse.Namespace) -> tuple[str, dict[str, Any]]:

@@ -9,9 +9,10 @@ may abort it), and every threshold judged on the result (:class:`ScenarioResult`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, overload
 
 from redline.errors import ConfigError
 from redline.runs.result import Result
@@ -210,6 +211,17 @@ def run_compiled(
     return ScenarioResult(compiled.file, url, result, judged(ends, result.data), aborted)
 
 
+def scenario_options(
+    compiled: Compiled, host: str | None, overrides: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """scenario_options: the host URL and :func:`redline.run`'s keywords (the ``plan`` among
+    them) of a compiled scenario with ``overrides`` merged over its profile, as
+    :func:`run_compiled` reads them (an experiment runs each configuration with them)."""
+    given, passed = _split_overrides(overrides)
+    url, plan, options = prepare(compiled, host, given, RunOptions(**passed))
+    return url, {**options.as_kwargs(), "plan": plan}
+
+
 #: _ALIASES: run options that a profile spells its own way, taken in either spelling.
 _ALIASES = {"connections": "users", "open_model": "open"}
 
@@ -255,3 +267,60 @@ class Scenario(Declared):
         return run_compiled(
             compiled, host=host, thresholds=thresholds, progress=progress, **overrides
         )
+
+
+@overload
+def run(
+    target: str,
+    options: RunOptions | None = None,
+    *,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    plan: dict[str, Any] | None = None,
+    cluster: str | None = None,
+    injectors: int | None = None,
+    on_injector_loss: str = "fail",
+    **option: Any,
+) -> Result: ...
+
+
+@overload
+def run(
+    target: Declared | os.PathLike[str],
+    options: None = None,
+    *,
+    host: str | None = None,
+    vars: dict[str, str] | None = None,
+    thresholds: Iterable[str] = (),
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    **overrides: Any,
+) -> ScenarioResult: ...
+
+
+def run(target: Any, options: RunOptions | None = None, **keywords: Any) -> Any:
+    """run is the library's one run: a URL (a ``str``) runs as
+    :func:`redline.runs.runner.run` says and gives its :class:`~redline.Result`; a
+    :class:`Scenario` or the path of a scenario file (an ``os.PathLike``: ``Path("f.py")``)
+    runs as :meth:`Scenario.run` does (its profile with the keywords merged over it, its
+    thresholds judged, against ``host``, default its own) and gives a
+    :class:`ScenarioResult`, whose ``result`` is the run's Result."""
+    if isinstance(target, str):
+        from redline.runs.runner import run as run_url
+
+        return run_url(target, options, **keywords)
+    if options is not None:
+        raise ConfigError(
+            "a scenario takes its run options as keywords (users=5, duration='10s'), "
+            "not a RunOptions"
+        )
+    from redline.scenario.compiler import compile_scenario, load
+
+    vars = keywords.pop("vars", None)
+    if isinstance(target, Declared):
+        compiled = compile_scenario(target, dict(vars or {}))
+    elif isinstance(target, os.PathLike):
+        compiled = load(target, vars)
+    else:
+        raise ConfigError(
+            f"run: a URL (str), a Scenario or a scenario file's path, got {type(target).__name__}"
+        )
+    return run_compiled(compiled, **keywords)
