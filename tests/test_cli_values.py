@@ -26,6 +26,12 @@ from conftest import run_cli
             "--max-time: at least 17s, to hold two steps of --min-step 3s and the --confirm "
             "step of 10s",
         ),
+        # Each ran a whole search (-1%: no error stopped it; 200%: the same; -3s: no confirm).
+        (["find", "http://127.0.0.1:9/", "--max-errors", "-1%"], "--max-errors: a share from 0"),
+        (["find", "http://127.0.0.1:9/", "--max-errors", "200%"], "to 100%, got 200%"),
+        (["find", "http://127.0.0.1:9/", "--max-errors", "1.5"], "to 100%, got 150%"),
+        (["find", "http://127.0.0.1:9/", "--confirm", "-3s"], "--confirm: 0s or more, got -3s"),
+        (["find", "http://127.0.0.1:9/", "--soak", "-1s"], "--soak: 0s or more, got -1s"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2(argv, said):

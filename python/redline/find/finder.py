@@ -127,12 +127,7 @@ def find(
     meter = search_meter(throughput, plan)
     if service_cpu is not None and monitor is None:
         raise ConfigError("a service CPU limit needs a monitored service (--monitor-...)")
-    if max_time <= confirm + 2 * min_step:
-        raise ConfigError(
-            f"--max-time: at least {confirm + 2 * min_step + 1:g}s, to hold two steps of "
-            f"--min-step {min_step:g}s and the --confirm step of {confirm:g}s after them "
-            f"(got {max_time:g}s; shorten those, or give a longer --max-time)"
-        )
+    _check_times(max_errors, max_time, confirm, soak, min_step)
     first = _first_load(model, start, cluster)
     ceiling = max_load if max_load is not None else (1000.0 if model == "closed" else 1e6)
     steps_plan = Plan(
@@ -205,6 +200,25 @@ def find(
         meter,
         watched,
     )
+
+
+def _check_times(
+    max_errors: float | None, max_time: float, confirm: float, soak: float, min_step: float
+) -> None:
+    """_check_times refuses, in the flags' spelling, an error share outside 0-100 % (-1%
+    stopped nothing, 200% ran to the end), a negative confirmation or soak (ran as none),
+    and a --max-time too short to hold two steps and the confirmation."""
+    if max_errors is not None and not 0 <= max_errors <= 1:
+        raise ConfigError(f"--max-errors: a share from 0 to 100%, got {max_errors * 100:g}%")
+    for flag, seconds in (("--confirm", confirm), ("--soak", soak)):
+        if seconds < 0:
+            raise ConfigError(f"{flag}: 0s or more, got {seconds:g}s")
+    if max_time <= confirm + 2 * min_step:
+        raise ConfigError(
+            f"--max-time: at least {confirm + 2 * min_step + 1:g}s, to hold two steps of "
+            f"--min-step {min_step:g}s and the --confirm step of {confirm:g}s after them "
+            f"(got {max_time:g}s; shorten those, or give a longer --max-time)"
+        )
 
 
 def _settings(
