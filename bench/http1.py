@@ -13,15 +13,22 @@ the generator's process tree, and the rows are interleaved over the repetitions 
 median kept. The capacity the open rates are shares of is wrk's best of three 3 s closed runs.
 
     .venv/bin/python bench/http1.py [--seconds 10] [--reps 3] [--shares 10,25,50,90]
-                                    [--rates 2000,5000,...] [--baseline DIR] [--send-ahead 1ms]
-                                    [--request-id]
+                                    [--rates 2000,5000,...] [--baseline [NAME=]DIR ...]
+                                    [--send-ahead 1ms]
+                                    [--request-id] [--no-send-lag]
 
 --request-id has nginx add `X-Request-Id: <32 random hex digits>` to every response, as many
 services do: no two heads are alike, so redline's head memo never hits and every head is
 parsed (its worst case; wrk parses every head anyway). `--shares ''` leaves the open rows out.
 
+The open rows carry each tool's send lag as the wire saw it (bench/sendlag.py: a packet
+capture on the loopback, the requests' kernel stamps against an even schedule at the asked
+rate; p50 / p99 in ms), so that the CPU lines are read at a known send precision.
+--no-send-lag leaves it out.
+
 --baseline DIR adds a "redline (baseline)" row after each redline row: the same command from
-the package in DIR (a copy of python/ holding another build's extension), as in bench/h2.py.
+the package in DIR (a copy of python/ holding another build's extension), as in bench/h2.py;
+NAME=DIR names the row "redline (NAME)", and the flag may be given more than once.
 
 wrk comes from Debian, wrk2 from ../shared/tools/install-peers.sh. The table is appended to
 bench/results/seam.md.
@@ -134,13 +141,14 @@ def generators(
     url: str,
     secs: int,
     rates: list[int],
-    baseline: Path | None = None,
+    baselines: list[tuple[str, Path]] | None = None,
     send_ahead: str | None = None,
 ) -> list[Gen]:
-    """The closed rows, then the open rows of each rate (the peer's first); with ``baseline``
-    a "redline (baseline)" row after each redline row, and with ``send_ahead`` a "redline
-    (send-ahead X)" row after each open redline row: the same run sending the hits due within
-    X together (wrk2 sends on its event loop's millisecond ticks)."""
+    """The closed rows, then the open rows of each rate (the peer's first); with ``baselines``
+    a "redline (NAME)" row after each redline row for each (NAME, package), and with
+    ``send_ahead`` a "redline (send-ahead X)" row after each open redline row: the same run
+    sending the hits due within X together (wrk2 sends on its event loop's millisecond
+    ticks)."""
     closed = ("closed", [p["WRK"], "-t1", f"-c{CONNS}", f"-d{secs}s", url + "/"])
     pairs = [(closed, redline_argv(url, "-c", str(CONNS), "-d", f"{secs}s"))]
     for rate in rates:
@@ -151,8 +159,8 @@ def generators(
     for (mode, peer), argv in pairs:
         gens.append(("wrk" if peer[0] == p["WRK"] else "wrk2", mode, peer, None))
         gens.append(("redline", mode, argv, None))
-        if baseline:
-            gens.append(("redline (baseline)", mode, baseline_argv(argv, baseline), None))
+        for name, path in baselines or []:
+            gens.append((f"redline ({name})", mode, baseline_argv(argv, path), None))
         if send_ahead and mode != "closed":
             ahead = [*argv, "--send-ahead", send_ahead]
             gens.append((f"redline (send-ahead {send_ahead})", mode, ahead, None))
@@ -188,7 +196,16 @@ def main() -> int:
     )
     ap.add_argument("--no-record", action="store_true", help="print the table only")
     ap.add_argument(
-        "--baseline", type=Path, help="a python/ copy holding another build (adds its rows)"
+        "--no-send-lag",
+        action="store_true",
+        help="leave out the open rows' send lag (its capture needs root: bench/sendlag.py)",
+    )
+    ap.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="a python/ copy holding another build (adds its rows; repeatable)",
     )
     args = ap.parse_args()
     ctx = record.Context.now()
@@ -197,7 +214,11 @@ def main() -> int:
     if missing or not Path(NGINX).exists():
         print(f"bench: needs nginx, wrk and wrk2 (missing: {missing or NGINX})", file=sys.stderr)
         return 2
-    precompile(*([args.baseline] if args.baseline else []))
+    baselines = [
+        (b.split("=", 1)[0], Path(b.split("=", 1)[1])) if "=" in b else ("baseline", Path(b))
+        for b in args.baseline
+    ]
+    precompile(*(path for _, path in baselines))
     count = StubStatus()
     with nginx(args.request_id) as url:
         probe = [p["WRK"], "-t1", f"-c{CONNS}", "-d3s", url + "/"]
@@ -208,8 +229,14 @@ def main() -> int:
         else:
             shares = [int(s) for s in args.shares.split(",") if s]
             rates = [int(capacity * s / 100) // 100 * 100 for s in shares]
-        gens = generators(p, url, args.seconds, rates, args.baseline, args.send_ahead)
-        rows = interleave(gens, args.reps, url, count)
+        gens = generators(p, url, args.seconds, rates, baselines, args.send_ahead)
+        port = int(url.rsplit(":", 1)[1])
+        due = {f"open {rate:,}/s": float(rate) for rate in rates}
+
+        def schedule(mode: str) -> tuple[int, float] | None:
+            return None if args.no_send_lag or mode not in due else (port, due[mode])
+
+        rows = interleave(gens, args.reps, url, count, schedule)
     heads = ", a random X-Request-Id in every response" if args.request_id else ""
     text = f"nginx capacity (wrk, best of 3 × 3 s): {capacity:,.0f} req/s{heads}\n\n" + table(rows)
     print()

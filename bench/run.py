@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import record
+import sendlag
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -54,6 +55,8 @@ class Row:
     note: str = ""
     #: switches: the generator's context switches (voluntary + involuntary, from rusage).
     switches: int = 0
+    #: lag: the run's send lag as the wire saw it (bench/sendlag.py), where it was captured.
+    lag: sendlag.SendLag | None = None
 
     @property
     def rps(self) -> float:
@@ -316,17 +319,19 @@ def table(
     """The markdown table; ratios are to the wrk row whose mode is `reference`, or to each
     row's ``peer_of`` (headed ``ratio``)."""
     wrk = next((r for r in rows if r.tool == "wrk" and r.mode == reference), None)
+    lagged = any(r.lag for r in rows)
     lines = [
         f"| tool | model | req/s | client CPU µs/req | {ratio} | peak RSS MB "
-        "| context switches/req | note |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| context switches/req | " + ("send lag p50 / p99 ms | " if lagged else "") + "note |",
+        "|---|---|---:|---:|---:|---:|---:|" + ("---:|" if lagged else "") + "---|",
     ]
     for r in rows:
         peer = peer_of(r) if peer_of else wrk
         shown = f"{r.us_per_req / peer.us_per_req:.2f}×" if peer and peer.requests else "-"
+        lag = (f"{r.lag} | " if r.lag else "- | ") if lagged else ""
         lines.append(
             f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {shown} | "
-            f"{r.max_rss_kb / 1024:.1f} | {r.switches_per_req:.3f} | {r.note} |"
+            f"{r.max_rss_kb / 1024:.1f} | {r.switches_per_req:.3f} | {lag}{r.note} |"
         )
     return "\n".join(lines)
 
@@ -356,18 +361,28 @@ def target_server(*flags: str) -> Iterator[str]:
 
 
 def interleave(
-    gens: list[Gen], reps: int, url: str, count: Callable[[str], int] = server_requests
+    gens: list[Gen],
+    reps: int,
+    url: str,
+    count: Callable[[str], int] = server_requests,
+    schedule: Callable[[str], tuple[int, float] | None] | None = None,
 ) -> list[Row]:
     """Runs every (tool, mode, argv, cwd) once per repetition, interleaved so that drift hits
-    every row alike, and keeps each row's median."""
+    every row alike, and keeps each row's median. ``schedule`` gives the (server port, rate)
+    of a mode whose send lag is to be captured (bench/sendlag.py), None for the others."""
     runs: dict[tuple[str, str], list[Row]] = {}
     for rep in range(reps):
         for tool, mode, argv, cwd in gens:
-            row = measure(tool, mode, argv, url, cwd, count)
+            sched = schedule(mode) if schedule else None
+            with sendlag.maybe(sched[0] if sched else None) as cap:
+                row = measure(tool, mode, argv, url, cwd, count)
+            if cap and sched:
+                row = dataclasses.replace(row, lag=cap.lag(sched[1]))
             runs.setdefault((tool, mode), []).append(row)
+            lag = f", send lag p50/p99 {row.lag} ms" if row.lag else ""
             print(
                 f"  [{rep + 1}/{reps}] {tool} {mode}: {row.rps:,.0f} req/s, "
-                f"{row.us_per_req:.1f} µs/req",
+                f"{row.us_per_req:.1f} µs/req{lag}",
                 flush=True,
             )
     return [median_row(r) for r in runs.values()]

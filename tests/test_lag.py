@@ -114,7 +114,9 @@ def test_a_busy_core_moves_the_lag_not_the_latency(server, tmp_path):
         spin.wait(timeout=10)
     answered = quiet["requests"] + busy["requests"] + intended["requests"]
     assert server.requests() - before >= answered
-    assert busy["generator"]["send_stamps"] == "kernel", busy["generator"]
+    # Kernel-timed sends: every write's syscall bracketed, a wide one read from the kernel
+    # where its request asked for a stamp (one in 16), else user space's (mixed).
+    assert busy["generator"]["send_stamps"] in ("kernel", "mixed"), busy["generator"]
     # The server answers in 4 ms: the latency's median is its, quiet or busy.
     for doc in (quiet, busy):
         assert 4.0 <= doc["latency_ms"]["p50"] < 5.5, doc["latency_ms"]

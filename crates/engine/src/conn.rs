@@ -48,6 +48,10 @@ pub use deadline::Deadline;
 mod buf;
 use buf::ReadBuf;
 
+#[path = "conn_write.rs"]
+mod write;
+use write::write_all;
+
 /// Exchange is the outcome of one successful request/response.
 #[derive(Debug, Clone, Copy)]
 pub struct Exchange {
@@ -326,7 +330,7 @@ impl Conn {
             .stream
             .as_ref()
             .ok_or(Trip::Failed(ErrorClass::Connect))?;
-        match self.tls.as_deref_mut() {
+        let from = match self.tls.as_deref_mut() {
             Some(session) => {
                 // Plaintext into rustls (it encrypts into its own buffer), then the records out.
                 session
@@ -334,14 +338,16 @@ impl Conn {
                     .write_all(request)
                     .map_err(|e| Trip::Failed(classify(&e, ErrorClass::Write)))?;
                 flush_tls(session, stream, deadline).await?;
+                sent_at
             }
             None => write_all(stream, request, deadline, self.sends.as_mut()).await?,
-        }
-        // The request left inside the bracket from `sent_at` to now (see crate::sendstamp):
-        // at `sent_at` when the bracket is narrow; a wide one needs the kernel's stamp.
+        };
+        // The request left inside the bracket of its write's syscall, from `from` to now (see
+        // crate::sendstamp): at `from` when the bracket is narrow; a wide one needs the
+        // kernel's stamp.
         let left = match self.sends.as_mut() {
-            Some(sends) => sends.left(stream, sent_at, Instant::now()),
-            None if self.tls.is_none() => crate::sendstamp::narrow(sent_at, Instant::now()),
+            Some(sends) => sends.left(stream, from, Instant::now()),
+            None if self.tls.is_none() => crate::sendstamp::narrow(from, Instant::now()),
             None => None,
         };
         self.reader.start(head);
@@ -480,32 +486,6 @@ pub fn classify(e: &io::Error, other: ErrorClass) -> ErrorClass {
         io::ErrorKind::InvalidData => ErrorClass::Protocol,
         _ => other,
     }
-}
-
-/// write_all writes the whole request, counting each write in `sends` (each is stamped); a
-/// write error before any byte left is `Unsent`.
-async fn write_all(
-    stream: &TcpStream,
-    mut data: &[u8],
-    deadline: &mut Deadline,
-    mut sends: Option<&mut crate::sendstamp::Sends>,
-) -> Result<(), Trip> {
-    let mut sent_any = false;
-    while !data.is_empty() {
-        match stream.try_write(data) {
-            Ok(n) => {
-                data = &data[n..];
-                sent_any |= n > 0;
-                if let Some(s) = sends.as_deref_mut() {
-                    s.wrote(n);
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => writable(stream, deadline).await?,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(write_failed(&e, sent_any)),
-        }
-    }
-    Ok(())
 }
 
 /// handshake runs a TLS client handshake on a fresh socket, bounded by `deadline`; any

@@ -11,7 +11,8 @@ fn transmit(cfg: &Checked) -> bool {
 
 /// send_stamps says where the run's send times came from: "kernel" (transmit stamps),
 /// "write" (a write's narrow clock bracket, the closed model, which asks for none), "user"
-/// or "mixed" (some were user space's, taken before a write that was interrupted).
+/// or "mixed" (some were user space's, taken before a write that was interrupted and had no
+/// stamp asked: the open model asks for one request in 16, see [`crate::sendstamp`]).
 pub(super) fn send_stamps(t: &Totals, cfg: &Checked) -> &'static str {
     match (t.unstamped, t.requests) {
         (0, _) if transmit(cfg) => "kernel",
@@ -49,7 +50,7 @@ pub(super) fn lag_note(f: &RunFacts<'_>) -> String {
     let plain = f.cfg.protocol == Protocol::Http1 && f.cfg.tls.is_none();
     if t.unstamped > 0 && transmit(f.cfg) {
         out.push_str(&format!(
-            "; the kernel gave no transmit stamps for {} requests: their send times are user space's, taken before the write",
+            "; {} requests' writes were interrupted with no transmit stamp asked to correct them (one request in 16 asks), or the kernel gave none: their send times are user space's, taken before the write",
             t.unstamped
         ));
     } else if t.unstamped > 0 && plain {

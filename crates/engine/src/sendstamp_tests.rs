@@ -23,8 +23,13 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// write writes one request as the engine does: stamped when its request asks.
 fn write(client: &TcpStream, sends: &mut Sends, bytes: &[u8]) {
-    let n = client.try_write(bytes).expect("write");
+    let n = if sends.begin() {
+        send_stamped(client, bytes).expect("write with a stamp asked")
+    } else {
+        client.try_write(bytes).expect("write")
+    };
     assert_eq!(n, bytes.len());
     sends.wrote(n);
 }
@@ -43,7 +48,10 @@ fn drain(server: &TcpStream) {
 fn a_wide_bracket_reads_the_kernels_stamp_of_its_own_write() {
     runtime().block_on(async {
         let (client, server) = pair().await;
-        let mut sends = Sends::default();
+        let mut sends = Sends {
+            every: true,
+            ..Sends::default()
+        };
         for round in 0..2 {
             if round == 1 {
                 for _ in 0..100 {
@@ -85,11 +93,55 @@ fn a_wide_bracket_reads_the_kernels_stamp_of_its_own_write() {
 fn a_narrow_bracket_is_its_own_start() {
     runtime().block_on(async {
         let (client, _server) = pair().await;
-        let mut sends = Sends::default();
+        let mut sends = Sends {
+            every: true,
+            ..Sends::default()
+        };
         let from = Instant::now();
         write(&client, &mut sends, b"x");
         assert_eq!(sends.left(&client, from, from + SLACK), Some(from));
         assert_eq!(sends.unread, 1, "one stamp waits for the next batch");
+    });
+}
+
+/// One request in SAMPLE asks for a stamp, and only its stamps are counted unread; a wide
+/// bracket without one is left to user space (None). A sampled stamp a scheduler slice after
+/// its syscall began (the kernel preempted the thread before the bytes left: here the
+/// bracket opened 20 ms before the write) makes the connection stamp every request after it.
+#[test]
+fn one_request_in_a_sample_asks_and_a_late_stamp_asks_for_all() {
+    runtime().block_on(async {
+        let (client, server) = pair().await;
+        let mut sends = Sends::default();
+        for _ in 0..SAMPLE - 1 {
+            let from = Instant::now();
+            write(&client, &mut sends, b"unstamped");
+            let wide = from + SLACK + Duration::from_millis(1);
+            assert_eq!(sends.left(&client, from, wide), None, "no stamp was asked");
+            drain(&server);
+        }
+        assert_eq!(sends.unread, 0, "unstamped writes leave nothing to read");
+        let from = Instant::now();
+        std::thread::sleep(Duration::from_millis(20));
+        write(&client, &mut sends, b"sampled");
+        assert_eq!(sends.unread, 1, "the sampled request asked");
+        let left = sends
+            .left(&client, from, Instant::now())
+            .expect("the sampled request's stamp");
+        assert!(
+            left >= from + Duration::from_millis(19),
+            "{:?}",
+            left - from
+        );
+        for _ in 0..3 {
+            let from = Instant::now();
+            write(&client, &mut sends, b"after");
+            assert_eq!(sends.unread, 1, "every request asks now");
+            assert!(sends
+                .left(&client, from, from + SLACK + Duration::from_millis(1))
+                .is_some());
+            drain(&server);
+        }
     });
 }
 

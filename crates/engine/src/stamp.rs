@@ -21,9 +21,10 @@ const MAX_AGE: Duration = Duration::from_secs(10);
 
 /// Stamps is which kernel stamps a connection asks for. Receive stamps ([`crate::stamp`])
 /// cost a control message per read; transmit stamps ([`crate::sendstamp`]) cost the kernel a
-/// queued message and the socket an error-queue wake-up per write, which the closed model's
-/// CPU line cannot pay (1.32x wrk's CPU a request against 0.94x without them): there a
-/// request's send time is its write's bracket when that is narrow, and user space's when not.
+/// queued message per stamped write and the reader a read of it, asked for one request in
+/// 16 in the open model; the closed model asks for none (a request there has no intended time
+/// to lag behind): its send time is its write's bracket when that is narrow, and user space's
+/// when not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stamps {
     /// receive: when a response's bytes arrived.
