@@ -172,6 +172,7 @@ fn reports_merge_and_summarise() {
 }
 
 #[test]
+// long: a table of cases (frames, their times and what the watch must count), one per line.
 fn a_watch_times_frames_as_pieces() {
     // (label, content is SSE, frames as (ms, payload), end ms, pieces, events, first ms, gaps)
     type Case<'a> = (

@@ -154,6 +154,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncWrite for Drained<
 }
 
 /// answer has one request answered by the HTTP/1.1 code and sends the answer back.
+// long: the request's reading, its HTTP/1.1 rendering and the answer's two ways back (whole,
+// or a chunked stream sent frame by frame as it is made), read top to bottom.
 async fn answer(
     request: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
