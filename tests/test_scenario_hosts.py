@@ -171,3 +171,41 @@ def test_the_hosts_table_shows_only_when_a_run_reached_several():
     assert "Hosts (latency in ms)" in table
     assert re.search(r"http://a:1\s+40\s+1\s+20\.0\s+2\.00\s+1\.00\s+9\.00", table), table
     assert re.search(r"http://b:2\s+10\s+0\s+5\.0", table), table
+
+
+def test_stream_times_each_hosts_answers_on_its_own_connection(tmp_path):
+    """--stream in a flow across two hosts: each origin's answers are timed on the connection
+    they came on, so the events counted are the two servers' own, every answer is counted
+    once, and no first byte comes before the slower server's pace."""
+    with redline.Target(threads=1) as a, redline.Target(threads=1) as b:
+        path = write(
+            tmp_path,
+            f"""\
+            s = Scenario()
+
+            @s.flow
+            def two(u):
+                u.get("/sse?first=20ms&every=5ms&events=3", name="a")
+                u.get("{origin(b.url)}/sse?first=60ms&every=5ms&events=4", name="b")
+            """,
+        )
+        out = tmp_path / "r.json"
+        p = run_cli(
+            "run", str(path), "--host", a.url, "--stream", "-u", "2", "-n", "6",
+            "--json", str(out),
+        )  # fmt: skip
+        seen_a, seen_b = a.stats(), b.stats()
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert (seen_a["stream_responses"], seen_b["stream_responses"]) == (6, 6)
+    assert (seen_a["stream_events"], seen_b["stream_events"]) == (18, 24)
+    stream = doc["stream"]
+    assert stream["responses"] == 12, stream
+    assert stream["events"] == stream["chunks"] == 18 + 24, stream
+    assert doc["first_byte_ms"]["min"] >= 20 * 0.999, doc["first_byte_ms"]
+    # Half the answers are B's, whose first byte is never before 60 ms.
+    assert doc["first_byte_ms"]["p99"] >= 60 * 0.999, doc["first_byte_ms"]
+    hosts = doc["per_host"]
+    assert hosts[origin(a.url)]["requests"] == seen_a["requests"] == 6
+    assert hosts[origin(b.url)]["requests"] == seen_b["requests"] == 6

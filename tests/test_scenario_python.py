@@ -136,3 +136,50 @@ def test_a_cluster_run_refuses_python_steps(tmp_path):
     config = {"url": "http://h/", "connections": 4, "plan": {"python": [{"name": "f"}]}}
     with pytest.raises(ClusterError, match="Python steps"):
         split_config(config, [1, 1], 1.0)
+
+
+def joined(*args: object, **kwargs: object) -> str:
+    return "|".join(map(str, args)) + "|" + ",".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+#: (label, args, kwargs, returns, fn, values, the outputs or the error's words)
+CALLS = [
+    ("run-time values in order", ["a", "b"], {}, None, joined, ["1", "2"], ["1|2|"]),
+    ("a constant among them", ["a", 7, "b"], {}, None, joined, ["1", "2"], ["1|7|2|"]),
+    ("a value twice", ["a", "a"], {}, None, joined, ["1", "1"], ["1|1|"]),
+    ("a keyword", ["a"], {"k": "b", "c": 3}, None, joined, ["1", "2"], ["1|k=2,c=3"]),
+    (
+        "bytes and int results",
+        ["a"],
+        {},
+        ("x", "y"),
+        lambda a: {"x": b"by", "y": 4},
+        ["1"],
+        ["by", "4"],
+    ),
+    ("not a dict", ["a"], {}, ("x",), lambda a: [a], ["1"], "returned list, not a dict"),
+    ("a key missing", ["a"], {}, ("x", "y"), lambda a: {"x": a}, ["1"], "returned no 'y'"),
+]
+
+
+@pytest.mark.parametrize("label,args,kwargs,returns,fn,values,want", CALLS,
+                         ids=[c[0] for c in CALLS])  # fmt: skip
+def test_a_call_rebuilds_the_arguments_and_reads_the_outputs(
+    label, args, kwargs, returns, fn, values, want
+):
+    """PythonCall, as the binding calls it: the run-time values (here of Vars a and b, one
+    for each place the step uses one, in order) put back among the constants, the outputs as
+    str; a step of run-time values alone is called with them as they come."""
+    from redline.scenario.pystep import PythonCall
+    from redline.scenario.template import Var
+
+    def var(v: object) -> object:
+        return Var(v) if v in ("a", "b") else v
+
+    call = PythonCall(fn, [var(a) for a in args], {k: var(v) for k, v in kwargs.items()},
+                      returns)  # fmt: skip
+    if isinstance(want, str):
+        with pytest.raises((TypeError, KeyError), match=want):
+            call(values)
+    else:
+        assert call(values) == want

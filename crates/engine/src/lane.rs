@@ -424,12 +424,12 @@ impl Lane {
         let result = conn.exchange(out, &mut self.timeout, now).await;
         let is_open = conn.is_open();
         s.flights.land(self.slot);
-        self.record(s, result, &sent, (was_open, is_open), host == 0, expected)
+        self.record(s, result, &sent, (was_open, is_open), host, expected)
     }
 
-    /// record books the outcome of request `sent` (`result`; `open`: whether its connection
-    /// was open before and after it) with the thread's recorder, and with the target's
-    /// backoff when it went to the run's host (`primary`). It is the tail of [`Lane::send`],
+    /// record books the outcome of request `sent` to origin `host` (`result`; `open`: whether
+    /// its connection was open before and after it) with the thread's recorder, and with the
+    /// target's backoff when it went to the run's host (0). It is the tail of [`Lane::send`],
     /// on the hot path: inlined, it allocates nothing and does not await.
     #[inline]
     fn record(
@@ -438,9 +438,10 @@ impl Lane {
         result: Result<Exchange, Failure>,
         sent: &Sent,
         (was_open, is_open): (bool, bool),
-        primary: bool,
+        host: usize,
         expected: &[u16],
     ) -> Reply {
+        let primary = host == 0;
         let Sent { intended, stat, .. } = *sent;
         let done = Instant::now();
         self.clock = Some(done);
@@ -491,7 +492,9 @@ impl Lane {
                     ended: end,
                 };
                 rec.response(&resp);
-                if let Some(w) = self.conn.watch().filter(|_| rec.measured(intended)) {
+                // The watch of the connection it came on (another origin's has its own).
+                let conn = on(&mut self.conn, &mut self.others, host);
+                if let Some(w) = conn.watch().filter(|_| rec.measured(intended)) {
                     // From where the latency starts (its end less it), as the latency is.
                     let from = end.checked_sub(latency).unwrap_or(x.sent_at);
                     s.stream_answered(w, from, x.sent_at, end);

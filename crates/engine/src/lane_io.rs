@@ -122,7 +122,9 @@ impl Lane {
                 receive: plain,
                 transmit: plain && s.open,
             };
-            let conn = Conn::new(e.addr, e.tls.clone(), stamps, s.job.gauge.clone());
+            // --stream times every origin's answers, not the run's host's alone.
+            let conn = Conn::new(e.addr, e.tls.clone(), stamps, s.job.gauge.clone())
+                .watched(s.stream.clone());
             self.others.push((host, Wire::H1(conn)));
         }
         Ok(host)

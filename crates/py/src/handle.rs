@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use redline_engine::{EngineError, Report, RunControl};
 
 use crate::errors::{engine_err, ConfigError, RedlineError};
+use crate::host::HostExit;
 use crate::run::spawn_engine;
 
 /// How long one wait without the GIL lasts before looking at signals (Ctrl-C).
@@ -30,6 +31,9 @@ pub struct RunHandle {
     ended: AtomicBool,
     worker: Mutex<Option<JoinHandle<Outcome>>>,
     report: Mutex<Option<String>>,
+    /// host_exit: the Python step thread's end, waited for after the engine's (see
+    /// [`HostExit`]).
+    host_exit: Mutex<Option<HostExit>>,
 }
 
 /// start_run(config, functions=None) -> RunHandle: starts the run described by `config` (a
@@ -42,7 +46,7 @@ pub fn start_run(
     config: &Bound<'_, PyAny>,
     functions: Option<Vec<PyObject>>,
 ) -> PyResult<RunHandle> {
-    let config = crate::run::with_host(py, config, functions)?;
+    let (config, host_exit) = crate::run::with_host(py, config, functions)?;
     // Check here too, so a bad configuration raises from start_run, not from report().
     let checked = config.check().map_err(engine_err)?;
     let control = Arc::new(RunControl::new());
@@ -57,6 +61,7 @@ pub fn start_run(
         ended: AtomicBool::new(false),
         worker: Mutex::new(Some(worker)),
         report: Mutex::new(None),
+        host_exit: Mutex::new(host_exit),
     })
 }
 
@@ -142,6 +147,10 @@ impl RunHandle {
         let outcome = handle
             .join()
             .map_err(|_| RedlineError::new_err("the engine thread panicked"))?;
+        let exit = self.host_exit.lock().ok().and_then(|mut e| e.take());
+        if let Some(exit) = exit {
+            exit.wait(py);
+        }
         let report = outcome.map_err(engine_err)?;
         let json = serde_json::to_string(&report)
             .map_err(|e| RedlineError::new_err(format!("cannot serialise the report: {e}")))?;

@@ -16,6 +16,7 @@ use redline_engine::scenario::host::HostRef;
 use redline_engine::{EngineError, IntervalSnapshot, Report, RunConfig, RunControl};
 
 use crate::errors::{engine_err, ConfigError, RedlineError};
+use crate::host::HostExit;
 
 /// How often the waiting thread wakes to check for signals when no snapshot arrives.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
@@ -34,18 +35,21 @@ pub(crate) fn read_config(config: &Bound<'_, PyAny>) -> PyResult<RunConfig> {
 }
 
 /// with_host reads `config` ([`read_config`]) and gives it a host for `functions`, the plan's
-/// Python steps.
+/// Python steps; the host's [`HostExit`] is to be waited for once the engine's thread has
+/// ended.
 pub(crate) fn with_host(
     py: Python<'_>,
     config: &Bound<'_, PyAny>,
     functions: Option<Vec<PyObject>>,
-) -> PyResult<RunConfig> {
+) -> PyResult<(RunConfig, Option<HostExit>)> {
     let mut config = read_config(config)?;
+    let mut exit = None;
     if let Some(functions) = functions.filter(|f| !f.is_empty()) {
-        let host = crate::host::PyHost::start(py, functions)?;
+        let (host, ended) = crate::host::PyHost::start(py, functions)?;
         config.python_host = Some(HostRef(Arc::new(host)));
+        exit = Some(ended);
     }
-    Ok(config)
+    Ok((config, exit))
 }
 
 /// spawn_engine starts `config` on its own thread named `name`, forwarding each interval's
@@ -84,7 +88,7 @@ pub fn run(
     progress: Option<PyObject>,
     functions: Option<Vec<PyObject>>,
 ) -> PyResult<String> {
-    let config = with_host(py, config, functions)?;
+    let (config, host_exit) = with_host(py, config, functions)?;
     let control = Arc::new(RunControl::new());
     let (rx, worker) = spawn_engine("redline-run", config, Arc::clone(&control))?;
 
@@ -122,6 +126,9 @@ pub fn run(
     let outcome = py
         .allow_threads(|| worker.join())
         .map_err(|_| RedlineError::new_err("the engine thread panicked"))?;
+    if let Some(exit) = host_exit {
+        exit.wait(py);
+    }
     if let Some(e) = pending {
         return Err(e);
     }

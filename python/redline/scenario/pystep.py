@@ -38,11 +38,17 @@ class PythonCall:
     ) -> None:
         self.fn = fn
         self.name = getattr(fn, "__qualname__", repr(fn))
-        self.returns = list(returns) if returns is not None else None
+        self.returns = tuple(returns) if returns is not None else None
         # Each argument: ("const", value) or ("var", index into the values the engine sends).
         self.templates: list[Template] = []
         self._args = [self._slot(a) for a in args]
         self._kwargs = {k: self._slot(v) for k, v in kwargs.items()}
+        # _direct: every argument is a run-time value, in the order the engine sends them, so
+        # a call is fn(*values) with nothing rebuilt (the common case, and the cheap one: this
+        # runs once a call on the run's one Python thread).
+        self._direct = not self._kwargs and self._args == [
+            ("var", i) for i in range(len(self._args))
+        ]
 
     def _slot(self, value: Any) -> tuple[str, Any]:
         tpl = parts(value) if isinstance(value, (str, Var)) else None
@@ -52,21 +58,29 @@ class PythonCall:
         return ("var", len(self.templates) - 1)
 
     def __call__(self, values: list[str]) -> list[str]:
-        def fill(slot: tuple[str, Any]) -> Any:
-            kind, v = slot
-            return values[v] if kind == "var" else v
-
-        result = self.fn(
-            *[fill(s) for s in self._args], **{k: fill(s) for k, s in self._kwargs.items()}
-        )
-        if self.returns is None:
-            return [_text(result)]
+        if self._direct:
+            result = self.fn(*values)
+        else:
+            result = self.fn(
+                *[values[v] if kind == "var" else v for kind, v in self._args],
+                **{k: values[v] if kind == "var" else v for k, (kind, v) in self._kwargs.items()},
+            )
+        returns = self.returns
+        if returns is None:
+            return [result if type(result) is str else _text(result)]
         if not isinstance(result, dict):
-            raise TypeError(f"returned {type(result).__name__}, not a dict with {self.returns}")
-        missing = [k for k in self.returns if k not in result]
-        if missing:
-            raise KeyError(f"returned no {missing[0]!r}")
-        return [_text(result[k]) for k in self.returns]
+            raise TypeError(f"returned {type(result).__name__}, not a dict with {list(returns)}")
+        out = []
+        for k in returns:
+            v = result.get(k, _MISSING)
+            if v is _MISSING:
+                raise KeyError(f"returned no {k!r}")
+            out.append(v if type(v) is str else _text(v))
+        return out
+
+
+#: _MISSING: a key the step's dict lacks (None is a value it may return).
+_MISSING = object()
 
 
 def trace(
