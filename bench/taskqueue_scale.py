@@ -148,10 +148,30 @@ def _postmaster_pid(pg: LocalPostgres) -> int:
     return int((pg.datadir / "postmaster.pid").read_text().split()[0])
 
 
+def watched(roots: dict[str, list[int]], exporters: dict[str, str]) -> list[str]:
+    """watched: the deployment's parts as `--watch` specs: each process tree but the
+    generator's (redline watches itself), and each taskqueue instance's /metrics (its
+    executor slots and fetch connections, gauge pairs) under the same name."""
+    slug = {name: name.replace(" ", "-") for name in roots}
+    specs = [
+        f"{slug[name]}=pid:{pid}"
+        for name, pids in roots.items()
+        if name != "generator"
+        for pid in pids
+    ]
+    return specs + [f"{slug.get(n, n)}=prometheus:{url}/metrics" for n, url in exporters.items()]
+
+
 def search(
-    label: str, url: str, origin: str, max_time: float, meter: CpuMeter
+    label: str,
+    url: str,
+    origin: str,
+    max_time: float,
+    meter: CpuMeter,
+    exporters: dict[str, str],
 ) -> tuple[dict[str, Any], dict[str, float]]:
-    """search runs `redline find` with the seed-000 scenario against url."""
+    """search runs `redline find` with the seed-000 scenario against url, watching every
+    part of the deployment (:func:`watched`): the limit names the part that ran out."""
     compiled = load(SCENARIO, {"ORIGIN": origin + "/"})
     print(f"scale-demo: {label}: redline find {url} (closed model, {max_time:g} s)", flush=True)
     meter.start()
@@ -167,6 +187,7 @@ def search(
         min_step=3.0,
         max_step=8.0,
         confirm=5.0,
+        watch=watched(meter.roots, exporters),
     )
     cpu = meter.stop()
     print(finder.answers_text(result), flush=True)
@@ -280,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
             for kind in kinds:
                 instance = ExitStack()
                 label, url, roots, dsn = _instance(kind, rep, tag, tmp, pg, generator, instance)
-                result, cpu = search(label, url, origin, args.max_time, CpuMeter(roots))
+                name = "taskqueue A" if kind == "pg" else "taskqueue"
+                meter = CpuMeter(roots)
+                result, cpu = search(label, url, origin, args.max_time, meter, {name: url})
                 runs.append((label, result, cpu))
                 pair[kind] = read(result, label)
                 if kind == "pg" and last and not args.one:
@@ -297,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scale-demo: taskqueue {b} too, nginx {lb} in front of both")
             roots = {**a_roots, "taskqueue B": [b_proc.pid], "nginx": [lb_proc.pid]}
             label = "PostgreSQL, 2 instances + nginx"
-            result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots))
+            both = {"taskqueue A": a, "taskqueue B": b}
+            result, cpu = search(label, lb, origin, args.max_time, CpuMeter(roots), both)
             runs.append((label, result, cpu))
             comparisons.append(compare_documents(a_doc, read(result, label)))
     # One block per comparison, each under its own base (the renderers name one base).

@@ -17,6 +17,7 @@ it starts): pass the load run's start and the samples share its clock.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -186,11 +187,47 @@ def _load1() -> float | None:
         return None
 
 
+#: CONNECTIONS_S: how often a process tree's inet connections are counted while its open
+#: files stay as many (a connection opened or closed changes them: counted again at once):
+#: psutil parses the machine's whole socket tables for them, 20-100 ms of CPU a sample on a
+#: busy 2-core box (bench/results/watch.md), where the rest of a sample costs under one.
+CONNECTIONS_S = 5.0
+
+
+def descendants(pid: int) -> list[int] | None:
+    """descendants are the pids under ``pid``, read from each thread's
+    ``/proc/PID/task/TID/children`` (the tree's own files: psutil's ``children`` reads the
+    stat of every process on the machine); None where the kernel has no such file."""
+    if os.path.isdir(f"/proc/{pid}") and not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+        return None
+    out: list[int] = []
+    todo = [pid]
+    for _ in range(100_000):  # bounded: a tree is finite, each pid taken once
+        if not todo:
+            break
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue  # it ended meanwhile
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    kids = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                continue  # the thread ended meanwhile
+            fresh = [k for k in kids if k not in out]
+            out += fresh
+            todo += fresh
+    return out
+
+
 class ProcessMonitor(Monitor):
     """ProcessMonitor samples process ``pid`` and all its descendants: CPU % summed over the
     tree (from CPU-time deltas, so short-lived children between samples still count), RSS
     summed (pages shared between forks count once per process), fds, threads and inet
-    connections summed, and the host's load average. It stops when the process exits."""
+    connections summed (those every :data:`CONNECTIONS_S`), and the host's load average. It
+    stops when the process exits."""
 
     def __init__(
         self,
@@ -204,14 +241,30 @@ class ProcessMonitor(Monitor):
         self._cpu: dict[tuple[int, float], float] = {}
         self._last_mono = 0.0
         self._last_epoch = 0.0
+        #: _known: the tree's processes by pid (a psutil.Process keeps its identity).
+        self._known: dict[int, psutil.Process] = {}
+        #: _conns: the connections counted, when (monotonic) and at how many open files.
+        self._conns = (0.0, -math.inf, -1.0)
+        #: procs: the tree as the last sample read it.
+        self.procs: list[psutil.Process] = []
 
     def _tree(self) -> list[psutil.Process]:
         if self._root is None:
             self._root = psutil.Process(self.pid)
-        try:
-            return [self._root, *self._root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
+        pids = descendants(self._root.pid)
+        if pids is None:
+            try:
+                return [self._root, *self._root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return []
+        known: dict[int, psutil.Process] = {}
+        for pid in pids:
+            try:
+                known[pid] = self._known.get(pid) or psutil.Process(pid)
+            except psutil.NoSuchProcess:
+                continue
+        self._known = known
+        return [self._root, *known.values()]
 
     def _cpu_seconds(self, procs: list[psutil.Process]) -> float:
         """_cpu_seconds is the CPU time the tree used since the last call: per process the
@@ -251,16 +304,25 @@ class ProcessMonitor(Monitor):
         used = self._cpu_seconds(procs)
         elapsed = now - self._last_mono
         self._last_mono, self._last_epoch = now, epoch
-        rss = fds = threads = conns = 0.0
+        rss = fds = threads = 0.0
         for p in procs:
             try:
                 with p.oneshot():
                     rss += p.memory_info().rss
                     fds += p.num_fds() if hasattr(p, "num_fds") else p.num_handles()
                     threads += p.num_threads()
-                    conns += len(p.net_connections(kind="inet"))
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
+        conns, at, files = self._conns
+        if fds != files or now - at >= CONNECTIONS_S:
+            conns = 0.0
+            for p in procs:
+                try:
+                    conns += len(p.net_connections(kind="inet"))
+                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                    continue
+            self._conns = (conns, now, fds)
+        self.procs = procs
         return Sample(
             t_s=t_s,
             cpu_percent=100.0 * used / elapsed if elapsed > 0 else None,

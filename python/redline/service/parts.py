@@ -37,6 +37,7 @@ from redline.service.monitor import (
     ProcessMonitor,
     PrometheusMonitor,
     Sample,
+    _alive,
     window_means,
 )
 from redline.service.sockets import accept_queue
@@ -191,14 +192,25 @@ class RunQueue:
         return waited / (ran + waited)
 
 
+#: ALLOWANCE_S: how long what a process may use is taken as read (its affinity, limits and
+#: cgroup change rarely; reading them is a dozen files).
+ALLOWANCE_S = 10.0
+
+
 def _with_allowance(sample: Sample, monitor: ProcessMonitor) -> Sample:
-    """_with_allowance adds what the process may use (:func:`allowance`) and how long its
-    threads waited for a CPU (``cpu_wait``, :class:`RunQueue`) to its sample."""
+    """_with_allowance adds what the process may use (:func:`allowance`, read again every
+    :data:`ALLOWANCE_S`) and how long its threads waited for a CPU (``cpu_wait``,
+    :class:`RunQueue`, over the tree the sample read) to its sample."""
     extra = dict(sample.extra)
-    extra.update(allowance(monitor.pid))
+    now = time.monotonic()
+    pid, at, allowed = monitor.__dict__.get("_allowance", (None, -ALLOWANCE_S, {}))
+    if pid != monitor.pid or now - at >= ALLOWANCE_S:
+        allowed = allowance(monitor.pid)
+        monitor.__dict__["_allowance"] = (monitor.pid, now, allowed)
+    extra.update(allowed)
     runq = monitor.__dict__.setdefault("_run_queue", RunQueue())
     try:
-        wait = runq.share([p.pid for p in monitor._tree()])
+        wait = runq.share([p.pid for p in monitor.procs])
     except psutil.Error:
         wait = None
     if wait is not None:
@@ -249,9 +261,11 @@ class PortMonitor(ProcessMonitor):
         super().prime()
 
     def read(self, t_s: float) -> Sample:
-        pid = self._listener()
+        # Looked up again only once the listener is gone (a restarted server: watch the new
+        # one): finding it reads every socket of every process on the machine.
+        pid = self._listener() if self._root is None or not _alive(self._root) else None
         if pid is not None and pid != self.pid:
-            self.pid, self._root = pid, None  # a restarted server: watch the new one
+            self.pid, self._root = pid, None
         sample = _with_allowance(super().read(t_s), self)
         queue = accept_queue(self.port)
         extra = dict(sample.extra)
