@@ -58,17 +58,22 @@ def test_run_options_build_the_config_with_what_callers_add():
     ("config", "message"),
     [
         ({"url": "http://127.0.0.1:9/", "conections": 5}, "unknown field `conections`"),
-        ({"url": "http://127.0.0.1:9/", "rate": "fast"}, "bad run config: .*real number"),
-        ({"url": "http://127.0.0.1:9/", "connections": 2.5}, "bad run config: .*integer"),
-        ({"url": "http://127.0.0.1:9/", "stages": [{"target": 5}]}, "missing field `duration_s`"),
-        ({"url": "http://127.0.0.1:9/", "headers": [["a"]]}, "bad run config: .*length 2"),
+        ({"url": "http://127.0.0.1:9/", "rate": "fast"}, "bad run config: rate: .*real number"),
+        ({"url": "http://127.0.0.1:9/", "connections": 2.5}, "config: connections: .*integer"),
+        ({"url": "http://127.0.0.1:9/", "stages": [{"target": 5}]}, r"stages\[0\]: missing"),
+        (
+            {"url": "http://127.0.0.1:9/", "stages": [{"duration_s": 1, "target": "x"}]},
+            r"bad run config: stages\[0\]\.target: .*real number",
+        ),
+        ({"url": "http://127.0.0.1:9/", "headers": [["a"]]}, r"headers\[0\]: .*length 2"),
         ('{"url": "http://127.0.0.1:9/"}', "bad run config: .*'str' object"),
     ],
 )
 def test_the_binding_reads_the_config_once_and_says_what_does_not_fit(config, message):
     """The config crosses as the dict it is; what does not fit the engine's RunConfig (a key
     it lacks, a value of the wrong type, a JSON string of the old boundary) is one
-    ConfigError, raised before any load, never a TypeError or a panic."""
+    ConfigError that names the field, raised before any load, never a TypeError or a
+    panic."""
     from redline import _engine
     from redline.errors import ConfigError
 

@@ -28,9 +28,12 @@ pub(crate) type EngineThread = JoinHandle<Result<Report, EngineError>>;
 /// `redline.runs.config.RunConfig`) read into the engine's [`RunConfig`] by its own serde
 /// `Deserialize`, as pydantic-core validates a Python value against its schema in Rust. A
 /// config that does not fit (an unknown key, a value of the wrong type) is a ConfigError
-/// that says which, never a panic; its values are judged later by `RunConfig::check`.
+/// that names the field and says what is wrong, never a panic; its values are judged later,
+/// by `RunConfig::check`.
 pub(crate) fn read_config(config: &Bound<'_, PyAny>) -> PyResult<RunConfig> {
-    pythonize::depythonize::<RunConfig>(config)
+    // The path names the field that did not fit (`rate: must be real number, not str`).
+    let mut input = pythonize::Depythonizer::from_object(config);
+    serde_path_to_error::deserialize::<_, RunConfig>(&mut input)
         .map_err(|e| ConfigError::new_err(format!("bad run config: {e}")))
 }
 
