@@ -317,10 +317,10 @@ def transport(doc: dict[str, Any]) -> int:
     return int(doc["errors_total"]) - sum(int(doc["errors"].get(k, 0)) for k in ("status", "check"))
 
 
-def taskqueue_argv(data: Path, database: str | None) -> list[str]:
+def taskqueue_argv(data: Path, database: str | None, extra: Sequence[str] = ()) -> list[str]:
     argv = [str(VENV_BIN / "taskqueue"), "serve", "--port", "0", "--data-dir", str(data)]
     argv += ["--allow-fetch-cidr", "127.0.0.0/8"]
-    return argv + (["--database", database] if database else [])
+    return argv + (["--database", database] if database else []) + list(extra)
 
 
 def capacity(url: str, work: Path) -> float:
@@ -343,7 +343,7 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
         data = work / "data"
         data.mkdir()
         url, service = stack.enter_context(
-            started(taskqueue_argv(data, database), work / "service.log")
+            started(taskqueue_argv(data, database, args.service_arg), work / "service.log")
         )
         cap = None if args.rate else capacity(url, work)
         if cap is not None:
@@ -365,8 +365,10 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
         else f"{100 * args.share:.0f} % of the {cap:.0f} tasks/s that 64 users got in 20 s"
     )
     iterations = doc["scenario"]["iterations"]
+    extra = f" (taskqueue serve {' '.join(args.service_arg)})" if args.service_arg else ""
     what = (
-        f"taskqueue on {args.store}, the seed-000 flow at {args.rate:g} tasks/s ({share}): "
+        f"taskqueue on {args.store}{extra}, the seed-000 flow at {args.rate:g} tasks/s "
+        f"({share}): "
         f"{doc['requests']:,} requests, {doc['errors_total']:,} failed, "
         f"{iterations['completed']:,} tasks completed"
     )
@@ -437,6 +439,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="redline's engine threads")
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--share", type=float, default=0.7, help="taskqueue: of its capacity")
+    p.add_argument(
+        "--service-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="taskqueue: one more argument to taskqueue serve, repeated for each (--service-arg=X)",
+    )
     p.add_argument("--sample", type=float, default=60.0, help="seconds between samples")
     p.add_argument("--warmup", type=float, help="seconds left out of the fit (one sample)")
     p.add_argument(
