@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,7 +74,7 @@ SERIES = {
 SAMPLES_TO: Path | None = None
 
 #: START_TIMEOUT_S bounds a server's start; END_GRACE_S redline's end after its duration.
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 90.0
 END_GRACE_S = 120.0
 
 
@@ -478,7 +479,13 @@ def main(argv: list[str] | None = None) -> int:
     ctx = record.Context.now([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
     with tempfile.TemporaryDirectory(prefix="redline-soak-") as tmp:
         soak = soak_redline if args.what == "redline" else soak_taskqueue
-        rows, what = soak(args, Path(tmp))
+        try:
+            rows, what = soak(args, Path(tmp))
+        finally:
+            if args.json:  # redline's whole result and the logs, to read failures afterwards
+                for kept in ("run.json", "service.log", "target.log", "redline.log"):
+                    if (Path(tmp) / kept).exists():
+                        shutil.copy(Path(tmp) / kept, f"{args.json}.{kept}")
     slopes = figures(rows, args.warmup, args.rss_floor)
     floor = (
         f"; an RSS rise under {args.rss_floor:g} MiB over the window counts as flat"
