@@ -441,8 +441,7 @@ impl Lane {
         host: usize,
         expected: &[u16],
     ) -> Reply {
-        let primary = host == 0;
-        let Sent { intended, stat, .. } = *sent;
+        let (primary, Sent { intended, stat, .. }) = (host == 0, *sent);
         let done = Instant::now();
         self.clock = Some(done);
         let probe = std::mem::take(&mut self.probe);
@@ -492,12 +491,9 @@ impl Lane {
                     ended: end,
                 };
                 rec.response(&resp);
-                // The watch of the connection it came on (another origin's has its own).
-                let conn = on(&mut self.conn, &mut self.others, host);
-                if let Some(w) = conn.watch().filter(|_| rec.measured(intended)) {
+                if rec.measured(intended) {
                     // From where the latency starts (its end less it), as the latency is.
-                    let from = end.checked_sub(latency).unwrap_or(x.sent_at);
-                    s.stream_answered(w, from, x.sent_at, end);
+                    self.streamed(s, host, end.checked_sub(latency), x.sent_at, end);
                 }
                 Reply::Answered {
                     status: x.status,

@@ -130,6 +130,23 @@ impl Lane {
         Ok(host)
     }
 
+    /// streamed books a streamed answer (`--stream`) from origin `host` whose latency starts
+    /// at `from` (else at `sent_at`), as the watch of the connection it came on saw it
+    /// (another origin's connection has its own).
+    #[inline]
+    pub(super) fn streamed(
+        &mut self,
+        s: &Shared,
+        host: usize,
+        from: Option<Instant>,
+        sent_at: Instant,
+        end: Instant,
+    ) {
+        if let Some(w) = super::on(&mut self.conn, &mut self.others, host).watch() {
+            s.stream_answered(w, from.unwrap_or(sent_at), sent_at, end);
+        }
+    }
+
     /// refuse books a request that could not be sent (its host unknown or one too many) as a
     /// connect error of name `stat`, with `why` as its reason.
     fn refuse(&mut self, s: &Shared, stat: usize, intended: Instant, why: &str) {
