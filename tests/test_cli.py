@@ -149,6 +149,11 @@ ENGINE_REFUSES_URL = [
         "127.0.0.1:8080",
         'bad URL "127.0.0.1:8080": no scheme (write http://127.0.0.1:8080 or https://127.0.0.1:8080)',
     ),
+    (
+        "a host name and port, no scheme (curl's reading; was 'unsupported scheme \"localhost\"')",
+        "localhost:8080",
+        'bad URL "localhost:8080": no scheme (write http://localhost:8080 or https://localhost:8080)',
+    ),
     ("port 0", "http://h:0/", 'bad URL "http://h:0/": port 0 is not a destination'),
     ("port too big", "http://h:99999/", 'bad URL "http://h:99999/": invalid port number'),
     ("no host", "http://", 'bad URL "http://": empty host'),

@@ -96,6 +96,8 @@ pub struct RunConfig {
     /// stream: time each response as it arrives: first byte, gaps between chunks or SSE
     /// events, or HTTP/2 DATA frames (see [`crate::stream`]).
     pub stream: bool,
+    /// proxy: the forward proxy's URL (`http://[user:pass@]host:port`, see [`crate::proxy`]).
+    pub proxy: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -129,6 +131,7 @@ impl Default for RunConfig {
             start_at_unix_s: None,
             latency_from: LatencyFrom::Sent,
             stream: false,
+            proxy: None,
         }
     }
 }
@@ -259,6 +262,8 @@ pub struct Checked {
     pub latency_from: LatencyFrom,
     /// stream: time responses as they arrive (see [`RunConfig::stream`]).
     pub stream: bool,
+    /// proxy: the forward proxy the connections go through.
+    pub proxy: Option<crate::proxy::Proxy>,
 }
 
 impl RunConfig {
@@ -311,6 +316,10 @@ impl RunConfig {
             }
             None => None,
         };
+        let proxy = self.proxy.as_deref().map(|p| {
+            crate::proxy::Proxy::parse(p, &target, scenario.is_some(), protocol == Protocol::Http2)
+        });
+        let proxy = proxy.transpose()?;
         Ok(Checked {
             url: self.url.clone(),
             target,
@@ -336,10 +345,11 @@ impl RunConfig {
             scenario,
             start_at,
             protocol,
-            negotiate,
+            negotiate: negotiate && proxy.is_none(), // HTTP/1.1 through a proxy
             streams,
             latency_from: self.latency_from,
             stream: self.stream,
+            proxy,
         })
     }
 

@@ -26,8 +26,7 @@ use crate::stream::{Sink, Watch};
 use crate::tls::{self, TlsSettings};
 
 /// READ_BUF is the read buffer of a connection that has met a response larger than
-/// [`READ_BUF_FIRST`] (wrk uses 8 KiB as well); bodies are counted through it, never kept, so
-/// past it it only grows for unusually large response heads.
+/// [`READ_BUF_FIRST`] (wrk's 8 KiB); bodies are counted through it, never kept.
 pub const READ_BUF: usize = 8 * 1024;
 
 /// READ_BUF_FIRST is the read buffer a connection starts with: most answers (an API's JSON, a
@@ -36,8 +35,7 @@ pub const READ_BUF: usize = 8 * 1024;
 /// life: one allocation per connection, none per request.
 pub const READ_BUF_FIRST: usize = 1024;
 
-/// MAX_HEAD is the largest response head we accept; the reader enforces it, and the read
-/// buffer never needs to grow past it.
+/// MAX_HEAD is the largest response head we accept (the reader enforces it).
 pub const MAX_HEAD: usize = crate::http::MAX_HEAD;
 
 #[path = "deadline.rs"]
@@ -98,19 +96,16 @@ pub struct Conn {
     tls: Option<Box<rustls::ClientConnection>>,
     /// stamps: the kernel stamps this connection asks for.
     stamps: Stamps,
-    /// handshake: the kernel's handshake time of the last connect (see
-    /// [`Exchange::handshake`]).
+    /// handshake: the kernel's handshake time of the last connect ([`Exchange::handshake`]).
     handshake: Option<Duration>,
     /// sends: the socket's transmit stamps, when asked for and the kernel gives them.
     sends: Option<crate::sendstamp::Sends>,
     buf: ReadBuf,
     reader: ResponseReader,
-    /// drained: the socket's cached read readiness was dropped after the last response, with
-    /// nothing left to read (see [`Conn::round_trip`]).
+    /// drained: the socket's read readiness was dropped after the last response (round_trip).
     drained: bool,
     served: u64,
-    /// gauge: the run's open connections, kept as sockets open and close (see
-    /// [`ConnectionGauge`]).
+    /// gauge: the run's open connections, kept as sockets open and close.
     gauge: Arc<ConnectionGauge>,
     /// capture: when set (scenario requests), the raw bytes of each response, head and
     /// framing included, are copied into the buffer, up to the bound; None on the
@@ -118,6 +113,8 @@ pub struct Conn {
     pub capture: Option<(Vec<u8>, usize)>,
     /// watch: `--stream`'s clock on each response as it arrives (see [`crate::stream`]).
     pub watch: Option<Box<Watch>>,
+    /// tunnel: the CONNECT a socket to a proxy opens with (see [`crate::proxy`]).
+    pub tunnel: Option<Arc<[u8]>>,
 }
 
 impl Conn {
@@ -148,6 +145,7 @@ impl Conn {
             gauge,
             capture: None,
             watch: None,
+            tunnel: None,
         }
     }
 
@@ -256,9 +254,8 @@ impl Conn {
         }
     }
 
-    /// open connects ahead of need (the open model connects while it waits for a due hit,
-    /// so connect time does not land on the request). Errors are left for the request to
-    /// meet and count.
+    /// open connects ahead of need (the open model, while it waits for a due hit, so connect
+    /// time does not land on the request); errors are left for the request to meet and count.
     pub async fn open(&mut self, deadline: &mut Deadline) -> bool {
         self.stream.is_none() && self.connect(deadline).await.is_ok()
     }
@@ -281,6 +278,9 @@ impl Conn {
         .await?;
         // Requests are single small writes: do not let Nagle hold them back.
         let _ = stream.set_nodelay(true);
+        if let Some(request) = &self.tunnel {
+            crate::proxy::tunnel(&stream, request, &mut |cx| deadline.poll_expired(cx)).await?;
+        }
         // The server's part of the connect, before a TLS handshake (its whole span) follows.
         self.handshake = self
             .tls_settings

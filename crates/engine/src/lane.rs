@@ -557,10 +557,12 @@ fn on<'a>(conn: &'a mut Wire, others: &'a mut [(usize, Wire)], host: usize) -> &
 fn wire(s: &Shared, slot: usize) -> Wire {
     let job = &s.job;
     match job.cfg.protocol {
-        Protocol::Http1 => Wire::H1(
-            Conn::new(job.addr, job.cfg.tls.clone(), stamps(s), job.gauge.clone())
-                .watched(s.stream.clone()),
-        ),
+        Protocol::Http1 => {
+            let mut conn = Conn::new(job.addr, job.cfg.tls.clone(), stamps(s), job.gauge.clone())
+                .watched(s.stream.clone());
+            conn.tunnel = job.cfg.proxy.as_ref().and_then(|p| p.tunnel.clone());
+            Wire::H1(conn)
+        }
         Protocol::Http2 => {
             let streams = job.cfg.streams as usize;
             let group = slot / streams;

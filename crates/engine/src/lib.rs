@@ -40,6 +40,7 @@ pub mod outage;
 pub mod pacer;
 pub(crate) mod parts;
 pub mod plan;
+pub(crate) mod proxy;
 pub mod report;
 pub mod run;
 pub mod scenario;

@@ -72,7 +72,11 @@ impl Plan {
     /// single_request builds the one-request plan of a plain `redline run URL`.
     pub fn single_request(cfg: &Checked) -> Plan {
         let name = format!("{} {}", cfg.method, cfg.target.path);
-        let bytes = render_request(&cfg.method, &cfg.target, &cfg.headers, &cfg.body);
+        // Through a proxy, plain http names its origin in the request (https tunnels instead).
+        let bytes = match cfg.proxy.as_ref().filter(|_| !cfg.target.https) {
+            Some(proxy) => proxy.forward(&cfg.method, &cfg.target, &cfg.headers, &cfg.body),
+            None => render_request(&cfg.method, &cfg.target, &cfg.headers, &cfg.body),
+        };
         let step = RequestStep {
             name: name.clone(),
             stat: 0,

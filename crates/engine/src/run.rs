@@ -118,13 +118,18 @@ fn wait_until(at: SystemTime, control: &RunControl) {
 /// TLS handshake, whose ALPN settles the protocol when the run leaves it to the server).
 fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
     let t = &cfg.target;
-    let addrs: Vec<SocketAddr> = (t.host.as_str(), t.port)
+    // Through a proxy, the proxy is what is resolved and connected to (it resolves the target).
+    let (host, port, via) = match &cfg.proxy {
+        Some(p) => (p.host.as_str(), p.port, "proxy "),
+        None => (t.host.as_str(), t.port, ""),
+    };
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| EngineError::Unreachable(format!("cannot resolve {}: {e}", t.host)))?
+        .map_err(|e| EngineError::Unreachable(format!("cannot resolve {via}{host}: {e}")))?
         .collect();
     let first = *addrs
         .first()
-        .ok_or_else(|| EngineError::Unreachable(format!("{} has no address", t.host)))?;
+        .ok_or_else(|| EngineError::Unreachable(format!("{via}{host} has no address")))?;
     let wait = cfg.timeout.min(PREFLIGHT_TIMEOUT);
     if !cfg.preflight {
         // No reachability check; but a plain-http server that is up and does not speak
@@ -140,7 +145,10 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
     let mut last = None;
     for a in &addrs {
         match TcpStream::connect_timeout(a, wait) {
-            Ok(stream) => {
+            Ok(mut stream) => {
+                if let Some(proxy) = &cfg.proxy {
+                    proxy.preflight(&mut stream, wait, t)?;
+                }
                 if let Some(tls) = &cfg.tls {
                     let offer = match (cfg.negotiate, cfg.protocol) {
                         (true, _) => Alpn::Either,
@@ -180,8 +188,7 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
     }
     let why = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
     Err(EngineError::Unreachable(format!(
-        "cannot connect to {}:{}: {why}",
-        t.host, t.port
+        "cannot connect to {via}{host}:{port}: {why}"
     )))
 }
 

@@ -32,6 +32,12 @@ impl Target {
         let https = match url.scheme() {
             "http" => false,
             "https" => true,
+            // `localhost:8080` parses as scheme "localhost": curl's reading is a host.
+            _ if !raw.contains("://") => {
+                return Err(EngineError::config(format!(
+                    "bad URL {raw:?}: no scheme (write http://{raw} or https://{raw})"
+                )))
+            }
             other => {
                 return Err(EngineError::config(format!(
                     "unsupported scheme {other:?} in {raw:?}: use http or https"

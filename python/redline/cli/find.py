@@ -24,7 +24,7 @@ from redline.errors import ConfigError, RedlineError
 from redline.find.plan import CONFIRM_S, MAX_TIME_S, SEARCH_DEFAULTS, Plan
 from redline.find.view import FindView, write_outputs
 from redline.runs.options import parse_duration
-from redline.runs.proxy import warn_proxy
+from redline.runs.proxy import say_through, warn_proxy
 from redline.runs.runner import defaults
 from redline.view.progress import summary_stream
 
@@ -201,7 +201,7 @@ def cmd_find(args: argparse.Namespace) -> int:
         if not url:
             raise ConfigError(f"{args.url}: no host: give --host URL or Scenario(host=...)")
         plan, scenario = compiled.plan, args.url
-    warn_proxy(url)
+    warn_proxy(url, args.proxy, scenario=plan is not None)  # a warning; the route at the end
     max_time = parse_duration(args.max_time, "--max-time")
     max_step = parse_duration(args.max_step, "--max-step")
     monitor = make_monitor(args)
@@ -249,6 +249,8 @@ def cmd_find(args: argparse.Namespace) -> int:
     finally:
         if view is not None:
             view.close()
+    if plan is None:
+        say_through(url, args.proxy)
     print(finder.answers_text(result), file=summary_stream(args.json), flush=True)
     write_outputs(result, args.json, args.report, args.markdown)
     if live is not None:

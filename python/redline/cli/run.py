@@ -30,6 +30,7 @@ from redline.cli.scenario import cmd_run_scenario, is_scenario, judge, parse_thr
 from redline.errors import InjectorLost, RedlineError
 from redline.report.summary import render
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages
+from redline.runs.proxy import say_through
 from redline.runs.runner import defaults, run
 from redline.view.intervals import IntervalLog, parse_out, tee
 from redline.view.progress import Goal, for_stream, summary_stream
@@ -240,6 +241,7 @@ def _run_logged(args: argparse.Namespace, live: Any, log: IntervalLog | None) ->
         finally:
             if view is not None:
                 view.close()
+    say_through(args.url, options.proxy)  # after the run: a proxy that refused is one line
     print(render(result), file=summary_stream(args.json), flush=True)
     print_injectors(result.data)
     if args.json:

@@ -121,13 +121,6 @@ def add_threads_flag(group: Parser) -> None:
     )
 
 
-def _no_proxy(value: str) -> str:
-    """_no_proxy refuses ``--proxy``, saying why."""
-    from redline.runs.proxy import REFUSED
-
-    raise argparse.ArgumentTypeError(REFUSED)
-
-
 def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str]) -> None:
     """add_request_flags adds the groups of what each request is and how it goes out: the
     request (method, headers, body, timeout), https (trust), the protocol (HTTP/2,
@@ -145,8 +138,12 @@ def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str])
         help="extra request header (repeatable)",
     )
     req.add_argument("--body", metavar="TEXT|@FILE", help="request body: text, or @file to read")
-    # A curl or k6 user's --proxy: refused with the reason (redline.runs.proxy), not unknown.
-    req.add_argument("--proxy", type=_no_proxy, help=argparse.SUPPRESS)
+    req.add_argument(
+        "--proxy",
+        metavar="URL",
+        help="go through this forward proxy, http://[USER:PASS@]HOST:PORT (https by CONNECT);"
+        " default: HTTP_PROXY/HTTPS_PROXY unless NO_PROXY or loopback; '' for none",
+    )
     req.add_argument(
         "--timeout",
         metavar="DURATION",

@@ -170,7 +170,7 @@ def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any
         given["users"] = args.users  # -u, a scenario's spelling of -c
     given["iterations"] = getattr(args, "iterations", None)
     url, plan, options = prepare(compiled, args.host, given, flags, URL_ONLY.__getitem__)
-    warn_proxy(url)
+    warn_proxy(url, flags.proxy, scenario=True)
     return compiled, url, {**options.as_kwargs(), "plan": plan}
 
 

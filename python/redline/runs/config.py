@@ -36,8 +36,8 @@ class RunConfig(_Url, total=False):
         ``interval_s``, ``send_ahead_s``), ``preflight``, TLS (``insecure``, ``ca_file``),
         ``http2``, a scenario's ``plan``, a search's ``live`` run with room for ``max_vus``, and a
         cluster injector's shared start (``start_at_unix_s``), and where a latency starts
-    (``latency_from``); ``stream`` times answers as they arrive. The Rust doc comments say what each
-        means; ``RunConfig::check`` judges them."""
+    (``latency_from``); ``stream`` times answers as they arrive; ``proxy`` is the forward
+    proxy. The Rust doc comments say what each means; ``RunConfig::check`` judges them."""
 
     method: str
     headers: list[list[str]]
@@ -65,3 +65,4 @@ class RunConfig(_Url, total=False):
     start_at_unix_s: float
     latency_from: str
     stream: bool
+    proxy: str

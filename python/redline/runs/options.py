@@ -151,6 +151,8 @@ def ignored_options(
     cacert: object = None,
     insecure: bool = False,
     send_ahead: object = None,
+    proxy: str | None = None,
+    scenario: bool = False,
     spell: Callable[[str], str] = str,
 ) -> list[str]:
     """ignored_options names each given option the run will not use, one line each. ``spell``
@@ -179,7 +181,7 @@ def ignored_options(
         for name, value in (("cacert", cacert), ("insecure", insecure or None)):
             if value is not None:
                 notes.append(f"{spell(name)} is ignored for an http:// URL")
-    proxy = proxy_note(url)
-    if proxy is not None:
-        notes.append(proxy)
+    unused = proxy_note(url, proxy, scenario=scenario)
+    if unused is not None:
+        notes.append(unused)
     return notes

@@ -1,8 +1,15 @@
-"""proxy: what redline says about proxies, since it goes through none. A load test measures
-the path it loads, and a forward proxy in it would be measured too; redline connects to the
-target directly. A curl or k6 user has ``HTTP_PROXY``/``HTTPS_PROXY`` set and expects them
-honoured (k6 does, curl does): where one would apply, they are told it is not, instead of
-a run that silently took another path. ``--proxy`` is refused with the same reason."""
+"""proxy: which forward proxy a run goes through, chosen as curl and k6 users expect.
+
+``--proxy URL`` (``proxy=`` in :func:`redline.run`) names one; without it ``HTTP_PROXY`` for an
+http:// target and ``HTTPS_PROXY`` for an https:// one (lower case too), the variables k6 (Go)
+reads, unless the target is loopback (Go's rule, so k6's). ``NO_PROXY`` names hosts that go
+direct either way, as curl reads it; ``--proxy ''`` goes direct whatever the environment says.
+The engine speaks to the proxy (``crates/engine/src/proxy.rs``: absolute-form requests for
+http, a CONNECT tunnel for https, credentials from the URL as Proxy-Authorization) and judges
+its URL. A load test through a proxy measures the proxy too: the CLI says which one it goes
+through. A scenario's requests go to their hosts directly: a proxy from the environment is then
+named in a warning, and ``--proxy`` is refused by the engine with the reason.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +18,22 @@ import os
 import sys
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
 
-#: REFUSED: why ``--proxy`` is refused (the CLI's one line).
-REFUSED = (
-    "redline does not send through a proxy: it connects to the target directly (a load test "
-    "through a proxy measures the proxy too); run redline where it can reach the target"
-)
+
+@dataclass(frozen=True)
+class Route:
+    """Route: the ``proxy`` URL a run goes through (None: direct) and where it came from
+    (``source``: ``--proxy`` or the variable's name; for a direct run, the variable a
+    ``NO_PROXY`` or loopback target left unused, if any)."""
+
+    proxy: str | None
+    source: str | None = None
 
 
 def _loopback(host: str) -> bool:
     """_loopback: localhost or a loopback address, which Go's (k6's) proxy rules never send
-    through a proxy either."""
+    through a proxy from the environment."""
     if host.lower() == "localhost":
         return True
     try:
@@ -30,43 +42,99 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _variable(scheme: str) -> str:
-    """_variable: the name of the set variable that gives ``scheme``'s proxy, as spelt."""
-    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"):
-        if os.environ.get(name):
-            return name
-    return f"{scheme.upper()}_PROXY"
+def _variable(scheme: str) -> tuple[str, str] | None:
+    """_variable: the set variable that gives ``scheme``'s proxy and its value, or None."""
+    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY"):
+        value = os.environ.get(name)
+        if value:
+            return name, value
+    return None
 
 
-def proxy_note(url: str) -> str | None:
-    """proxy_note: a warning when the environment names a proxy for ``url`` (its scheme's
-    ``*_PROXY`` or ``ALL_PROXY``, the host not excluded by ``NO_PROXY``, not loopback), since
-    redline connects directly; None otherwise. Read with the standard library's rules
-    (:func:`urllib.request.getproxies_environment`, :func:`urllib.request.proxy_bypass`)."""
+def _host(url: str) -> tuple[str, str]:
+    """_host: the URL's scheme and host ('' when it has none or is not a URL: the engine
+    names that)."""
     try:
         parts = urllib.parse.urlsplit(url)
-        scheme, host = parts.scheme.lower(), parts.hostname or ""
+        return parts.scheme.lower(), parts.hostname or ""
     except ValueError:
-        return None  # not a URL: said where it is read
-    proxies = urllib.request.getproxies_environment()
-    if not host or not (proxies.get(scheme) or proxies.get("all")) or _loopback(host):
-        return None
-    if urllib.request.proxy_bypass(host):  # NO_PROXY, by the environment's rules
-        return None
+        return "", ""
+
+
+def route(url: str, given: str | None = None) -> Route:
+    """route: the proxy a run of ``url`` goes through: ``given`` (``''``: none), else the
+    environment's for the URL's scheme; None where ``NO_PROXY`` names the host (both), or
+    the host is loopback (the environment's only)."""
+    scheme, host = _host(url)
+    if given == "":
+        return Route(None)
+    bypass = bool(host) and bool(urllib.request.proxy_bypass(host))
+    if given is not None:
+        return Route(None, "--proxy") if bypass else Route(given, "--proxy")
+    found = _variable(scheme) if scheme in ("http", "https") else None
+    if found is None:
+        return Route(None)
+    name, value = found
+    if bypass or not host or _loopback(host):
+        return Route(None, name)
+    return Route(value, name)
+
+
+def shown(proxy: str) -> str:
+    """shown: a proxy URL as messages name it, ``host:port`` without its credentials."""
     try:
-        port = parts.port or (443 if scheme == "https" else 80)
+        parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host = parts.hostname or proxy
+        return f"[{host}]:{parts.port or 80}" if ":" in host else f"{host}:{parts.port or 80}"
     except ValueError:
-        return None  # the engine names a bad port
+        return proxy
+
+
+def proxy_note(url: str, given: str | None = None, *, scenario: bool = False) -> str | None:
+    """proxy_note: a warning when a proxy the user set is not used for ``url``: an explicit
+    one that ``NO_PROXY`` overrides, the environment's for a scenario (whose requests go to
+    their hosts directly), or ``ALL_PROXY``, which redline does not read (k6 neither)."""
+    r = route(url, given)
+    scheme, host = _host(url)
+    if r.proxy is None and r.source == "--proxy":
+        return f"NO_PROXY names {host}: it is loaded directly, not through --proxy"
+    if r.proxy is not None and scenario and r.source != "--proxy":
+        return (
+            f"{r.source} is set, but a scenario's requests go to their hosts directly (not"
+            f" through {shown(r.proxy)}); NO_PROXY={host} says that is what you mean"
+        )
+    all_proxy = os.environ.get("all_proxy") or os.environ.get("ALL_PROXY")
+    if given is None and r.source is None and all_proxy and host and not _loopback(host):
+        if not urllib.request.proxy_bypass(host):
+            return (
+                f"ALL_PROXY is set, but redline reads only HTTP_PROXY and HTTPS_PROXY (as k6"
+                f" does): it connects to {host} directly"
+            )
+    return None
+
+
+def through(url: str, given: str | None = None) -> str | None:
+    """through: the CLI's line saying which proxy a URL run goes through, or None."""
+    r = route(url, given)
+    if r.proxy is None:
+        return None
     return (
-        f"{_variable(scheme)} is set, but redline does not go through a proxy: it connects to"
-        f" {host}:{port} directly (a load test through a proxy measures the proxy too;"
-        f" NO_PROXY={host} says that is what you mean)"
+        f"through the proxy {shown(r.proxy)} ({r.source}): every figure includes the"
+        " proxy's own time"
     )
 
 
-def warn_proxy(url: str) -> None:
+def say_through(url: str, given: str | None = None) -> None:
+    """say_through prints :func:`through`'s line on stderr, if any (the CLI's)."""
+    line = through(url, given)
+    if line is not None:
+        print(f"redline: {line}", file=sys.stderr)
+
+
+def warn_proxy(url: str, given: str | None = None, *, scenario: bool = False) -> None:
     """warn_proxy prints :func:`proxy_note`'s warning for ``url``, if any, on stderr (the
-    CLI's; a URL run says it among the options it ignores)."""
-    note = proxy_note(url)
+    CLI's; ``redline run URL`` says it among the options it ignores). The route itself is
+    said after the run (:func:`say_through`), so that a proxy that refused is one line."""
+    note = proxy_note(url, given, scenario=scenario)
     if note is not None:
         print(f"redline: warning: {note}", file=sys.stderr)

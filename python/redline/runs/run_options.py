@@ -28,6 +28,7 @@ from redline.runs.options import (
     parse_stages,
     read_body,
 )
+from redline.runs.proxy import route
 
 #: LOAD_SHAPE: the run options that say how much load and for how long (``redline run``'s
 #: load model flags, :mod:`redline.cli.run_flags`' first set); a search sets these itself.
@@ -59,7 +60,8 @@ class RunOptions:
     generator's own lag, which is reported apart) or ``"intended"`` (wrk2's: from the
     intended send time, the generator's lag included); ``stream``: time each response as it
     arrives (``first_byte_ms``, ``chunk_gap_ms``, events counted; HTTP/1.1;
-    docs/protocols.md)."""
+    docs/protocols.md); ``proxy``: the forward proxy (``http://[user:pass@]host:port``; None:
+    ``HTTP_PROXY``/``HTTPS_PROXY`` unless ``NO_PROXY``, ``''``: none; docs/proxies.md)."""
 
     connections: int | None = None
     rate: float | None = None
@@ -83,14 +85,18 @@ class RunOptions:
     send_ahead: str | float | None = None
     latency_from: str | None = None
     stream: bool = False
+    proxy: str | None = None
 
     def as_kwargs(self) -> dict[str, Any]:
         """as_kwargs is the options as :func:`redline.run`'s keywords (every field)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    def ignored(self, url: str, spell: Callable[[str], str] = str) -> list[str]:
+    def ignored(
+        self, url: str, spell: Callable[[str], str] = str, *, scenario: bool = False
+    ) -> list[str]:
         """ignored names each given option the run will not use (``connections`` with a
-        rate), one line each; ``spell`` renders an option's name (the CLI's flags)."""
+        rate, a proxy a ``scenario`` does not go through), one line each; ``spell`` renders an
+        option's name (the CLI's flags)."""
         return ignored_options(
             url,
             connections=self.connections,
@@ -101,6 +107,8 @@ class RunOptions:
             cacert=self.cacert,
             insecure=self.insecure,
             send_ahead=self.send_ahead,
+            proxy=self.proxy,
+            scenario=scenario,
             spell=spell,
         )
 
@@ -140,6 +148,8 @@ class RunOptions:
             "plan": plan,
             "max_vus": max_vus,
             "start_at_unix_s": start_at_unix_s,
+            # The environment's proxy is a URL run's; a scenario's given one the engine refuses.
+            "proxy": (self.proxy or None) if plan is not None else route(url, self.proxy).proxy,
         }
         if self.stages is not None:
             given["stages"] = [

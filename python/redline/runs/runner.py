@@ -73,7 +73,7 @@ def run(
     not use (``connections`` with ``rate``) give an IgnoredOption warning.
     """
     opts = replace(options, **option) if options is not None else RunOptions(**option)
-    for note in opts.ignored(url):
+    for note in opts.ignored(url, scenario=plan is not None):
         warnings.warn(note, IgnoredOption, stacklevel=2)
     config = opts.config(url, plan=plan)
     parts = start_parts(watch)
