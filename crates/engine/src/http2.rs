@@ -33,9 +33,9 @@ use h2::client::SendRequest;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use crate::conn::{classify, Deadline, Exchange, Failure};
+use crate::conn::{Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
-use crate::http2_body::read_body;
+use crate::http2_body::{read_body, within, Trip};
 use crate::http2_message::{head_size, reframe_head, Template};
 use crate::metrics::ConnectionGauge;
 use crate::stream::{is_event_stream, Sink, Watch};
@@ -439,12 +439,6 @@ struct Handle<'a> {
     generation: u64,
 }
 
-/// Trip is a failed round trip: its class, and whether the connection itself is gone.
-pub(crate) struct Trip {
-    class: ErrorClass,
-    connection: bool,
-}
-
 impl Trip {
     /// round_trip sends `template`'s request on `handle` and reads the whole response: its
     /// status and size (head as HPACK counts it, plus the body), the head and body kept in
@@ -512,64 +506,4 @@ impl Trip {
         bytes_in += read_body(&mut body, deadline, capture, watch).await?;
         Ok((status, bytes_in))
     }
-
-    /// stream is a failure of this stream alone (a timeout).
-    pub(crate) fn stream(class: ErrorClass) -> Trip {
-        Trip {
-            class,
-            connection: false,
-        }
-    }
-
-    /// from_h2 classes an h2 error; `other` is the class for the phase. A GOAWAY or
-    /// RST_STREAM that h2 sent itself, on seeing the server break the protocol (a frame not
-    /// allowed, one over the maximum size, a header block that does not decode), is a
-    /// protocol error; the server's own are its GOAWAY and its resets.
-    pub(crate) fn from_h2(e: &h2::Error, other: ErrorClass) -> Trip {
-        if e.is_library() {
-            return Trip {
-                class: ErrorClass::Protocol,
-                connection: e.is_go_away(),
-            };
-        }
-        if e.is_go_away() {
-            return Trip {
-                class: ErrorClass::GoAway,
-                connection: true,
-            };
-        }
-        if e.is_reset() {
-            return Trip {
-                class: ErrorClass::RstStream,
-                connection: false,
-            };
-        }
-        let class = match e.get_io() {
-            Some(io) => classify(io, other),
-            None => ErrorClass::Protocol,
-        };
-        Trip {
-            class,
-            connection: true,
-        }
-    }
-}
-
-/// within runs `fut` until it ends or `deadline` passes (then `class`).
-pub(crate) async fn within<F: Future>(
-    fut: F,
-    deadline: &mut Deadline,
-    class: ErrorClass,
-) -> Result<F::Output, ErrorClass> {
-    let mut fut = std::pin::pin!(fut);
-    poll_fn(|cx| {
-        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Ok(out));
-        }
-        if deadline.poll_expired(cx) {
-            return Poll::Ready(Err(class));
-        }
-        Poll::Pending
-    })
-    .await
 }

@@ -1,14 +1,16 @@
 //! An HTTP/2 response's body, read as its DATA frames arrive: counted, kept for a scenario's
-//! checks, and with `--stream` timed frame by frame (see [`crate::stream`]).
+//! checks, and with `--stream` timed frame by frame (see [`crate::stream`]); and how a round
+//! trip fails ([`Trip`]) and is bounded in time ([`within`]), which the connection's code
+//! (`http2.rs`) shares.
 
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
+use std::task::Poll;
 use std::time::Instant;
 
 use h2::RecvStream;
 
-use crate::conn::Deadline;
+use crate::conn::{classify, Deadline};
 use crate::failure::ErrorClass;
-use crate::http2::{within, Trip};
 use crate::stream::Watch;
 
 /// RELEASE_AT is how much of a response's body a stream reads before it hands the window
@@ -66,4 +68,74 @@ pub(crate) async fn read_body(
         w.end(Instant::now());
     }
     Ok(bytes)
+}
+
+/// Trip is a failed round trip: its class, and whether the connection itself is gone.
+pub(crate) struct Trip {
+    /// class: what failed.
+    pub(crate) class: ErrorClass,
+    /// connection: the connection itself is gone, not only the stream.
+    pub(crate) connection: bool,
+}
+
+impl Trip {
+    /// stream is a failure of this stream alone (a timeout).
+    pub(crate) fn stream(class: ErrorClass) -> Trip {
+        Trip {
+            class,
+            connection: false,
+        }
+    }
+
+    /// from_h2 classes an h2 error; `other` is the class for the phase. A GOAWAY or
+    /// RST_STREAM that h2 sent itself, on seeing the server break the protocol (a frame not
+    /// allowed, one over the maximum size, a header block that does not decode), is a
+    /// protocol error; the server's own are its GOAWAY and its resets.
+    pub(crate) fn from_h2(e: &h2::Error, other: ErrorClass) -> Trip {
+        if e.is_library() {
+            return Trip {
+                class: ErrorClass::Protocol,
+                connection: e.is_go_away(),
+            };
+        }
+        if e.is_go_away() {
+            return Trip {
+                class: ErrorClass::GoAway,
+                connection: true,
+            };
+        }
+        if e.is_reset() {
+            return Trip {
+                class: ErrorClass::RstStream,
+                connection: false,
+            };
+        }
+        let class = match e.get_io() {
+            Some(io) => classify(io, other),
+            None => ErrorClass::Protocol,
+        };
+        Trip {
+            class,
+            connection: true,
+        }
+    }
+}
+
+/// within runs `fut` until it ends or `deadline` passes (then `class`).
+pub(crate) async fn within<F: Future>(
+    fut: F,
+    deadline: &mut Deadline,
+    class: ErrorClass,
+) -> Result<F::Output, ErrorClass> {
+    let mut fut = std::pin::pin!(fut);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        if deadline.poll_expired(cx) {
+            return Poll::Ready(Err(class));
+        }
+        Poll::Pending
+    })
+    .await
 }
