@@ -6,12 +6,12 @@ server's own.
 
 Tolerances: a first byte can never come before 200 ms, and p50 is held within 5 % (the
 issue's figure: the median of hundreds of gaps moves by a server or client woken late only
-when most of them are), as is the mean gap (the span from the first event to the last over
-the gaps between: only its two ends move it). The tails are held apart, in a test that runs
-alone: on a shared 2-core box a thread woken 20-30 ms late is common (gap p99 42.9 ms seen at
-load 13), which says nothing of redline's clock; alone, p99 is held within 25 % (first byte)
-and 50 % (gaps), which still fails a clock that is wrong (a gap timed per read of a whole
-body, or from the head) by far more. Each over HTTP/1.1 and HTTP/2 (DATA frames).
+when most of them are). The tails and the mean gap are held apart, in a test that runs alone:
+on a shared 2-core box a thread woken 20-300 ms late is common (gap p99 42.9 ms at load 13, a
+324 ms stall at load 22), which says nothing of redline's clock; alone, p99 is held within
+25 % (first byte) and 50 % (gaps), the mean gap within 5 %, which still fails a clock that is
+wrong (a gap timed per read of a whole body, or from the head) by far more. Each over HTTP/1.1
+and HTTP/2 (DATA frames).
 """
 
 from __future__ import annotations
@@ -64,7 +64,6 @@ def test_sse_first_byte_gaps_and_events_match_the_probe(target, protocol):
     assert first.min >= 200 * 0.999, first
     assert within(first.p50, 200, 0.05), first
     assert within(gap.p50, 20, 0.05), gap
-    assert within(gap.mean, 20, 0.05), gap
     # The whole answer is the last event's: 200 + 49 * 20 ms.
     assert r.latency.p50 >= 1180 * 0.999, r.latency
 
@@ -77,6 +76,7 @@ def test_sse_tails_match_the_probe(target, protocol):
     assert first is not None and gap is not None
     assert 200 * 0.999 <= first.p99 <= 200 * 1.25, first
     assert gap.p99 <= 20 * 1.5, gap
+    assert within(gap.mean, 20, 0.05), gap
 
 
 def test_completion_tokens_are_events_at_the_set_pace(target):
