@@ -13,7 +13,8 @@ the command's ``--json`` document:
   ``result.answers.limit.capacity_rps``);
 - :func:`compare`: a result against a baseline, with the gate's rules (:class:`CompareResult`);
 - :func:`experiment`: a service started fresh per configuration, each searched or run, then
-  compared (:class:`ExperimentResult`: ``result.best.label``).
+  compared (:class:`ExperimentResult`: ``result.best.label``);
+- :func:`websocket`: one WebSocket run of a ``ws://`` URL (:class:`SocketResult`).
 """
 
 from redline._engine import __version__
@@ -31,6 +32,7 @@ from redline.runs.run_options import RunOptions
 from redline.runs.runner import defaults
 from redline.runs.target import Target
 from redline.scenario.running import Scenario, ScenarioResult, run
+from redline.sockets import SocketResult, websocket
 
 __all__ = [
     "RunOptions",
@@ -54,4 +56,6 @@ __all__ = [
     "RedlineError",
     "ConfigError",
     "UnreachableError",
+    "websocket",
+    "SocketResult",
 ]

@@ -47,6 +47,7 @@ pub mod scenario;
 pub(crate) mod sendstamp;
 pub(crate) mod shared;
 pub mod snapshot;
+pub mod socket;
 pub(crate) mod stamp;
 pub mod statuses;
 pub mod stream;

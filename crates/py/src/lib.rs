@@ -12,6 +12,7 @@ mod handle;
 mod histogram;
 mod host;
 mod run;
+mod socket;
 mod target;
 
 /// _engine: registers the functions, the `Target` class and the exception types.
@@ -42,6 +43,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(run::defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(socket::run_socket, m)?)?;
     m.add_function(wrap_pyfunction!(handle::start_run, m)?)?;
     m.add_class::<handle::RunHandle>()?;
     m.add_function(wrap_pyfunction!(histogram::merge_histograms, m)?)?;

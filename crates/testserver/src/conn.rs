@@ -21,6 +21,7 @@ use crate::response::{self, Framing, Head, FILLER, FILLER_LEN};
 use crate::route::{Behaviour, Body, Route};
 use crate::shared::Shared;
 use crate::sleep;
+use crate::socket::{self, Probe};
 use crate::task::{self, Ask};
 use crate::tls::Io;
 
@@ -43,6 +44,8 @@ enum End {
     Reset,
     /// Hang keeps it open, unanswered, until the client leaves.
     Hang,
+    /// Upgrade answers a `/ws` request with 101 (this accept value) and echoes (`socket.rs`).
+    Upgrade(Probe, [u8; 28]),
 }
 
 /// serve runs one connection until the client leaves, asks to close, or a fault ends it.
@@ -69,6 +72,13 @@ pub(crate) async fn serve<S: Io>(stream: S, shared: Arc<Shared>, thread: usize) 
         End::Reset => {
             if let Some(tcp) = conn.stream.tcp() {
                 let _ = socket2::SockRef::from(tcp).set_linger(Some(Duration::ZERO));
+            }
+        }
+        End::Upgrade(probe, accept) => {
+            let head = socket::switching(&accept);
+            if conn.stream.write_all(&head).await.is_ok() && conn.stream.flush().await.is_ok() {
+                let counters = conn.shared.board.thread(conn.thread);
+                socket::echo(conn.stream, probe, counters).await;
             }
         }
         End::Hang => {
@@ -167,6 +177,14 @@ impl<S: Io> Conn<S> {
             )
             .await?;
             return Ok((!request.keep_alive).then_some(End::Close));
+        }
+        if let Route::Socket(probe) = behaviour.route {
+            let Some(accept) = request.ws_accept else {
+                let reason = "/ws is a WebSocket: expected an upgrade (Sec-WebSocket-Key)";
+                return Ok(self.bad_request(reason, request.keep_alive));
+            };
+            self.counters_request();
+            return Ok(Some(End::Upgrade(probe, accept)));
         }
         self.counters_request();
         if self.rate_limited(&request) {

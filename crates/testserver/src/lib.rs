@@ -18,7 +18,9 @@
 //! `stream.rs`): `/sse?first=200ms&every=20ms&events=50` (server-sent events, the first after
 //! `first`, then one every `every`) and OpenAI-compatible `POST /v1/chat/completions` and
 //! `/v1/completions` (`"stream": true`: one token an event at `first=`/`every=`, `tokens=`
-//! or the body's `max_tokens` of them, then `data: [DONE]`).
+//! or the body's `max_tokens` of them, then `data: [DONE]`); and a WebSocket echo
+//! (`socket.rs`): `/ws?delay=50ms` sends each message back 50 ms after it arrived (`drop=N`,
+//! `close_after=N&code=C` end the socket after N echoes).
 //!
 //! Server-wide, [`TargetConfig::capacity`] (`--capacity N --service-time S`) makes the server a
 //! queue of known throughput: at most N requests in service at once, each for exactly S, the
@@ -72,6 +74,7 @@ mod route;
 mod server;
 mod shared;
 mod sleep;
+mod socket;
 mod stats;
 mod stream;
 mod task;

@@ -38,6 +38,9 @@ pub(crate) struct Request {
     pub(crate) retry_of: Option<Option<task::RawId>>,
     /// location: the `to=` of a `/redirect` (None on the other routes).
     pub(crate) location: Option<String>,
+    /// ws_accept: the `Sec-WebSocket-Accept` answering a `/ws` request's key (None on the
+    /// other routes, or without a key).
+    pub(crate) ws_accept: Option<[u8; 28]>,
 }
 
 /// Parsed is the outcome of looking at the read buffer.
@@ -76,8 +79,8 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
     let route = behaviour.as_ref().map(|b| b.route).ok();
     let form_route = matches!(route, Some(Route::Form(_)));
     let submit_route = route == Some(Route::Task(task::Ask::Submit));
-    let mut retry_of = None;
-    let mut session = None;
+    let ws_route = matches!(route, Some(Route::Socket(_)));
+    let (mut retry_of, mut ws_accept, mut session) = (None, None, None);
     let mut form_type = false;
     let http10 = req.version == Some(0);
     let mut keep_alive = !http10;
@@ -103,6 +106,8 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
             retry_of = Some(task::raw_id(id));
         } else if form_route && header.name.eq_ignore_ascii_case("content-type") {
             form_type = is_form(header.value);
+        } else if ws_route && header.name.eq_ignore_ascii_case("sec-websocket-key") {
+            ws_accept = Some(crate::socket::accept(header.value));
         } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
             if header.value.trim_ascii().eq_ignore_ascii_case(b"chunked") {
                 body = RequestBody::Chunked;
@@ -123,6 +128,7 @@ pub(crate) fn parse(input: &[u8]) -> Parsed {
         form_type,
         retry_of,
         location,
+        ws_accept,
         body: if body == RequestBody::Length(0) {
             RequestBody::None
         } else {

@@ -8,6 +8,7 @@ use http::StatusCode;
 
 use crate::form::Page;
 use crate::latency::{Latency, Stall};
+use crate::socket::Probe;
 use crate::stream::{Kind, Stream};
 use crate::task::{self, Ask};
 
@@ -34,6 +35,8 @@ pub(crate) enum Route {
     /// Redirect is `/redirect?to=URL`: a 302 with `Location: URL` (another server, for the
     /// flows that cross hosts).
     Redirect,
+    /// Socket is `/ws`: the WebSocket echo probe (`socket.rs`), its query its own.
+    Socket(Probe),
 }
 
 /// Body is what the response carries.
@@ -164,6 +167,7 @@ impl Behaviour {
         let path = strip_authority(path);
         let mut b = match path {
             "/__stats" => return Ok(Behaviour::plain(Route::Stats)),
+            "/ws" => return Probe::parse(query).map(|p| Behaviour::plain(Route::Socket(p))),
             "/api/work" => Behaviour::work()?,
             "/form" => Behaviour::plain(Route::Form(Page::Form)),
             "/thanks" => Behaviour::plain(Route::Form(Page::Thanks)),

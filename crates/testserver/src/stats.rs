@@ -74,12 +74,22 @@ pub struct TargetStats {
     pub stream_events: u64,
     /// completion_tokens: completion tokens written, streamed or whole.
     pub completion_tokens: u64,
+    /// ws_sockets: WebSocket upgrades answered (`/ws`, `socket.rs`).
+    pub ws_sockets: u64,
+    /// ws_received: WebSocket data messages (text or binary) read from clients.
+    pub ws_received: u64,
+    /// ws_sent: WebSocket echoes written to clients.
+    pub ws_sent: u64,
+    /// ws_dropped: sockets the probe dropped without a close frame (`drop=N`).
+    pub ws_dropped: u64,
+    /// ws_closed: sockets the probe closed with a close frame (`close_after=N`).
+    pub ws_closed: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 29] {
+    pub fn fields(&self) -> [(&'static str, u64); 34] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -110,6 +120,11 @@ impl TargetStats {
             ("stream_responses", self.stream_responses),
             ("stream_events", self.stream_events),
             ("completion_tokens", self.completion_tokens),
+            ("ws_sockets", self.ws_sockets),
+            ("ws_received", self.ws_received),
+            ("ws_sent", self.ws_sent),
+            ("ws_dropped", self.ws_dropped),
+            ("ws_closed", self.ws_closed),
         ]
     }
 
@@ -148,6 +163,11 @@ pub(crate) struct Counters {
     stream_responses: AtomicU64,
     stream_events: AtomicU64,
     completion_tokens: AtomicU64,
+    ws_sockets: AtomicU64,
+    ws_received: AtomicU64,
+    ws_sent: AtomicU64,
+    ws_dropped: AtomicU64,
+    ws_closed: AtomicU64,
 }
 
 impl Counters {
@@ -168,6 +188,27 @@ impl Counters {
     pub(crate) fn add_pieces(&self, events: u64, tokens: u64) {
         self.stream_events.fetch_add(events, Ordering::Relaxed);
         self.completion_tokens.fetch_add(tokens, Ordering::Relaxed);
+    }
+
+    /// add_socket counts a WebSocket upgrade answered.
+    pub(crate) fn add_socket(&self) {
+        self.ws_sockets.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// add_socket_messages counts WebSocket messages read and written.
+    pub(crate) fn add_socket_messages(&self, received: u64, sent: u64) {
+        self.ws_received.fetch_add(received, Ordering::Relaxed);
+        self.ws_sent.fetch_add(sent, Ordering::Relaxed);
+    }
+
+    /// add_socket_end counts a socket the probe ended: dropped, or closed with a frame.
+    pub(crate) fn add_socket_end(&self, dropped: bool) {
+        let counter = if dropped {
+            &self.ws_dropped
+        } else {
+            &self.ws_closed
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     /// add_form counts one answer of the form app under its outcome.
@@ -254,6 +295,11 @@ impl Board {
                 stream_responses: sum.stream_responses + get(&c.stream_responses),
                 stream_events: sum.stream_events + get(&c.stream_events),
                 completion_tokens: sum.completion_tokens + get(&c.completion_tokens),
+                ws_sockets: sum.ws_sockets + get(&c.ws_sockets),
+                ws_received: sum.ws_received + get(&c.ws_received),
+                ws_sent: sum.ws_sent + get(&c.ws_sent),
+                ws_dropped: sum.ws_dropped + get(&c.ws_dropped),
+                ws_closed: sum.ws_closed + get(&c.ws_closed),
                 ..sum
             }
         })

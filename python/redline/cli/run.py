@@ -27,6 +27,7 @@ from redline.cli.run_flags import (
     shown_defaults,
 )
 from redline.cli.scenario import cmd_run_scenario, is_scenario, judge, parse_thresholds, run_watched
+from redline.cli.sockets import add_socket_flags, cmd_run_socket, is_socket
 from redline.errors import InjectorLost, RedlineError
 from redline.report.summary import render
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages
@@ -65,7 +66,8 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     r.add_argument(
         "url",
         metavar="URL|SCENARIO.py",
-        help="http://host:port/path or https://..., or a scenario file (docs/scenarios.md)",
+        help="http://host:port/path or https://..., ws://... (docs/protocols.md), or a scenario "
+        "file (docs/scenarios.md)",
     )
     scen = r.add_argument_group("scenario (when the argument is a SCENARIO.py)")
     scen.add_argument("--host", metavar="URL", help="the host the scenario runs against")
@@ -91,6 +93,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     add_load_flags(load, shown)
     add_threads_flag(load)
     add_request_flags(r, shown)
+    add_socket_flags(r)
     out = r.add_argument_group("output")
     out.add_argument(
         "--json",
@@ -148,6 +151,8 @@ def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
             raise RedlineError(f"{flag}: directory {str(parent)!r} does not exist")
     if live is not None:
         return _run(args, live)
+    if is_socket(args.url):
+        return cmd_run_socket(args)
     scenario = is_scenario(args.url)
     model = "open" if args.rate is not None or args.open else "closed"
     name = "all" if scenario else url_name(args.url, args.method)

@@ -142,7 +142,9 @@ class Target:
         ``tasks_running`` answered RUNNING, ``tasks_succeeded`` SUCCEEDED and ``tasks_failed``
         FAILED), ``tasks_results``, ``tasks_resubmitted`` and ``tasks_refused``; and the streams'
         ``stream_responses`` (streamed answers begun), ``stream_events`` (SSE events handed to the
-        socket, a completion's closing chunk and ``[DONE]`` included) and ``completion_tokens``."""
+        socket, a completion's closing chunk and ``[DONE]`` included) and ``completion_tokens``;
+        and the WebSocket echo's (``/ws``) ``ws_sockets`` (upgrades), ``ws_received`` and
+        ``ws_sent`` (messages), ``ws_dropped`` and ``ws_closed`` (sockets it ended)."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

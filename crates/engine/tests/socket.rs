@@ -1,0 +1,195 @@
+//! WebSocket runs against the test server's echo probe (`/ws`, crates/testserver/src/
+//! socket.rs) on 127.0.0.1:0: messages counted as the server counted them, round trips
+//! against the probe's delay, and sockets the server ends early counted by class. Every run
+//! is bounded by a count or a short duration.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redline_engine::socket::{run, SocketConfig, SocketReport};
+use redline_engine::RunControl;
+use redline_target::{Target, TargetConfig};
+
+fn target() -> Target {
+    Target::start(TargetConfig {
+        threads: Some(1),
+        ..TargetConfig::default()
+    })
+    .expect("target starts")
+}
+
+fn ws_url(target: &Target, path: &str) -> String {
+    format!("ws://{}{path}", target.local_addr())
+}
+
+fn go(config: SocketConfig) -> SocketReport {
+    run(&config, Arc::new(RunControl::new())).expect("the run starts")
+}
+
+#[test]
+fn closed_model_counts_what_the_server_counted_and_times_its_delay() {
+    let server = target();
+    let r = go(SocketConfig {
+        url: ws_url(&server, "/ws?delay=20ms"),
+        sockets: Some(20),
+        duration_s: Some(1.0),
+        threads: Some(2),
+        ..SocketConfig::default()
+    });
+    let seen = server.stats();
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_eq!(r.sockets.opened, 20);
+    assert_eq!(seen.ws_sockets, 20);
+    assert_eq!(
+        r.messages.sent, seen.ws_received,
+        "sent = what the server read"
+    );
+    assert_eq!(
+        r.messages.received, seen.ws_sent,
+        "read = what the server wrote"
+    );
+    assert_eq!(r.messages.answered, r.messages.sent);
+    assert_eq!((r.messages.unmatched, r.messages.lost_total), (0, 0));
+    // 20 sockets, one message each per 20 ms round trip, for 1 s: about 1,000.
+    assert!(r.messages.sent > 300, "{}", r.messages.sent);
+    let p50 = r.latency_ms.p50;
+    assert!(
+        r.latency_ms.min >= 20.0,
+        "never before the delay: {}",
+        r.latency_ms.min
+    );
+    assert!(p50 <= 21.0, "p50 {p50} ms within 5 % of 20 ms");
+    assert_eq!(r.model, "closed");
+    assert_eq!(r.match_rule, "next");
+    server.stop();
+}
+
+#[test]
+fn open_model_sends_the_rate_across_sockets_matched_by_field() {
+    let server = target();
+    let r = go(SocketConfig {
+        url: ws_url(&server, "/ws?delay=10ms"),
+        sockets: Some(10),
+        rate: Some(500.0),
+        duration_s: Some(1.0),
+        message: Some(r#"{"id": 0, "text": "hi"}"#.into()),
+        match_field: Some("id".into()),
+        ..SocketConfig::default()
+    });
+    let seen = server.stats();
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_eq!(r.messages.sent, seen.ws_received);
+    assert_eq!(r.messages.received, seen.ws_sent);
+    assert_eq!(
+        r.messages.answered, r.messages.sent,
+        "each id answered once"
+    );
+    // 500 a second for 1 s, scheduled: exactly 500 unless the run was starved past its end.
+    assert!(
+        (490..=500).contains(&r.messages.sent),
+        "{}",
+        r.messages.sent
+    );
+    assert!(r.latency_ms.min >= 10.0);
+    assert_eq!((r.model, r.match_rule.as_str()), ("open", "field:id"));
+    server.stop();
+}
+
+#[test]
+fn sockets_the_server_drops_or_closes_are_counted_and_reopened() {
+    let server = target();
+    let r = go(SocketConfig {
+        url: ws_url(&server, "/ws?drop=3"),
+        sockets: Some(5),
+        messages: Some(60),
+        ..SocketConfig::default()
+    });
+    let seen = server.stats();
+    assert_eq!(r.messages.sent, 60);
+    assert_eq!(
+        r.messages.sent,
+        r.messages.answered + r.messages.lost_total,
+        "every message answered or lost"
+    );
+    assert_eq!(r.errors.get("dropped").copied(), Some(seen.ws_dropped));
+    // A socket takes at most 3 answered + 1 lost; the last 5 may end with the count.
+    assert!(seen.ws_dropped >= 60 / 4 - 5, "{seen:?}");
+    assert_eq!(r.sockets.opened, seen.ws_sockets, "each drop reopened");
+    server.stop();
+
+    let server = target();
+    let r = go(SocketConfig {
+        url: ws_url(&server, "/ws?close_after=2&code=1011"),
+        sockets: Some(4),
+        messages: Some(40),
+        ..SocketConfig::default()
+    });
+    let seen = server.stats();
+    assert_eq!(r.errors.get("close_1011").copied(), Some(seen.ws_closed));
+    // A socket takes at most 2 answered + 1 lost; the last 4 may end with the count.
+    assert!(seen.ws_closed >= 40 / 3 - 4, "{seen:?}");
+    assert_eq!(r.messages.sent, r.messages.answered + r.messages.lost_total);
+    server.stop();
+}
+
+#[test]
+fn a_refused_port_and_a_refused_upgrade_are_errors_not_a_failed_run() {
+    let server = target();
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr")
+    };
+    let r = go(SocketConfig {
+        url: format!("ws://{refused}/"),
+        sockets: Some(2),
+        duration_s: Some(0.3),
+        ..SocketConfig::default()
+    });
+    assert_eq!(r.messages.sent, 0);
+    assert!(
+        r.errors.get("connect").copied().unwrap_or(0) >= 2,
+        "{:?}",
+        r.errors
+    );
+    // A path that is not the probe answers 200 to the upgrade: refused.
+    let r = go(SocketConfig {
+        url: ws_url(&server, "/not-a-socket"),
+        sockets: Some(1),
+        duration_s: Some(0.3),
+        ..SocketConfig::default()
+    });
+    assert!(
+        r.errors.get("handshake").copied().unwrap_or(0) >= 1,
+        "{:?}",
+        r.errors
+    );
+    assert_eq!(r.sockets.opened, 0);
+    server.stop();
+}
+
+#[test]
+fn a_stop_ends_the_run_with_what_it_counted() {
+    let server = target();
+    let control = Arc::new(RunControl::new());
+    let stopper = Arc::clone(&control);
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stopper.stop();
+    });
+    let r = run(
+        &SocketConfig {
+            url: ws_url(&server, "/ws?delay=5ms"),
+            sockets: Some(4),
+            duration_s: Some(30.0),
+            ..SocketConfig::default()
+        },
+        control,
+    )
+    .expect("runs");
+    let _ = t.join();
+    assert!(r.interrupted);
+    assert!(r.duration_s < 5.0, "{}", r.duration_s);
+    assert_eq!(r.messages.sent, server.stats().ws_received);
+    assert_eq!(r.messages.answered, r.messages.sent);
+    server.stop();
+}
