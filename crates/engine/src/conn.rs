@@ -375,8 +375,8 @@ impl Conn {
                 }
                 b.start += p.consumed;
                 if let Some(w) = self.watch.as_deref_mut() {
-                    let (pieces, events) = self.reader.pieces.take();
-                    w.progress(self.reader.body_bytes, p.complete, pieces, events);
+                    let taken = self.reader.pieces.take();
+                    w.progress(self.reader.body_bytes, p.complete, taken);
                 }
                 if p.complete {
                     break;

@@ -375,6 +375,7 @@ impl Lane {
             bytes: &r.bytes,
             head: r.head,
             idempotent: r.idempotent,
+            stream: s.job.cfg.stream,
         };
         self.send(s, out, r.stat, 0, s.job.cfg.timeout, &[], intended)
             .await;
@@ -418,7 +419,7 @@ impl Lane {
         self.timeout.set(now + timeout);
         let conn = on(&mut self.conn, &mut self.others, host);
         if s.stream.is_some() {
-            conn.watch_next(s.rec.borrow().measured(intended), now);
+            conn.watch_next(out.stream && s.rec.borrow().measured(intended), now);
         }
         let was_open = conn.is_open();
         let result = conn.exchange(out, &mut self.timeout, now).await;

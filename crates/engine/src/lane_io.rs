@@ -54,6 +54,7 @@ impl Lane {
             bytes,
             head,
             idempotent,
+            stream: req.stream || s.job.cfg.stream,
         };
         let expected = &req.expected_errors;
         let reply = self
@@ -142,7 +143,9 @@ impl Lane {
         sent_at: Instant,
         end: Instant,
     ) {
-        if let Some(w) = super::on(&mut self.conn, &mut self.others, host).watch() {
+        // A request that did not ask to be streamed left its watch unmeasured.
+        let watch = super::on(&mut self.conn, &mut self.others, host).watch();
+        if let Some(w) = watch.filter(|w| w.is_measured()) {
             s.stream_answered(w, from.unwrap_or(sent_at), sent_at, end);
         }
     }

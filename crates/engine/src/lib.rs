@@ -16,6 +16,7 @@ compile_error!(
 );
 
 pub(crate) mod backoff;
+pub mod completion;
 pub mod config;
 pub(crate) mod conn;
 pub mod control;

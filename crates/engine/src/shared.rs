@@ -138,6 +138,7 @@ impl Shared {
         }
         // Without the timerfd, sends wake on the runtime's millisecond timer: say so.
         rec.totals.coarse_timer = open && metronome.is_none();
+        let streamed = cfg.stream || plan.scenario.as_ref().is_some_and(|s| s.streams());
         Shared {
             job,
             plan,
@@ -156,9 +157,7 @@ impl Shared {
             backoff: Backoff::new(u64::from(job_index) ^ 0x5eed),
             links: RefCell::new(Vec::new()),
             handover: RefCell::new(crate::handover::Handover::default()),
-            stream: cfg
-                .stream
-                .then(|| Rc::new(RefCell::new(StreamTotals::new(highest_us)))),
+            stream: streamed.then(|| Rc::new(RefCell::new(StreamTotals::new(highest_us)))),
             origins: RefCell::new(origins),
         }
     }

@@ -26,10 +26,11 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::completion::{CompletionHistograms, CompletionReport, CompletionTotals, TokenScan};
 use crate::hdr::{encode_histogram, micros, new_histogram, record, LatencySummary};
 
 /// Pieces cuts one response body into pieces as its bytes are parsed (see the module docs).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Pieces {
     /// events: the body is `text/event-stream`: a piece is an event.
     events: bool,
@@ -47,16 +48,23 @@ pub struct Pieces {
     cr: bool,
     /// pending: the event being read has a field line: a blank line dispatches it.
     pending: bool,
+    /// tokens: events completed since the last take that carried a completion's token.
+    tokens: u32,
+    /// scan: the event's `data`, read to find its token (see [`crate::completion`]).
+    scan: TokenScan,
 }
 
 impl Pieces {
     /// begin starts a body: `events` when its head said `text/event-stream`, `chunked` when
     /// it is chunked.
     pub fn begin(&mut self, events: bool, chunked: bool) {
+        let mut scan = std::mem::take(&mut self.scan);
+        scan.clear();
         *self = Pieces {
             events,
             chunked,
             line_start: true,
+            scan,
             ..Pieces::default()
         };
     }
@@ -75,14 +83,18 @@ impl Pieces {
                 b'\n' if self.cr => self.cr = false,
                 b'\n' | b'\r' => {
                     self.cr = b == b'\r';
-                    if self.line_start && self.pending {
+                    if !self.line_start {
+                        self.scan.line_end();
+                    } else if self.pending {
                         self.done += 1;
+                        self.tokens += u32::from(self.scan.dispatch());
                         self.pending = false;
                     }
                     self.line_start = true;
                     self.comment = false;
                 }
                 _ => {
+                    self.scan.byte(b);
                     self.cr = false;
                     if self.line_start {
                         self.comment = b == b':';
@@ -101,17 +113,34 @@ impl Pieces {
         }
     }
 
-    /// take is the pieces completed since the last take, and whether they are events.
-    pub fn take(&mut self) -> (u32, bool) {
-        let n = if self.events || self.chunked {
+    /// take is what completed since the last take: the pieces, whether they are events,
+    /// and how many of those carried a token.
+    pub fn take(&mut self) -> Taken {
+        let pieces = if self.events || self.chunked {
             self.done
         } else {
             u32::from(self.fed)
         };
+        let tokens = std::mem::take(&mut self.tokens);
         self.done = 0;
         self.fed = false;
-        (n, self.events)
+        Taken {
+            pieces,
+            events: self.events,
+            tokens,
+        }
     }
+}
+
+/// Taken is what a body's bytes completed since the last [`Pieces::take`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// pieces: pieces completed.
+    pub pieces: u32,
+    /// events: the pieces are SSE events.
+    pub events: bool,
+    /// tokens: the events among them that carried a completion's token.
+    pub tokens: u32,
 }
 
 /// is_event_stream says whether a `Content-Type` value is `text/event-stream` (server-sent
@@ -138,6 +167,8 @@ pub struct StreamTotals {
     pub chunk_gap: Histogram<u64>,
     /// clamped: figures beyond the histograms' range, recorded at its top.
     pub clamped: u64,
+    /// completion: the tokens of streamed completions among them.
+    pub completion: CompletionTotals,
 }
 
 impl StreamTotals {
@@ -151,6 +182,7 @@ impl StreamTotals {
             first_byte: new_histogram(highest_us),
             chunk_gap: new_histogram(highest_us),
             clamped: 0,
+            completion: CompletionTotals::new(highest_us),
         }
     }
 
@@ -163,17 +195,21 @@ impl StreamTotals {
         self.clamped += o.clamped;
         let _ = self.first_byte.add(&o.first_byte);
         let _ = self.chunk_gap.add(&o.chunk_gap);
+        self.completion.merge(&o.completion);
     }
 
     /// answered books a measured response whose connection watched it: its first byte from
     /// `from` (where its latency starts), clamped between its send and its end.
     pub fn answered(&mut self, watch: &Watch, from: Instant, sent_at: Instant, end: Instant) {
         let Some(first) = watch.first else { return };
-        let first = first.max(sent_at).min(end);
+        let at = |t: Instant| micros(t.max(sent_at).min(end).saturating_duration_since(from));
         self.responses += 1;
         self.body_bytes += watch.body_bytes;
-        let us = micros(first.saturating_duration_since(from));
-        self.clamped += u64::from(record(&mut self.first_byte, us));
+        self.clamped += u64::from(record(&mut self.first_byte, at(first)));
+        if let Some(token) = watch.first_token {
+            let whole = micros(end.saturating_duration_since(from));
+            self.clamped += self.completion.answered(watch.tokens, at(token), whole);
+        }
     }
 }
 
@@ -196,6 +232,12 @@ pub struct Watch {
     last: Option<Instant>,
     /// body_bytes: the response's body bytes so far.
     body_bytes: u64,
+    /// first_token: when the first event that carried a token arrived.
+    first_token: Option<Instant>,
+    /// last_token: when the last one did.
+    last_token: Option<Instant>,
+    /// tokens: the response's tokens so far.
+    tokens: u64,
     /// pieces: the pieces of a body that arrives in frames (HTTP/2 DATA); an HTTP/1.1
     /// connection's reader cuts its own.
     pieces: Pieces,
@@ -211,6 +253,9 @@ impl Watch {
             first: None,
             last: None,
             body_bytes: 0,
+            first_token: None,
+            last_token: None,
+            tokens: 0,
             pieces: Pieces::default(),
         }
     }
@@ -223,6 +268,15 @@ impl Watch {
         self.first = None;
         self.last = None;
         self.body_bytes = 0;
+        self.first_token = None;
+        self.last_token = None;
+        self.tokens = 0;
+    }
+
+    /// is_measured says whether the response being watched counts (past the warm-up, and a
+    /// request that asked to be streamed).
+    pub fn is_measured(&self) -> bool {
+        self.measured
     }
 
     /// head books the head of a response that arrives in frames (HTTP/2), read at `at`:
@@ -232,7 +286,7 @@ impl Watch {
         self.pieces.begin(events, true);
         self.arrived(at);
         if end {
-            self.progress(0, true, 0, false);
+            self.progress(0, true, Taken::default());
         }
     }
 
@@ -245,8 +299,8 @@ impl Watch {
         self.arrived(at);
         self.pieces.feed(payload);
         self.pieces.chunk_done();
-        let (pieces, events) = self.pieces.take();
-        self.progress(body_bytes, false, pieces, events);
+        let taken = self.pieces.take();
+        self.progress(body_bytes, false, taken);
     }
 
     /// end books the end of a response that arrived in frames, at `at` (its first byte, when
@@ -254,7 +308,7 @@ impl Watch {
     pub fn end(&mut self, at: Instant) {
         if self.first.is_none() {
             self.arrived(at);
-            self.progress(self.body_bytes, true, 0, false);
+            self.progress(self.body_bytes, true, Taken::default());
         }
     }
 
@@ -264,8 +318,13 @@ impl Watch {
     }
 
     /// progress books what parsing the bytes that arrived last gave: the body's bytes so far,
-    /// whether the response is complete, and `pieces` completed (`events`: SSE events).
-    pub fn progress(&mut self, body_bytes: u64, complete: bool, pieces: u32, events: bool) {
+    /// whether the response is complete, and what they completed.
+    pub fn progress(&mut self, body_bytes: u64, complete: bool, taken: Taken) {
+        let Taken {
+            pieces,
+            events,
+            tokens,
+        } = taken;
         self.body_bytes = body_bytes;
         if self.first.is_none() && (body_bytes > 0 || complete) {
             self.first = Some(self.read_at);
@@ -275,11 +334,27 @@ impl Watch {
         }
         let at = self.read_at;
         let last = self.last.replace(at);
+        let last_token = if tokens > 0 {
+            self.first_token.get_or_insert(at);
+            self.tokens += u64::from(tokens);
+            self.last_token.replace(at)
+        } else {
+            None
+        };
         if !self.measured {
             return;
         }
         let mut sink = self.sink.borrow_mut();
         let s = &mut *sink;
+        if tokens > 0 {
+            let c = &mut s.completion;
+            c.tokens += u64::from(tokens);
+            if let Some(l) = last_token {
+                let us = micros(at.saturating_duration_since(l));
+                s.clamped += u64::from(record(&mut c.itl, us));
+            }
+            let _ = c.itl.record_n(1, u64::from(tokens - 1));
+        }
         s.chunks += u64::from(pieces);
         if events {
             s.events += u64::from(pieces);
@@ -303,6 +378,10 @@ pub struct StreamReport {
     pub chunk_gap_ms: LatencySummary,
     /// stream: the counts.
     pub stream: StreamCounts,
+    /// completion: streamed completions' figures (TTFT, ITL, tokens a second), once a
+    /// token came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion: Option<CompletionReport>,
 }
 
 /// StreamCounts are the counts of streamed answers, and their rates over the measured time.
@@ -334,6 +413,9 @@ pub struct StreamHistograms {
     pub first_byte: String,
     /// chunk_gap: the gaps.
     pub chunk_gap: String,
+    /// completion: the completions' histograms, once a token came.
+    #[serde(flatten)]
+    pub completion: Option<CompletionHistograms>,
 }
 
 impl StreamReport {
@@ -353,6 +435,7 @@ impl StreamReport {
                 body_bytes_per_s: rate(t.body_bytes),
                 clamped: t.clamped,
             },
+            completion: CompletionReport::new(&t.completion, secs),
         }
     }
 }
@@ -363,6 +446,7 @@ impl StreamHistograms {
         StreamHistograms {
             first_byte: encode_histogram(&t.first_byte),
             chunk_gap: encode_histogram(&t.chunk_gap),
+            completion: CompletionHistograms::new(&t.completion),
         }
     }
 }

@@ -3,6 +3,20 @@ use std::time::Duration;
 use super::*;
 use crate::http::ResponseReader;
 
+/// pair is what a take completed, without its tokens.
+fn pair(t: Taken) -> (u32, bool) {
+    (t.pieces, t.events)
+}
+
+/// taken is `pieces` completed, events or not, none a token.
+fn taken(pieces: u32, events: bool) -> Taken {
+    Taken {
+        pieces,
+        events,
+        tokens: 0,
+    }
+}
+
 /// events_of feeds `body` to an event-stream body in pieces of `split` bytes and counts the
 /// events taken.
 fn events_of(body: &[u8], split: usize) -> u32 {
@@ -11,7 +25,7 @@ fn events_of(body: &[u8], split: usize) -> u32 {
     let mut n = 0;
     for part in body.chunks(split) {
         p.feed(part);
-        let (got, events) = p.take();
+        let (got, events) = pair(p.take());
         assert!(events);
         n += got;
     }
@@ -49,18 +63,18 @@ fn other_bodies_are_cut_by_chunk_or_read() {
     let mut p = Pieces::default();
     p.begin(false, true);
     p.feed(b"abc");
-    assert_eq!(p.take(), (0, false), "a chunk not yet complete");
+    assert_eq!(pair(p.take()), (0, false), "a chunk not yet complete");
     p.chunk_done();
     p.feed(b"d");
     p.chunk_done();
-    assert_eq!(p.take(), (2, false), "two chunks in one read");
+    assert_eq!(pair(p.take()), (2, false), "two chunks in one read");
     p.begin(false, false);
     p.feed(b"abc");
     p.feed(b"def");
-    assert_eq!(p.take(), (1, false), "a read is one piece");
-    assert_eq!(p.take(), (0, false));
+    assert_eq!(pair(p.take()), (1, false), "a read is one piece");
+    assert_eq!(pair(p.take()), (0, false));
     p.feed(b"");
-    assert_eq!(p.take(), (0, false), "no bytes, no piece");
+    assert_eq!(pair(p.take()), (0, false), "no bytes, no piece");
 }
 
 /// reader_events parses a whole response (head and body) split into `split`-byte reads and
@@ -73,7 +87,7 @@ fn reader_pieces(raw: &[u8], split: usize) -> (u32, bool, u64) {
         held.extend_from_slice(part);
         let p = r.advance(&held).expect("valid");
         held.drain(..p.consumed);
-        let (got, ev) = r.pieces.take();
+        let (got, ev) = pair(r.pieces.take());
         n += got;
         events |= ev;
         if p.complete {
@@ -115,7 +129,7 @@ fn the_reader_cuts_bodies_as_its_head_says() {
     // Not watching: no pieces.
     let mut r = ResponseReader::new(false);
     r.advance(sse).expect("valid");
-    assert_eq!(r.pieces.take(), (0, false));
+    assert_eq!(pair(r.pieces.take()), (0, false));
 }
 
 #[test]
@@ -126,14 +140,14 @@ fn a_watch_times_gaps_from_arrivals() {
     let ms = |n: u64| t0 + Duration::from_millis(n);
     w.begin(true, t0);
     w.arrived(ms(1));
-    w.progress(0, false, 0, false); // the head alone: no first byte yet
+    w.progress(0, false, taken(0, false)); // the head alone: no first byte yet
     assert_eq!(w.first, None);
     w.arrived(ms(200));
-    w.progress(10, false, 1, true);
+    w.progress(10, false, taken(1, true));
     w.arrived(ms(220));
-    w.progress(20, false, 2, true); // two events in one read: gaps 20 ms and 0
+    w.progress(20, false, taken(2, true)); // two events in one read: gaps 20 ms and 0
     w.arrived(ms(250));
-    w.progress(30, true, 1, true);
+    w.progress(30, true, taken(1, true));
     assert_eq!(w.first, Some(ms(200)));
     {
         let s = sink.borrow();
@@ -150,7 +164,7 @@ fn a_watch_times_gaps_from_arrivals() {
     // Warm-up: the pieces are not counted, but the next gap still starts from them.
     w.begin(false, ms(300));
     w.arrived(ms(310));
-    w.progress(5, false, 1, true);
+    w.progress(5, false, taken(1, true));
     assert_eq!(sink.borrow().events, 4);
 }
 
@@ -172,7 +186,6 @@ fn reports_merge_and_summarise() {
 }
 
 #[test]
-// long: a table of cases (frames, their times and what the watch must count), one per line.
 fn a_watch_times_frames_as_pieces() {
     // (label, content is SSE, frames as (ms, payload), end ms, pieces, events, first ms, gaps)
     type Case<'a> = (
@@ -249,7 +262,10 @@ fn a_watch_times_frames_as_pieces() {
         assert_eq!((s.chunks, s.events), (*pieces, *events), "{label}");
         assert_eq!(s.chunk_gap.len(), *gaps, "{label}");
     }
-    // A head that ends the stream is the first byte, at the head.
+}
+
+#[test]
+fn a_head_that_ends_the_stream_is_the_first_byte() {
     let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
     let mut w = Watch::new(sink);
     let t0 = Instant::now();
@@ -257,4 +273,26 @@ fn a_watch_times_frames_as_pieces() {
     w.head(t0 + Duration::from_millis(5), false, true);
     w.end(t0 + Duration::from_millis(9));
     assert_eq!(w.first, Some(t0 + Duration::from_millis(5)));
+}
+
+#[test]
+fn the_scanner_finds_tokens_however_split() {
+    let body = b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+        data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\n\
+        : keep-alive\n\n\
+        data: {\"choices\":[{\"delta\":\ndata: {\"content\":\"b\"}}]}\n\n\
+        data: {\"choices\":[],\"usage\":{}}\n\ndata: [DONE]\n\n";
+    for split in [1, 2, 7, body.len()] {
+        let mut p = Pieces::default();
+        p.begin(true, true);
+        let (mut events, mut tokens) = (0, 0);
+        for part in body.chunks(split) {
+            p.feed(part);
+            let t = p.take();
+            events += t.pieces;
+            tokens += t.tokens;
+        }
+        // The comment is no event; the data of two lines, joined by LF, is one token.
+        assert_eq!((events, tokens), (5, 2), "split {split}");
+    }
 }

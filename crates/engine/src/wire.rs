@@ -23,6 +23,9 @@ pub struct Outgoing<'a> {
     pub head: bool,
     /// idempotent: safe to send again after a kept-alive connection closed under it.
     pub idempotent: bool,
+    /// stream: time its answer as it arrives (`--stream`, or a scenario's `stream=True`),
+    /// when the run has a watch on its connections.
+    pub stream: bool,
 }
 
 /// Wire is a lane's connection, of the protocol the run speaks.

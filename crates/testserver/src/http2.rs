@@ -154,8 +154,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncWrite for Drained<
 }
 
 /// answer has one request answered by the HTTP/1.1 code and sends the answer back.
-// long: the request's reading, its HTTP/1.1 rendering and the answer's two ways back (whole,
-// or a chunked stream sent frame by frame as it is made), read top to bottom.
 async fn answer(
     request: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
@@ -169,24 +167,7 @@ async fn answer(
         let _ = body.flow_control().release_capacity(chunk.len());
         data.extend_from_slice(&chunk);
     }
-    let mut wire = Vec::with_capacity(256 + data.len());
-    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    wire.extend_from_slice(format!("{} {target} HTTP/1.1\r\n", parts.method).as_bytes());
-    if let Some(authority) = parts.uri.authority() {
-        wire.extend_from_slice(format!("host: {authority}\r\n").as_bytes());
-    }
-    for (name, value) in &parts.headers {
-        if matches!(name.as_str(), "host" | "connection" | "content-length") {
-            continue;
-        }
-        wire.extend_from_slice(name.as_str().as_bytes());
-        wire.extend_from_slice(b": ");
-        wire.extend_from_slice(value.as_bytes());
-        wire.extend_from_slice(b"\r\n");
-    }
-    wire.extend_from_slice(format!("content-length: {}\r\n", data.len()).as_bytes());
-    wire.extend_from_slice(b"connection: close\r\n\r\n");
-    wire.extend_from_slice(&data);
+    let wire = http1_request(&parts, &data);
 
     let (mut near, far) = tokio::io::duplex(PIPE);
     tokio::spawn(crate::conn::serve(far, shared, thread));
@@ -249,6 +230,30 @@ async fn answer(
         }
     }
     let _ = out.send_data(Bytes::new(), true);
+}
+
+/// http1_request writes an HTTP/2 request (its head's `parts` and whole body `data`) as the
+/// HTTP/1.1 request the answering code reads: one request, then the connection closes.
+fn http1_request(parts: &http::request::Parts, data: &[u8]) -> Vec<u8> {
+    let mut wire = Vec::with_capacity(256 + data.len());
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    wire.extend_from_slice(format!("{} {target} HTTP/1.1\r\n", parts.method).as_bytes());
+    if let Some(authority) = parts.uri.authority() {
+        wire.extend_from_slice(format!("host: {authority}\r\n").as_bytes());
+    }
+    for (name, value) in &parts.headers {
+        if matches!(name.as_str(), "host" | "connection" | "content-length") {
+            continue;
+        }
+        wire.extend_from_slice(name.as_str().as_bytes());
+        wire.extend_from_slice(b": ");
+        wire.extend_from_slice(value.as_bytes());
+        wire.extend_from_slice(b"\r\n");
+    }
+    wire.extend_from_slice(format!("content-length: {}\r\n", data.len()).as_bytes());
+    wire.extend_from_slice(b"connection: close\r\n\r\n");
+    wire.extend_from_slice(data);
+    wire
 }
 
 /// reframe_head reads an HTTP/1.1 answer's head, once whole, as an HTTP/2 response head: the

@@ -156,6 +156,18 @@ def _merge_stream(base: dict[str, Any], parts: Sequence[dict[str, Any]], secs: f
     for key in ("events", "chunks", "body_bytes"):
         counts[f"{key}_per_s"] = counts.get(key, 0) / secs if secs > 0 else 0.0
     base["stream"] = counts
+    done = [p for p in streamed if p.get("completion") and p["histograms"].get("ttft")]
+    if not done:
+        return
+    completion: dict[str, Any] = {
+        key: sum(int(p["completion"][key]) for p in done) for key in ("responses", "output_tokens")
+    }
+    completion["output_tokens_per_s"] = completion["output_tokens"] / secs if secs > 0 else 0.0
+    for key, name in (("ttft", "ttft_ms"), ("itl", "itl_ms"), ("request_tokens_per_s",) * 2):
+        merged = merge_histograms([p["histograms"][key] for p in done])
+        base["histograms"][key] = merged
+        completion[name] = summary(merged)
+    base["completion"] = completion
 
 
 def add_counts(dicts: Iterable[dict[str, Any]]) -> dict[str, int]:

@@ -156,6 +156,25 @@ def _stream(result: Result) -> list[str]:
         f"({counts['events_per_s']:.1f}/s), {counts['chunks']} chunks "
         f"({counts['chunks_per_s']:.1f}/s), {fmt_bytes(counts['body_bytes'])} of bodies"
     )
+    return lines + _completion(result)
+
+
+def _completion(result: Result) -> list[str]:
+    """_completion is the streamed completions' table: TTFT, inter-token latency, and each
+    request's tokens a second (the LLM serving benchmarks' figures)."""
+    c = result.completion
+    if c is None:
+        return []
+    ttft, itl, rate = c["ttft_ms"], c["itl_ms"], c["request_tokens_per_s"]
+    lines = ["  Completions:    TTFT  inter-token   tokens/s a request"]
+    for label, key in _PERCENTILES:
+        lines.append(
+            f"  {label:>7} {fmt_ms(ttft[key]):>10}   {fmt_ms(itl[key]):>10}   {rate[key]:>10.1f}"
+        )
+    lines.append(
+        f"  {c['responses']} completions, {c['output_tokens']} output tokens "
+        f"({c['output_tokens_per_s']:.1f}/s)"
+    )
     return lines
 
 

@@ -151,6 +151,15 @@ class Result:
         return dict(d) if d else None
 
     @property
+    def completion(self) -> dict[str, Any] | None:
+        """completion: with ``stream``, once an OpenAI-compatible streamed completion's token
+        came: ``responses``, ``output_tokens``, ``output_tokens_per_s`` (over the run), and
+        the tables ``ttft_ms`` (time to first token), ``itl_ms`` (inter-token latency) and
+        ``request_tokens_per_s`` (each request's tokens over its latency); None without."""
+        d = self.data.get("completion")
+        return dict(d) if d else None
+
+    @property
     def timeseries(self) -> list[dict[str, Any]]:
         """timeseries: one snapshot per reporting interval, warm-up included (flagged)."""
         return list(self.data.get("timeseries", []))

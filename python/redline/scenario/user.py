@@ -344,6 +344,7 @@ class User(Functions, Control):
         follow_redirects: bool = False,
         tally: str | None = None,
         timeout: str | float | None = None,
+        stream: bool = False,
     ) -> Response:
         """request: one HTTP request. ``path`` is a path on the run's host (``/x``) or an
         absolute ``http://`` or ``https://`` URL of any host; it and the values of
@@ -352,7 +353,9 @@ class User(Functions, Control):
         ``METHOD path-template``). ``status`` is shorthand for a status check. ``tally`` (a
         JSON path, ``"$.status"``) counts each answer by the value there, per interval and
         over the run, under the request's name (every poll of a ``poll``). ``timeout``
-        (``"2s"``, ``0.5``) replaces the run's timeout for this request.
+        (``"2s"``, ``0.5``) replaces the run's timeout for this request. ``stream`` times
+        its answer as it arrives, as ``--stream`` times every request's (first byte, gaps
+        between chunks or events, a streamed completion's tokens: docs/protocols.md).
         ``follow_redirects`` follows a 3xx's Location, to any host."""
         if not isinstance(method, str) or not _METHOD.match(method):
             raise self._error(f"bad HTTP method {method!r}")
@@ -396,6 +399,15 @@ class User(Functions, Control):
             if not isinstance(c, Check):
                 raise self._error(f"checks must be made by status(), json_eq(), ...; got {c!r}")
             step["checks"].append(dict(c.spec))
+        self._options(step, tally, timeout, stream)
+        self._add(step)
+        self._sent += 1
+        return Response(self, step)
+
+    def _options(
+        self, step: dict[str, Any], tally: str | None, timeout: str | float | None, stream: bool
+    ) -> None:
+        """_options puts a request's ``tally``, ``timeout`` and ``stream`` into its step."""
         if tally is not None:
             try:
                 step["tally"] = {"path": parse_path(tally), "text": tally}
@@ -403,9 +415,8 @@ class User(Functions, Control):
                 raise self._error(f"tally: {e}") from None
         if timeout is not None:
             step["timeout_s"] = self._timeout_s(timeout)
-        self._add(step)
-        self._sent += 1
-        return Response(self, step)
+        if stream:
+            step["stream"] = True
 
     def _timeout_s(self, timeout: str | float) -> float:
         """_timeout_s: a request's ``timeout=`` in seconds (> 0), or the error naming its line."""
@@ -416,6 +427,34 @@ class User(Functions, Control):
         if not seconds > 0:
             raise self._error(f"timeout must be > 0, got {timeout!r}")
         return seconds
+
+    def completion(
+        self,
+        path: Any = "/v1/chat/completions",
+        *,
+        messages: Any = None,
+        prompt: Any = None,
+        model: Any = "",
+        max_tokens: int | None = None,
+        name: str | None = None,
+        **kw: Any,
+    ) -> Response:
+        """completion: an OpenAI-compatible streaming completion: ``POST path`` with a JSON
+        body of ``model``, ``messages`` (chat, ``/v1/chat/completions``) or ``prompt``
+        (``/v1/completions``), ``max_tokens`` and ``"stream": true``, its answer timed as it
+        arrives and its tokens counted from the events (``choices[0].delta.content``, or
+        ``.text``): TTFT, inter-token latency and output tokens a second in the result's
+        ``completion``. Other keywords are :meth:`request`'s (``headers=`` for a key)."""
+        if (messages is None) == (prompt is None):
+            raise self._error("completion: give messages= (chat) or prompt=, one of them")
+        body: dict[str, Any] = {"model": model, "stream": True}
+        if messages is not None:
+            body["messages"] = messages
+        else:
+            body["prompt"] = prompt
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        return self.request("POST", path, json=body, name=name or "completion", stream=True, **kw)
 
     def get(self, path: Any, **kw: Any) -> Response:
         """get: a GET request (see :meth:`request`)."""

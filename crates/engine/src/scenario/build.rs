@@ -166,6 +166,7 @@ impl Builder<'_> {
             checks,
             expected_errors,
             tally: r.tally.as_ref().map(|t| t.path.clone()),
+            stream: r.stream,
         });
         Ok(self.requests.len() - 1)
     }

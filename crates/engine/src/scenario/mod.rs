@@ -103,6 +103,8 @@ pub struct Request {
     /// tally: the JSON path whose value each answer that ends the request is counted by
     /// (`tally="$.status"`; see [`tally`]).
     pub tally: Option<Vec<spec::PathSeg>>,
+    /// stream: time its answer as it arrives (`stream=True`; see [`crate::stream`]).
+    pub stream: bool,
 }
 
 /// Think is a pause's distribution.
@@ -278,6 +280,11 @@ impl Script {
     /// (`on_exhausted="stop"`): no VU starts another iteration.
     pub fn data_stopped(&self) -> bool {
         self.data.iter().any(Data::stopped)
+    }
+
+    /// streams says whether any request asks for its answer to be timed as it arrives.
+    pub fn streams(&self) -> bool {
+        self.requests.iter().any(|r| r.stream)
     }
 
     /// longest_timeout is the longest of the requests' own timeouts, if any has one.

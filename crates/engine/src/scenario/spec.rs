@@ -213,6 +213,9 @@ pub struct RequestSpec {
     /// tally: count each answer by the value at this JSON path.
     #[serde(default)]
     pub tally: Option<TallySpec>,
+    /// stream: time the answer as it arrives (`stream=True`; see [`crate::stream`]).
+    #[serde(default)]
+    pub stream: bool,
     /// line: the scenario line.
     #[serde(default)]
     pub line: Option<u32>,
