@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redline.errors import ConfigError
-from redline.find.result import FindResult
+from redline.find.result import FindResult, pick
+from redline.output import write_text
 from redline.runs.result import Result
 
 if TYPE_CHECKING:
@@ -142,8 +142,8 @@ class ExperimentResult:
                 )
                 for c in doc["configurations"]
             ),
-            comparisons=tuple(_pick(ComparisonResult, c) for c in doc.get("comparisons", ())),
-            best=_pick(Best, doc["best"]) if doc.get("best") else None,
+            comparisons=tuple(pick(ComparisonResult, c) for c in doc.get("comparisons", ())),
+            best=pick(Best, doc["best"]) if doc.get("best") else None,
             interrupted=bool(doc.get("interrupted", False)),
             document=doc,
         )
@@ -177,17 +177,7 @@ class ExperimentResult:
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         """write_json writes the document to ``path`` (``"-"``: stdout)."""
-        if str(path) == "-":
-            sys.stdout.write(self.to_json() + "\n")
-            sys.stdout.flush()
-            return
-        Path(path).write_text(self.to_json() + "\n")
-
-
-def _pick(cls: Any, d: dict[str, Any]) -> Any:
-    """_pick builds the dataclass ``cls`` from the document's object ``d``, taking its
-    fields by name (the document's other keys stay in the document)."""
-    return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        write_text(path, self.to_json())
 
 
 def experiment(

@@ -7,8 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 from redline.analysis.bottleneck import bottleneck_sentence, name_bottleneck
@@ -16,6 +14,7 @@ from redline.analysis.outcome import Meter
 from redline.find.ending import Outcome, spoiled_text
 from redline.find.rules import CONDITIONS, Limits
 from redline.find.step import Step
+from redline.output import write_text
 
 
 # long: the document's every key in one place, as the schema lists them.
@@ -226,8 +225,4 @@ def answers_text(result: dict[str, Any]) -> str:
 
 def write_json(result: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """write_json writes the result document (to stdout for ``"-"``)."""
-    if str(path) == "-":
-        sys.stdout.write(json.dumps(result, indent=2) + "\n")
-        sys.stdout.flush()
-        return
-    Path(path).write_text(json.dumps(result, indent=2) + "\n")
+    write_text(path, json.dumps(result, indent=2))

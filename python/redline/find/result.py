@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redline.errors import ConfigError
+from redline.output import write_text
 
 if TYPE_CHECKING:
     from redline.scenario.scenario import Scenario
@@ -121,11 +121,11 @@ class FindResult:
             answers=Answers(
                 steady_state_throughput_rps=a.get("steady_state_throughput_rps"),
                 steady_state_load=a.get("steady_state_load"),
-                latency_ms=_pick(LatencyMs, a.get("latency_ms") or {}),
-                optimal=_pick(Optimal, a["optimal"]) if a.get("optimal") else None,
-                limit=_pick(Limit, a["limit"]),
+                latency_ms=pick(LatencyMs, a.get("latency_ms") or {}),
+                optimal=pick(Optimal, a["optimal"]) if a.get("optimal") else None,
+                limit=pick(Limit, a["limit"]),
             ),
-            stop=_pick(Stop, stop) if stop else None,
+            stop=pick(Stop, stop) if stop else None,
             steps=tuple(doc.get("steps", ())),
             generator_limited=bool(doc.get("generator_limited", False)),
             interrupted=bool(doc.get("interrupted", False)),
@@ -145,15 +145,11 @@ class FindResult:
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         """write_json writes the document to ``path`` (``"-"``: stdout)."""
-        if str(path) == "-":
-            sys.stdout.write(self.to_json() + "\n")
-            sys.stdout.flush()
-            return
-        Path(path).write_text(self.to_json() + "\n")
+        write_text(path, self.to_json())
 
 
-def _pick(cls: Any, d: dict[str, Any]) -> Any:
-    """_pick builds the dataclass ``cls`` from the document's object ``d``, taking its
+def pick(cls: Any, d: dict[str, Any]) -> Any:
+    """pick builds the dataclass ``cls`` from the document's object ``d``, taking its
     fields by name (the document's other keys stay in the document)."""
     return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from redline import _engine
+from redline.output import write_text
 
 _QUANTILE_KEYS = ("p50", "p75", "p90", "p99", "p99_9", "p99_99")
 
@@ -218,11 +218,7 @@ class Result:
 
     def write_json(self, path: str | Path) -> None:
         """write_json writes the full document to ``path`` (``"-"``: stdout)."""
-        if str(path) == "-":
-            sys.stdout.write(self.to_json() + "\n")
-            sys.stdout.flush()
-            return
-        Path(path).write_text(self.to_json() + "\n")
+        write_text(path, self.to_json())
 
     def __repr__(self) -> str:
         lat = self.latency

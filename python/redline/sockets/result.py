@@ -4,10 +4,10 @@ view over the engine's document that keeps it intact."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
+from redline.output import write_text
 from redline.runs.result import Latency
 
 
@@ -58,11 +58,7 @@ class SocketResult:
 
     def write_json(self, path: str | Path) -> None:
         """write_json writes the document to ``path`` (``"-"``: stdout)."""
-        if str(path) == "-":
-            sys.stdout.write(self.to_json() + "\n")
-            sys.stdout.flush()
-            return
-        Path(path).write_text(self.to_json() + "\n")
+        write_text(path, self.to_json())
 
     def __repr__(self) -> str:
         m, lat = self.data["messages"], self.latency
