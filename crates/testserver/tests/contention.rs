@@ -139,7 +139,10 @@ fn open_loop_collapses_past_the_peak_and_stays_collapsed() {
     eprintln!("healthy at 300 req/s: {calm_stats:?}");
     assert!(caught_up, "a healthy server keeps up at 300 req/s");
     assert_eq!(calm_stats.contention_served, calm.len() as u64);
-    assert!(calm_stats.contention_peak < 20, "{calm_stats:?}");
+    // The stable balance is n ≈ 3.2; a sender descheduled for tens of ms catches up in a burst
+    // (peak 27 seen on a fresh-clone CI run, all 301 served, none waiting): the collapse below
+    // holds over 300 in service, so 60 still tells the two apart.
+    assert!(calm_stats.contention_peak < 60, "{calm_stats:?}");
     drop(calm);
     healthy.stop();
 
