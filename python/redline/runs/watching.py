@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from redline.runs.result import Result
-from redline.service.parts import Parts
+
+if TYPE_CHECKING:
+    from redline.service.parts import Parts
 
 
 def start_parts(watch: Sequence[str]) -> Parts | None:
     """start_parts parses the ``--watch`` specs (a mistake is a ConfigError before any load)
     and starts watching them now, the run's origin; None without any."""
+    if not watch:
+        return None
+    # Imported here: the parts' psutil and monitors are CPU every run's start would pay, and
+    # a run without --watch never uses them.
+    from redline.service.parts import Parts
+
     parts = Parts.parse(list(watch))
     return parts.start() if parts is not None else None
 
