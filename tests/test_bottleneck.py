@@ -251,3 +251,74 @@ def test_the_run_queue_reads_how_long_this_process_waited_for_a_cpu():
     share = q.share([os.getpid()])
     if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat"):
         assert share is not None and 0.0 <= share <= 1.0, share
+
+
+def _scale_demo(redline: float, instance_cpu: float, busy: float) -> list[Step]:
+    """_scale_demo: ``make scale-demo``'s two taskqueue instances, PostgreSQL and nginx on 2
+    cores, as the search's steps saw them: nginx's run queue fills with the load (75 % at
+    the limit) on 8 % of a core; redline takes ``redline`` of the machine at the limit, each
+    instance ``instance_cpu`` % of a core, and the machine is ``busy``."""
+    out = []
+    for i, (wait, share) in enumerate(((0.05, 0.3), (0.3, 0.6), (0.75, 1.0))):
+        parts = {
+            "taskqueue-A": {**IDLE, "cpu_percent": instance_cpu * share},
+            "taskqueue-B": {**IDLE, "cpu_percent": instance_cpu * share},
+            "postgres": {**IDLE, "cpu_percent": 32.0 * share},
+            "nginx": {**IDLE, "cpu_percent": 8.0 * share, "cpu_wait": wait},
+        }
+        out.append(
+            Step(
+                index=i,
+                load=512.0 * 2**i,
+                throughput_rps=1500.0,
+                p50_ms=5.0,
+                p99_ms=50.0,
+                generator_busy=0.3,
+                generator_wait=0.05,
+                machine_busy=busy * share,
+                generator_share=0.1 * share,
+                redline_share=redline * share,
+                parts=parts,
+            )  # fmt: skip
+        )
+    out[-1].fired = ["slo"]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("label", "redline", "instance_cpu", "busy", "named"),
+    [
+        # 2026-11-28 16:21, quiet box: redline 109 % of a core, the instances 30 % and 29 %,
+        # postgres 32 %, nginx 8 %: nginx's cpu was named for its run queue.
+        ("the generator took the most", 0.545, 30.0, 0.99, ("generator", "generator")),
+        ("the instances took the most", 0.15, 60.0, 0.97, ("machine", "cpu")),
+        ("the machine had CPU to spare", 0.2, 30.0, 0.6, ("nginx", "cpu")),
+    ],
+)
+def test_a_run_queue_on_a_saturated_machine_names_the_machine_or_the_generator(
+    monkeypatch, label, redline, instance_cpu, busy, named
+):
+    """A part waiting for a CPU on a machine whose cores ran out is short of the machine's
+    cores, shared by every part: the machine is named with who took them, or the generator
+    where redline took the most (it was measuring its own share, not the service); nginx,
+    on 8 % of a core, is named only where the machine had CPU to spare (its cores then
+    were its own problem: affinity, a quota)."""
+    monkeypatch.setattr("redline.analysis.bottleneck.os.cpu_count", lambda: 2)
+    s = _scale_demo(redline, instance_cpu, busy)
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and (b["part"], b["resource"]) == named, (label, b)
+    said = bottleneck_sentence(b)
+    assert said is not None
+    if named[0] == "nginx":
+        assert "waited for a CPU 75 %" in b["evidence"], b
+        return
+    assert "nginx's threads waited for a CPU 75 % of the time" in b["evidence"], b
+    assert f"this machine's 2 cores were {busy:.0%} busy" in b["evidence"], b
+    assert f"generator {redline:.0%}" in b["evidence"], b
+    assert f"taskqueue-A {instance_cpu / 200:.0%}" in b["evidence"], b
+    if named[0] == "generator":
+        assert b["utilisation"] == pytest.approx(redline)
+        assert "not the service" in said, said
+    else:
+        assert b["utilisation"] == pytest.approx(busy)
+        assert said.startswith("Bottleneck: this machine's CPUs ran out first"), said

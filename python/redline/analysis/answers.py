@@ -8,11 +8,12 @@ Little's-law check per step and the leak check on the monitor's series.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from redline.analysis.checks import leak_checks, little_of
-from redline.analysis.evidence import level_of
+from redline.analysis.evidence import Level, floored_se, level_of
 from redline.analysis.knee import power
 from redline.analysis.sentences import answer_sentences, load_key
 from redline.analysis.step import StepResult
@@ -58,13 +59,7 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
     the step that happened to read high): it is the mean, weighted by precision, of the steps
     that are not significantly under the plateau (:func:`plateau`), the confirmation
     included."""
-    pool = [
-        s
-        for s in steps
-        if not set(s.fired) & {"generator", "collapse"}
-        and not ("slo" in s.fired and "backlog" not in s.fired)
-        and s.phase not in ("recover", "confirm", "soak")
-    ]
+    pool = _capacity_pool(steps)
     if not pool:
         return None, None
     top = max(pool, key=lambda s: s.throughput_rps)
@@ -76,11 +71,7 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
         top = max(refusing, key=lambda s: (s.offered_rps or s.load, s.index))
         return top.throughput_rps, 2 * (top.throughput_se or 0.0)
     if model == "closed":
-        confirmed = [s for s in steps if s.phase == "confirm" and s.ok]
-        # A step where Little's law fails was no stationary state (a backlog draining
-        # through its window reads as more than the service sustains): not at the plateau.
-        stationary = [s for s in pool + confirmed if _stationary(s)]
-        return plateau(stationary or pool + confirmed)
+        return plateau(plateau_steps(steps))
     ci = 2 * (top.throughput_se or 0.0)
     if top.ok:
         above = [s for s in steps if not s.ok and s.load > top.load]
@@ -88,6 +79,35 @@ def capacity(steps: Sequence[StepResult], model: str) -> tuple[float | None, flo
         if bad is not None and bad.throughput_rps < 0.98 * top.throughput_rps:
             ci = max(ci, (bad.load - top.load) / 2)
     return top.throughput_rps, ci
+
+
+def _capacity_pool(steps: Sequence[StepResult]) -> list[StepResult]:
+    """_capacity_pool: the search's steps that can read the capacity (see :func:`capacity`)."""
+    return [
+        s
+        for s in steps
+        if not set(s.fired) & {"generator", "collapse"}
+        and not ("slo" in s.fired and "backlog" not in s.fired)
+        and s.phase not in ("recover", "confirm", "soak")
+    ]
+
+
+def plateau_steps(steps: Sequence[StepResult]) -> list[StepResult]:
+    """plateau_steps: the closed model's readings of its plateau, before :func:`level_of`
+    leaves out those under it: the capacity's pool and the confirmations that held, less any
+    step where Little's law fails (no stationary state: a backlog draining through its
+    window reads as more than the service sustains)."""
+    pool = _capacity_pool(steps) + [s for s in steps if s.phase == "confirm" and s.ok]
+    return [s for s in pool if _stationary(s)] or pool
+
+
+def plateau_level(steps: Sequence[StepResult]) -> Level[StepResult] | None:
+    """plateau_level is the closed model's plateau (:func:`level_of` of
+    :func:`plateau_steps`): its steps, their mean and the mean's standard error; None
+    where the service refused past its limit (its capacity is the accepted rate then)."""
+    if any("errors" in s.fired and _refusals(s) for s in _capacity_pool(steps)):
+        return None
+    return level_of(plateau_steps(steps))
 
 
 def _stationary(s: StepResult) -> bool:
@@ -99,11 +119,31 @@ def _stationary(s: StepResult) -> bool:
 def plateau(steps: Sequence[StepResult]) -> tuple[float | None, float | None]:
     """plateau is the goodput the steps at the top agree on, with two standard errors
     (:func:`redline.analysis.evidence.level_of`: the precision-weighted mean of the steps not
-    significantly under the others)."""
+    significantly under the others; :func:`level_se` for its error)."""
     level = level_of(steps)
     if level is None:
         return None, None
-    return level.mean, 2 * level.se
+    return level.mean, 2 * level_se(level)
+
+
+#: SCATTER_MIN: the steps a level needs before their scatter about it is read as its error.
+SCATTER_MIN = 3
+
+
+def level_se(level: Level[StepResult]) -> float:
+    """level_se is a level's standard error: the weighted mean's, or, where the steps
+    scatter about it more than their own errors allow (what the service got moved between
+    the minutes they were read in, on a shared machine), the error that scatter gives
+    (sqrt(sum w(x - m)^2 / ((k - 1) sum w)), weights 1/SE^2), from three steps on (two
+    readings tell their difference, not a spread)."""
+    k = len(level.steps)
+    if k < SCATTER_MIN:
+        return level.se
+    w = [1 / floored_se(s) ** 2 for s in level.steps]
+    spread = sum(
+        wi * (s.throughput_rps - level.mean) ** 2 for wi, s in zip(w, level.steps, strict=True)
+    )
+    return max(level.se, math.sqrt(spread / ((k - 1) * sum(w))))
 
 
 def repeat_drift(steady: StepResult | None, steps: Sequence[StepResult]) -> float | None:
@@ -255,10 +295,19 @@ def build_answers(
         detail = limit.why if limit is not None else ""
     cap, cap_ci, drift, steady_ci = _capacity_and_spread(steps, steady, model)
     kind = limit_kind(limit, reason, steps)
+    x = steady.throughput_rps if steady else None
+    held = _plateau_answer(steps, steady, model)
+    if held is not None and held["answer"]:
+        # On the plateau, answer 1 is what every step there measured: the capacity.
+        x, steady_ci = cap, cap_ci
     answers: dict[str, Any] = {
         "unit": unit,
-        "steady_state_throughput_rps": steady.throughput_rps if steady else None,
+        "steady_state_throughput_rps": x,
         "steady_state_throughput_ci": steady_ci,
+        # The held step's own reading, and the plateau answer 1 is (or is under) the level of.
+        "steady_state_step_rps": steady.throughput_rps if steady else None,
+        "steady_state_step_ci": 2 * (steady.throughput_se or 0.0) if steady else None,
+        "steady_state_plateau": held,
         # A step that never became steady (its rate or latency still moved at its end) has
         # means, not a steady state: the sentences say so instead of calling them one.
         "steady_state_step": steady.index if steady else None,
@@ -303,19 +352,71 @@ def _capacity_and_spread(
     load, and the steady throughput's ±, widened to cover that drift."""
     # The confirmation is a reading of the plateau too (find passes the search's steps, and
     # the confirmation as ``steady``).
-    held = [steady] if steady is not None and steady.phase == "confirm" else []
-    cap, cap_ci = capacity([*steps, *(s for s in held if all(s is not o for o in steps))], model)
+    cap, cap_ci = capacity(_with_held(steps, steady), model)
     drift = repeat_drift(steady, steps)
     steady_ci = 2 * (steady.throughput_se or 0.0) if steady else None
     if drift is not None and steady is not None:
         # Interval noise within a step cannot show what moves between steps; the repeat at
-        # the same load can, and the ± must cover it.
+        # the same load can, and the ± of that one reading must cover it.
         # The ± around the confirmation reaches the search's own reading of that load.
         gap = abs(drift) * _repeated(steady, steps)
         steady_ci = max(steady_ci or 0.0, gap)
         if cap is not None:
-            cap_ci = max(cap_ci or 0.0, abs(drift) * cap)
+            # The capacity is the mean of k readings taken at different minutes: a move of
+            # one reading between two minutes (the drift, sqrt(2) of one reading's own)
+            # moves their mean by drift / sqrt(2k); the steps' scatter about their level
+            # (level_se) shows the same from the plateau's own readings.
+            level = plateau_level(_with_held(steps, steady)) if model == "closed" else None
+            k = len(level.steps) if level is not None else 1
+            cap_ci = max(cap_ci or 0.0, abs(drift) * cap * math.sqrt(2 / max(k, 2)))
     return cap, cap_ci, drift, steady_ci
+
+
+def _plateau_answer(
+    steps: Sequence[StepResult], steady: StepResult | None, model: str
+) -> dict[str, Any] | None:
+    """_plateau_answer is ``answers.steady_state_plateau``: the closed model's plateau (its
+    steps and the loads they span) and whether answer 1 is its level
+    (:func:`steady_on_plateau`); None without a plateau of two loads or more, or without a
+    steady step."""
+    if model != "closed" or steady is None:
+        return None
+    level = plateau_level(_with_held(steps, steady))
+    if level is None or len({s.load for s in level.steps}) < 2:
+        return None
+    loads = [s.load for s in level.steps]
+    return {
+        "steps": len(level.steps),
+        "from_load": min(loads),
+        "to_load": max(loads),
+        "answer": steady_on_plateau(steps, steady, model) is not None,
+    }
+
+
+def _with_held(steps: Sequence[StepResult], steady: StepResult | None) -> list[StepResult]:
+    """_with_held: the steps and the confirmation behind the steady answer, once."""
+    held = [steady] if steady is not None and steady.phase == "confirm" else []
+    return [*steps, *(s for s in held if all(s is not o for o in steps))]
+
+
+def steady_on_plateau(
+    steps: Sequence[StepResult], steady: StepResult | None, model: str
+) -> Level[StepResult] | None:
+    """steady_on_plateau is the closed model's plateau when answer 1 is its level: the
+    steady step became steady and was held at a load on the plateau (one of the plateau's
+    steps, or a load at least the lightest of them that read under it: at the plateau's
+    edge, where users come and go around the knee). What the service sustains there is what
+    every step on the plateau measured, not one step's reading: one reading put answer 1
+    at 62 ± 3 tasks/s beside "stops growing at 58.8 ± 0.9", a steady state above its own
+    limit. None otherwise (the open model, a plateau of one step, refusals)."""
+    if model != "closed" or steady is None or steady.steady is False:
+        return None
+    level = plateau_level(_with_held(steps, steady))
+    if level is None or len({s.load for s in level.steps}) < 2:
+        return None
+    if any(s is steady for s in level.steps) or steady.load >= min(s.load for s in level.steps):
+        return level
+    return None
 
 
 def _optimal_answer(opt: StepResult | None, model: str) -> dict[str, Any] | None:

@@ -23,6 +23,14 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
   other engineers' builds on a shared box) waited for that work, not for the load: it is
   said beside what is named, not named itself.
 
+A part's run queue that fills with the load while this machine's CPUs are saturated
+(:data:`MACHINE_BUSY`) is no shortage of that part's: every part on the machine shares its
+cores, and the one that waits is not the one that took them (``make scale-demo``'s nginx
+waited for a CPU 75 % of the time on 8 % of a core, beside a generator on 109 %). There the
+machine's cores are named (part ``machine``, resource ``cpu``) with who took them
+(:func:`takers`); where redline took the most, the generator is named: it was measuring
+its own share of the machine, not the service.
+
 At the limit (the first step that broke a limit), the bottleneck is the saturated resource
 that ran out first: the one saturated at the lightest load, ties going to the cause before
 the symptom (the generator, whose figures all others rest on; then CPU, memory, fds, a pool;
@@ -58,6 +66,10 @@ RUN_QUEUE = 0.5
 #: QUEUE_KEY: the key of a part's run-queue reading (its CPU % reading has none).
 QUEUE_KEY = "run queue"
 
+#: MACHINE_BUSY: this machine's CPUs busy this share of their time over a step have run out
+#: for every part on it (:data:`redline.find.rules.MACHINE_BUSY`).
+MACHINE_BUSY = 0.9
+
 #: OTHERS: the share of the machine's CPUs that, gone to neither redline's workers nor any
 #: watched part, makes a starved generator another tenant's doing. Seen on 2 shared cores at
 #: load 11-20: `make demo`'s deployment (redline 1-2 %, taskqueue 10 %, the origin 1 % of
@@ -76,6 +88,51 @@ def other_work(step: Any) -> float | None:
     if busy is None or share is None or not cpus:
         return None
     return max(0.0, busy - share - sum(cpus) / 100.0 / (os.cpu_count() or 1))
+
+
+def takers(step: Any) -> list[tuple[str, float]] | None:
+    """takers are who took this machine's CPUs over ``step``, the most first, as shares of
+    them: each watched part, redline (its whole process where measured, else its workers)
+    and "other work" (the rest of the busy time); None where the machine was not measured."""
+    busy = getattr(step, "machine_busy", None)
+    mine = getattr(step, "redline_share", None)
+    if mine is None:
+        mine = getattr(step, "generator_share", None)
+    if busy is None or mine is None:
+        return None
+    cores = float(os.cpu_count() or 1)
+    out = [("generator", float(mine))]
+    for name, f in (getattr(step, "parts", None) or {}).items():
+        if f.get("cpu_percent") is not None:
+            out.append((name, float(f["cpu_percent"]) / 100.0 / cores))
+    out.append(("other work", max(0.0, busy - sum(x for _, x in out))))
+    return sorted(out, key=lambda x: -x[1])
+
+
+def machine_ran_out(step: Any, waiting: Reading) -> dict[str, Any] | None:
+    """machine_ran_out is the bottleneck where ``waiting`` (a part's run queue) filled on a
+    machine whose CPUs were saturated over ``step``: the machine's cores, shared, with who
+    took them, or the generator where redline took the most of them; None where the machine
+    had CPU to spare or was not measured."""
+    busy, took = getattr(step, "machine_busy", None), takers(step)
+    if busy is None or busy < MACHINE_BUSY or not took:
+        return None
+    cores = os.cpu_count() or 1
+    shares = ", ".join(f"{name} {x:.0%}" for name, x in took if x >= 0.005)
+    said = (
+        f"this machine's {cores} cores were {busy:.0%} busy, shared by every part on it"
+        f" ({shares} of them); {waiting.part}'s {waiting.evidence.removeprefix('its ')}"
+    )
+    top, most = took[0]
+    if top == "generator":
+        return {
+            "part": "generator",
+            "resource": "generator",
+            "utilisation": round(most, 4),
+            "evidence": f"redline took the most of {said}: the load generator was measuring"
+            " its own share of the machine, not the service (give it its own cores or machine)",
+        }
+    return {"part": "machine", "resource": "cpu", "utilisation": round(busy, 4), "evidence": said}
 
 
 def starved_by_others(step: Any) -> str | None:
@@ -241,6 +298,9 @@ def name_bottleneck(
     # Ties: cause before symptom; of two pools full at once, the smaller (the larger's
     # holders wait on it: 100 task slots held by tasks waiting for 10 connections).
     since, top = min(saturated, key=lambda x: (x[0], RESOURCES.index(x[1].resource), x[1].size))
+    shared = machine_ran_out(limit, top) if top.key == QUEUE_KEY else None
+    if shared is not None:
+        return shared
     unit = "users" if getattr(limit, "model", "closed") == "closed" else "req/s"
     others = [
         r
@@ -307,6 +367,8 @@ def bottleneck_sentence(b: dict[str, Any] | None) -> str | None:
         return None
     if b.get("part") is None:
         return f"Bottleneck: none named: {b['evidence']}."
+    if b["part"] == "machine":
+        return f"Bottleneck: this machine's CPUs ran out first: {b['evidence']}."
     what = {"accept-queue": "accept queue", "generator": "CPU (the load generator itself)"}
     resource = what.get(b["resource"], b["resource"])
     return (

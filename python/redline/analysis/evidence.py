@@ -68,6 +68,24 @@ def trend(t: Sequence[float], y: Sequence[float]) -> Trend:
     return Trend(b * span, math.sqrt(s2 / sxx) * span, mean_y, n)
 
 
+def walk_t(y: Sequence[float]) -> float:
+    """walk_t is how many standard errors a series' drift is from none, read as a random
+    walk's: the mean of its steps over their standard error (sd/sqrt(n)). A queue's length is
+    its arrivals less its departures, summed: a walk, whose readings a least-squares line
+    takes for independent, so a queue that wanders about a level reads as a trend (a closed
+    model's confirmation at 256 users, 25-47 tasks waiting at 59 tasks/s done: t 4.6 by the
+    line, 0.5 as a walk). 0 with fewer than three steps."""
+    steps = [b - a for a, b in zip(y, y[1:], strict=False)]
+    n = len(steps)
+    if n < 3:
+        return 0.0
+    mean = sum(steps) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in steps) / (n - 1))
+    if sd == 0:
+        return 0.0 if mean == 0 else math.copysign(math.inf, mean)
+    return mean / (sd / math.sqrt(n))
+
+
 def rate_se(counts: Sequence[float], seconds: float) -> float:
     """rate_se is the standard error of a rate measured as ``sum(counts) / seconds`` over
     equal intervals, from the interval-to-interval spread (sd/√k of the per-interval rates).

@@ -71,6 +71,9 @@ def answer_sentences(
         throughput = f"In a steady state the service sustains {rate_text(x, ci, unit)}" + (
             f" ({'; '.join(where)})." if where else "."
         )
+        plateau = answers.get("steady_state_plateau")
+        if plateau:
+            throughput = _on_plateau(answers, plateau, model, where, unit)
         there = "Its latency there"
         if answers.get("steady_state_reached") is False:
             # The step behind the answer still moved at its end: its means, called what they are.
@@ -109,6 +112,40 @@ def answer_sentences(
         "optimal": optimal,
         "limit": limit + _beside_steady(answers, unit),
     }
+
+
+def _on_plateau(
+    answers: dict[str, Any], plateau: dict[str, Any], model: str, where: list[str], unit: str
+) -> str:
+    """_on_plateau: answer 1 in the closed model, where the steps agree on a plateau: its
+    level, with the held step's own reading beside it (answer 1 is the level), or the held
+    load said to be under it."""
+    x, ci = answers.get("steady_state_throughput_rps"), answers.get("steady_state_throughput_ci")
+    span = (
+        f"{plateau['steps']} steps from {fmt_load(plateau['from_load'], model)} to"
+        f" {fmt_load(plateau['to_load'], model)}"
+    )
+    if not plateau.get("answer"):
+        cap = (answers.get("limit") or {}).get("capacity_rps")
+        cap_ci = (answers.get("limit") or {}).get("capacity_ci")
+        return (
+            f"In a steady state the service sustains {rate_text(x, ci, unit)}"
+            + (f" ({'; '.join(where)})." if where else ".")
+            + f" That load is under its plateau: {span} agree on"
+            f" {rate_text(cap, cap_ci, unit)}, what it sustains at its best."
+        )
+    step_x, step_ci = answers.get("steady_state_step_rps"), answers.get("steady_state_step_ci")
+    held = f"held at {where[0].removeprefix('at ')}, " if where else ""
+    under = ""
+    if x is not None and step_x is not None and step_x < x - (ci or 0.0):
+        under = ", under that level: a load at the plateau's edge"
+    return (
+        f"In a steady state the service sustains {rate_text(x, ci, unit)}, the level its"
+        f" plateau's {span} agree on; {held}its step read {rate_text(step_x, step_ci, unit)}"
+        + (f" ({'; '.join(where[1:])})" if where[1:] else "")
+        + under
+        + "."
+    )
 
 
 def _beside_steady(answers: dict[str, Any], unit: str) -> str:

@@ -291,7 +291,9 @@ def _sampler(
             figures["generator_wait"] = wait
         machine = live.machine(t0, t1)
         if machine is not None:
-            figures["machine_busy"], figures["generator_share"] = machine
+            busy, workers, process = machine
+            figures["machine_busy"], figures["generator_share"] = busy, workers
+            figures["redline_share"] = process
         if monitor is not None:
             figures.update(monitor.window(t0, t1))
         return figures

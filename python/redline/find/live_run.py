@@ -6,6 +6,7 @@ service monitor shown on that run's clock (:class:`Aligned`)."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from redline.runs.config import RunConfig
@@ -33,9 +34,10 @@ class LiveRun:
         #: _injector_cpu: a cluster run's worker CPU, per injector, at each snapshot
         #: ([ran_s, waited_s, threads], as :func:`worker_cpu_s`).
         self._injector_cpu: list[tuple[float, dict[str, list[float]]]] = []
-        #: _machine: at each local snapshot, the workers' run time and the machine's busy and
-        #: total CPU time (seconds; :func:`machine_cpu_s`).
-        self._machine: list[tuple[float, float, float, float]] = []
+        #: _machine: at each local snapshot, the workers' run time, the machine's busy and
+        #: total CPU time (seconds; :func:`machine_cpu_s`) and this process's CPU time (all
+        #: its threads: the workers, and the search and the watching in Python).
+        self._machine: list[tuple[float, float, float, float, float]] = []
 
     def set_target(self, value: float, ramp_s: float = 0.0) -> float:
         return float(self.handle.set_target(value, ramp_s))
@@ -57,7 +59,9 @@ class LiveRun:
                 self._cpu.append((float(snap["t_s"]), *cpu))
                 machine = machine_cpu_s()
                 if machine is not None:
-                    self._machine.append((float(snap["t_s"]), cpu[0], *machine))
+                    self._machine.append(
+                        (float(snap["t_s"]), cpu[0], *machine, time.process_time())
+                    )
         self.timeseries.append(snap)
         return snap
 
@@ -91,22 +95,24 @@ class LiveRun:
         shares = self._worker_shares(t0, t1)
         return None if shares is None else shares[1]
 
-    def machine(self, t0: float, t1: float) -> tuple[float, float] | None:
-        """machine is how busy this machine's CPUs were over [t0, t1] and the share of them
-        redline's workers ran on (both shares of the machine's CPU time): a load generator
-        that takes a good part of a saturated machine takes it from a service on the same
-        machine. None on a cluster (the injectors' machines are not this one's)."""
+    def machine(self, t0: float, t1: float) -> tuple[float, float, float] | None:
+        """machine is how busy this machine's CPUs were over [t0, t1], the share of them
+        redline's workers ran on, and the share redline's whole process took (its workers,
+        and its Python: the search, the watching), all shares of the machine's CPU time: a
+        load generator that takes a good part of a saturated machine takes it from a service
+        on the same machine. None on a cluster (the injectors' machines are not this one's)."""
         if self._injector_cpu:
             return None
         inside = [x for x in self._machine if t0 - 1e-6 <= x[0] <= t1 + 1e-6]
         if len(inside) < 2:
             return None
-        (_, ra, ba, ta), (_, rb, bb, tb) = inside[0], inside[-1]
+        (_, ra, ba, ta, pa), (_, rb, bb, tb, pb) = inside[0], inside[-1]
         if tb <= ta:
             return None
         # The busy time is the machine's CPU time less its idle time, both growing floats: an
         # idle window can difference to -1e-12, which is no share (the result's schema says >= 0).
-        return max(0.0, (bb - ba) / (tb - ta)), max(0.0, (rb - ra) / (tb - ta))
+        total = tb - ta
+        return max(0.0, (bb - ba) / total), max(0.0, (rb - ra) / total), max(0.0, (pb - pa) / total)
 
     def generator_series(self) -> list[dict[str, float]]:
         """generator_series is the generator's own part in the watched series: per interval,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from redline.analysis.evidence import queue_rise_floor_ms, rate_se, trend
+from redline.analysis.evidence import queue_rise_floor_ms, rate_se, trend, walk_t
 from redline.analysis.outcome import Meter
 from redline.analysis.steady import little_holds, mser_cut, steady_counts, steady_window
 from redline.find.rules import Limits
@@ -140,10 +140,21 @@ class Reader:
         if rise.points == 0:
             return None
         span = max(float(used[-1]["t_s"]) - float(used[0]["t_s"]), 1e-9)
+        t = rise.t if rise.points >= 4 else None
+        if t is not None and t > 0 and self.model == "closed":
+            # The closed model's users wait for their work: its queue is bounded by them and
+            # wanders about its level as they come and go, a walk a line takes for a trend
+            # (the demo's confirmation at its plateau, 25-47 waiting: t 4.6, a limit fired).
+            # A growth is one as a walk too (a drain still counts by the line: the load
+            # before's work completing in this step's window).
+            waiting = [
+                float(b) for s in used if (b := (s.get("work") or {}).get("backlog")) is not None
+            ]
+            t = min(t, walk_t(waiting))
         return {
             "backlog_mean": rise.mean,
             "backlog_growth_rps": rise.rise / span if rise.points >= 3 else None,
-            "backlog_growth_t": rise.t if rise.points >= 4 else None,
+            "backlog_growth_t": t,
         }
 
     def cycle_s(self, used: Sequence[dict[str, Any]], users: float) -> float | None:
@@ -235,6 +246,7 @@ class Reader:
             generator_wait=figures.pop("generator_wait", None),
             machine_busy=figures.pop("machine_busy", None),
             generator_share=figures.pop("generator_share", None),
+            redline_share=figures.pop("redline_share", None),
             parts=figures.pop("parts", None) or {},
             service=figures,
             backlog_mean=backlog.get("backlog_mean"),

@@ -31,6 +31,9 @@ class Step(StepResult):
     machine_busy: float | None = None
     #: generator_share: the share of this machine's CPU time redline's workers ran on.
     generator_share: float | None = None
+    #: redline_share: the share of this machine's CPU time redline's whole process took (its
+    #: workers, and its Python: the search, the watching, the scenario's steps).
+    redline_share: float | None = None
     #: latency_rise_t: the latency rise in standard errors of its trend.
     latency_rise_t: float | None = None
     #: stalled: closed model: "flat" or "fell" when the users added bought no significant
