@@ -105,7 +105,11 @@ def start_target() -> tuple[subprocess.Popen[str], str]:
     raise RuntimeError("redline target did not start")
 
 
-def start_taskqueue(data_dir: str, *flags: str) -> tuple[subprocess.Popen[str], str]:
+def start_taskqueue(
+    data_dir: str, *flags: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """start_taskqueue starts `taskqueue serve` on core 0 with one factorial worker (`env`:
+    its environment, else this process's) and returns it with its URL."""
     argv = pinned(
         "0",
         [
@@ -120,7 +124,9 @@ def start_taskqueue(data_dir: str, *flags: str) -> tuple[subprocess.Popen[str], 
             *flags,
         ],
     )
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
