@@ -19,7 +19,8 @@ which redline watches (`--watch taskqueue=port:PORT`, docs/find.md): the request
 a second, the CPU it used (in % of one core; it serves from one event loop pinned to core 0,
 so 100 % is all it can have), that CPU per request, how long its threads waited for a CPU
 while they could run (other work on core 0) and its accept queue, each over the run. One
-whole core serves 1 / (CPU per request) requests a second of this mix. `--taskqueue-src DIR`
+whole core would serve 1 / (CPU per request) a second at that run's cost a request, which
+falls as the load grows (fixed costs and batched commits spread wider). `--taskqueue-src DIR`
 runs another taskqueue source tree with the same redline (an earlier commit's:
 `git archive COMMIT services/taskqueue/src | tar -x -C DIR`, then DIR/services/taskqueue/src).
 """
