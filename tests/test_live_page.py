@@ -10,6 +10,7 @@ import threading
 import urllib.error
 import urllib.request
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redline
@@ -90,6 +91,44 @@ def test_live_page_in_chromium(target, session):
     rate = f"{result.rps:,.1f}".rstrip("0").rstrip(".")
     assert headline.startswith(f"{rate} req/s"), (headline, result.rps)
     assert "(whole run)" in headline
+
+
+def test_live_page_draws_each_watched_part_in_chromium(target, session):
+    """A run with ``--watch``: the page draws each part's small chart, on the load's own
+    time axis, gaining points as the part is sampled."""
+    port = urlsplit(target.url).port
+    errors: list[str] = []
+    box: dict[str, Any] = {}
+    with chromium_page(errors, r"http://127\.0\.0\.1:") as page:
+        page.goto(session.web_url, wait_until="load")
+        page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
+
+        def go() -> None:
+            box["result"] = redline.run(
+                target.url, rate=100, duration="5s", interval="0.25s",
+                progress=session.progress(), watch=[f"api=port:{port}"],
+            )  # fmt: skip
+            session.finish(box["result"].data, _render_run)
+
+        runner = threading.Thread(target=go)
+        runner.start()
+        # Two samples of the part (one a second): 20 s on a box busy with the suite.
+        page.wait_for_function(
+            """() => { const c = window.redlineLive.charts['part-api'];
+                return c && c.data[1].filter(v => v !== null).length >= 2; }""",
+            timeout=20_000,
+        )
+        drawn = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+        x = page.evaluate(
+            "() => ['part-api', 'throughput'].map(id => window.redlineLive.charts[id].data[0])"
+        )
+        runner.join(WAIT_S)
+    assert errors == []
+    api, load = drawn["part-api"], drawn["throughput"]
+    assert api["inked"] > 0.01 * api["width"] * api["height"], api
+    assert 0 < api["height"] < load["height"], (api, load)  # a small chart
+    assert x[0] == x[1] and len(x[0]) >= 8, x  # the load's intervals, its time axis
+    assert box["result"].data["parts"]["series"]["api"]
 
 
 def test_live_per_name_table_in_chromium(target, tmp_path):

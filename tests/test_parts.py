@@ -216,6 +216,7 @@ def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
     """Known cause: two workers behind a listening socket (CPU low, connections waiting).
     The search's limit names that part's accept queue, and not its CPU or the generator."""
     from redline.find.finder import find
+    from redline.report.charts import find_charts
 
     proc = subprocess.Popen([sys.executable, "-c", WORKERS], stdout=subprocess.PIPE, text=True)
     try:
@@ -242,3 +243,10 @@ def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
     series = result["parts"]["series"]
     assert series["api"] and series["generator"]
     assert any(x["extra"].get("accept_queue", 0) >= 1 for x in series["api"])
+    # Each interval carries the parts' figures over it, charted on the load's time axis.
+    assert any(
+        row["parts"].get("api", {}).get("accept_queue", 0) >= 1 for row in result["timeseries"]
+    )
+    charts = {c.id: c for c in find_charts(result)}
+    assert charts["part-api"].data[0] == charts["throughput"].data[0]
+    assert "part-generator" in charts

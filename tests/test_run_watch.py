@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import jsonschema
 import redline
 from conftest import run_cli
+from redline.report.charts import run_charts
 from redline.report.summary import render
 from test_parts import _Exporter
 
@@ -64,6 +65,19 @@ def test_a_run_watches_its_parts_and_keeps_them_in_the_result(target, serve_http
     assert "\n  db: " in said and 'pool app_conns{host="a"} held 7.0 of 10;' in said
     assert "pool app_workers held 4.0 of 4 (ran out)" in said
     assert "api: CPU" in said and "accept queue" in said
+    # Each interval carries each part's figures over it, charted on the load's time axis.
+    ts = result.data["timeseries"]
+    assert all("parts" in row for row in ts)
+    pools = [row["parts"]["db"][POOL] for row in ts if "db" in row["parts"]]
+    assert pools and set(pools) == {7.0}, pools
+    charts = {c.id: c for c in run_charts(result.data)}
+    assert {"part-api", "part-db"} <= set(charts), sorted(charts)
+    assert charts["part-db"].data[0] == charts["throughput"].data[0]
+    labels = [s.label for s in charts["part-db"].series]
+    assert 'pool app_conns{host="a"} %' in labels and "pool app_workers %" in labels, labels
+    drawn = charts["part-db"].data[1 + labels.index('pool app_conns{host="a"} %')]
+    assert {v for v in drawn if v is not None} == {70.0}, drawn
+    assert charts["part-api"].extra == {"small": True}
 
 
 def test_a_run_without_watch_has_no_parts(target):

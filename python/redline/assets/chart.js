@@ -5,6 +5,7 @@
 (function () {
   "use strict";
   var HEIGHT = 260;
+  var SMALL = 160; // a watched part's chart (spec.extra.small)
   var plots = [];
 
   function width(box) { return Math.max(320, box.clientWidth || 560); }
@@ -24,9 +25,10 @@
     if (spec.series.some(function (s) { return s.scale === "y2"; })) {
       axes.push({ label: spec.y2_label || "", scale: "y2", side: 1, grid: { show: false } });
     }
+    var height = spec.extra && spec.extra.small ? SMALL : HEIGHT;
     var opts = {
       width: width(box),
-      height: HEIGHT,
+      height: height,
       series: series,
       axes: axes,
       scales: { x: { time: false } },
@@ -34,13 +36,13 @@
       hooks: { draw: [function () { state.draws += 1; }] },
     };
     var plot = new uPlot(opts, data, box);
-    plots.push([plot, box]);
+    plots.push([plot, box, height]);
     return plot;
   };
 
   window.addEventListener("resize", function () {
     // A destroyed plot (the live page redraws a chart whose series changed) is forgotten.
     plots = plots.filter(function (p) { return p[0].root.isConnected; });
-    plots.forEach(function (p) { p[0].setSize({ width: width(p[1]), height: HEIGHT }); });
+    plots.forEach(function (p) { p[0].setSize({ width: width(p[1]), height: p[2] }); });
   });
 })();

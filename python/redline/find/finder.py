@@ -154,6 +154,7 @@ def find(
         parts.start(origin=started)
     try:
         live = LiveRun(config, cluster, work)
+        live.parts = parts
     except BaseException:
         for started_part in (parts, work):
             if started_part is not None:

@@ -12,6 +12,7 @@ from typing import Any
 from redline.runs.config import RunConfig
 from redline.runs.runner import ClusterOptions, start_handle
 from redline.runs.usage import machine_cpu_s, worker_cpu_s
+from redline.runs.watching import interval_parts
 
 
 class LiveRun:
@@ -28,6 +29,9 @@ class LiveRun:
         #: work: a :class:`~redline.service.work.WorkProbe` whose reading each snapshot
         #: carries as ``work`` (the service's own count of work done, its backlog).
         self.work = work
+        #: parts: the watched parts (:class:`~redline.service.parts.Parts`, set by the
+        #: search) whose figures over each interval its snapshot carries as ``parts``.
+        self.parts: Any = None
         self.handle = start_handle(config, cluster)
         self.timeseries: list[dict[str, Any]] = []
         self._cpu: list[tuple[float, float, float, int]] = []
@@ -62,8 +66,21 @@ class LiveRun:
                     self._machine.append(
                         (float(snap["t_s"]), cpu[0], *machine, time.process_time())
                     )
+        if self.parts is not None:
+            snap["parts"] = self._interval_parts(float(snap["t_s"]))
         self.timeseries.append(snap)
         return snap
+
+    def _interval_parts(self, t1: float) -> dict[str, dict[str, float]]:
+        """_interval_parts: each watched part's figures over the interval ending at ``t1``
+        (the means of its samples in it; none in an interval shorter than the sampling) and
+        the generator's busy and waiting shares over it."""
+        t0 = float(self.timeseries[-1]["t_s"]) if self.timeseries else 0.0
+        out = interval_parts(self.parts, t0, t1)
+        shares = self._worker_shares(t0, t1)
+        if shares is not None:
+            out["generator"] = {"busy": shares[0] + shares[1], "wait": shares[1]}
+        return out
 
     @property
     def done(self) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from redline import _engine
+from redline.analysis.bottleneck import QUEUE_KEY, part_readings
 
 #: PALETTE: series colours, distinguishable in print and for the common colour blindnesses.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
@@ -404,6 +405,84 @@ def resources_chart(samples: Sequence[dict[str, Any]]) -> Chart | None:
     )
 
 
+# -- the watched parts (--watch) ---------------------------------------------------------
+
+#: SMALL: what the renderer reads to draw a chart at the small height.
+SMALL = {"small": True}
+
+
+def part_names(ts: Sequence[dict[str, Any]]) -> list[str]:
+    """part_names: the parts any interval has figures of, in the order first seen, the
+    generator last."""
+    names: list[str] = []
+    for row in ts:
+        for name in row.get("parts") or {}:
+            if name not in names:
+                names.append(name)
+    return sorted(names, key=lambda n: n == "generator")
+
+
+def _lines(name: str, figures: dict[str, float]) -> dict[tuple[str, str], float]:
+    """_lines: one interval's values of a part's lines, by (label, scale)."""
+    if name == "generator":
+        out = {}
+        for key, label in (("busy", "busy %"), ("wait", "waiting for a CPU %")):
+            v = _num(figures.get(key))
+            if v is not None:
+                out[(label, "y")] = 100.0 * v
+        return out
+    lines: dict[tuple[str, str], float] = {}
+    for r in part_readings(name, figures):
+        if r.resource == "accept-queue":
+            lines[("accept queue (waiting)", "y2")] = float(figures.get("accept_queue") or 0.0)
+        elif r.resource == "errors":
+            lines[("errors/s", "y2")] = r.utilisation
+        elif r.key == QUEUE_KEY:
+            lines[("waiting for a CPU %", "y")] = 100.0 * r.utilisation
+        else:
+            label = f"pool {r.key} %" if r.resource == "pool" else f"{r.resource} %"
+            lines[(label, "y")] = 100.0 * r.utilisation
+    return lines
+
+
+def part_chart(name: str, ts: Sequence[dict[str, Any]]) -> Chart | None:
+    """part_chart: the part's resources interval by interval (None: no figures of it)."""
+    rows = [_lines(name, (row.get("parts") or {}).get(name) or {}) for row in ts]
+    keys: list[tuple[str, str]] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    if not keys:
+        return None
+    keys.sort(key=lambda k: k[1] == "y2")
+    colors = _colors(len(keys))
+    series = [Series(label, colors[i], scale=scale) for i, (label, scale) in enumerate(keys)]
+    data: list[Column] = [_col(ts, "t_s"), *([r.get(k) for r in rows] for k in keys)]
+    right = [label for label, scale in keys if scale == "y2"]
+    return Chart(
+        "part-" + "".join(c if c.isalnum() else "-" for c in name),
+        f"{name}: its resources in use" if name != "generator" else "generator (redline)",
+        "time (s)",
+        "% of its limit",
+        series,
+        data,
+        y2_label=" / ".join(r.split(" (")[0] for r in right) or None,
+        extra=dict(SMALL),
+    )
+
+
+def part_charts(ts: Sequence[dict[str, Any]]) -> list[Chart]:
+    """part_charts: one small chart per watched part (``--watch``), on the load's own time
+    axis. Each interval carries each part's figures over it (``parts``); a part's chart
+    draws every resource as the share of its limit in use, as the bottleneck judges it
+    (:func:`~redline.analysis.bottleneck.part_readings`): CPU of the cores the part may use,
+    its threads' wait for a CPU, memory, open files, each pool; and on the right-hand axis
+    what has no limit to be a share of: its accept queue's waiting connections and its
+    errors a second. The generator's is its workers' busy and waiting shares. The x column
+    is the load charts' own."""
+    charts = [part_chart(name, ts) for name in part_names(ts)]
+    return [c for c in charts if c is not None]
+
+
 def monitor_samples(result: dict[str, Any]) -> list[dict[str, Any]]:
     """monitor_samples is the result's monitor series: a list, or ``{"samples": [...]}``."""
     m = result.get("monitor")
@@ -428,6 +507,7 @@ def find_charts(result: dict[str, Any]) -> list[Chart]:
         usl_chart(steps, result.get("usl"), model),
         hockey_chart(steps),
         *tally_charts(ts),
+        *part_charts(ts),
     ]
     return [c for c in charts if c is not None]
 
@@ -448,5 +528,6 @@ def run_charts(result: dict[str, Any]) -> list[Chart]:
         cpu_chart(monitor_samples(result)),
         resources_chart(monitor_samples(result)),
         *tally_charts(ts),
+        *part_charts(ts),
     ]
     return [c for c in charts if c is not None]

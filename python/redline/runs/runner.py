@@ -27,7 +27,7 @@ from redline.runs.config import RunConfig
 from redline.runs.options import IgnoredOption
 from redline.runs.result import Result
 from redline.runs.run_options import RunOptions
-from redline.runs.watching import start_parts, with_parts
+from redline.runs.watching import start_parts, with_interval_parts, with_parts
 from redline.scenario.pystep import functions_of
 
 #: Progress: the callback type for per-interval snapshots.
@@ -77,6 +77,7 @@ def run(
         warnings.warn(note, IgnoredOption, stacklevel=2)
     config = opts.config(url, plan=plan)
     parts = start_parts(watch)
+    progress = with_interval_parts(parts, progress)
     try:
         if cluster is not None:
             handle = start_handle(config, ClusterOptions(cluster, injectors, on_injector_loss))

@@ -1,13 +1,15 @@
 """watching: a run's watched parts (``--watch NAME=SPEC`` on ``redline run`` and scenario runs,
 ``watch=`` of :func:`redline.run`): started before the load, stopped after it, and kept in the
 result's ``parts``, each part's samples a second and its figures over the whole run, on the
-run's clock (``t_s``: seconds since the load started, as the intervals')."""
+run's clock (``t_s``: seconds since the load started, as the intervals'); and each
+interval's snapshot, and the result's timeseries, carry each part's figures over that
+interval (``parts``), which the live page and the report chart on the load's time axis."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from redline.runs.result import Result
 
@@ -36,9 +38,38 @@ def with_parts(result: Result, parts: Parts | None) -> Result:
         return result
     parts.stop()
     until = time.monotonic() - parts.origin
+    rows = result.data.get("timeseries") or []
+    ends = [float(r.get("t_s") or 0.0) for r in rows]
+    for row, figures in zip(rows, parts.intervals(ends), strict=True):
+        row["parts"] = figures
     result.data["parts"] = {
         "specs": parts.specs(),
         "series": parts.series(),
         "over_run": parts.window(0.0, until),
     }
     return result
+
+
+def interval_parts(parts: Parts, t0: float, t1: float) -> dict[str, dict[str, float]]:
+    """interval_parts: each part's figures over the interval (t0, t1] of the run's clock,
+    the means of its samples in it; a part with no sample in it (an interval shorter than
+    the sampling's) is left out."""
+    return parts.intervals([t1], start=t0)[0]
+
+
+def with_interval_parts(
+    parts: Parts | None, progress: Callable[[dict[str, Any]], None] | None
+) -> Callable[[dict[str, Any]], None] | None:
+    """with_interval_parts is ``progress`` hearing each snapshot with its interval's
+    ``parts`` (:func:`interval_parts`); ``progress`` itself without parts."""
+    if parts is None or progress is None:
+        return progress
+    last = [0.0]
+
+    def heard(snap: dict[str, Any]) -> None:
+        t1 = float(snap.get("t_s") or 0.0)
+        snap["parts"] = interval_parts(parts, last[0], t1)
+        last[0] = t1
+        progress(snap)
+
+    return heard

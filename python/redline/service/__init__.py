@@ -6,6 +6,9 @@
   :class:`~.monitor.PrometheusMonitor` for a metrics endpoint); ``find --monitor-*``,
   ``--vary``'s services (:mod:`redline.experiment.service`) and the demo take their samples
   from here;
+- :mod:`.exposition`: Prometheus text pages read with prometheus_client's parser, once per
+  page shape (:class:`~.exposition.Pages`; the exporters of ``--watch``, ``--throughput``,
+  ``--backlog`` and ``--monitor-prometheus``);
 - :mod:`.tether`: a child process that cannot outlive redline (the kernel stops it when redline
   dies, however it dies), for every service redline starts.
 

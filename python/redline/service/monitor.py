@@ -17,7 +17,6 @@ it starts): pass the load run's start and the samples share its clock.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shlex
@@ -26,7 +25,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
@@ -34,6 +32,8 @@ from typing import IO, Any
 import psutil
 
 from redline.errors import ConfigError
+from redline.service.exposition import Pages, fetch, parse
+from redline.service.sockets import socket_inodes
 from redline.service.tether import tethered
 
 #: FIELDS: the figures every sample may carry; None where the source does not give one.
@@ -44,7 +44,7 @@ FIELDS = ("cpu_percent", "load1", "rss_bytes", "fds", "threads", "connections")
 class Sample:
     """Sample is one reading of the service at ``t_s`` seconds since the monitor's origin:
     CPU % summed over its processes (100 = one core), the host's 1-minute load average,
-    resident memory, open file descriptors, threads, inet connections, and ``extra`` named
+    resident memory, open file descriptors, threads, open sockets, and ``extra`` named
     series (Prometheus). A figure the source cannot give is None."""
 
     t_s: float
@@ -187,13 +187,6 @@ def _load1() -> float | None:
         return None
 
 
-#: CONNECTIONS_S: how often a process tree's inet connections are counted while its open
-#: files stay as many (a connection opened or closed changes them: counted again at once):
-#: psutil parses the machine's whole socket tables for them, 20-100 ms of CPU a sample on a
-#: busy 2-core box (bench/results/watch.md), where the rest of a sample costs under one.
-CONNECTIONS_S = 5.0
-
-
 def descendants(pid: int) -> list[int] | None:
     """descendants are the pids under ``pid``, read from each thread's
     ``/proc/PID/task/TID/children`` (the tree's own files: psutil's ``children`` reads the
@@ -226,7 +219,9 @@ class ProcessMonitor(Monitor):
     """ProcessMonitor samples process ``pid`` and all its descendants: CPU % summed over the
     tree (from CPU-time deltas, so short-lived children between samples still count), RSS
     summed (pages shared between forks count once per process), fds, threads and inet
-    connections summed (those every :data:`CONNECTIONS_S`), and the host's load average. It
+    sockets summed (its socket files: TCP, UDP and Unix-domain alike: psutil's inet count
+    parses every socket of the machine, 50 ms of CPU on a busy box, bench/results/watch.md),
+    and the host's load average. It
     stops when the process exits."""
 
     def __init__(
@@ -243,8 +238,6 @@ class ProcessMonitor(Monitor):
         self._last_epoch = 0.0
         #: _known: the tree's processes by pid (a psutil.Process keeps its identity).
         self._known: dict[int, psutil.Process] = {}
-        #: _conns: the connections counted, when (monotonic) and at how many open files.
-        self._conns = (0.0, -math.inf, -1.0)
         #: procs: the tree as the last sample read it.
         self.procs: list[psutil.Process] = []
 
@@ -313,15 +306,7 @@ class ProcessMonitor(Monitor):
                     threads += p.num_threads()
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-        conns, at, files = self._conns
-        if fds != files or now - at >= CONNECTIONS_S:
-            conns = 0.0
-            for p in procs:
-                try:
-                    conns += len(p.net_connections(kind="inet"))
-                except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-                    continue
-            self._conns = (conns, now, fds)
+        conns = float(sum(len(socket_inodes(p.pid)) for p in procs))
         self.procs = procs
         return Sample(
             t_s=t_s,
@@ -504,13 +489,7 @@ def _not_selector(text: str) -> str:
 def parse_exposition(text: str) -> list[tuple[str, dict[str, str], float]]:
     """parse_exposition reads Prometheus text exposition into (name, labels, value) samples
     with prometheus_client's own parser."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    return [
-        (s.name, dict(s.labels), float(s.value))
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    ]
+    return parse(text).samples
 
 
 class PrometheusMonitor(Monitor):
@@ -536,11 +515,12 @@ class PrometheusMonitor(Monitor):
         self.selectors = {m: parse_selector(m) for m in metrics}
         self.timeout_s = timeout_s if timeout_s is not None else max(0.1, 0.8 * interval_s)
         self._last_cpu: tuple[float, float] | None = None
+        #: pages: the endpoint's pages, parsed once per shape (:class:`Pages`).
+        self.pages = Pages()
 
     def scrape(self) -> list[tuple[str, dict[str, str], float]]:
         """scrape fetches and parses the endpoint once."""
-        with urllib.request.urlopen(self.url, timeout=self.timeout_s) as r:  # noqa: S310
-            return parse_exposition(r.read().decode("utf-8", errors="replace"))
+        return self.pages.parse(fetch(self.url, self.timeout_s)).samples
 
     def prime(self) -> None:
         try:
@@ -550,7 +530,11 @@ class PrometheusMonitor(Monitor):
             self.last_error = f"{type(e).__name__}: {e}"
 
     def _cpu_percent(self, samples: list[tuple[str, dict[str, str], float]]) -> float | None:
-        cpu = _first(samples, "process_cpu_seconds_total")
+        return self._cpu_rate(_first(samples, "process_cpu_seconds_total"))
+
+    def _cpu_rate(self, cpu: float | None) -> float | None:
+        """_cpu_rate: the growth of the process's CPU seconds since the last reading, as CPU %
+        (None without one, or when the process restarted)."""
         if cpu is None:
             return None
         now = self.clock()

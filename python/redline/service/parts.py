@@ -21,6 +21,8 @@ CPU, and only the run queue says its CPU was what it lacked.
 
 from __future__ import annotations
 
+import bisect
+import math
 import os
 import re
 import time
@@ -31,6 +33,7 @@ from typing import Any
 import psutil
 
 from redline.errors import ConfigError
+from redline.service.exposition import Scraped, fetch
 from redline.service.monitor import (
     CommandMonitor,
     Monitor,
@@ -40,7 +43,7 @@ from redline.service.monitor import (
     _alive,
     window_means,
 )
-from redline.service.sockets import accept_queue
+from redline.service.sockets import accept_queue, listener_pid
 
 #: KINDS: the ways a part can be watched.
 KINDS = ("pid", "port", "prometheus", "cmd")
@@ -244,7 +247,10 @@ class PortMonitor(ProcessMonitor):
         self.port = port
 
     def _listener(self) -> int | None:
-        try:
+        pid = listener_pid(self.port)
+        if pid is not None:
+            return pid
+        try:  # netlink refused, or the socket's holder is not readable: psutil's way
             conns = psutil.net_connections(kind="tcp")
         except (psutil.AccessDenied, OSError):
             return None
@@ -295,30 +301,21 @@ class ExporterMonitor(PrometheusMonitor):
     def __init__(self, url: str, interval_s: float = 1.0, **kw: Any):
         super().__init__(url, (), interval_s, **kw)
         self._last: tuple[float, dict[str, float]] | None = None
+        #: _layout: where each figure is among a page's samples, and the page parse it was
+        #: read from (:class:`Layout`: a page of the same shape has it where the last had).
+        self._layout: tuple[int, Layout] | None = None
 
     def read(self, t_s: float) -> Sample:
-        from redline.service.work import scrape
-
-        got = scrape(self.url, self.timeout_s)
-        samples = got.samples
-        base = super()._cpu_percent(samples)
+        got = self.pages.parse(fetch(self.url, self.timeout_s))
+        if self._layout is None or self._layout[0] != self.pages.parsed:
+            self._layout = (self.pages.parsed, Layout.of(got))
+        at = self._layout[1]
+        values = [v for _, _, v in got.samples]
         extra: dict[str, float] = {}
-        values = {(n, tuple(sorted(lb.items()))): v for n, lb, v in samples}
-        for (name, labels), v in values.items():
-            m = _POOL.match(name)
-            if not m:
-                continue
-            for suffix in ("_limit", "_max"):
-                most = values.get((m.group(1) + suffix, labels))
-                if most is not None:
-                    key = m.group(1) + _labels(labels)
-                    extra[f"pool:{key}"] = v
-                    extra[f"pool_limit:{key}"] = most
-                    break
-        counters: dict[str, float] = {}
-        for n, _, v in samples:
-            if n in got.counters or n.endswith("_total"):
-                counters[n] = counters.get(n, 0.0) + v
+        for key, used, most in at.pools:
+            extra[f"pool:{key}"] = values[used]
+            extra[f"pool_limit:{key}"] = values[most]
+        counters = {n: sum(values[i] for i in where) for n, where in at.counters.items()}
         now = self.clock()
         if self._last is not None and now > self._last[0]:
             dt = now - self._last[0]
@@ -332,18 +329,61 @@ class ExporterMonitor(PrometheusMonitor):
                     errors += (v - before) / dt
             extra["errors_rate"] = errors
         self._last = (now, counters)
-        fds_limit = next((v for n, _, v in samples if n == "process_max_fds"), None)
-        if fds_limit is not None:
-            extra["fds_limit"] = fds_limit
+        first = {n: values[i] for n, i in at.first.items()}
+        if "process_max_fds" in first:
+            extra["fds_limit"] = first["process_max_fds"]
         return Sample(
             t_s=t_s,
-            cpu_percent=base,
-            rss_bytes=next(
-                (v for n, _, v in samples if n == "process_resident_memory_bytes"), None
-            ),
-            fds=next((v for n, _, v in samples if n == "process_open_fds"), None),
+            cpu_percent=self._cpu_rate(first.get("process_cpu_seconds_total")),
+            rss_bytes=first.get("process_resident_memory_bytes"),
+            fds=first.get("process_open_fds"),
             extra=extra,
         )
+
+
+#: _PROCESS: the process collector's series an exporter's sample reads (the first of each).
+_PROCESS = (
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "process_open_fds",
+    "process_max_fds",
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Layout is where an exporter's figures are among its page's samples (by index): each
+    pool's in-use and limit gauges (``X_in_use`` with ``X_limit`` or ``X_max`` of the same
+    labels; of a series given twice, its last sample), each counter's samples (summed over
+    its labels) and the process collector's series. Pages of one shape share it."""
+
+    pools: list[tuple[str, int, int]]
+    counters: dict[str, list[int]]
+    first: dict[str, int]
+
+    @classmethod
+    def of(cls, got: Scraped) -> Layout:
+        """of reads the layout of one parsed page."""
+        index: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+        counters: dict[str, list[int]] = {}
+        first: dict[str, int] = {}
+        for i, (n, lb, _) in enumerate(got.samples):
+            index[(n, tuple(sorted(lb.items())))] = i
+            if n in got.counters or n.endswith("_total"):
+                counters.setdefault(n, []).append(i)
+            if n in _PROCESS:
+                first.setdefault(n, i)
+        pools = []
+        for (name, labels), i in index.items():
+            m = _POOL.match(name)
+            if not m:
+                continue
+            for suffix in ("_limit", "_max"):
+                j = index.get((m.group(1) + suffix, labels))
+                if j is not None:
+                    pools.append((m.group(1) + _labels(labels), i, j))
+                    break
+        return cls(pools, counters, first)
 
 
 def _labels(labels: tuple[tuple[str, str], ...]) -> str:
@@ -369,6 +409,22 @@ class Part:
         out: dict[str, float] = {}
         for m in self.monitors:
             out.update(window_means(m.samples(), t0, t1))
+        return out
+
+    def intervals(self, ends: Sequence[float], start: float = 0.0) -> list[dict[str, float]]:
+        """intervals: the part's figures over each interval (``start``, ``ends[0]``],
+        (``ends[0]``, ``ends[1]``] ... as :meth:`window` reads them, found by bisection
+        (a long run's every interval, each its own window, would read every sample each)."""
+        out: list[dict[str, float]] = [{} for _ in ends]
+        for m in self.monitors:
+            samples = m.samples()  # in time order: one loop appends them
+            at = [s.t_s for s in samples]
+            t0 = start
+            for k, t1 in enumerate(ends):
+                lo, hi = bisect.bisect_right(at, t0), bisect.bisect_right(at, t1)
+                if hi > lo:
+                    out[k].update(window_means(samples[lo:hi], -math.inf, math.inf))
+                t0 = t1
         return out
 
 
@@ -414,6 +470,18 @@ class Parts:
     def window(self, t0: float, t1: float) -> dict[str, dict[str, float]]:
         """window: each part's figures over [t0, t1] (seconds since the origin)."""
         return {p.name: p.window(t0, t1) for p in self.parts}
+
+    def intervals(
+        self, ends: Sequence[float], start: float = 0.0
+    ) -> list[dict[str, dict[str, float]]]:
+        """intervals: each part's figures over each interval ending at ``ends`` (the first
+        from ``start``; :meth:`Part.intervals`), a part with no sample in one left out."""
+        out: list[dict[str, dict[str, float]]] = [{} for _ in ends]
+        for p in self.parts:
+            for k, figures in enumerate(p.intervals(ends, start)):
+                if figures:
+                    out[k][p.name] = figures
+        return out
 
     def series(self) -> dict[str, list[dict[str, Any]]]:
         """series: each part's samples, for the JSON result."""

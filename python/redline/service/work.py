@@ -23,13 +23,16 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from redline.errors import ConfigError
+from redline.service.exposition import Pages, Scraped, fetch, parse, scrape
 from redline.service.monitor import parse_selector
+
+#: Scraped, parse and scrape are read from here too (the demo, the tests).
+__all__ = ["SCHEME", "Scraped", "Series", "WorkProbe", "parse", "scrape"]
 
 #: SCHEME: the one source a series is read from today.
 SCHEME = "prometheus:"
@@ -84,44 +87,6 @@ class Series:
         return 0.0 if self.name in scraped.names else None
 
 
-@dataclass(frozen=True)
-class Scraped:
-    """Scraped is one read of an endpoint: its samples (name, labels, value) and every series
-    name it declares (a family's samples' names, a counter's ``_total`` among them, also
-    for a family with no sample yet)."""
-
-    samples: list[tuple[str, dict[str, str], float]]
-    names: frozenset[str] = frozenset()
-    #: counters: the sample names of the families typed counter (postgres_exporter's have no
-    #: ``_total`` suffix).
-    counters: frozenset[str] = frozenset()
-
-
-def parse(text: str) -> Scraped:
-    """parse reads Prometheus text exposition with prometheus_client's own parser."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    samples: list[tuple[str, dict[str, str], float]] = []
-    names: set[str] = set()
-    counters: set[str] = set()
-    for family in text_string_to_metric_families(text):
-        names.add(family.name)
-        if family.type == "counter":
-            names.add(f"{family.name}_total")
-        for s in family.samples:
-            names.add(s.name)
-            if family.type == "counter" and not s.name.endswith("_created"):
-                counters.add(s.name)
-            samples.append((s.name, dict(s.labels), float(s.value)))
-    return Scraped(samples, frozenset(names), frozenset(counters))
-
-
-def scrape(url: str, timeout_s: float) -> Scraped:
-    """scrape fetches a Prometheus text endpoint and parses it."""
-    with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 (http(s) checked)
-        return parse(r.read().decode("utf-8", errors="replace"))
-
-
 class WorkProbe:
     """WorkProbe reads the work counter (``done``) and the backlog gauge (``backlog``), one
     scrape per endpoint per :meth:`read`. :meth:`prime` takes the counter's first reading
@@ -140,14 +105,16 @@ class WorkProbe:
         done: Series | None,
         backlog: Series | None = None,
         timeout_s: float = 2.0,
-        fetch: Callable[[str, float], Scraped] = scrape,
+        fetch: Callable[[str, float], Scraped] | None = None,
     ):
         if done is None and backlog is None:
             raise ConfigError("a work probe needs --throughput or --backlog")
         self.done = done
         self.backlog = backlog
         self.timeout_s = timeout_s
-        self.fetch = fetch
+        #: fetch reads an endpoint (default: fetched, and parsed once per page shape).
+        self.fetch = fetch or self._scrape
+        self._pages: dict[str, Pages] = {}
         self.failures = 0
         self.last_error = ""
         self._last: float | None = None
@@ -170,6 +137,10 @@ class WorkProbe:
         #: _at and _read_value: the time the last read took the counter at, and its value.
         self._at: float | None = None
         self._read_value: float | None = None
+
+    def _scrape(self, url: str, timeout_s: float) -> Scraped:
+        """_scrape: the endpoint's page, its values read off the last page's shape."""
+        return self._pages.setdefault(url, Pages()).parse(fetch(url, timeout_s))
 
     def _samples(self) -> dict[str, Scraped]:
         urls = {s.url for s in (self.done, self.backlog) if s is not None}
