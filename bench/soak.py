@@ -4,13 +4,15 @@
     .venv/bin/python bench/soak.py redline --minutes 60 --connections 50    # closed model
     .venv/bin/python bench/soak.py redline --connections 20 --path '/?latency=20ms'  # ~1,000/s
     .venv/bin/python bench/soak.py taskqueue --minutes 60 --store sqlite [--share 0.7 | --rate N]
-        [--sample 60] [--warmup 60] [--json FILE] [--no-record]
+        [--flow FILE] [--sample 60] [--warmup 60] [--json FILE] [--no-record]
 
 ``redline`` runs redline alone (``redline run``, a subprocess) against the test server
 (``redline target --threads 1``, another). ``taskqueue`` runs the seed-000 flow
 (bench/scenarios/seed000_flow.py: submit, poll until done, get the result) against taskqueue on
 SQLite or PostgreSQL (a private cluster, taskqueue.localpg) in the open model at ``--share`` of
-its capacity, the capacity measured first by a closed run of 64 users (its tasks/s).
+its capacity, the capacity measured first by a closed run of 64 users (its tasks/s); ``--flow``
+soaks with another scenario (bench/scenarios/seed000_think.py: 6 s idle before each submission,
+past uvicorn's keep-alive timeout).
 
 Every ``--sample`` seconds (60: per minute) it reads, for the service and for redline (each
 process with its children, through psutil): RSS, open fds, established TCP connections, the fds
@@ -350,7 +352,7 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
         if cap is not None:
             args.rate = round(args.share * cap, 1)
         out = work / "run.json"
-        argv = [*redline_argv(args, args.minutes * 60.0, out), str(FLOW), "--host", url]
+        argv = [*redline_argv(args, args.minutes * 60.0, out), str(args.flow), "--host", url]
         rows = run_redline(
             argv,
             [Side("service", psutil.Process(service.pid))],
@@ -368,12 +370,17 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
     iterations = doc["scenario"]["iterations"]
     extra = f" (taskqueue serve {' '.join(args.service_arg)})" if args.service_arg else ""
     what = (
-        f"taskqueue on {args.store}{extra}, the seed-000 flow at {args.rate:g} tasks/s "
+        f"taskqueue on {args.store}{extra}, {flow_name(args.flow)} at {args.rate:g} tasks/s "
         f"({share}): "
         f"{doc['requests']:,} requests, {doc['errors_total']:,} failed, "
         f"{iterations['completed']:,} tasks completed"
     )
     return rows, what
+
+
+def flow_name(flow: Path) -> str:
+    """flow_name: how a row names the scenario it soaked with."""
+    return "the seed-000 flow" if flow == FLOW else f"the flow {flow.name}"
 
 
 def figures(
@@ -440,6 +447,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="redline's engine threads")
     p.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--share", type=float, default=0.7, help="taskqueue: of its capacity")
+    p.add_argument(
+        "--flow",
+        type=Path,
+        default=FLOW,
+        help="taskqueue: the scenario to soak with (default: the seed-000 flow; its capacity "
+        "is always the seed-000 flow's)",
+    )
     p.add_argument(
         "--service-arg",
         action="append",

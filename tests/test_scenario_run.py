@@ -5,14 +5,10 @@ what redline reported with what the server saw."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
-import tempfile
 import textwrap
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +17,7 @@ import pytest
 import redline
 from accounting import assert_books
 from conftest import run_cli
+from taskqueue_server import running_taskqueue, tasks
 
 FULL = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text())
 #: SCHEMA: the parts of the result schema a scenario run adds to (the rest is the engine's
@@ -185,55 +182,10 @@ def test_ramping_example_with_shorter_stages(tmp_path):
 # -- the task queue ---------------------------------------------------------------------------
 
 
-def start_taskqueue(data_dir: str) -> tuple[subprocess.Popen[str], str]:
-    exe = os.path.join(os.path.dirname(sys.executable), "taskqueue")
-    proc = subprocess.Popen(
-        [
-            exe,
-            "serve",
-            "--port",
-            "0",
-            "--data-dir",
-            data_dir,
-            "--workers",
-            "1",
-            "--allow-fetch-cidr",
-            "127.0.0.0/8",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(r"(http://127\.0\.0\.1:\d+)", line)
-        if m:
-            return proc, m.group(1)
-    proc.kill()
-    raise RuntimeError("taskqueue did not start")
-
-
 @pytest.fixture()
 def taskqueue() -> Iterator[str]:
-    with tempfile.TemporaryDirectory() as d:
-        proc, url = start_taskqueue(d)
-        try:
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
-def tasks(url: str) -> list[dict]:
-    with urllib.request.urlopen(url + "/tasks?limit=1000", timeout=10) as r:
-        return json.loads(r.read())["tasks"]
+    with running_taskqueue() as url:
+        yield url
 
 
 def test_taskqueue_example_polls_until_done(tmp_path, taskqueue):

@@ -52,6 +52,7 @@ class Target:
         burst: int | None = None,
         refuse_status: int | None = None,
         fail_every: int | None = None,
+        idle_timeout: float | None = None,
     ) -> None: ...
     @property
     def url(self) -> str: ...

@@ -50,6 +50,9 @@ use buf::ReadBuf;
 mod write;
 use write::write_all;
 
+#[path = "conn_idle.rs"]
+mod idle;
+
 /// Exchange is the outcome of one successful request/response.
 #[derive(Debug, Clone, Copy)]
 pub struct Exchange {
@@ -104,6 +107,8 @@ pub struct Conn {
     reader: ResponseReader,
     /// drained: the socket's read readiness was dropped after the last response (round_trip).
     drained: bool,
+    /// used_at: when the socket was opened or last sent on ([`Conn::gone_while_idle`]).
+    used_at: Instant,
     served: u64,
     /// gauge: the run's open connections, kept as sockets open and close.
     gauge: Arc<ConnectionGauge>,
@@ -141,6 +146,7 @@ impl Conn {
             },
             reader: ResponseReader::new(false),
             drained: false,
+            used_at: Instant::now(),
             served: 0,
             gauge,
             capture: None,
@@ -179,9 +185,11 @@ impl Conn {
     /// `deadline` passes (the caller sets it). `now` is the caller's current time, reused as
     /// the send time when no connect is needed (one clock read less per request).
     ///
-    /// A connection this exchange did not open (a kept-alive or pre-opened one) may turn out
-    /// closed by the server while idle. The request is then sent once more on a fresh
-    /// connection, and counted (`retries`), when it cannot have done anything on the server:
+    /// A connection this exchange did not open (a kept-alive or pre-opened one) that the
+    /// server is known to have closed while it sat idle is replaced before anything is
+    /// written (see conn_idle.rs). One that closes under the request (the close crossing it)
+    /// has the request sent once more on a fresh connection, and counted (`retries`), when it
+    /// cannot have done anything on the server:
     /// when the write itself failed before any byte left, or, for an `idempotent` method only,
     /// when the connection gave a clean EOF before any response byte. A POST that met that EOF
     /// may have been received and acted on, so it fails as a `reset` instead of being sent
@@ -199,6 +207,9 @@ impl Conn {
         let mut retries = 0;
         let mut handshake = Some(Duration::ZERO);
         loop {
+            if connects == 0 && self.gone_while_idle(now) {
+                self.close(); // nothing of the request left: a fresh connection, no resend
+            }
             if self.stream.is_none() {
                 self.connect(deadline).await.map_err(|class| Failure {
                     class,
@@ -308,6 +319,7 @@ impl Conn {
             None => None,
         };
         self.stream = Some(stream);
+        self.used_at = Instant::now();
         self.gauge.opened();
         self.buf.clear();
         self.served = 0;
@@ -330,6 +342,7 @@ impl Conn {
             .stream
             .as_ref()
             .ok_or(Trip::Failed(ErrorClass::Connect))?;
+        self.used_at = sent_at;
         let from = match self.tls.as_deref_mut() {
             Some(session) => {
                 // Plaintext into rustls (it encrypts into its own buffer), then the records out.

@@ -10,12 +10,14 @@ use crate::errors::{ConfigError, RedlineError};
 
 /// Target(host="127.0.0.1", port=0, threads=None, tls_cert=None, tls_key=None, capacity=None,
 /// service_time=None, queue_limit=None, pause=None, contention=None, serial=None,
-/// rate_limit=None, burst=None, refuse_status=None, fail_every=None): starts redline's target server in
+/// rate_limit=None, burst=None, refuse_status=None, fail_every=None, idle_timeout=None): starts
+/// redline's target server in
 /// background threads (https with the PEM certificate and key; a queue of `capacity` slots of
 /// `service_time` seconds each, shedding beyond `queue_limit` waiting and stopping for
 /// `pause` ("D/P"); or USL `contention` (κ) and `serial` (σ) over `service_time`; a token
 /// bucket of `rate_limit` a second and `burst` in front, refusing with `refuse_status`; the
-/// task app failing every `fail_every`-th fresh task);
+/// task app failing every `fail_every`-th fresh task; HTTP/1.1 connections closed after
+/// `idle_timeout` seconds without a request);
 /// `stop()` (or dropping it) shuts it down.
 #[pyclass(module = "redline._engine")]
 pub struct Target {
@@ -27,7 +29,7 @@ pub struct Target {
 #[pymethods]
 impl Target {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None, queue_limit=None, pause=None, contention=None, serial=None, rate_limit=None, burst=None, refuse_status=None, fail_every=None))]
+    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None, queue_limit=None, pause=None, contention=None, serial=None, rate_limit=None, burst=None, refuse_status=None, fail_every=None, idle_timeout=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -46,6 +48,7 @@ impl Target {
         burst: Option<u32>,
         refuse_status: Option<u32>,
         fail_every: Option<u64>,
+        idle_timeout: Option<f64>,
     ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
@@ -58,6 +61,13 @@ impl Target {
             .map(Pause::parse)
             .transpose()
             .map_err(|e| ConfigError::new_err(e.to_string()))?;
+        let idle_timeout = idle_timeout
+            .map(|seconds| {
+                Duration::try_from_secs_f64(seconds).map_err(|_| {
+                    ConfigError::new_err(format!("idle_timeout: bad duration {seconds}"))
+                })
+            })
+            .transpose()?;
         let cfg = TargetConfig {
             host,
             port,
@@ -69,6 +79,7 @@ impl Target {
             contention,
             rate_limit,
             fail_every,
+            idle_timeout,
             ..TargetConfig::default()
         };
         let inner = py
@@ -78,7 +89,8 @@ impl Target {
                 | TargetError::Pause(_)
                 | TargetError::Contention(_)
                 | TargetError::RateLimit(_)
-                | TargetError::Tasks(_) => ConfigError::new_err(e.to_string()),
+                | TargetError::Tasks(_)
+                | TargetError::Idle(_) => ConfigError::new_err(e.to_string()),
                 _ => RedlineError::new_err(e.to_string()),
             })?;
         let url = inner.url();

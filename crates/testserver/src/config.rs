@@ -1,6 +1,7 @@
 //! Configuration and start-up errors of the target server.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::bucket::RateLimit;
 use crate::capacity::Capacity;
@@ -46,6 +47,11 @@ pub struct TargetConfig {
     /// fail_every: the task app runs every N-th fresh submission as a failing task (its
     /// status ends FAILED), counted across threads (see `task.rs`).
     pub fail_every: Option<u64>,
+    /// idle_timeout closes an HTTP/1.1 connection that waits this long for its next request
+    /// (FIN, then the socket is gone: a request sent after it meets a reset), as a server's
+    /// keep-alive timeout does (uvicorn's 5 s); counted in `idle_closed`. None keeps idle
+    /// connections open.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// TlsFiles names the PEM files of an https target.
@@ -72,11 +78,17 @@ impl Default for TargetConfig {
             http2: false,
             h2_faults: H2Faults::default(),
             fail_every: None,
+            idle_timeout: None,
         }
     }
 }
 
 impl TargetConfig {
+    /// parse_idle_timeout reads an idle timeout such as "200ms" or "5s".
+    pub fn parse_idle_timeout(text: &str) -> Result<Duration, TargetError> {
+        crate::latency::parse_duration(text).map_err(TargetError::Idle)
+    }
+
     /// validate checks each mode's values and that the modes combine (queue limit and pause
     /// need capacity mode; capacity and contention exclude each other).
     pub fn validate(&self) -> Result<(), TargetError> {
@@ -115,6 +127,11 @@ impl TargetConfig {
         }
         if let Some(limit) = &self.rate_limit {
             limit.validate()?;
+        }
+        if self.idle_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(TargetError::Idle(
+                "must be above zero (leave it out to keep idle connections open)".to_string(),
+            ));
         }
         if self.fail_every == Some(0) {
             return Err(TargetError::Tasks(

@@ -140,7 +140,7 @@ impl<S: Io> Conn<S> {
                 self.flush().await?;
                 return Ok(End::Close);
             }
-            if !self.read_more().await? {
+            if !self.read_next().await? {
                 return Ok(End::Close);
             }
             read_at = Instant::now();
@@ -437,6 +437,25 @@ impl<S: Io> Conn<S> {
     async fn read_more(&mut self) -> io::Result<bool> {
         self.input.reserve(READ_CHUNK);
         Ok(self.stream.read_buf(&mut self.input).await? > 0)
+    }
+
+    /// read_next is [`Conn::read_more`] between requests: with an idle timeout, a client's
+    /// connection with nothing buffered that stays silent that long is to be closed (false),
+    /// counted in `idle_closed`; a partial request waits as long as it takes, and so does an
+    /// HTTP/2 stream answered through this code (no socket of its own).
+    async fn read_next(&mut self) -> io::Result<bool> {
+        match self.shared.idle_timeout {
+            Some(idle) if self.input.is_empty() && self.stream.tcp().is_some() => {
+                match tokio::time::timeout(idle, self.read_more()).await {
+                    Ok(read) => read,
+                    Err(_) => {
+                        self.shared.board.thread(self.thread).add_idle_closed();
+                        Ok(false)
+                    }
+                }
+            }
+            _ => self.read_more().await,
+        }
     }
 
     /// need reads until at least `n` bytes are buffered; false if the client left first.

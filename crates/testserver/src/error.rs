@@ -47,6 +47,9 @@ pub enum TargetError {
     /// Tasks: a task app setting out of range (`fail_every` 0).
     #[error("tasks: {0}")]
     Tasks(String),
+    /// Idle: an idle timeout of zero.
+    #[error("idle timeout: {0}")]
+    Idle(String),
     /// Tls: the certificate or key could not be loaded or do not match.
     #[error("TLS: {0}")]
     Tls(String),

@@ -37,6 +37,8 @@
 //!   κN(N − 1))), peaking at N* = √((1 − σ)/κ); the open model collapses past the peak.
 //! - [`TargetConfig::rate_limit`] (`--rate-limit R --burst B`): a token bucket in front of
 //!   everything; beyond it 503 (or `--refuse-status`) with `Retry-After`; accepted rate R.
+//! - [`TargetConfig::idle_timeout`] (`--idle-timeout T`): an HTTP/1.1 connection waiting T
+//!   for its next request is closed, as a keep-alive timeout does (`idle_closed`).
 //!
 //! ```no_run
 //! use redline_target::{Target, TargetConfig};

@@ -75,6 +75,10 @@ struct Args {
     /// submission with `X-Retry-Of: ID` of a failed task is counted as a resubmission.
     #[arg(long, value_name = "N")]
     fail_every: Option<u64>,
+    /// Close an HTTP/1.1 connection that waits this long for its next request, e.g. 5s
+    /// (uvicorn's keep-alive timeout); counted in /__stats as idle_closed.
+    #[arg(long, value_name = "DURATION")]
+    idle_timeout: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -178,6 +182,11 @@ fn config(args: Args) -> Result<TargetConfig, TargetError> {
         http2: args.http2,
         h2_faults: Default::default(),
         fail_every: args.fail_every,
+        idle_timeout: args
+            .idle_timeout
+            .as_deref()
+            .map(TargetConfig::parse_idle_timeout)
+            .transpose()?,
     })
 }
 

@@ -292,6 +292,7 @@ fn shared_state(cfg: &TargetConfig, count: usize) -> Shared {
         tasks: Ids::new(),
         failing: cfg.fail_every.map(Failing::new),
         h2: cfg.h2_faults,
+        idle_timeout: cfg.idle_timeout,
     }
 }
 

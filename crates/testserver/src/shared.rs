@@ -1,7 +1,7 @@
 //! shared: what every connection of every serving thread reads (below the server that makes
 //! it and the connections, HTTP/1.1 and HTTP/2, that read it).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::bucket::Bucket;
 use crate::capacity::Queue;
@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     pub(crate) failing: Option<Failing>,
     /// h2: the HTTP/2 faults the target misbehaves with (`http2.rs`).
     pub(crate) h2: H2Faults,
+    /// idle_timeout: an HTTP/1.1 connection waiting this long for a request is closed
+    /// (`TargetConfig::idle_timeout`).
+    pub(crate) idle_timeout: Option<Duration>,
 }
 
 impl Shared {

@@ -84,12 +84,15 @@ pub struct TargetStats {
     pub ws_dropped: u64,
     /// ws_closed: sockets the probe closed with a close frame (`close_after=N`).
     pub ws_closed: u64,
+    /// idle_closed: HTTP/1.1 connections closed for waiting longer than the idle timeout for
+    /// a request (`TargetConfig::idle_timeout`).
+    pub idle_closed: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 34] {
+    pub fn fields(&self) -> [(&'static str, u64); 35] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -125,6 +128,7 @@ impl TargetStats {
             ("ws_sent", self.ws_sent),
             ("ws_dropped", self.ws_dropped),
             ("ws_closed", self.ws_closed),
+            ("idle_closed", self.idle_closed),
         ]
     }
 
@@ -168,6 +172,7 @@ pub(crate) struct Counters {
     ws_sent: AtomicU64,
     ws_dropped: AtomicU64,
     ws_closed: AtomicU64,
+    idle_closed: AtomicU64,
 }
 
 impl Counters {
@@ -177,6 +182,11 @@ impl Counters {
 
     pub(crate) fn add_connection(&self) {
         self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// add_idle_closed counts a connection closed by the idle timeout.
+    pub(crate) fn add_idle_closed(&self) {
+        self.idle_closed.fetch_add(1, Ordering::Relaxed);
     }
 
     /// add_stream counts a streamed answer begun.
@@ -300,6 +310,7 @@ impl Board {
                 ws_sent: sum.ws_sent + get(&c.ws_sent),
                 ws_dropped: sum.ws_dropped + get(&c.ws_dropped),
                 ws_closed: sum.ws_closed + get(&c.ws_closed),
+                idle_closed: sum.idle_closed + get(&c.idle_closed),
                 ..sum
             }
         })

@@ -242,3 +242,32 @@ fn ipv6_loopback_is_served_where_available() {
     );
     assert_eq!(Client::connect(target.local_addr()).get("/").status, 200);
 }
+
+#[test]
+fn an_idle_timeout_closes_a_connection_that_waits_for_its_next_request() {
+    let target = Target::start(TargetConfig {
+        threads: Some(1),
+        idle_timeout: Some(Duration::from_millis(50)),
+        ..TargetConfig::default()
+    })
+    .expect("target starts");
+    let mut client = Client::connect(target.local_addr());
+    for _ in 0..5 {
+        assert_eq!(
+            client.get("/").status,
+            200,
+            "answered while it keeps asking"
+        );
+    }
+    // The read blocks (READ_TIMEOUT at most) until the server's timeout closes the connection.
+    assert!(client.at_eof(), "closed after 50 ms without a request");
+    let stats = target.stats();
+    assert_eq!((stats.requests, stats.idle_closed), (5, 1));
+
+    let zero = Target::start(TargetConfig {
+        idle_timeout: Some(Duration::ZERO),
+        ..TargetConfig::default()
+    })
+    .expect_err("a zero idle timeout is refused");
+    assert!(matches!(zero, TargetError::Idle(_)), "{zero:?}");
+}

@@ -27,7 +27,13 @@ def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     t.add_argument("--tls-cert", metavar="FILE", help="serve https with this PEM certificate")
     t.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert")
-    probes = t.add_argument_group("probes (server-wide behaviour of known truth)")
+    _add_probe_flags(t.add_argument_group("probes (server-wide behaviour of known truth)"))
+    t.set_defaults(func=cmd_target)
+    return t
+
+
+def _add_probe_flags(probes: argparse._ArgumentGroup) -> None:
+    """_add_probe_flags defines the server-wide probes of ``redline target``."""
     probes.add_argument(
         "--capacity",
         type=int,
@@ -87,8 +93,11 @@ def add_target_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="the task app fails every N-th fresh task (status FAILED); X-Retry-Of: ID "
         "resubmits a failed one",
     )
-    t.set_defaults(func=cmd_target)
-    return t
+    probes.add_argument(
+        "--idle-timeout",
+        metavar="DURATION",
+        help="close an HTTP/1.1 connection that waits this long for a request (uvicorn: 5s)",
+    )
 
 
 #: TARGET_HELP: ``redline target --help``'s description, each probe with its truth.
@@ -133,8 +142,10 @@ Probes: server-wide behaviour whose truth is known (N slots, S service time, loa
                                    window W), the rest 503 (or STATUS) with Retry-After
   --fail-every N                   the task app fails every N-th fresh task (FAILED); a POST with
                                    X-Retry-Of: ID of a failed task is a resubmission
+  --idle-timeout T                 close an HTTP/1.1 connection idle for T between requests
+                                   (FIN), as a keep-alive timeout does (uvicorn: 5s)
 /__stats: queue_* (capacity), queue_refused, contention_busy/peak/served, rate_accepted/refused,
-tasks_succeeded/failed/resubmitted.
+tasks_succeeded/failed/resubmitted, idle_closed.
 """
 
 
@@ -168,6 +179,7 @@ def cmd_target(args: argparse.Namespace) -> int:
         burst=args.burst,
         refuse_status=args.refuse_status,
         fail_every=args.fail_every,
+        idle_timeout=args.idle_timeout,
     ) as target:
         print(f"listening on {target.url}", flush=True)
         try:

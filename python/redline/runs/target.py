@@ -63,6 +63,9 @@ class Target:
       ``X-Retry-Of: ID`` header naming a failed task is a resubmission (never failed by the
       knob). Counters ``tasks_succeeded``, ``tasks_failed`` (status answers that said so) and
       ``tasks_resubmitted``.
+    - **Idle timeout**, ``idle_timeout=T`` (``"5s"`` or seconds): an HTTP/1.1 connection
+      that waits T for its next request is closed (FIN, then gone: a request sent on it
+      after meets a reset), as uvicorn's keep-alive timeout does. Counter ``idle_closed``.
 
     The module docs of ``crates/testserver/src/`` (``capacity.rs``, ``pause.rs``,
     ``contention.rs``, ``bucket.rs``) derive each truth."""
@@ -85,6 +88,7 @@ class Target:
         burst: int | None = None,
         refuse_status: int | None = None,
         fail_every: int | None = None,
+        idle_timeout: str | float | None = None,
     ):
         _whole("capacity", capacity, 1)
         _whole("fail_every", fail_every, 1)
@@ -118,6 +122,7 @@ class Target:
             burst,
             refuse_status,
             fail_every,
+            None if idle_timeout is None else parse_duration(idle_timeout, "idle_timeout"),
         )
 
     @property
@@ -144,7 +149,8 @@ class Target:
         ``stream_responses`` (streamed answers begun), ``stream_events`` (SSE events handed to the
         socket, a completion's closing chunk and ``[DONE]`` included) and ``completion_tokens``;
         and the WebSocket echo's (``/ws``) ``ws_sockets`` (upgrades), ``ws_received`` and
-        ``ws_sent`` (messages), ``ws_dropped`` and ``ws_closed`` (sockets it ended)."""
+        ``ws_sent`` (messages), ``ws_dropped`` and ``ws_closed`` (sockets it ended); and
+        ``idle_closed``, connections the idle timeout closed."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

@@ -44,6 +44,10 @@ pub enum Mode {
     /// answered a request (FIN, as servers' keep-alive timeouts do); a request that arrives
     /// after the FIN is counted in `Seen::stale` and never answered.
     IdleClose { after: Duration },
+    /// CloseReused answers the first request of a connection; on the second it closes (FIN)
+    /// without answering, as a keep-alive timeout firing as a request arrives does: that
+    /// request is counted in `Seen::stale`, not in `requests`.
+    CloseReused,
 }
 
 /// Seen is what the server observed.
@@ -53,6 +57,8 @@ pub struct Seen {
     pub connections: AtomicU64,
     /// stale: requests that arrived on a connection the server had already closed (IdleClose).
     pub stale: AtomicU64,
+    /// idle_closed: connections the server closed for idleness (IdleClose).
+    pub idle_closed: AtomicU64,
     /// firsts: when each connection's first request arrived, if asked for ([`Seen::tracking`]);
     /// None otherwise, so the other tests' servers allocate nothing for it.
     pub firsts: std::sync::Mutex<Option<Vec<Instant>>>,
@@ -95,6 +101,10 @@ impl Server {
 
     pub fn stale(&self) -> u64 {
         self.seen.stale.load(Ordering::SeqCst)
+    }
+
+    pub fn idle_closed(&self) -> u64 {
+        self.seen.idle_closed.load(Ordering::SeqCst)
     }
 }
 
@@ -251,6 +261,10 @@ async fn serve(
             }
         };
         buf.drain(..end);
+        if matches!(mode, Mode::CloseReused) && served > 0 {
+            seen.stale.fetch_add(1, Ordering::SeqCst);
+            return drain_closed(sock).await;
+        }
         let number = seen.requests.fetch_add(1, Ordering::SeqCst) + 1;
         if served == 0 {
             let mut firsts = seen.firsts.lock().unwrap_or_else(|e| e.into_inner());
@@ -339,7 +353,8 @@ async fn hold(mode: Mode, sock: &TcpStream, served: u32, number: u64, t0: Instan
         | Mode::Drop
         | Mode::ResetReused
         | Mode::HangAfter(_)
-        | Mode::IdleClose { .. } => {}
+        | Mode::IdleClose { .. }
+        | Mode::CloseReused => {}
     }
     true
 }
@@ -347,6 +362,7 @@ async fn hold(mode: Mode, sock: &TcpStream, served: u32, number: u64, t0: Instan
 /// idle_close is a keep-alive timeout: FIN, then count every request that still arrives
 /// (the client sent it on a connection it did not know was closed) until the client hangs up.
 async fn idle_close(mut sock: TcpStream, seen: &Seen) {
+    seen.idle_closed.fetch_add(1, Ordering::SeqCst);
     let _ = sock.shutdown().await;
     let mut chunk = [0u8; 4096];
     let mut tail = 0usize; // bytes of "\r\n\r\n" matched so far, across reads
@@ -365,6 +381,18 @@ async fn idle_close(mut sock: TcpStream, seen: &Seen) {
                 seen.stale.fetch_add(1, Ordering::SeqCst);
                 tail = 0;
             }
+        }
+    }
+}
+
+/// drain_closed sends FIN and discards what still arrives until the client hangs up, so the
+/// close is a clean end of stream for the client, never a reset.
+async fn drain_closed(mut sock: TcpStream) {
+    let _ = sock.shutdown().await;
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = sock.read(&mut chunk).await {
+        if n == 0 {
+            return;
         }
     }
 }
