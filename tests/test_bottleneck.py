@@ -80,6 +80,16 @@ CASES = [
         ("generator", "generator"),
     ),
     (
+        "one thread at a time: an event loop at one core of the two it may use",
+        [
+            {"parts": {"api": {**IDLE, "cpu_percent": 40.0, "cpu_thread": 0.38}}},
+            {"parts": {"api": {**IDLE, "cpu_percent": 80.0, "cpu_thread": 0.78}}},
+            {"parts": {"api": {**IDLE, "cpu_percent": 99.0, "cpu_thread": 0.97}}},
+            {"parts": {"api": {**IDLE, "cpu_percent": 101.0, "cpu_thread": 0.98}}},
+        ],
+        ("api", "cpu"),
+    ),
+    (
         "open files at the limit",
         [
             {"parts": {"api": {**IDLE, "fds": 300.0}}},
@@ -251,6 +261,31 @@ def test_the_run_queue_reads_how_long_this_process_waited_for_a_cpu():
     share = q.share([os.getpid()])
     if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat"):
         assert share is not None and 0.0 <= share <= 1.0, share
+        # This thread spun for the whole span: the busiest thread ran some of it (all of it
+        # on an idle core; a busy box gives it less), never more than one core.
+        assert q.busiest is not None and 0.0 < q.busiest <= 1.0, q.busiest
+
+
+def test_the_busiest_thread_is_read_against_one_core_on_an_injected_clock():
+    """RunQueue.busiest: the most one thread ran over the span between two calls (schedstat's
+    first field, ns), as a share of one core, on the clock it is given."""
+    from redline.service import parts
+
+    ran = {"1": 0, "2": 0}
+    clock = iter([0.0, 2.0, 4.0])
+
+    def schedstat(path: str) -> str:
+        return f"{ran[path.split('/')[-2]]} 0 0"
+
+    q = parts.RunQueue(clock=lambda: next(clock))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(parts.os, "listdir", lambda _: ["1", "2"])
+        mp.setattr(parts, "_read", schedstat)
+        q.share([7])
+        assert q.busiest is None
+        ran["1"], ran["2"] = 1_900_000_000, 600_000_000  # 1.9 s and 0.6 s of 2 s
+        q.share([7])
+        assert q.busiest == pytest.approx(0.95)
 
 
 def _scale_demo(redline: float, instance_cpu: float, busy: float) -> list[Step]:
@@ -293,6 +328,9 @@ def _scale_demo(redline: float, instance_cpu: float, busy: float) -> list[Step]:
         ("the generator took the most", 0.545, 30.0, 0.99, ("generator", "generator")),
         ("the instances took the most", 0.15, 60.0, 0.97, ("machine", "cpu")),
         ("the machine had CPU to spare", 0.2, 30.0, 0.6, ("nginx", "cpu")),
+        # Another tenant took the machine (other engineers' builds): nothing of the
+        # deployment's ran out, the wait is said as that work's.
+        ("other work took the most", 0.05, 10.0, 1.0, (None, None)),
     ],
 )
 def test_a_run_queue_on_a_saturated_machine_names_the_machine_or_the_generator(
@@ -309,6 +347,12 @@ def test_a_run_queue_on_a_saturated_machine_names_the_machine_or_the_generator(
     assert b is not None and (b["part"], b["resource"]) == named, (label, b)
     said = bottleneck_sentence(b)
     assert said is not None
+    if named[0] is None:
+        assert (
+            "nginx's threads waited for a CPU 75 % of the time they could run, for other work"
+            in b["evidence"]
+        ), b
+        return
     if named[0] == "nginx":
         assert "waited for a CPU 75 %" in b["evidence"], b
         return
@@ -322,3 +366,15 @@ def test_a_run_queue_on_a_saturated_machine_names_the_machine_or_the_generator(
     else:
         assert b["utilisation"] == pytest.approx(busy)
         assert said.startswith("Bottleneck: this machine's CPUs ran out first"), said
+
+
+def test_a_part_at_one_core_of_two_is_named_for_its_busiest_thread():
+    """taskqueue serves from one event loop: at 101 % of a core it uses half the two cores it
+    may use (not saturated by its CPU %), and its busiest thread ran 98 % of one core."""
+    case = next(c for c in CASES if c[0].startswith("one thread at a time"))
+    s = steps(case[1])
+    b = name_bottleneck(s, s[-1])
+    assert b is not None and b["utilisation"] == pytest.approx(0.98), b
+    assert "its busiest thread ran 98 % of one core" in b["evidence"], b
+    assert "while its CPU 101 % of 2 cores allowed" in b["evidence"], b
+    assert "saturated from 32 users on" in b["evidence"], b

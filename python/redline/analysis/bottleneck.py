@@ -5,7 +5,9 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
 
 - ``cpu``: the part's CPU over the cores it may use (its affinity, cut by its cgroup quota:
   a process pinned to one core at 100 % of a core is saturated on a machine of 16), >= 90 %;
-  or its threads waiting for a CPU (the run queue, ``cpu_wait``) half the time they could
+  or its busiest thread at 90 % of one core or more (``cpu_thread``: a part that runs one
+  thread at a time, an event loop or Python's GIL, runs out at one core of the two it may
+  use); or its threads waiting for a CPU (the run queue, ``cpu_wait``) half the time they could
   run or more: starved by other work on its cores, it reads as low CPU. A run queue that
   was saturated at the lightest step already is another tenant's doing, not the load's: it
   is said beside what is named, and not named itself;
@@ -66,6 +68,10 @@ RUN_QUEUE = 0.5
 #: QUEUE_KEY: the key of a part's run-queue reading (its CPU % reading has none).
 QUEUE_KEY = "run queue"
 
+#: THREAD_KEY: the key of a part's busiest-thread reading (``cpu_thread``: the most one of its
+#: threads ran, a share of one core).
+THREAD_KEY = "one thread"
+
 #: MACHINE_BUSY: this machine's CPUs busy this share of their time over a step have run out
 #: for every part on it (:data:`redline.find.rules.MACHINE_BUSY`).
 MACHINE_BUSY = 0.9
@@ -78,11 +84,14 @@ OTHERS = 0.5
 
 
 def other_work(step: Any) -> float | None:
-    """other_work is the share of this machine's CPUs that went to neither redline's workers
-    nor any watched part over ``step`` (its ``machine_busy`` less its ``generator_share`` and
-    each part's CPU); None where the machine was not measured or no part's CPU was (without
-    the deployment's CPU, the service's work and a tenant's cannot be told apart)."""
-    busy, share = getattr(step, "machine_busy", None), getattr(step, "generator_share", None)
+    """other_work is the share of this machine's CPUs that went to neither redline nor any
+    watched part over ``step`` (its ``machine_busy`` less redline's share, its whole process
+    where measured, else its workers', and each part's CPU); None where the machine was not
+    measured or no part's CPU was (without the deployment's CPU, the service's work and a
+    tenant's cannot be told apart)."""
+    busy, share = getattr(step, "machine_busy", None), getattr(step, "redline_share", None)
+    if share is None:
+        share = getattr(step, "generator_share", None)
     parts = getattr(step, "parts", None) or {}
     cpus = [float(f["cpu_percent"]) for f in parts.values() if f.get("cpu_percent") is not None]
     if busy is None or share is None or not cpus:
@@ -222,6 +231,13 @@ def part_readings(name: str, f: dict[str, float]) -> list[Reading]:
                 name, "cpu", u, u >= SATURATED["cpu"], f"CPU {cpu:.0f} % of {cores:g} cores allowed"
             )
         )
+    thread = f.get("cpu_thread")
+    if thread is not None:
+        text = (
+            f"its busiest thread ran {100 * thread:.0f} % of one core (a part that runs one"
+            " thread at a time, an event loop or Python's GIL, runs out at one core)"
+        )
+        out.append(Reading(name, "cpu", thread, thread >= SATURATED["cpu"], text, THREAD_KEY))
     wait = f.get("cpu_wait")
     if wait is not None:
         text = f"its threads waited for a CPU {100 * wait:.0f} % of the time they could run"
@@ -292,8 +308,18 @@ def name_bottleneck(
             if r.saturated and k not in first and not _already(r, base):
                 first[k] = (float(s.load), seen.get(k, r))
     saturated = [(load, r) for k, (load, r) in first.items() if seen.get(k, r).saturated]
+    # A run queue that filled while half the machine or more went to other work waited for
+    # that work (another tenant): said beside, not named (as a starved generator).
+    tenant = (other_work(limit) or 0.0) >= OTHERS
+    waited = [r for _, r in saturated if tenant and r.key == QUEUE_KEY]
+    saturated = [(load, r) for load, r in saturated if r not in waited]
+    beside = "".join(
+        f"; {r.part}'s {r.evidence.removeprefix('its ')}, for other work on this machine"
+        f" ({other_work(limit):.0%} of its CPUs went to neither redline nor a watched part)"
+        for r in waited
+    )
     if not saturated:
-        said = _nothing(at) + _tenants(at, base)
+        said = _nothing(at) + _tenants(at, base) + beside
         return {"part": None, "resource": None, "utilisation": None, "evidence": said}
     # Ties: cause before symptom; of two pools full at once, the smaller (the larger's
     # holders wait on it: 100 task slots held by tasks waiting for 10 connections).
@@ -303,11 +329,9 @@ def name_bottleneck(
         return shared
     unit = "users" if getattr(limit, "model", "closed") == "closed" else "req/s"
     others = [
-        r
-        for r in at
-        if r.part == top.part and r.resource == "cpu" and r is not top and r.key != QUEUE_KEY
+        r for r in at if r.part == top.part and r.resource == "cpu" and r is not top and r.key == ""
     ]
-    beside = f", while its {others[0].evidence}" if others else ""
+    beside = (f", while its {others[0].evidence}" if others else "") + beside
     return {
         "part": top.part,
         "resource": top.resource,
@@ -354,7 +378,11 @@ def _nothing(at: Sequence[Reading]) -> str:
         key=lambda r: r.utilisation,
         default=None,
     )
-    most = f" (the busiest: {busiest.part}'s {busiest.evidence})" if busiest else ""
+    most = (
+        f" (the busiest: {busiest.part}'s {busiest.evidence.removeprefix('its ')})"
+        if busiest
+        else ""
+    )
     return (
         "no watched resource ran out" + most + ": the limit is something no part exports,"
         " such as a concurrency limit or a lock inside a part, or a part not watched"

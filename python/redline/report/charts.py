@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from redline import _engine
-from redline.analysis.bottleneck import QUEUE_KEY, part_readings
+from redline.analysis.bottleneck import QUEUE_KEY, THREAD_KEY, part_readings
 
 #: PALETTE: series colours, distinguishable in print and for the common colour blindnesses.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf", "#7f7f7f"]
@@ -439,6 +439,8 @@ def _lines(name: str, figures: dict[str, float]) -> dict[tuple[str, str], float]
             lines[("errors/s", "y2")] = r.utilisation
         elif r.key == QUEUE_KEY:
             lines[("waiting for a CPU %", "y")] = 100.0 * r.utilisation
+        elif r.key == THREAD_KEY:
+            lines[("busiest thread % of a core", "y")] = 100.0 * r.utilisation
         else:
             label = f"pool {r.key} %" if r.resource == "pool" else f"{r.resource} %"
             lines[(label, "y")] = 100.0 * r.utilisation

@@ -164,15 +164,21 @@ class RunQueue:
     first is the time on a CPU): :meth:`share` is, since the last call, the waiting over the
     waiting and the running together (0: it ran whenever it could; 0.8: for each second it
     ran it waited four, its cores busy with other work). None on the first call, or without
-    schedstat (a kernel built without it)."""
+    schedstat (a kernel built without it). ``busiest`` is, over the same span, the most any
+    one thread ran as a share of one core: a process that can only use one thread at a time
+    (an event loop, Python's GIL) runs out at one core, whatever cores it may use."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._last: dict[tuple[int, int], tuple[int, int]] = {}
+        self._clock = clock
+        self._at = clock()
+        #: busiest: the busiest thread's run time over the last span, a share of one core.
+        self.busiest: float | None = None
 
     def share(self, pids: Sequence[int]) -> float | None:
         """share: the tree's threads' wait for a CPU as a share of their runnable time."""
         seen: dict[tuple[int, int], tuple[int, int]] = {}
-        ran = waited = 0
+        ran = waited = most = 0
         for pid in pids:
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
@@ -189,7 +195,11 @@ class RunQueue:
                 if before is not None:
                     ran += max(0, now[0] - before[0])
                     waited += max(0, now[1] - before[1])
+                    most = max(most, now[0] - before[0])
         first, self._last = not self._last, seen
+        at, self._at = self._at, self._clock()
+        span_ns = (self._at - at) * 1e9
+        self.busiest = None if first or span_ns <= 0 else min(1.0, most / span_ns)
         if first or ran + waited <= 0:
             return None
         return waited / (ran + waited)
@@ -218,6 +228,8 @@ def _with_allowance(sample: Sample, monitor: ProcessMonitor) -> Sample:
         wait = None
     if wait is not None:
         extra["cpu_wait"] = wait
+    if runq.busiest is not None:
+        extra["cpu_thread"] = runq.busiest
     return Sample(**{**sample.to_dict(), "extra": extra})
 
 
