@@ -174,7 +174,7 @@ def search(
     max_time: float,
     meter: CpuMeter,
     exporters: dict[str, str],
-    start: float = 256.0,
+    start: float = 128.0,
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """search runs `redline find` with the seed-000 scenario against url, watching every
     part of the deployment (:func:`watched`): the limit names the part that ran out."""
@@ -250,9 +250,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """parse_args reads the command line (``--repeat`` at least 1)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # One instance on a quiet box sustained 3,100 req/s at 2,048 users with no limit found in
-    # 45 s from 64 users (2026-11-28 16:21): the search starts nearer and runs longer.
+    # 45 s from 64 users (2026-11-28 16:21): the search starts nearer and runs longer (from
+    # 256 users, the one instance broke its SLO at its first step at load 12: 17:31).
     ap.add_argument("--max-time", type=float, default=90.0, help="seconds per search")
-    ap.add_argument("--start", type=float, default=256.0, help="users at the first step")
+    ap.add_argument("--start", type=float, default=128.0, help="users at the first step")
     ap.add_argument("--keep", type=Path, help="write each search's result JSON in this folder")
     ap.add_argument("--sqlite", action="store_true", help="search SQLite (1 instance) first")
     ap.add_argument(
