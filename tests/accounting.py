@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 #: ANSWERED_ERRORS: the error classes of requests that got a response (counted in requests).
-ANSWERED_ERRORS = ("status", "check")
+ANSWERED_ERRORS = ("status", "check", "grpc")
 
 
 def transport_failures(doc: dict[str, Any]) -> int:

@@ -16,7 +16,8 @@ use crate::tls::TlsSettings;
 
 #[path = "config_fields.rs"]
 mod fields;
-use fields::{check_headers, check_method, check_stages, check_warmup_fits, count, positive_secs};
+use fields::{check_grpc, check_headers, check_method, check_stages, check_warmup_fits};
+use fields::{count, positive_secs};
 pub use fields::{LatencyFrom, Protocol};
 
 /// RunConfig is what to run. It is deserialised from the JSON the Python package builds;
@@ -98,6 +99,8 @@ pub struct RunConfig {
     pub stream: bool,
     /// proxy: the forward proxy's URL (`http://[user:pass@]host:port`, see [`crate::proxy`]).
     pub proxy: Option<String>,
+    /// grpc: requests are gRPC calls, their answers' `grpc-status` the status ([`crate::grpc`]).
+    pub grpc: bool,
 }
 
 impl Default for RunConfig {
@@ -132,6 +135,7 @@ impl Default for RunConfig {
             latency_from: LatencyFrom::Sent,
             stream: false,
             proxy: None,
+            grpc: false,
         }
     }
 }
@@ -264,6 +268,8 @@ pub struct Checked {
     pub stream: bool,
     /// proxy: the forward proxy the connections go through.
     pub proxy: Option<crate::proxy::Proxy>,
+    /// grpc: the answers' statuses are gRPC's (see [`RunConfig::grpc`]).
+    pub grpc: bool,
 }
 
 impl RunConfig {
@@ -294,6 +300,7 @@ impl RunConfig {
         let warmup = self.warmup()?;
         let send_ahead = self.send_ahead()?;
         let (protocol, negotiate, streams) = self.protocol(target.https)?;
+        check_grpc(self.grpc, self.http2, self.plan.is_some())?;
         let (model, profile) = self.model_and_profile(streams)?;
         let duration = self.duration(&profile)?;
         check_warmup_fits(warmup, duration)?;
@@ -350,6 +357,7 @@ impl RunConfig {
             latency_from: self.latency_from,
             stream: self.stream,
             proxy,
+            grpc: self.grpc,
         })
     }
 

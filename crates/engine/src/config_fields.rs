@@ -35,6 +35,17 @@ pub(super) fn positive_secs(name: &str, v: f64) -> Result<Duration, EngineError>
     }
 }
 
+/// check_grpc: a gRPC run (`grpc`) is a URL's, over HTTP/2 said outright.
+pub(super) fn check_grpc(grpc: bool, http2: Option<bool>, plan: bool) -> Result<(), EngineError> {
+    match (grpc, http2, plan) {
+        (true, _, true) => Err(EngineError::config(
+            "a scenario does not make gRPC calls yet",
+        )),
+        (true, Some(true), false) | (false, _, _) => Ok(()),
+        (true, _, false) => Err(EngineError::config("grpc needs HTTP/2: set http2")),
+    }
+}
+
 /// count checks a count option (connections, threads, the pool cap): 1 to [`MAX_COUNT`].
 pub(super) fn count(name: &str, v: i64) -> Result<u32, EngineError> {
     match u32::try_from(v) {

@@ -301,3 +301,27 @@ fn start_instant_is_a_wall_clock_time_within_the_hour() {
         .start_at
         .is_none());
 }
+
+#[test]
+fn a_grpc_run_is_a_url_run_over_http2() {
+    let ok = parse(r#"{"url":"http://h/p.S/M","grpc":true,"http2":true}"#).expect("valid");
+    assert!(ok.grpc);
+    assert!(!parse(r#"{"url":"http://h/"}"#).expect("valid").grpc);
+    for (json, want) in [
+        (
+            r#"{"url":"http://h/p.S/M","grpc":true}"#,
+            "grpc needs HTTP/2",
+        ),
+        (
+            r#"{"url":"http://h/p.S/M","grpc":true,"http2":false}"#,
+            "grpc needs HTTP/2",
+        ),
+        (
+            r#"{"url":"http://h/","grpc":true,"http2":true,"plan":{}}"#,
+            "a scenario does not make gRPC calls",
+        ),
+    ] {
+        let err = parse(json).expect_err(json).to_string();
+        assert!(err.contains(want), "{json}: {err}");
+    }
+}

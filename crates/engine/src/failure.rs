@@ -33,11 +33,14 @@ pub enum ErrorClass {
     /// Check: a scenario request was answered but failed a check or an extraction (its
     /// reason is counted under the request's name).
     Check,
+    /// Grpc: a gRPC call answered with a status other than OK (its code is counted among the
+    /// run's statuses).
+    Grpc,
 }
 
 impl ErrorClass {
     /// ALL lists the classes in report order.
-    pub const ALL: [ErrorClass; 10] = [
+    pub const ALL: [ErrorClass; 11] = [
         ErrorClass::Connect,
         ErrorClass::Timeout,
         ErrorClass::Read,
@@ -48,6 +51,7 @@ impl ErrorClass {
         ErrorClass::RstStream,
         ErrorClass::Status,
         ErrorClass::Check,
+        ErrorClass::Grpc,
     ];
 
     /// key is the class's name in a report's `errors` and `errors_by_class` (the field of
@@ -65,6 +69,7 @@ impl ErrorClass {
             ErrorClass::RstStream => "rst_stream",
             ErrorClass::Status => "status",
             ErrorClass::Check => "check",
+            ErrorClass::Grpc => "grpc",
         }
     }
 
@@ -82,13 +87,17 @@ impl ErrorClass {
             ErrorClass::Status => "HTTP error status",
             // A check's failures are counted under the check's own reason; this is the rest.
             ErrorClass::Check => "error",
+            ErrorClass::Grpc => "gRPC status not OK",
         }
     }
 
     /// answered: a failure of this class got a response (an error status, a failed check);
     /// the others are transport failures, requests that got none.
     pub fn answered(self) -> bool {
-        matches!(self, ErrorClass::Status | ErrorClass::Check)
+        matches!(
+            self,
+            ErrorClass::Status | ErrorClass::Check | ErrorClass::Grpc
+        )
     }
 }
 
@@ -115,6 +124,8 @@ pub struct ErrorCounts {
     pub status: u64,
     /// check: scenario responses that failed a check or an extraction.
     pub check: u64,
+    /// grpc: gRPC calls answered with a status other than OK.
+    pub grpc: u64,
 }
 
 impl ErrorCounts {
@@ -131,6 +142,7 @@ impl ErrorCounts {
             ErrorClass::RstStream => self.rst_stream += 1,
             ErrorClass::Status => self.status += 1,
             ErrorClass::Check => self.check += 1,
+            ErrorClass::Grpc => self.grpc += 1,
         }
     }
 
@@ -146,6 +158,7 @@ impl ErrorCounts {
         self.rst_stream += o.rst_stream;
         self.status += o.status;
         self.check += o.check;
+        self.grpc += o.grpc;
     }
 
     /// total is the sum over all classes.
@@ -160,6 +173,7 @@ impl ErrorCounts {
             + self.rst_stream
             + self.status
             + self.check
+            + self.grpc
     }
 }
 

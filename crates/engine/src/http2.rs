@@ -35,7 +35,7 @@ use tokio::sync::Notify;
 
 use crate::conn::{Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
-use crate::http2_body::{read_body, within, Trip};
+use crate::http2_body::{grpc_status, read_body, within, Trip};
 use crate::http2_message::{head_size, reframe_head, Template};
 use crate::metrics::ConnectionGauge;
 use crate::stream::{is_event_stream, Sink, Watch};
@@ -304,8 +304,10 @@ pub struct Stream {
     /// capture: see [`crate::conn::Conn::capture`].
     pub capture: Option<(Vec<u8>, usize)>,
     /// watch: see [`crate::conn::Conn::watch`]; its pieces are DATA frames, or the SSE
-    /// events they carry.
+    /// events or gRPC messages they carry.
     pub watch: Option<Box<Watch>>,
+    /// grpc: the requests are gRPC calls: an answer's status is its `grpc-status`.
+    grpc: bool,
 }
 
 impl Stream {
@@ -320,12 +322,23 @@ impl Stream {
             template: None,
             capture: None,
             watch: None,
+            grpc: false,
         }
     }
 
     /// watched makes the stream time each response as it arrives (`--stream`) into `sink`.
     pub fn watched(mut self, sink: Option<Sink>) -> Self {
         self.watch = sink.map(|sink| Box::new(Watch::new(sink)));
+        self
+    }
+
+    /// calling makes the stream's requests gRPC calls (`grpc`): each answer's status is its
+    /// `grpc-status` code, and a watch counts the messages of a streamed answer.
+    pub fn calling(mut self, grpc: bool) -> Self {
+        self.grpc = grpc;
+        if let Some(w) = self.watch.as_deref_mut() {
+            w.grpc(grpc);
+        }
         self
     }
 
@@ -398,6 +411,7 @@ impl Stream {
             &mut self.capture,
             self.watch.as_deref_mut(),
             deadline,
+            self.grpc,
         )
         .await;
         match trip {
@@ -447,13 +461,15 @@ impl Trip {
     /// The response is read through h2's poll functions rather than its future wrappers: the
     /// head is taken apart where it lands (no `Response` moved through the layers of
     /// `Result`), and the body is read until h2 says it ended, so each response takes the
-    /// fewest calls into h2 (each call takes the connection's lock).
+    /// fewest calls into h2 (each call takes the connection's lock). A gRPC call's status
+    /// is read from its trailers (or its head, when the answer is trailers only).
     async fn round_trip(
         mut handle: Handle<'_>,
         template: &Template,
         capture: &mut Option<(Vec<u8>, usize)>,
         mut watch: Option<&mut Watch>,
         deadline: &mut Deadline,
+        grpc: bool,
     ) -> Result<(u16, u64), Trip> {
         within(
             poll_fn(|cx| handle.send.poll_ready(cx)),
@@ -494,16 +510,23 @@ impl Trip {
                         .is_some_and(|v| is_event_stream(v.as_bytes()));
                     w.head(Instant::now(), events, r.body().is_end_stream());
                 }
-                (status, size, r.into_body())
+                let code = grpc
+                    .then(|| r.headers().get("grpc-status"))
+                    .flatten()
+                    .and_then(|v| crate::grpc::status(v.as_bytes()));
+                (status, size, code, r.into_body())
             }))
         };
-        let (status, mut bytes_in, mut body) =
+        let (status, mut bytes_in, in_head, mut body) =
             within(poll_fn(head_of), deadline, ErrorClass::Timeout)
                 .await
                 .map_err(Trip::stream)?
                 .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
         drop(response);
         bytes_in += read_body(&mut body, deadline, capture, watch).await?;
-        Ok((status, bytes_in))
+        if !grpc {
+            return Ok((status, bytes_in));
+        }
+        grpc_status(&mut body, status, in_head, deadline, bytes_in).await
     }
 }

@@ -26,8 +26,8 @@ const RELEASE_AT: usize = 1 << 20;
 /// Until h2 says there is no more data: the stream ended, or its trailers came, and they end
 /// it (END_STREAM rides on them), so the response is whole either way: h2 answers None only
 /// once the stream is closed for receiving or its trailers are in hand, and an error (a
-/// reset) instead. The trailers are not read: dropping the stream clears them, one call into
-/// h2 fewer per response.
+/// reset) instead. The trailers are not read here (only a gRPC call's are, by
+/// [`grpc_status`]): dropping the stream clears them, one call into h2 fewer per response.
 ///
 /// The window the body used is handed back in bulk: h2 releases what a closed stream still
 /// holds when its last handle goes (as `body` drops after this), so a response under
@@ -68,6 +68,40 @@ pub(crate) async fn read_body(
         w.end(Instant::now());
     }
     Ok(bytes)
+}
+
+/// grpc_status is a gRPC call's status, once its body is read, and the answer's size with
+/// its trailers: the `grpc-status` of its trailers, or of its head (`in_head`) when the answer
+/// was trailers only; for an HTTP status other than 200, the code a gRPC client gives it.
+/// An answer with no status is not gRPC's (a plain HTTP server's 200): a protocol error.
+pub(crate) async fn grpc_status(
+    body: &mut RecvStream,
+    status: u16,
+    in_head: Option<u16>,
+    deadline: &mut Deadline,
+    mut bytes_in: u64,
+) -> Result<(u16, u64), Trip> {
+    if status != 200 {
+        return Ok((crate::grpc::from_http(status), bytes_in));
+    }
+    if let Some(code) = in_head {
+        return Ok((code, bytes_in));
+    }
+    let trailers = within(
+        poll_fn(|cx| body.poll_trailers(cx)),
+        deadline,
+        ErrorClass::Timeout,
+    )
+    .await
+    .map_err(Trip::stream)?
+    .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?
+    .ok_or(Trip::stream(ErrorClass::Protocol))?;
+    bytes_in += crate::http2_message::head_size(&trailers);
+    let code = trailers
+        .get("grpc-status")
+        .and_then(|v| crate::grpc::status(v.as_bytes()))
+        .ok_or(Trip::stream(ErrorClass::Protocol))?;
+    Ok((code, bytes_in))
 }
 
 /// Trip is a failed round trip: its class, and whether the connection itself is gone.

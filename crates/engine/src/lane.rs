@@ -488,6 +488,7 @@ impl Lane {
                     service: server,
                     bytes_in: x.bytes_in,
                     expected: x.status >= 400 && expected.contains(&x.status),
+                    grpc: s.job.cfg.grpc,
                     at: done,
                     ended: end,
                 };
@@ -573,7 +574,8 @@ fn wire(s: &Shared, slot: usize) -> Wire {
             }
             Wire::H2(
                 Stream::new(links[group].clone(), slot.is_multiple_of(streams))
-                    .watched(s.stream.clone()),
+                    .watched(s.stream.clone())
+                    .calling(job.cfg.grpc),
             )
         }
     }

@@ -23,6 +23,7 @@ pub mod control;
 pub mod error;
 pub mod failure;
 pub mod flight;
+pub mod grpc;
 pub mod h2c;
 pub(crate) mod handover;
 pub mod hdr;

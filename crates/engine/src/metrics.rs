@@ -88,6 +88,8 @@ pub struct Response {
     pub bytes_in: u64,
     /// expected: a 4xx/5xx the scenario asked for (`status=404`), not an error.
     pub expected: bool,
+    /// grpc: `status` is a gRPC call's status code (0: OK; see [`crate::grpc`]).
+    pub grpc: bool,
     /// at: when the thread saw it end.
     pub at: Instant,
     /// ended: when its last bytes arrived, where its latency ends (`at`, or earlier: the
@@ -95,6 +97,18 @@ pub struct Response {
     /// stops counting as in flight then, so that the in-flight mean and λW (Little's law)
     /// measure one and the same span.
     pub ended: Instant,
+}
+
+impl Response {
+    /// failure is the class of error this answer is, if it is one: a gRPC status other than
+    /// OK, or an HTTP status of 400 or more that the flow did not expect.
+    pub fn failure(&self) -> Option<ErrorClass> {
+        if self.grpc {
+            (self.status != 0).then_some(ErrorClass::Grpc)
+        } else {
+            (self.status >= 400 && !self.expected).then_some(ErrorClass::Status)
+        }
+    }
 }
 
 /// FlightClock counts the requests in flight on one thread and integrates that count over
@@ -324,7 +338,8 @@ impl Recorder {
     /// response records a completed response.
     pub fn response(&mut self, r: &Response) {
         let lat = micros(r.latency);
-        let failed = r.status >= 400 && !r.expected;
+        let class = r.failure();
+        let failed = class.is_some();
         self.flight.down_at(r.at, r.ended);
         self.watch.answered(r.at);
         self.last = r.at;
@@ -332,15 +347,15 @@ impl Recorder {
         iv.requests += 1;
         iv.bytes_in += r.bytes_in;
         iv.errors += u64::from(failed);
-        if failed {
-            iv.errors_by_class.add(ErrorClass::Status);
+        if let Some(c) = class {
+            iv.errors_by_class.add(c);
         }
         iv.latency.saturating_record(lat);
         iv.statuses.record(r.status, lat);
         if let Some(n) = iv.names.get_mut(r.stat) {
             n.requests += 1;
-            if failed {
-                n.fail(ErrorClass::Status);
+            if let Some(c) = class {
+                n.fail(c);
             }
             n.latency.saturating_record(lat);
             n.statuses.record(r.status, lat);
@@ -358,8 +373,8 @@ impl Recorder {
         if let Some(slot) = t.status.get_mut(usize::from(r.status)) {
             *slot += 1;
         }
-        if failed {
-            t.errors.add(ErrorClass::Status);
+        if let Some(c) = class {
+            t.errors.add(c);
         }
         if let Some(n) = t.per_name.get_mut(r.stat) {
             n.requests += 1;

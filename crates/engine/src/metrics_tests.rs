@@ -45,6 +45,7 @@ fn resp(intended: Instant, status: u16, ms: u64) -> Response {
         service: Duration::from_millis(ms / 2),
         bytes_in: 100,
         expected: false,
+        grpc: false,
         at: intended + Duration::from_millis(ms),
         ended: intended + Duration::from_millis(ms),
     }

@@ -158,7 +158,7 @@ pub struct Report {
     /// intended: requests the run meant to make after warm-up: every request started, and in
     /// the open model every hit due before the end. The books balance (a failed check is an
     /// answered request, like an error status):
-    /// `requests + (errors_total - errors.status - errors.check) + unfinished + unsent == intended`.
+    /// `requests + (errors_total - status - check - grpc errors) + unfinished + unsent == intended`.
     pub intended: u64,
     /// unfinished: requests still out when the run cut them off (after the grace period, or
     /// on a stop); in the latency figures at their age then, a lower bound.
@@ -278,11 +278,12 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         .filter(|(_, &n)| n > 0)
         .map(|(code, &n)| (code.to_string(), n))
         .collect();
+    let ok = if f.cfg.grpc { 0..1 } else { 200..300 }; // gRPC's OK is 0
     let non_2xx = t
         .status
         .iter()
         .enumerate()
-        .filter(|(c, _)| !(200..300).contains(c))
+        .filter(|(c, _)| !ok.contains(c))
         .map(|(_, &n)| n)
         .sum();
     let per_name = per_name(&f);

@@ -52,6 +52,51 @@ pub struct Pieces {
     tokens: u32,
     /// scan: the event's `data`, read to find its token (see [`crate::completion`]).
     scan: TokenScan,
+    /// messages: the body is gRPC's length-prefixed messages: a piece is a message.
+    messages: Messages,
+}
+
+/// Messages reads gRPC's message framing (a flag byte, a four-byte big-endian length, the
+/// message; see [`crate::grpc::frame`]) across the frames it arrives in, counting whole
+/// messages: a frame may carry several, or part of one.
+#[derive(Debug, Clone, Copy, Default)]
+struct Messages {
+    /// on: the body is gRPC's.
+    on: bool,
+    /// prefix: bytes of the current message's prefix read (0-5).
+    prefix: u8,
+    /// len: its length, as far as read.
+    len: u32,
+    /// left: the current message's bytes still to come, once its prefix is read.
+    left: u32,
+}
+
+impl Messages {
+    /// feed reads `bytes` and says how many messages they completed.
+    fn feed(&mut self, mut bytes: &[u8]) -> u32 {
+        let mut done = 0;
+        while let Some((&b, rest)) = bytes.split_first() {
+            if self.prefix == 5 {
+                let n = bytes.len().min(self.left as usize);
+                self.left -= n as u32;
+                bytes = &bytes[n..];
+            } else {
+                bytes = rest;
+                self.len = if self.prefix == 0 {
+                    0
+                } else {
+                    (self.len << 8) | u32::from(b)
+                };
+                self.prefix += 1;
+                self.left = self.len;
+            }
+            if self.prefix == 5 && self.left == 0 {
+                done += 1;
+                self.prefix = 0;
+            }
+        }
+        done
+    }
 }
 
 impl Pieces {
@@ -60,13 +105,24 @@ impl Pieces {
     pub fn begin(&mut self, events: bool, chunked: bool) {
         let mut scan = std::mem::take(&mut self.scan);
         scan.clear();
+        let grpc = self.messages.on;
         *self = Pieces {
-            events,
+            events: events && !grpc,
             chunked,
             line_start: true,
             scan,
+            messages: Messages {
+                on: grpc,
+                ..Messages::default()
+            },
             ..Pieces::default()
         };
+    }
+
+    /// grpc makes each body gRPC's: its pieces are whole messages (from the next
+    /// [`Pieces::begin`] on).
+    pub fn grpc(&mut self, on: bool) {
+        self.messages.on = on;
     }
 
     /// feed reads body bytes (payload, without chunk framing).
@@ -75,6 +131,10 @@ impl Pieces {
             return;
         }
         self.fed = true;
+        if self.messages.on {
+            self.done += self.messages.feed(bytes);
+            return;
+        }
         if !self.events {
             return;
         }
@@ -108,7 +168,7 @@ impl Pieces {
 
     /// chunk_done marks the end of a chunk's data.
     pub fn chunk_done(&mut self) {
-        if self.chunked && !self.events {
+        if self.chunked && !self.events && !self.messages.on {
             self.done += 1;
         }
     }
@@ -116,7 +176,7 @@ impl Pieces {
     /// take is what completed since the last take: the pieces, whether they are events,
     /// and how many of those carried a token.
     pub fn take(&mut self) -> Taken {
-        let pieces = if self.events || self.chunked {
+        let pieces = if self.events || self.chunked || self.messages.on {
             self.done
         } else {
             u32::from(self.fed)
@@ -273,6 +333,12 @@ impl Watch {
         self.tokens = 0;
     }
 
+    /// grpc makes the watched answers gRPC's: a piece is a whole message, and the first
+    /// byte is the first message's arrival.
+    pub fn grpc(&mut self, on: bool) {
+        self.pieces.grpc(on);
+    }
+
     /// is_measured says whether the response being watched counts (past the warm-up, and a
     /// request that asked to be streamed).
     pub fn is_measured(&self) -> bool {
@@ -326,7 +392,13 @@ impl Watch {
             tokens,
         } = taken;
         self.body_bytes = body_bytes;
-        if self.first.is_none() && (body_bytes > 0 || complete) {
+        // A gRPC answer's first byte is its first whole message's (a prefix alone is none).
+        let begun = if self.pieces.messages.on {
+            pieces > 0
+        } else {
+            body_bytes > 0
+        };
+        if self.first.is_none() && (begun || complete) {
             self.first = Some(self.read_at);
         }
         if pieces == 0 {

@@ -296,3 +296,48 @@ fn the_scanner_finds_tokens_however_split() {
         assert_eq!((events, tokens), (5, 2), "split {split}");
     }
 }
+
+#[test]
+fn a_watch_counts_grpc_messages_however_framed() {
+    // Two messages of 3 bytes and one empty one, framed as gRPC frames them.
+    let body: Vec<u8> = [
+        crate::grpc::frame(b"abc"),
+        crate::grpc::frame(b""),
+        crate::grpc::frame(b"xyz"),
+    ]
+    .concat();
+    // (label, frame sizes, messages per frame)
+    let cases: &[(&str, &[usize], &[u64])] = &[
+        ("a message a frame", &[8, 5, 8], &[1, 1, 1]),
+        ("all in one", &[21], &[3]),
+        ("split inside a prefix", &[2, 6, 13], &[0, 1, 2]),
+        ("byte by byte", &[1; 21], &[]),
+    ];
+    for (label, sizes, per_frame) in cases {
+        let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+        let mut w = Watch::new(sink.clone());
+        w.grpc(true);
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        w.begin(true, t0);
+        w.head(ms(1), false, false);
+        let (mut at, mut bytes, mut first) = (0usize, 0u64, None);
+        for (k, size) in sizes.iter().enumerate() {
+            let before = sink.borrow().chunks;
+            bytes += *size as u64;
+            w.frame(&body[at..at + size], ms(10 + k as u64), bytes);
+            at += size;
+            let got = sink.borrow().chunks - before;
+            if let Some(want) = per_frame.get(k) {
+                assert_eq!(got, *want, "{label}: frame {k}");
+            }
+            if got > 0 && first.is_none() {
+                first = Some(ms(10 + k as u64));
+            }
+        }
+        w.end(ms(100));
+        assert_eq!(sink.borrow().chunks, 3, "{label}");
+        assert_eq!(sink.borrow().events, 0, "{label}");
+        assert_eq!(w.first, first, "{label}: the first whole message");
+    }
+}

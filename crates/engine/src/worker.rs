@@ -391,6 +391,7 @@ mod tests {
                     service: at - sent,
                     bytes_in: 100,
                     expected: false,
+                    grpc: false,
                     at,
                     ended: at,
                 });

@@ -8,6 +8,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod grpc;
 mod handle;
 mod histogram;
 mod host;
@@ -44,6 +45,9 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(run::defaults, m)?)?;
     m.add_function(wrap_pyfunction!(socket::run_socket, m)?)?;
+    m.add_function(wrap_pyfunction!(grpc::grpc_call, m)?)?;
+    // gRPC's status codes by number, for the summary's names of a gRPC run's statuses.
+    m.add("GRPC_CODES", redline_engine::grpc::CODES.to_vec())?;
     m.add_function(wrap_pyfunction!(handle::start_run, m)?)?;
     m.add_class::<handle::RunHandle>()?;
     m.add_function(wrap_pyfunction!(histogram::merge_histograms, m)?)?;

@@ -167,6 +167,9 @@ async fn answer(
         let _ = body.flow_control().release_capacity(chunk.len());
         data.extend_from_slice(&chunk);
     }
+    if crate::grpc::is_grpc(&parts) {
+        return crate::grpc::answer(&parts, &data, respond, shared.board.thread(thread)).await;
+    }
     let wire = http1_request(&parts, &data);
 
     let (mut near, far) = tokio::io::duplex(PIPE);

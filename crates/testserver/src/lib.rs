@@ -20,7 +20,10 @@
 //! `/v1/completions` (`"stream": true`: one token an event at `first=`/`every=`, `tokens=`
 //! or the body's `max_tokens` of them, then `data: [DONE]`); and a WebSocket echo
 //! (`socket.rs`): `/ws?delay=50ms` sends each message back 50 ms after it arrived (`drop=N`,
-//! `close_after=N&code=C` end the socket after N echoes).
+//! `close_after=N&code=C` end the socket after N echoes); and a gRPC probe over HTTP/2
+//! (`grpc.rs`, `examples/grpc/probe.proto`): `redline.probe.Probe/Unary` answers `delay_ms`
+//! after the call, `/Stream` sends `count` messages, the first at `first_ms`, then one every
+//! `gap_ms`, each call ending with the status code `status`.
 //!
 //! Server-wide, [`TargetConfig::capacity`] (`--capacity N --service-time S`) makes the server a
 //! queue of known throughput: at most N requests in service at once, each for exactly S, the
@@ -67,6 +70,7 @@ mod conn;
 mod contention;
 mod error;
 mod form;
+mod grpc;
 mod http2;
 mod latency;
 mod pause;

@@ -87,12 +87,18 @@ pub struct TargetStats {
     /// idle_closed: HTTP/1.1 connections closed for waiting longer than the idle timeout for
     /// a request (`TargetConfig::idle_timeout`).
     pub idle_closed: u64,
+    /// grpc_calls: gRPC calls answered (`grpc.rs`), whatever their status.
+    pub grpc_calls: u64,
+    /// grpc_messages: gRPC reply messages written.
+    pub grpc_messages: u64,
+    /// grpc_failed: gRPC calls ended with a status other than OK.
+    pub grpc_failed: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 35] {
+    pub fn fields(&self) -> [(&'static str, u64); 38] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -129,6 +135,9 @@ impl TargetStats {
             ("ws_dropped", self.ws_dropped),
             ("ws_closed", self.ws_closed),
             ("idle_closed", self.idle_closed),
+            ("grpc_calls", self.grpc_calls),
+            ("grpc_messages", self.grpc_messages),
+            ("grpc_failed", self.grpc_failed),
         ]
     }
 
@@ -173,6 +182,9 @@ pub(crate) struct Counters {
     ws_dropped: AtomicU64,
     ws_closed: AtomicU64,
     idle_closed: AtomicU64,
+    grpc_calls: AtomicU64,
+    grpc_messages: AtomicU64,
+    grpc_failed: AtomicU64,
 }
 
 impl Counters {
@@ -219,6 +231,15 @@ impl Counters {
             &self.ws_closed
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// add_grpc counts a gRPC call answered with `messages` replies, `failed` when its status
+    /// was not OK.
+    pub(crate) fn add_grpc(&self, messages: u64, failed: bool) {
+        self.grpc_calls.fetch_add(1, Ordering::Relaxed);
+        self.grpc_messages.fetch_add(messages, Ordering::Relaxed);
+        self.grpc_failed
+            .fetch_add(u64::from(failed), Ordering::Relaxed);
     }
 
     /// add_form counts one answer of the form app under its outcome.
@@ -311,6 +332,9 @@ impl Board {
                 ws_dropped: sum.ws_dropped + get(&c.ws_dropped),
                 ws_closed: sum.ws_closed + get(&c.ws_closed),
                 idle_closed: sum.idle_closed + get(&c.idle_closed),
+                grpc_calls: sum.grpc_calls + get(&c.grpc_calls),
+                grpc_messages: sum.grpc_messages + get(&c.grpc_messages),
+                grpc_failed: sum.grpc_failed + get(&c.grpc_failed),
                 ..sum
             }
         })

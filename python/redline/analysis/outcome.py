@@ -63,7 +63,8 @@ def outcomes(requests: int, errors: int, by_class: Mapping[str, Any] | None) -> 
     """outcomes reads one span's counters (``requests``, ``errors``, ``errors_by_class`` as the
     engine reports them) into :class:`Outcomes`."""
     by = by_class or {}
-    status = int(by.get("status", 0) or 0)
+    # A gRPC status other than OK is an error status too (a gRPC run's statuses are gRPC's).
+    status = int(by.get("status", 0) or 0) + int(by.get("grpc", 0) or 0)
     check = int(by.get("check", 0) or 0)
     good = max(int(requests) - status - check, 0)
     return Outcomes(good, int(errors), status, check)

@@ -30,6 +30,7 @@ from redline.cli.scenario import cmd_run_scenario, is_scenario, judge, parse_thr
 from redline.cli.sockets import add_socket_flags, cmd_run_socket, is_socket
 from redline.errors import InjectorLost, RedlineError
 from redline.report.summary import render
+from redline.runs.grpc import is_grpc
 from redline.runs.options import IgnoredOption, parse_duration, parse_stages
 from redline.runs.proxy import say_through
 from redline.runs.runner import defaults, run
@@ -49,7 +50,8 @@ RUN_EXAMPLES = """\
 examples:
   redline run -c 50 -d 30s http://127.0.0.1:8080/
   redline run --rate 2000 -d 1m --max-connections 200 http://127.0.0.1:8080/api
-  redline run --stages 10s:100,30s:100,10s:0 --json result.json http://127.0.0.1:8080/"""
+  redline run --stages 10s:100,30s:100,10s:0 --json result.json http://127.0.0.1:8080/
+  redline run --rate 100 grpc://127.0.0.1:50051/pkg.Service/Method --proto svc.proto --data '{}'"""
 
 
 def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -66,8 +68,8 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
     r.add_argument(
         "url",
         metavar="URL|SCENARIO.py",
-        help="http://host:port/path or https://..., ws://... (docs/protocols.md), or a scenario "
-        "file (docs/scenarios.md)",
+        help="http://host:port/path or https://..., ws://..., grpc://host:port/package.Service/"
+        "Method (docs/protocols.md), or a scenario file (docs/scenarios.md)",
     )
     scen = r.add_argument_group("scenario (when the argument is a SCENARIO.py)")
     scen.add_argument("--host", metavar="URL", help="the host the scenario runs against")
@@ -155,7 +157,8 @@ def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
         return cmd_run_socket(args)
     scenario = is_scenario(args.url)
     model = "open" if args.rate is not None or args.open else "closed"
-    name = "all" if scenario else url_name(args.url, args.method)
+    method = "POST" if is_grpc(args.url) else args.method  # a gRPC call is a POST
+    name = "all" if scenario else url_name(args.url, method)
     live = open_session(
         args,
         "run",
@@ -163,7 +166,7 @@ def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
         model,
         name,
         target=args.host if scenario else args.url,
-        method=None if scenario else (args.method or "GET"),
+        method=None if scenario else (method or "GET"),
     )
     try:
         code = _run(args, live)

@@ -179,6 +179,7 @@ def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str])
         help="time each response as it arrives: time to first byte, gaps between chunks or "
         "server-sent events, events counted (HTTP/1.1; docs/protocols.md)",
     )
+    add_grpc_flags(parser)
     sending = parser.add_argument_group("sending (open model)")
     sending.add_argument(
         "--send-ahead",
@@ -194,6 +195,28 @@ def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str])
         "the server's time from the request leaving (the kernel's transmit stamp), free of "
         "the generator's own lag, which the summary shows apart; 'intended' times from the "
         "intended send, lag included (wrk2's figure)",
+    )
+
+
+def add_grpc_flags(parser: argparse.ArgumentParser) -> None:
+    """add_grpc_flags adds what a gRPC run (a grpc:// URL) takes: the .proto, where its
+    imports are, and the request message as JSON."""
+    grpc = parser.add_argument_group("gRPC (a grpc://HOST:PORT/package.Service/Method URL)")
+    grpc.add_argument(
+        "--proto", metavar="FILE", help="the .proto that defines the method (read at run time)"
+    )
+    grpc.add_argument(
+        "--data",
+        metavar="JSON|@FILE",
+        help="the request message as JSON (proto3's JSON mapping; default {})",
+    )
+    grpc.add_argument(
+        "-I",
+        "--import-path",
+        dest="import_paths",
+        action="append",
+        metavar="DIR",
+        help="where the .proto's imports are, besides its own directory (repeatable)",
     )
 
 

@@ -37,6 +37,8 @@ HTTP_ONLY = (
     ("--host", "host"),
     ("-u/--users", "users"),
     ("--iterations", "iterations"),
+    ("--proto", "proto"),
+    ("--data", "data"),
 )
 
 

@@ -267,5 +267,5 @@ def ends_of(snap: dict[str, Any]) -> float:
     if isinstance(it, dict):
         return float(it.get("completed", 0)) + float(it.get("failed", 0))
     by = snap.get("errors_by_class") or {}
-    answered_failures = int(by.get("status", 0) or 0) + int(by.get("check", 0) or 0)
+    answered_failures = sum(int(by.get(c, 0) or 0) for c in ("status", "check", "grpc"))
     return float(int(snap.get("requests", 0)) + int(snap.get("errors", 0)) - answered_failures)

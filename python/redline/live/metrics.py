@@ -226,7 +226,7 @@ class NameBook:
         ``names``)."""
         requests = int(part.get("requests") or 0)
         classes = {k: int(v or 0) for k, v in (part.get("errors_by_class") or {}).items()}
-        answered_bad = classes.get("status", 0) + classes.get("check", 0)
+        answered_bad = classes.get("status", 0) + classes.get("check", 0) + classes.get("grpc", 0)
         self.outcomes["ok"] += max(requests - answered_bad, 0)
         for cls, n in classes.items():
             self.outcomes[cls] = self.outcomes.get(cls, 0) + n
@@ -374,7 +374,7 @@ class Ledger:
                 for k, v in b.outcomes.items():
                     if k != "ok" and v:
                         by_class[k] = by_class.get(k, 0) + v
-            answered = ok + by_class.get("status", 0) + by_class.get("check", 0)
+            answered = ok + sum(by_class.get(c, 0) for c in ("status", "check", "grpc"))
             return {
                 "requests": answered,
                 "errors": sum(by_class.values()),
@@ -398,7 +398,8 @@ class Ledger:
                         "name": name,
                         "requests": outcomes["ok"]
                         + outcomes.get("status", 0)
-                        + outcomes.get("check", 0),
+                        + outcomes.get("check", 0)
+                        + outcomes.get("grpc", 0),
                         "errors": sum(errors.values()),
                         "errors_by_class": errors,
                         "p50_ms": p50,

@@ -22,7 +22,8 @@ def render(result: Result) -> str:
     d = result.data
     lines = []
     model = "open model" if d.get("model") == "open" else "closed model"
-    lines.append(f"Run @ {d.get('method', 'GET')} {d.get('url', '')}")
+    verb = "gRPC" if d.get("grpc") else d.get("method", "GET")
+    lines.append(f"Run @ {verb} {d.get('url', '')}")
     conns = f"{d.get('connections', '?')} connections"
     if d.get("protocol") == "h2":
         # HTTP/2: each connection carries `streams` requests at once (h2load's -m).
@@ -67,17 +68,7 @@ def render(result: Result) -> str:
     socket = {k: v for k, v in errors.items() if k != "status"}
     if any(socket.values()):
         lines.append("  Errors: " + ", ".join(f"{k} {v}" for k, v in socket.items()))
-    # wrk's "Non-2xx or 3xx" counts responses that are neither: 3xx are not among them.
-    codes = sorted(result.status_codes.items())
-    neither = [(c, n) for c, n in codes if not 200 <= c < 400]
-    if neither:
-        total = sum(n for _, n in neither)
-        by_status = ", ".join(f"{c}: {n}" for c, n in neither)
-        lines.append(f"  Non-2xx or 3xx responses: {total} ({by_status})")
-    redirects = [(c, n) for c, n in codes if 300 <= c < 400]
-    if redirects:
-        by_status = ", ".join(f"{c}: {n}" for c, n in redirects)
-        lines.append(f"  3xx responses: {sum(n for _, n in redirects)} ({by_status})")
+    lines.extend(_statuses(result))
     lines.extend(_outages(result))
     lines.extend(_books(result))
     lines.append(f"Requests/sec: {result.rps:>12.2f}")
@@ -141,20 +132,51 @@ def _latency_from(d: dict[str, Any]) -> str:
     return " (from intended send time)" if d.get("model") == "open" else ""
 
 
+def _statuses(result: Result) -> list[str]:
+    """_statuses says the answers that were not 2xx, as wrk's "Non-2xx or 3xx" does (3xx are
+    not among them, and said apart); a gRPC run's statuses are gRPC's, said by name."""
+    grpc = result.data.get("grpc")
+    if grpc:
+        said = ", ".join(f"{name} {n}" for name, n in grpc["statuses"].items())
+        return [f"  gRPC statuses: {said or 'none'}"]
+    lines = []
+    codes = sorted(result.status_codes.items())
+    neither = [(c, n) for c, n in codes if not 200 <= c < 400]
+    if neither:
+        total = sum(n for _, n in neither)
+        by_status = ", ".join(f"{c}: {n}" for c, n in neither)
+        lines.append(f"  Non-2xx or 3xx responses: {total} ({by_status})")
+    redirects = [(c, n) for c, n in codes if 300 <= c < 400]
+    if redirects:
+        by_status = ", ".join(f"{c}: {n}" for c, n in redirects)
+        lines.append(f"  3xx responses: {sum(n for _, n in redirects)} ({by_status})")
+    return lines
+
+
 def _stream(result: Result) -> list[str]:
     """_stream is the streamed answers' table (``--stream``): first byte and gaps."""
     first, gap, counts = result.first_byte, result.chunk_gap, result.stream
     if first is None or gap is None or counts is None:
         return []
-    lines = ["  Streamed: first byte (as latency)  gap between chunks/events"]
+    grpc = result.data.get("grpc") is not None
+    lines = [
+        "  Streamed: first message (as latency)  gap between messages"
+        if grpc
+        else "  Streamed: first byte (as latency)  gap between chunks/events"
+    ]
     for label, key in _PERCENTILES:
         lines.append(
             f"  {label:>7} {fmt_ms(getattr(first, key)):>10}   {fmt_ms(getattr(gap, key)):>10}"
         )
+    pieces = (
+        f"{counts['chunks']} messages ({counts['chunks_per_s']:.1f}/s)"
+        if grpc
+        else f"{counts['events']} events ({counts['events_per_s']:.1f}/s), {counts['chunks']} "
+        f"chunks ({counts['chunks_per_s']:.1f}/s)"
+    )
     lines.append(
-        f"  {counts['responses']} streamed answers, {counts['events']} events "
-        f"({counts['events_per_s']:.1f}/s), {counts['chunks']} chunks "
-        f"({counts['chunks_per_s']:.1f}/s), {fmt_bytes(counts['body_bytes'])} of bodies"
+        f"  {counts['responses']} streamed answers, {pieces}, "
+        f"{fmt_bytes(counts['body_bytes'])} of bodies"
     )
     return lines + _completion(result)
 

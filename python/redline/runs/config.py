@@ -37,7 +37,8 @@ class RunConfig(_Url, total=False):
         ``http2``, a scenario's ``plan``, a search's ``live`` run with room for ``max_vus``, and a
         cluster injector's shared start (``start_at_unix_s``), and where a latency starts
     (``latency_from``); ``stream`` times answers as they arrive; ``proxy`` is the forward
-    proxy. The Rust doc comments say what each means; ``RunConfig::check`` judges them."""
+    proxy; ``grpc``: each request is a gRPC call (:mod:`redline.runs.grpc`). The Rust doc
+    comments say what each means; ``RunConfig::check`` judges them."""
 
     method: str
     headers: list[list[str]]
@@ -66,3 +67,4 @@ class RunConfig(_Url, total=False):
     latency_from: str
     stream: bool
     proxy: str
+    grpc: bool

@@ -58,7 +58,7 @@ class Result:
     def intended(self) -> int:
         """intended: requests the run meant to make after warm-up (every request started, and
         in the open model every hit due before the end). ``requests + (errors_total -
-        errors["status"]) + unfinished + unsent == intended``."""
+        errors["status"] - errors["check"] - errors["grpc"]) + unfinished + unsent == intended``."""
         return int(self.data.get("intended", 0))
 
     @property

@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any, cast
 
 from redline.runs.config import RunConfig
+from redline.runs.grpc import grpc_config, is_grpc, prepare, refuse_grpc_options
 from redline.runs.options import (
     encode_body,
     ignored_options,
@@ -61,7 +62,10 @@ class RunOptions:
     intended send time, the generator's lag included); ``stream``: time each response as it
     arrives (``first_byte_ms``, ``chunk_gap_ms``, events counted; HTTP/1.1;
     docs/protocols.md); ``proxy``: the forward proxy (``http://[user:pass@]host:port``; None:
-    ``HTTP_PROXY``/``HTTPS_PROXY`` unless ``NO_PROXY``, ``''``: none; docs/proxies.md)."""
+    ``HTTP_PROXY``/``HTTPS_PROXY`` unless ``NO_PROXY``, ``''``: none; docs/proxies.md); for a
+    ``grpc://HOST:PORT/package.Service/Method`` URL, ``proto`` (the .proto that defines it,
+    its imports found beside it or in ``import_paths``) and ``data`` (the request message as
+    JSON, or ``@file``; docs/protocols.md)."""
 
     connections: int | None = None
     rate: float | None = None
@@ -86,6 +90,9 @@ class RunOptions:
     latency_from: str | None = None
     stream: bool = False
     proxy: str | None = None
+    proto: str | os.PathLike[str] | None = None
+    data: str | bytes | None = None
+    import_paths: Iterable[str | os.PathLike[str]] = ()
 
     def as_kwargs(self) -> dict[str, Any]:
         """as_kwargs is the options as :func:`redline.run`'s keywords (every field)."""
@@ -126,7 +133,10 @@ class RunOptions:
         that the engine's default applies. What a caller adds beyond the run options is an
         argument here: a scenario's ``plan``; a search's ``live`` run with room for
         ``max_vus`` users; a cluster injector's shared start. Nothing is judged here;
-        ``RunConfig::check`` does that."""
+        ``RunConfig::check`` does that (a gRPC URL's call is read here, from its .proto)."""
+        paths = list(self.import_paths)
+        refuse_grpc_options(url, self.proto, self.data, paths)
+        call = prepare(url, self.proto, self.data, paths) if is_grpc(url) else None
         given: dict[str, Any] = {
             "url": url,
             "method": self.method,
@@ -163,7 +173,7 @@ class RunOptions:
         config["stream"] = bool(self.stream)
         if live:
             config["live"] = True
-        return config
+        return config if call is None else grpc_config(config, call)
 
 
 def _seconds(value: str | float | None, what: str) -> float | None:

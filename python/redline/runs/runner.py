@@ -24,6 +24,7 @@ from typing import Any
 from redline import _engine
 from redline.errors import ConfigError, InjectorLost
 from redline.runs.config import RunConfig
+from redline.runs.grpc import grpc_block, is_grpc, prepare
 from redline.runs.options import IgnoredOption
 from redline.runs.result import Result
 from redline.runs.run_options import RunOptions
@@ -58,7 +59,10 @@ def run(
     verified against the system's CAs plus ``cacert`` (a PEM file); ``insecure=True`` skips
     certificate verification. ``http2=True`` speaks HTTP/2 (h2c with prior knowledge for
     http://), ``False`` HTTP/1.1, None lets an https server choose by ALPN; ``streams`` is
-    HTTP/2 requests in flight per connection.
+    HTTP/2 requests in flight per connection. A ``grpc://HOST:PORT/package.Service/Method``
+    URL makes each request a call of that gRPC method, read from ``proto`` with ``data`` its
+    request as JSON (``redline.run(url, proto="svc.proto", data='{"id": 1}', rate=100)``); the
+    result's ``grpc`` block counts the calls by status (docs/protocols.md).
 
     ``progress`` hears each interval's snapshot (a dict). ``plan`` is a compiled scenario
     (:mod:`redline.scenario`): each hit is then one iteration of its flows, and ``url`` gives
@@ -82,7 +86,7 @@ def run(
         if cluster is not None:
             handle = start_handle(config, ClusterOptions(cluster, injectors, on_injector_loss))
             result, _ = drive(handle, progress)
-            return with_parts(result, parts)
+            return with_parts(_as_called(result, url, opts), parts)
         callback = None
         if progress is not None:
 
@@ -90,10 +94,19 @@ def run(
                 progress(json.loads(snapshot_json))
 
         report = _engine.run(config, callback, python_steps(config))
-        return with_parts(Result(json.loads(report)), parts)
+        return with_parts(_as_called(Result(json.loads(report)), url, opts), parts)
     finally:
         if parts is not None:
             parts.stop()
+
+
+def _as_called(result: Result, url: str, opts: RunOptions) -> Result:
+    """_as_called is a gRPC run's result with its ``grpc`` block and the URL as given; any
+    other run's as it is."""
+    if not is_grpc(url):
+        return result
+    call = prepare(url, opts.proto, opts.data, opts.import_paths)
+    return Result(grpc_block(result.data, call, url))
 
 
 def python_steps(config: RunConfig) -> list[Any] | None:

@@ -1,0 +1,220 @@
+//! gRPC calls from a `.proto` read at run time, as ghz and grpcurl make them: the file is
+//! compiled by protox (pure Rust, no protoc) into prost-reflect's descriptors, the method's
+//! input message is read from the caller's JSON (proto3's JSON mapping, unknown fields
+//! refused) into a `DynamicMessage`, and encoded once.
+//!
+//! A gRPC call is an HTTP/2 POST to `/package.Service/Method` whose body is length-prefixed
+//! messages and whose answer ends with a `grpc-status` trailer; the run sends it through the
+//! engine's own HTTP/2 lanes (`http2.rs`), so that a call is timed, paced, counted and
+//! reported exactly as a request is (open and closed model, stages, find, the live page).
+//! What is gRPC's own lives here: the call prepared from the `.proto` ([`prepare`]), the
+//! message framing ([`frame`], and [`crate::stream`]'s counting of streamed messages), and the
+//! status codes ([`status`], [`from_http`], [`CODES`]).
+
+use std::path::{Path, PathBuf};
+
+use miette::Diagnostic as _;
+use prost::Message as _;
+use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
+
+use crate::error::EngineError;
+
+/// CODES names gRPC's status codes by number (grpc/doc/statuscodes.md); a code past them
+/// is named by its number.
+pub const CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// MAX_CODE bounds a `grpc-status` value read as a code: gRPC's are 0-16, and anything at
+/// 100 or past would read as an HTTP status in the run's table of answers.
+const MAX_CODE: u16 = 99;
+
+/// Call is one method's request, ready to go as the body of an HTTP/2 POST.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// path: `/package.Service/Method`, the request's `:path`.
+    pub path: String,
+    /// body: the request message, framed (see [`frame`]).
+    pub body: Vec<u8>,
+    /// server_streaming: the method answers with a stream of messages.
+    pub server_streaming: bool,
+    /// input: the request message's full name (`package.Message`).
+    pub input: String,
+}
+
+/// prepare compiles `proto` (its imports looked up beside it, then in `includes`, then among
+/// protobuf's well-known files), finds `method` (`package.Service/Method`) and encodes
+/// `json` as its input message. Each mistake is one line naming what does not fit.
+pub fn prepare(
+    proto: &Path,
+    includes: &[PathBuf],
+    method: &str,
+    json: &str,
+) -> Result<Call, EngineError> {
+    let pool = compile(proto, includes)?;
+    let found = find_method(&pool, proto, method)?;
+    if found.is_client_streaming() {
+        return Err(EngineError::config(format!(
+            "gRPC method {}: client-streaming and bidirectional methods are not supported \
+             (redline calls unary and server-streaming methods)",
+            found.full_name()
+        )));
+    }
+    let input = found.input();
+    let mut de = serde_json::Deserializer::from_str(json);
+    let message = DynamicMessage::deserialize(input.clone(), &mut de)
+        .and_then(|m| de.end().map(|()| m))
+        .map_err(|e| {
+            EngineError::config(format!(
+                "the request data does not fit {}: {e}",
+                input.full_name()
+            ))
+        })?;
+    Ok(Call {
+        path: format!("/{}/{}", found.parent_service().full_name(), found.name()),
+        body: frame(&message.encode_to_vec()),
+        server_streaming: found.is_server_streaming(),
+        input: input.full_name().to_string(),
+    })
+}
+
+/// frame puts one message in gRPC's length-prefixed framing: a flag byte (0: not
+/// compressed) and the message's length as four big-endian bytes, then the message.
+pub fn frame(message: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(message.len()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(5 + message.len());
+    out.push(0);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+/// status reads a `grpc-status` value: its code, or None when it is not a number (or is
+/// past [`MAX_CODE`]).
+pub fn status(value: &[u8]) -> Option<u16> {
+    let text = std::str::from_utf8(value).ok()?;
+    text.trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|code| *code <= MAX_CODE)
+}
+
+/// from_http is the code a gRPC client gives an answer whose HTTP status is not 200
+/// (grpc/doc/http-grpc-status-mapping.md): a proxy's 503 is UNAVAILABLE, a 404 UNIMPLEMENTED.
+pub fn from_http(status: u16) -> u16 {
+    match status {
+        400 => 13,
+        401 => 16,
+        403 => 7,
+        404 => 12,
+        429 | 502..=504 => 14,
+        _ => 2,
+    }
+}
+
+/// compile reads `proto` and what it imports into a pool of descriptors.
+fn compile(proto: &Path, includes: &[PathBuf]) -> Result<DescriptorPool, EngineError> {
+    if !proto.is_file() {
+        return Err(EngineError::config(format!(
+            "--proto {}: no such file",
+            proto.display()
+        )));
+    }
+    let beside = match proto.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut roots = vec![beside];
+    roots.extend(includes.iter().cloned());
+    let mut compiler = protox::Compiler::new(&roots)
+        .map_err(|e| EngineError::config(format!("--proto {}: {e}", proto.display())))?;
+    compiler.include_imports(true);
+    let name = proto
+        .file_name()
+        .map_or_else(|| proto.into(), PathBuf::from);
+    compiler
+        .open_file(&name)
+        .map_err(|e| EngineError::config(located(&e, &roots)))?;
+    Ok(compiler.descriptor_pool())
+}
+
+/// located says a compile error in one line, with the file and line it is at when protox
+/// knows them (`probe.proto:7: expected ';'`).
+fn located(e: &protox::Error, roots: &[PathBuf]) -> String {
+    let Some(file) = e.file() else {
+        return e.to_string();
+    };
+    let offset = e.labels().and_then(|mut l| l.next()).map(|l| l.offset());
+    let text = roots
+        .iter()
+        .find_map(|root| std::fs::read_to_string(root.join(file)).ok());
+    match (offset, text) {
+        (Some(at), Some(text)) => {
+            let line = 1 + text
+                .as_bytes()
+                .iter()
+                .take(at)
+                .filter(|b| **b == b'\n')
+                .count();
+            format!("{file}:{line}: {e}")
+        }
+        _ => format!("{file}: {e}"),
+    }
+}
+
+/// find_method finds `Service/Method` (or `Service.Method`, as grpcurl takes it) in `pool`.
+fn find_method(
+    pool: &DescriptorPool,
+    proto: &Path,
+    method: &str,
+) -> Result<MethodDescriptor, EngineError> {
+    let split = method
+        .trim_start_matches('/')
+        .rsplit_once('/')
+        .or_else(|| method.rsplit_once('.'));
+    let Some((service, name)) = split.filter(|(s, n)| !s.is_empty() && !n.is_empty()) else {
+        return Err(EngineError::config(format!(
+            "gRPC method {method:?}: expected package.Service/Method"
+        )));
+    };
+    let Some(svc) = pool.get_service_by_name(service) else {
+        let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
+        return Err(EngineError::config(format!(
+            "{}: no service {service} (it has: {})",
+            proto.display(),
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let found = svc.methods().find(|m| m.name() == name);
+    found.ok_or_else(|| {
+        let known: Vec<String> = svc.methods().map(|m| m.name().to_string()).collect();
+        EngineError::config(format!(
+            "service {service} has no method {name} (it has: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+#[cfg(test)]
+#[path = "grpc_tests.rs"]
+mod tests;

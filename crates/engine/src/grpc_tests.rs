@@ -1,0 +1,186 @@
+use std::path::{Path, PathBuf};
+
+use prost_reflect::{DescriptorPool, DynamicMessage, Value};
+
+use super::*;
+
+/// probe is the test server's probe file, as the docs and the Python tests use it.
+fn probe() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc/probe.proto")
+}
+
+/// written writes `text` as a .proto of its own in a fresh directory and gives its path.
+fn written(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("redline-grpc-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(format!("{name}.proto"));
+    std::fs::write(&path, text).expect("write proto");
+    path
+}
+
+#[test]
+fn a_call_is_the_method_path_and_its_message_framed() {
+    let call = prepare(
+        &probe(),
+        &[],
+        "redline.probe.Probe/Unary",
+        r#"{"delay_ms": 20, "status": 14, "payload": "hi"}"#,
+    )
+    .expect("prepared");
+    assert_eq!(call.path, "/redline.probe.Probe/Unary");
+    assert!(!call.server_streaming);
+    assert_eq!(call.input, "redline.probe.ProbeRequest");
+    // The frame: not compressed, then the length, then a message that decodes to the JSON.
+    assert_eq!(call.body[0], 0);
+    let len = u32::from_be_bytes(call.body[1..5].try_into().expect("4 bytes")) as usize;
+    assert_eq!(len, call.body.len() - 5);
+    let pool: DescriptorPool = compile(&probe(), &[]).expect("compiles");
+    let desc = pool
+        .get_message_by_name("redline.probe.ProbeRequest")
+        .expect("message");
+    let back = DynamicMessage::decode(desc, &call.body[5..]).expect("decodes");
+    assert_eq!(
+        back.get_field_by_name("delay_ms").as_deref(),
+        Some(&Value::U32(20))
+    );
+    assert_eq!(
+        back.get_field_by_name("status").as_deref(),
+        Some(&Value::U32(14))
+    );
+    assert_eq!(
+        back.get_field_by_name("payload").as_deref(),
+        Some(&Value::String("hi".into()))
+    );
+    // grpcurl's spelling of the method, and the streaming one.
+    let s = prepare(&probe(), &[], "redline.probe.Probe.Stream", "{}").expect("prepared");
+    assert!(s.server_streaming);
+    assert_eq!(
+        s.body,
+        vec![0, 0, 0, 0, 0],
+        "an empty message is a bare frame"
+    );
+}
+
+#[test]
+fn imports_are_found_beside_the_file_and_among_the_well_known_ones() {
+    let dep = written(
+        "dep",
+        "syntax = \"proto3\"; package dep; message Dep { string s = 1; }",
+    );
+    let main = dep.with_file_name("main.proto");
+    std::fs::write(
+        &main,
+        "syntax = \"proto3\"; package m; import \"dep.proto\"; \
+         import \"google/protobuf/empty.proto\"; \
+         service S { rpc Get(dep.Dep) returns (google.protobuf.Empty); }",
+    )
+    .expect("write");
+    let call = prepare(&main, &[], "m.S/Get", r#"{"s": "x"}"#).expect("prepared");
+    assert_eq!(call.body, vec![0, 0, 0, 0, 3, 0x0a, 1, b'x']);
+}
+
+#[test]
+fn each_mistake_is_one_line_naming_what_does_not_fit() {
+    let bidi = written(
+        "bidi",
+        "syntax = \"proto3\"; package b; message M {} \
+         service S { rpc Chat(stream M) returns (stream M); }",
+    );
+    let broken = written(
+        "broken",
+        "syntax = \"proto3\";\npackage x;\nmessage M { string s = 1 }\n",
+    );
+    let missing = PathBuf::from("/nonexistent/redline/none.proto");
+    let (probe, bidi, broken) = (probe(), bidi.as_path(), broken.as_path());
+    let (probe, missing) = (probe.as_path(), missing.as_path());
+    let cases: Vec<(&str, &Path, &str, &str, &str)> = vec![
+        ("no file", missing, "a.S/M", "{}", "no such file"),
+        (
+            "no slash",
+            probe,
+            "Unary",
+            "{}",
+            "expected package.Service/Method",
+        ),
+        (
+            "no service",
+            probe,
+            "redline.probe.Nope/Unary",
+            "{}",
+            "no service redline.probe.Nope (it has: redline.probe.Probe)",
+        ),
+        (
+            "no method",
+            probe,
+            "redline.probe.Probe/Nope",
+            "{}",
+            "has no method Nope (it has: Unary, Stream)",
+        ),
+        (
+            "unknown field",
+            probe,
+            "redline.probe.Probe/Unary",
+            r#"{"delay": 5}"#,
+            "does not fit redline.probe.ProbeRequest",
+        ),
+        (
+            "wrong type",
+            probe,
+            "redline.probe.Probe/Unary",
+            r#"{"delay_ms": "soon"}"#,
+            "does not fit redline.probe.ProbeRequest",
+        ),
+        (
+            "not json",
+            probe,
+            "redline.probe.Probe/Unary",
+            "{delay_ms: 5}",
+            "does not fit",
+        ),
+        (
+            "trailing",
+            probe,
+            "redline.probe.Probe/Unary",
+            "{} {}",
+            "does not fit",
+        ),
+        ("bidirectional", bidi, "b.S/Chat", "{}", "client-streaming"),
+        ("syntax", broken, "x.S/M", "{}", "broken.proto:3:"),
+    ];
+    for (label, proto, method, json, want) in cases {
+        let err = prepare(proto, &[], method, json)
+            .expect_err(label)
+            .to_string();
+        assert!(err.contains(want), "{label}: {err}");
+        assert!(!err.contains('\n'), "{label}: one line: {err}");
+    }
+}
+
+#[test]
+fn status_values_and_http_statuses_read_as_codes() {
+    let cases: &[(&[u8], Option<u16>)] = &[
+        (b"0", Some(0)),
+        (b"14", Some(14)),
+        (b" 2 ", Some(2)),
+        (b"", None),
+        (b"OK", None),
+        (b"-1", None),
+        (b"200", None),
+    ];
+    for (value, want) in cases {
+        assert_eq!(status(value), *want, "{value:?}");
+    }
+    for (http, code) in [
+        (400, 13),
+        (401, 16),
+        (403, 7),
+        (404, 12),
+        (429, 14),
+        (503, 14),
+        (500, 2),
+    ] {
+        assert_eq!(from_http(http), code, "{http}");
+    }
+    assert_eq!(CODES[14], "UNAVAILABLE");
+    assert_eq!(frame(b"ab"), vec![0, 0, 0, 0, 2, b'a', b'b']);
+}
