@@ -44,6 +44,25 @@ def test_snapshots_add_counts_and_read_percentiles_from_the_merged_histogram(run
         assert m[key] == v / 1000.0, key
 
 
+def test_stream_figures_add_up_across_injectors(target: redline.Target) -> None:
+    """--stream: each interval's stream block (first bytes, gaps, a completion's TTFT, ITL
+    and tokens) adds up over the injectors, its percentiles from the merged histograms."""
+    url = target.url + "/v1/chat/completions?first=5ms&every=2ms&tokens=4"
+    runs = [redline.run(url, connections=c, requests=10 * c, stream=True) for c in (1, 2)]
+    snaps = [s for r in runs for s in r.data["timeseries"] if s["stream"]["responses"]]
+    m = merge_snapshots(snaps, injectors=2)["stream"]
+    assert m["responses"] == sum(s["stream"]["responses"] for s in snaps) == 30
+    assert m["events"] == sum(s["stream"]["events"] for s in snaps)
+    c = m["completion"]
+    assert c["output_tokens"] == sum(r.data["completion"]["output_tokens"] for r in runs) == 120
+    for figure, part in ((m["first_byte"], "first_byte"), (c["ttft"], "ttft")):
+        parts = [s["stream"].get(part) or s["stream"]["completion"][part] for s in snaps]
+        hist = _engine.merge_histograms([p["histogram"] for p in parts])
+        count, (p99,) = _engine.histogram_quantiles(hist, [0.99])
+        assert figure["count"] == count == 30 and figure["p99_ms"] == p99 / 1000.0, part
+        assert figure["max_ms"] == max(p["max_ms"] for p in parts)
+
+
 def test_a_late_snapshot_joins_its_merged_interval_as_if_it_had_come_in_time(runs) -> None:
     snaps = [_first(r) for r in runs]
     at_once = merge_snapshots(snaps, injectors=3)

@@ -33,7 +33,40 @@ from redline.find.step import Step
 )
 def test_slo_parses(text, percentile, bound):
     slo = Slo.parse(text)
-    assert (slo.percentile, slo.bound_ms) == (percentile, bound)
+    assert (slo.percentile, slo.bound_ms, slo.figure) == (percentile, bound, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "figure", "percentile", "bound"),
+    [
+        ("ttft_p99<500ms", "ttft", "p99", 500.0),
+        ("itl_p50<50ms", "itl", "p50", 50.0),
+        ("first_byte_p99.9<1s", "first_byte", "p99.9", 1000.0),
+        ("chunk_gap_max<=200ms", "chunk_gap", "max", 200.0),
+        ("ttft_mean<0.3s", "ttft", "mean", 300.0),
+    ],
+)
+def test_a_stream_slo_parses_and_reads_its_figure_of_a_step(text, figure, percentile, bound):
+    slo = Slo.parse(text)
+    assert (slo.figure, slo.percentile, slo.bound_ms) == (figure, percentile, bound)
+    assert str(slo) == f"{figure}_{percentile}<{bound:g}ms"
+    key = {"p99": "p99_ms", "p50": "p50_ms", "p99.9": "p99_9_ms", "max": "max_ms"}
+    field = key.get(percentile, "mean_ms")
+    step = Step(index=0, load=1.0, throughput_rps=1.0, p50_ms=1.0, p99_ms=2.0)
+    assert slo.of(step) is None, "a step without the figure is not judged on it"
+    step.stream = {figure: {field: bound + 1.0}}
+    got = slo.of(step)
+    assert got == bound + 1.0 and slo.breached(got)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["ttft_p99>500ms", "tft_p99<1s", "ttft_errors<1%", "chat:ttft_p99<1s", "ttft_rps>1"],
+)
+def test_a_bad_stream_slo_is_one_clear_error(bad):
+    with pytest.raises(ConfigError, match="--slo") as e:
+        Slo.parse(bad)
+    assert "\n" not in str(e.value) and "ttft_p99" in str(e.value)
 
 
 @pytest.mark.parametrize(

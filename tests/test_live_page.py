@@ -131,6 +131,47 @@ def test_live_page_draws_each_watched_part_in_chromium(target, session):
     assert box["result"].data["parts"]["series"]["api"]
 
 
+def test_live_page_draws_the_stream_figures_in_chromium(target, session):
+    """A --stream run of streamed completions (the probe: 10 tokens, the first at 50 ms, then
+    one every 10 ms): the page draws each interval's first byte and gaps, and the completions'
+    TTFT, ITL and tokens a second; the time series' tokens add up to the run's, which are
+    the server's but for the answers under way at the end."""
+    errors: list[str] = []
+    box: dict[str, Any] = {}
+    url = target.url + "/v1/chat/completions?first=50ms&every=10ms&tokens=10"
+    with chromium_page(errors, r"http://127\.0\.0\.1:") as page:
+        page.goto(session.web_url, wait_until="load")
+        page.wait_for_function("window.redlineLive.status === 'running'", timeout=10_000)
+        before = target.stats()["completion_tokens"]
+
+        def go() -> None:
+            box["result"] = redline.run(
+                url, connections=4, duration="3s", interval="0.25s", stream=True,
+                progress=session.progress(),
+            )  # fmt: skip
+            session.finish(box["result"].data, _render_run)
+
+        runner = threading.Thread(target=go)
+        runner.start()
+        page.wait_for_function("window.redlineLive.intervals >= 6", timeout=10_000)
+        charts = {c["id"]: c for c in page.evaluate(_CHART_STATE)}
+        runner.join(WAIT_S)
+        page.screenshot(path=str(artifacts() / "live-page-stream.png"), full_page=True)
+    served = target.stats()["completion_tokens"] - before
+    assert errors == []
+    assert {"stream", "completion"} <= set(charts), sorted(charts)
+    for cid in ("stream", "completion"):
+        c = charts[cid]
+        assert c["width"] > 100 and c["inked"] > 0.01 * c["width"] * c["height"], c
+    data = box["result"].data
+    tokens = data["completion"]["output_tokens"]
+    series = [s["stream"]["completion"] for s in data["timeseries"] if "completion" in s["stream"]]
+    assert sum(c["output_tokens"] for c in series) == tokens
+    assert served - 4 * 10 <= tokens <= served, (tokens, served)
+    ttft = [c["ttft"]["p50_ms"] for c in series if c["ttft"]["count"]]
+    assert ttft and min(ttft) >= 50.0, ttft
+
+
 def test_live_per_name_table_in_chromium(target, tmp_path):
     """``redline run SCENARIO --web``: the per-name table fills while the scenario runs;
     stopped, the page shows the JSON result's per-name figures."""

@@ -352,9 +352,35 @@ def test_thresholds():
         assert (check([parse(text)], DOC) == []) is holds, text
     (line,) = check([parse("p99<0.4s")], DOC)
     assert line == "threshold p99<0.4s failed: p99 was 450.00ms"
-    for bad in ("p99<", "p42<1ms", "errors<5ms", "lag>1"):
+    for bad in ("p99<", "p42<1ms", "errors<5ms", "lag>1", "tft_p99<1s", "submit:ttft_p99<1s"):
         with pytest.raises(Exception, match="bad threshold"):
             parse(bad)
+
+
+def test_thresholds_on_stream_figures():
+    """A stream figure (--stream) is judged over the whole run from its own table; a run
+    that did not measure it says so in one line."""
+    doc = {
+        **DOC,
+        "first_byte_ms": {"p99": 210.0},
+        "chunk_gap_ms": {"p50": 20.0, "max": 45.0},
+        "completion": {"ttft_ms": {"p99": 480.0, "mean": 300.0}, "itl_ms": {"p50": 21.0}},
+    }
+    cases = [
+        ("ttft_p99<500ms", True),
+        ("ttft_p99<0.4s", False),
+        ("ttft_mean<=300", True),
+        ("itl_p50<20ms", False),
+        ("first_byte_p99<250ms", True),
+        ("chunk_gap_max<40ms", False),
+    ]
+    for text, holds in cases:
+        assert (check([parse(text)], doc) == []) is holds, text
+    (line,) = check([parse("ttft_p99<0.4s")], doc)
+    assert line == "threshold ttft_p99<0.4s failed: ttft_p99 was 480.00ms"
+    with pytest.raises(Exception, match="measured no ttft") as e:
+        check([parse("ttft_p99<1s")], DOC)
+    assert "--stream" in str(e.value)
 
 
 @pytest.mark.parametrize(("hedge", "field"), [(None, None), ("0", None), ("60", 60)])

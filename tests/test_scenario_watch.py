@@ -90,6 +90,16 @@ CASES = [
         (2.0, "threshold mean<400ms failed over the last 2 s (mean 505.0 ms at 2.0 s)"),
     ),
     (
+        "a stream figure (--stream): the intervals' TTFT merged, not the latency's",
+        "ttft_p95<500ms;abort=2s",
+        alternate(
+            snap(0, [5.0] * 20, stream={"completion": {"ttft": snap(0, [10.0] * 20, count=20)}}),
+            snap(0, [5.0] * 20, stream={"completion": {"ttft": snap(0, [900.0] * 20, count=20)}}),
+            8,
+        ),
+        (2.0, "threshold ttft_p95<500ms failed over the last 2 s (ttft_p95 900.1 ms at 2.0 s)"),
+    ),
+    (
         "snapshots without histograms: the request-weighted mean of their percentiles",
         "p95<400ms;abort=2s",
         [{k: v for k, v in s.items() if k != "histogram"} for s in alternate(FAST, SLOW, 8)],

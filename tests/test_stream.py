@@ -23,6 +23,7 @@ import jsonschema
 import pytest
 import redline
 from conftest import run_cli
+from redline import window
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text())
 
@@ -99,6 +100,36 @@ def test_without_stream_the_report_has_no_stream_figures(target):
     r = redline.run(target.url + "/sse?events=2&every=1ms", connections=1, requests=2)
     assert r.first_byte is None and r.chunk_gap is None and r.stream is None
     assert "first_byte_ms" not in r.data and "first_byte" not in r.data["histograms"]
+    assert all("stream" not in s for s in r.timeseries)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_each_interval_carries_its_stream_figures(target, protocol):
+    """The time series (and so the live page, the report and find's steps) has each
+    interval's stream figures: their counts add up to the run's and the server's exactly,
+    and the intervals' merged histograms read the probe's pace (p50 within 5 %)."""
+    before = target.stats()["stream_events"]
+    r = redline.run(
+        target.url + SSE, requests=12, stream=True, interval=0.25, **PROTOCOLS[protocol]
+    )
+    served = target.stats()["stream_events"] - before
+    ts = r.timeseries
+    doc = {**r.data, "timeseries": ts}
+    jsonschema.validate(doc, SCHEMA)
+    assert r.stream is not None
+    assert sum(s["stream"]["events"] for s in ts) == r.stream["events"] == served == 600
+    assert sum(s["stream"]["responses"] for s in ts) == 12
+    # A response of N pieces has N - 1 gaps.
+    assert sum(s["stream"]["chunk_gap"]["count"] for s in ts) == 600 - 12
+    assert sum(s["stream"]["first_byte"]["count"] for s in ts) == 12
+    got = {}
+    for name, want in (("first_byte", 200.0), ("chunk_gap", 20.0)):
+        parts = window.stream_figure(ts, name)
+        (p50,) = window.percentiles(parts, [(0.5, "p50_ms")]) or [None]
+        assert p50 is not None and within(p50, want, 0.05), (name, p50)
+        got[name] = p50
+    # The run's own table agrees with its intervals merged (one set of values, two readings).
+    assert got["chunk_gap"] == pytest.approx(r.chunk_gap.p50, rel=0.002)
 
 
 def test_cli_stream_summary_and_json(target, tmp_path):

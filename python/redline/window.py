@@ -79,3 +79,43 @@ def percentiles(
         else:
             out.append(weighted(got, key))
     return out
+
+
+#: STREAM_FIGURES: the streamed answers' timed figures (``--stream``), by the name a bound
+#: gives them (``ttft_p99<500ms``), each with where an interval snapshot carries it (under
+#: ``stream``) and where a run's report does: ``first_byte`` and ``chunk_gap`` for every
+#: stream, ``ttft`` and ``itl`` for streamed completions (docs/protocols.md).
+STREAM_FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "first_byte": (("first_byte",), ("first_byte_ms",)),
+    "chunk_gap": (("chunk_gap",), ("chunk_gap_ms",)),
+    "ttft": (("completion", "ttft"), ("completion", "ttft_ms")),
+    "itl": (("completion", "itl"), ("completion", "itl_ms")),
+}
+
+
+def _dig(d: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        d = d.get(key) if isinstance(d, dict) else None
+    return d
+
+
+def stream_figure(snaps: Sequence[Snapshot], figure: str) -> list[Snapshot]:
+    """stream_figure is one stream figure's part of each snapshot (of :data:`STREAM_FIGURES`),
+    shaped as a snapshot of its own: its percentiles, mean, max and histogram under the
+    latency's keys, ``requests`` its count of values and ``t_s`` the interval's, so that
+    :func:`percentiles` and :func:`weighted` read it as they read the latency. Snapshots
+    that carry none of it (no ``--stream``, no token in the interval) are left out."""
+    path = ("stream", *STREAM_FIGURES[figure][0])
+    out = []
+    for s in snaps:
+        part = _dig(s, path)
+        if isinstance(part, dict):
+            out.append({**part, "requests": int(part.get("count") or 0), "t_s": s.get("t_s")})
+    return out
+
+
+def report_figure(data: dict[str, Any], figure: str) -> dict[str, Any] | None:
+    """report_figure is a run report's table of one stream figure (``first_byte_ms``,
+    ``completion.ttft_ms``, ...), None when the run did not measure it."""
+    got = _dig(data, STREAM_FIGURES[figure][1])
+    return got if isinstance(got, dict) else None

@@ -123,6 +123,15 @@ impl CompletionTotals {
         let _ = self.request_rate.add(&o.request_rate);
     }
 
+    /// reset empties the figures, keeping the histograms' memory.
+    pub fn reset(&mut self) {
+        self.responses = 0;
+        self.tokens = 0;
+        self.ttft.reset();
+        self.itl.reset();
+        self.request_rate.reset();
+    }
+
     /// answered books a response of `tokens` tokens, the first `ttft_us` after its start, the
     /// whole of it `latency_us`; returns how many figures were clamped.
     pub fn answered(&mut self, tokens: u64, ttft_us: u64, latency_us: u64) -> u64 {

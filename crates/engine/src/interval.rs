@@ -10,6 +10,7 @@ use crate::hdr::new_histogram;
 use crate::outage::ThreadWatch;
 use crate::scenario::tally::Tally;
 use crate::statuses::Statuses;
+use crate::stream::StreamTotals;
 
 /// NameInterval is one request name's figures over one interval (scenario runs).
 #[derive(Debug, Clone)]
@@ -97,6 +98,10 @@ pub struct IntervalData {
     /// the interval; empty on the single-request path (its one name's figures are the
     /// interval's own). Bounded: the names are fixed by the compiled plan.
     pub names: Vec<NameInterval>,
+    /// stream: with `--stream`, the streamed answers' figures over the interval (first
+    /// bytes, gaps, tokens; the measured part of the run only, as the run's), boxed: a run
+    /// without `--stream` carries none.
+    pub stream: Option<Box<StreamTotals>>,
 }
 
 impl IntervalData {
@@ -117,6 +122,7 @@ impl IntervalData {
             iterations: IterationCounts::default(),
             statuses: Statuses::default(),
             names: Vec::new(),
+            stream: None,
         }
     }
 
@@ -144,6 +150,11 @@ impl IntervalData {
         self.iterations.completed += o.iterations.completed;
         self.iterations.failed += o.iterations.failed;
         self.statuses.merge(&o.statuses);
+        match (self.stream.as_mut(), o.stream.as_ref()) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.stream = Some(b.clone()),
+            _ => {}
+        }
         if self.names.is_empty() {
             self.names.clone_from(&o.names);
         } else {
@@ -171,6 +182,9 @@ impl IntervalData {
         self.latency.reset();
         self.iterations = IterationCounts::default();
         self.statuses.clear();
+        if let Some(s) = self.stream.as_mut() {
+            s.reset();
+        }
         for n in &mut self.names {
             n.requests = 0;
             n.errors = 0;

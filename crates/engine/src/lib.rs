@@ -53,6 +53,7 @@ pub mod socket;
 pub(crate) mod stamp;
 pub mod statuses;
 pub mod stream;
+pub mod stream_series;
 pub mod target;
 pub mod tls;
 pub mod totals;

@@ -19,7 +19,7 @@ use crate::metrics::Recorder;
 use crate::metronome::Metronome;
 use crate::pacer::{AnyPacer, ClosedPacer, OpenPacer, Pace, Pacer, Stride};
 use crate::plan::{Plan, Step};
-use crate::stream::{Sink, StreamTotals, Watch};
+use crate::stream::{Sink, StreamBooks, Watch};
 
 /// MAX_UNSENT_RECORDS bounds the histogram records of the hits never sent at the end of a
 /// run: past it they are recorded in batches, each at its latest due time (a lower bound).
@@ -157,7 +157,7 @@ impl Shared {
             backoff: Backoff::new(u64::from(job_index) ^ 0x5eed),
             links: RefCell::new(Vec::new()),
             handover: RefCell::new(crate::handover::Handover::default()),
-            stream: streamed.then(|| Rc::new(RefCell::new(StreamTotals::new(highest_us)))),
+            stream: streamed.then(|| Rc::new(RefCell::new(StreamBooks::new(highest_us)))),
             origins: RefCell::new(origins),
         }
     }
@@ -175,8 +175,16 @@ impl Shared {
     /// totals is this thread's totals to ship: the recorder's, with the streamed answers'.
     pub(crate) fn totals(&self) -> crate::totals::Totals {
         let mut totals = self.rec.borrow().totals.clone();
-        totals.stream = self.stream.as_ref().map(|s| s.borrow().clone());
+        totals.stream = self.stream.as_ref().map(|s| s.borrow().run.clone());
         totals
+    }
+
+    /// stream_interval takes the streamed answers' figures (`--stream`) since it was last
+    /// called, to ship with the recorder's interval; None without `--stream`.
+    pub(crate) fn stream_interval(&self) -> Option<Box<crate::stream::StreamTotals>> {
+        let sink = self.stream.as_ref()?;
+        let taken = sink.borrow_mut().take_interval();
+        Some(Box::new(taken))
     }
 
     /// retarget_or waits for `wait` or for a new target ([`Shared::retarget`]), whichever

@@ -13,6 +13,7 @@ use crate::failure::ErrorCounts;
 use crate::hdr::encode_histogram;
 use crate::interval::{IntervalData, IterationCounts};
 use crate::statuses::StatusSnapshot;
+use crate::stream_series::StreamSnapshot;
 
 /// IntervalSnapshot is the run's state over one reporting interval, merged over threads.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,6 +84,10 @@ pub struct IntervalSnapshot {
     /// exporters' buckets (absent when nothing was answered).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub statuses: BTreeMap<String, StatusSnapshot>,
+    /// stream: with `--stream`, the streamed answers over the interval: first byte, gaps,
+    /// and a completion's TTFT, ITL and tokens a second (see [`crate::stream_series`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamSnapshot>,
 }
 
 /// NameSnapshot is one request name's figures over one interval.
@@ -154,6 +159,7 @@ impl IntervalSnapshot {
             iterations: None,
             names: None,
             statuses: d.statuses.snapshots(),
+            stream: d.stream.as_deref().map(|s| StreamSnapshot::new(s, len)),
         }
     }
 

@@ -271,11 +271,89 @@ impl StreamTotals {
             self.clamped += self.completion.answered(watch.tokens, at(token), whole);
         }
     }
+
+    /// pieces books `pieces` pieces that arrived together (SSE `events` or not), `tokens`
+    /// of them a completion's: `gap_us` since the response's piece before (None for its
+    /// first), `token_gap_us` since its token before.
+    fn pieces(
+        &mut self,
+        pieces: u32,
+        events: bool,
+        tokens: u32,
+        gap_us: Option<u64>,
+        token_gap_us: Option<u64>,
+    ) {
+        if tokens > 0 {
+            let c = &mut self.completion;
+            c.tokens += u64::from(tokens);
+            if let Some(us) = token_gap_us {
+                self.clamped += u64::from(record(&mut c.itl, us));
+            }
+            let _ = c.itl.record_n(1, u64::from(tokens - 1));
+        }
+        self.chunks += u64::from(pieces);
+        if events {
+            self.events += u64::from(pieces);
+        }
+        if let Some(us) = gap_us {
+            self.clamped += u64::from(record(&mut self.chunk_gap, us));
+        }
+        // The first piece of a response has no gap; the others of this read came with it.
+        let _ = self.chunk_gap.record_n(1, u64::from(pieces - 1));
+    }
+
+    /// reset empties the totals (an interval's, once taken), keeping the histograms' memory.
+    pub fn reset(&mut self) {
+        self.responses = 0;
+        self.events = 0;
+        self.chunks = 0;
+        self.body_bytes = 0;
+        self.clamped = 0;
+        self.first_byte.reset();
+        self.chunk_gap.reset();
+        self.completion.reset();
+    }
 }
 
-/// Sink is a thread's stream totals, shared by the connections of its lanes (one thread, one
-/// runtime: no lock), folded into the thread's totals at its end.
-pub type Sink = Rc<RefCell<StreamTotals>>;
+/// StreamBooks are a thread's stream figures twice over: the run's (its measured part) and
+/// the interval's being filled, which the thread's reporter takes with the rest of the
+/// interval ([`StreamBooks::take_interval`]), so the time series, the live view and a
+/// search's steps read first bytes, gaps, TTFT and ITL interval by interval.
+#[derive(Debug, Clone)]
+pub struct StreamBooks {
+    /// run: the run's totals.
+    pub run: StreamTotals,
+    /// interval: the interval's, since it was last taken.
+    pub interval: StreamTotals,
+}
+
+impl StreamBooks {
+    /// new makes empty books whose histograms reach `highest_us`.
+    pub fn new(highest_us: u64) -> Self {
+        StreamBooks {
+            run: StreamTotals::new(highest_us),
+            interval: StreamTotals::new(highest_us),
+        }
+    }
+
+    /// answered books a measured response in both (see [`StreamTotals::answered`]).
+    pub fn answered(&mut self, watch: &Watch, from: Instant, sent_at: Instant, end: Instant) {
+        self.run.answered(watch, from, sent_at, end);
+        self.interval.answered(watch, from, sent_at, end);
+    }
+
+    /// take_interval hands over the interval's figures and starts the next interval's.
+    pub fn take_interval(&mut self) -> StreamTotals {
+        let out = self.interval.clone();
+        self.interval.reset();
+        out
+    }
+}
+
+/// Sink is a thread's stream books, shared by the connections of its lanes (one thread, one
+/// runtime: no lock): the run's folded into the thread's totals at its end, the interval's
+/// taken with each interval.
+pub type Sink = Rc<RefCell<StreamBooks>>;
 
 /// Watch is a connection's clock on the response arriving: when its bytes came, its first
 /// byte, its last piece; the gaps go straight into the thread's [`Sink`].
@@ -416,27 +494,13 @@ impl Watch {
         if !self.measured {
             return;
         }
+        let gap = last.map(|l| micros(at.saturating_duration_since(l)));
+        let token_gap = last_token.map(|l| micros(at.saturating_duration_since(l)));
         let mut sink = self.sink.borrow_mut();
-        let s = &mut *sink;
-        if tokens > 0 {
-            let c = &mut s.completion;
-            c.tokens += u64::from(tokens);
-            if let Some(l) = last_token {
-                let us = micros(at.saturating_duration_since(l));
-                s.clamped += u64::from(record(&mut c.itl, us));
-            }
-            let _ = c.itl.record_n(1, u64::from(tokens - 1));
+        let books = &mut *sink;
+        for s in [&mut books.run, &mut books.interval] {
+            s.pieces(pieces, events, tokens, gap, token_gap);
         }
-        s.chunks += u64::from(pieces);
-        if events {
-            s.events += u64::from(pieces);
-        }
-        if let Some(last) = last {
-            let us = micros(at.saturating_duration_since(last));
-            s.clamped += u64::from(record(&mut s.chunk_gap, us));
-        }
-        // The first piece of a response has no gap; the others of this read came with it.
-        let _ = s.chunk_gap.record_n(1, u64::from(pieces - 1));
     }
 }
 

@@ -134,7 +134,7 @@ fn the_reader_cuts_bodies_as_its_head_says() {
 
 #[test]
 fn a_watch_times_gaps_from_arrivals() {
-    let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+    let sink: Sink = Rc::new(RefCell::new(StreamBooks::new(1)));
     let mut w = Watch::new(sink.clone());
     let t0 = Instant::now();
     let ms = |n: u64| t0 + Duration::from_millis(n);
@@ -150,22 +150,30 @@ fn a_watch_times_gaps_from_arrivals() {
     w.progress(30, true, taken(1, true));
     assert_eq!(w.first, Some(ms(200)));
     {
-        let s = sink.borrow();
+        let books = sink.borrow();
+        let s = &books.run;
         assert_eq!((s.events, s.chunks), (4, 4));
         assert_eq!(s.chunk_gap.len(), 3, "one gap fewer than pieces");
         assert_eq!(s.chunk_gap.min(), 1);
         assert_eq!(s.chunk_gap.max() / 1000, 30);
     }
     sink.borrow_mut().answered(&w, t0, t0, ms(250));
-    let s = sink.borrow();
+    let books = sink.borrow();
+    let s = &books.run;
     assert_eq!((s.responses, s.body_bytes), (1, 30));
     assert_eq!(s.first_byte.max() / 1000, 200);
-    drop(s);
+    drop(books);
+    // The interval's books saw the same, and start again once taken.
+    let iv = sink.borrow_mut().take_interval();
+    assert_eq!((iv.events, iv.responses, iv.chunk_gap.len()), (4, 1, 3));
+    assert_eq!(iv.first_byte.max() / 1000, 200);
+    assert_eq!(sink.borrow().interval.events, 0);
     // Warm-up: the pieces are not counted, but the next gap still starts from them.
     w.begin(false, ms(300));
     w.arrived(ms(310));
     w.progress(5, false, taken(1, true));
-    assert_eq!(sink.borrow().events, 4);
+    assert_eq!(sink.borrow().run.events, 4);
+    assert_eq!(sink.borrow().interval.events, 0);
 }
 
 #[test]
@@ -245,7 +253,7 @@ fn a_watch_times_frames_as_pieces() {
         ),
     ];
     for (label, sse, frames, end, pieces, events, first, gaps) in cases {
-        let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+        let sink: Sink = Rc::new(RefCell::new(StreamBooks::new(1)));
         let mut w = Watch::new(sink.clone());
         let t0 = Instant::now();
         let ms = |n: u64| t0 + Duration::from_millis(n);
@@ -258,7 +266,8 @@ fn a_watch_times_frames_as_pieces() {
         }
         w.end(ms(*end));
         assert_eq!(w.first, first.map(ms), "{label}");
-        let s = sink.borrow();
+        let books = sink.borrow();
+        let s = &books.run;
         assert_eq!((s.chunks, s.events), (*pieces, *events), "{label}");
         assert_eq!(s.chunk_gap.len(), *gaps, "{label}");
     }
@@ -266,7 +275,7 @@ fn a_watch_times_frames_as_pieces() {
 
 #[test]
 fn a_head_that_ends_the_stream_is_the_first_byte() {
-    let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+    let sink: Sink = Rc::new(RefCell::new(StreamBooks::new(1)));
     let mut w = Watch::new(sink);
     let t0 = Instant::now();
     w.begin(true, t0);

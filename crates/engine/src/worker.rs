@@ -193,14 +193,17 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
     // Flush the last, partial interval unless the reporter just sent a full one and nothing
     // came in since.
     let elapsed = job.start.elapsed();
+    // Pieces of a stream that came since (a response still under way) are something too.
+    let streamed = (shared.stream.as_ref()).is_some_and(|s| s.borrow().interval.chunks > 0);
     let flushed = last_interval(
         &mut shared.rec.borrow_mut(),
         Instant::now(),
         elapsed,
         job.cfg.interval,
-        last.get(),
+        (last.get(), streamed),
     );
     if let Some((index, mut data)) = flushed {
+        data.stream = shared.stream_interval();
         data.watch.thread = job.index;
         let _ = tx.send(Msg::Interval {
             index,
@@ -215,7 +218,7 @@ async fn drive(shared: Rc<Shared>, tx: Sender<Msg>) -> (Option<u64>, bool) {
 /// last_interval takes a thread's last, partial interval when it ends `elapsed` into the run
 /// (at `at`), having sent the intervals up to `last`: always if it sent none, else if the run
 /// went on past the end of the last one sent (by more than a millisecond) or anything was
-/// recorded since the reporter took it. That reporter takes a full interval at its boundary,
+/// recorded since the reporter took it (`streamed`: a stream's pieces came since). That reporter takes a full interval at its boundary,
 /// but an answer can land in the instant after, with the thread's end in the same
 /// millisecond: left out, it would be in the report's totals and in no interval, so the time
 /// series, the live view and the Prometheus counters, which add the intervals up, would fall
@@ -226,12 +229,14 @@ fn last_interval(
     at: Instant,
     elapsed: Duration,
     interval: Duration,
-    last: Option<u64>,
+    (last, streamed): (Option<u64>, bool),
 ) -> Option<(u64, IntervalData)> {
     let next = last.map_or(0, |i| i + 1);
     let boundary = interval.mul_f64(next as f64);
-    let due =
-        last.is_none() || elapsed > boundary + Duration::from_millis(1) || rec.interval.recorded();
+    let due = last.is_none()
+        || elapsed > boundary + Duration::from_millis(1)
+        || rec.interval.recorded()
+        || streamed;
     due.then(|| (next, rec.take_interval(at)))
 }
 
@@ -286,6 +291,7 @@ async fn report_intervals(shared: Rc<Shared>, tx: Sender<Msg>, last: Rc<Cell<Opt
             rec.bound_interval(end + job.cfg.interval);
             data
         };
+        data.stream = shared.stream_interval();
         data.watch.thread = job.index;
         let t_end_s = end.duration_since(job.start).as_secs_f64();
         if tx
@@ -397,7 +403,7 @@ mod tests {
                 });
                 rec.tally(sent, 0, "SUCCEEDED");
             }
-            let last = last_interval(&mut rec, t0 + end, end, interval, Some(0));
+            let last = last_interval(&mut rec, t0 + end, end, interval, (Some(0), false));
             assert_eq!(
                 last.as_ref().map(|(i, d)| (*i, d.requests)),
                 want,
@@ -414,7 +420,7 @@ mod tests {
         }
         // A thread that sent no interval sends one, empty or not.
         let mut rec = Recorder::new(t0, t0, 0, 1, false);
-        let first = last_interval(&mut rec, t0 + us(100), us(100), interval, None);
+        let first = last_interval(&mut rec, t0 + us(100), us(100), interval, (None, false));
         assert_eq!(first.map(|(i, d)| (i, d.requests)), Some((0, 0)));
     }
 }

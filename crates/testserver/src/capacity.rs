@@ -124,8 +124,9 @@ struct Booking {
 /// Admission is what the queue did with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Admission {
-    /// Served: the request waited for its slot and held it for the service time.
-    Served,
+    /// Served: the request waited for its slot and held it for the service time, which ended
+    /// at the instant it carries (on the schedule, however late the thread woke).
+    Served(Instant),
     /// Shed: the queue limit was reached; answer 503 at once.
     Shed,
 }
@@ -245,7 +246,7 @@ impl Queue {
         crate::sleep::until(end).await?;
         drop(busy);
         self.served.fetch_add(1, Ordering::Relaxed);
-        Ok(Admission::Served)
+        Ok(Admission::Served(end))
     }
 
     pub(crate) fn stats(&self) -> QueueStats {

@@ -197,33 +197,47 @@ impl<S: Io> Conn<S> {
             return Ok(Some(End::Hang));
         }
         let work = self.wait(&behaviour, read_at).await?;
-        if self.shared.queue.is_some() || self.shared.crowd.is_some() {
-            // Earlier pipelined answers go out before this request joins the queue.
-            self.flush().await?;
-            let shared = Arc::clone(&self.shared);
-            if let Some(crowd) = &shared.crowd {
-                crowd.serve().await?;
-            }
-            if let Some(queue) = &shared.queue {
-                if queue.serve().await? == Admission::Shed {
-                    let status = StatusCode::SERVICE_UNAVAILABLE;
-                    self.refuse(status, 1, b"queue full\n", &request);
-                    return Ok((!request.keep_alive).then_some(End::Close));
-                }
-            }
-        }
+        let Some(begun) = self.admit(read_at).await? else {
+            let status = StatusCode::SERVICE_UNAVAILABLE;
+            self.refuse(status, 1, b"queue full\n", &request);
+            return Ok((!request.keep_alive).then_some(End::Close));
+        };
         match (behaviour.route, self.injection(&behaviour)) {
             (Route::Form(page), None) => self.answer_form(page, &behaviour, &request),
             (Route::Task(ask), None) => self.answer_task(ask, &behaviour, &request),
             (Route::Redirect, None) => self.answer_redirect(&behaviour, &request),
             (_, status) => {
                 let status = status.unwrap_or(StatusCode::OK);
-                self.answer(status, work, read_at, &behaviour, &request)
+                self.answer(status, work, begun, &behaviour, &request)
                     .await?;
             }
         }
         let close = behaviour.close || !request.keep_alive;
         Ok(close.then_some(End::Close))
+    }
+
+    /// admit holds a request arrived at `read_at` in the server-wide modes (contention,
+    /// capacity) and says when a streamed answer's schedule starts: at the request's arrival,
+    /// or, in capacity mode, when its service ended: the slot is its prefill, as an LLM
+    /// server's queue and prefill come before its first token (its TTFT is the wait plus the
+    /// service). None: the queue shed it.
+    async fn admit(&mut self, read_at: Instant) -> io::Result<Option<Instant>> {
+        if self.shared.queue.is_none() && self.shared.crowd.is_none() {
+            return Ok(Some(read_at));
+        }
+        // Earlier pipelined answers go out before this request joins the queue.
+        self.flush().await?;
+        let shared = Arc::clone(&self.shared);
+        if let Some(crowd) = &shared.crowd {
+            crowd.serve().await?;
+        }
+        match &shared.queue {
+            None => Ok(Some(read_at)),
+            Some(queue) => Ok(match queue.serve().await? {
+                Admission::Served(end) => Some(end),
+                Admission::Shed => None,
+            }),
+        }
     }
 
     /// bad_request answers a request whose behaviour could not be parsed (a 400 saying why).
@@ -295,12 +309,13 @@ impl<S: Io> Conn<S> {
         Ok(latency)
     }
 
-    /// answer queues the response body a behaviour asks for.
+    /// answer queues the response body a behaviour asks for; a streamed one is paced from
+    /// `begun` (see `handle`).
     async fn answer(
         &mut self,
         status: StatusCode,
         work: Duration,
-        read_at: Instant,
+        begun: Instant,
         behaviour: &Behaviour,
         request: &Request,
     ) -> io::Result<()> {
@@ -322,7 +337,7 @@ impl<S: Io> Conn<S> {
             }
             Body::Filler(n) => self.reply_filler(status, n, behaviour, request).await,
             Body::Stream(stream) => {
-                self.answer_stream(status, stream, read_at, behaviour, request)
+                self.answer_stream(status, stream, begun, behaviour, request)
                     .await
             }
         }

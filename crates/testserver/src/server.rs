@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
@@ -197,41 +197,7 @@ impl Job {
                         }
                     }
                     accepted = listener.accept() => match accepted {
-                        Ok((stream, _)) => {
-                            shared.board.thread(index).add_connection();
-                            let shared = Arc::clone(&shared);
-                            match &tls {
-                                None => {
-                                    tokio::spawn(async move {
-                                        // Prior knowledge: h2c opens with the HTTP/2 preface.
-                                        if crate::http2::is_h2c(&stream).await {
-                                            let faults = shared.h2;
-                                            crate::http2::serve(stream, shared, index, faults)
-                                                .await;
-                                        } else {
-                                            crate::conn::serve(stream, shared, index).await;
-                                        }
-                                    });
-                                }
-                                Some(acceptor) => {
-                                    let handshake = acceptor.accept(stream);
-                                    tokio::spawn(async move {
-                                        // A client that fails or stalls the handshake is
-                                        // dropped.
-                                        let handshake = tokio::time::timeout(HANDSHAKE, handshake);
-                                        let Ok(Ok(tls)) = handshake.await else {
-                                            return;
-                                        };
-                                        if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-                                            let faults = shared.h2;
-                                            crate::http2::serve(tls, shared, index, faults).await;
-                                        } else {
-                                            crate::conn::serve(tls, shared, index).await;
-                                        }
-                                    });
-                                }
-                            }
-                        }
+                        Ok((stream, _)) => spawn_connection(stream, &shared, index, tls.as_ref()),
                         // Out of file descriptors and the like: back off instead of spinning.
                         Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
                     },
@@ -242,6 +208,51 @@ impl Job {
             crate::sleep::uninstall();
         });
         drop(runtime);
+    }
+}
+
+/// spawn_connection serves an accepted connection in a task of its own: HTTP/1.1, or
+/// HTTP/2 (h2c by prior knowledge, or h2 chosen by ALPN), over TLS with an acceptor.
+fn spawn_connection(
+    stream: TcpStream,
+    shared: &Arc<Shared>,
+    index: usize,
+    tls: Option<&TlsAcceptor>,
+) {
+    // No Nagle, whatever the protocol: a small write (an SSE event, an HTTP/2 DATA frame)
+    // behind one not yet acknowledged would wait for the client's ACK. conn.rs set it on
+    // HTTP/1.1 connections alone: HTTP/2's (h2c and TLS) went out with Nagle on.
+    let _ = stream.set_nodelay(true);
+    shared.board.thread(index).add_connection();
+    let shared = Arc::clone(shared);
+    match tls {
+        None => {
+            tokio::spawn(async move {
+                // Prior knowledge: h2c opens with the HTTP/2 preface.
+                if crate::http2::is_h2c(&stream).await {
+                    let faults = shared.h2;
+                    crate::http2::serve(stream, shared, index, faults).await;
+                } else {
+                    crate::conn::serve(stream, shared, index).await;
+                }
+            });
+        }
+        Some(acceptor) => {
+            let handshake = acceptor.accept(stream);
+            tokio::spawn(async move {
+                // A client that fails or stalls the handshake is dropped.
+                let handshake = tokio::time::timeout(HANDSHAKE, handshake);
+                let Ok(Ok(tls)) = handshake.await else {
+                    return;
+                };
+                if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+                    let faults = shared.h2;
+                    crate::http2::serve(tls, shared, index, faults).await;
+                } else {
+                    crate::conn::serve(tls, shared, index).await;
+                }
+            });
+        }
     }
 }
 

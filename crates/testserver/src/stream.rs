@@ -4,7 +4,11 @@
 //!
 //! A stream's first piece leaves `first` after its request arrived and piece k at
 //! `first + k * every`, on an absolute schedule (a write that ran late does not move the
-//! next one), so a client reads a time to first byte of `first` and gaps of `every`. Each
+//! next one), so a client reads a time to first byte of `first` and gaps of `every`. In
+//! capacity mode (`--capacity N --service-time S`) the schedule starts when the request's
+//! service ended instead: the slot is its prefill, so N streams are begun at once, each S,
+//! and the rest wait their turn: the time to first byte is the wait plus S plus `first`,
+//! and grows with the load past the concurrency N streams sustain. Each
 //! piece is one SSE event in one HTTP chunk, written and flushed on its own. The server
 //! counts what it wrote: `stream_responses`, `stream_events` (a completion's closing event
 //! and its `data: [DONE]` included) and `completion_tokens`.

@@ -78,7 +78,9 @@ def add_find_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="a latency bound every step must meet, in --threshold's grammar:"
-        " p50|p90|p95|p99|p99.9|mean|max < N us|ms|s, e.g. 'p99<100ms' (repeatable)",
+        " p50|p90|p95|p99|p99.9|mean|max < N us|ms|s, e.g. 'p99<100ms'; with --stream, a"
+        " stream figure's: ttft_|itl_|first_byte_|chunk_gap_ before it, e.g."
+        " 'ttft_p99<500ms' (repeatable)",
     )
     f.add_argument("--max-errors", default="1%", help="error rate that stops (default 1%%)")
     # The search's defaults are find/plan.py's, shown as given.

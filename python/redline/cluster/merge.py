@@ -64,6 +64,9 @@ def merge_snapshots(snaps: Sequence[dict[str, Any]], injectors: int) -> dict[str
     statuses = merge_statuses(s.get("statuses") or {} for s in snaps)
     if statuses:
         out["statuses"] = statuses
+    streams = [s["stream"] for s in snaps if isinstance(s.get("stream"), dict)]
+    if streams:
+        out["stream"] = _merge_interval_stream(streams)
     cpu = [s["worker_cpu"] for s in snaps if s.get("worker_cpu")]
     if cpu:
         # Per injector (by index): its worker threads' CPU seconds and count, so a search
@@ -72,6 +75,44 @@ def merge_snapshots(snaps: Sequence[dict[str, Any]], injectors: int) -> dict[str
     # A merged snapshot given again (a late one joining its interval) counts its injectors.
     out["injectors_reported"] = sum(int(s.get("injectors_reported", 1)) for s in snaps)
     out["injectors"] = injectors
+    return out
+
+
+def _merge_figure(figures: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """_merge_figure adds the injectors' readings of one stream figure (a first byte, a gap,
+    a TTFT, an ITL) over one interval: counts summed, percentiles from the merged
+    histograms, the mean weighted by the counts."""
+    hist = merge_histograms([f["histogram"] for f in figures])
+    count, values = _engine.histogram_quantiles(hist, [q for _, q in SNAPSHOT_QUANTILES])
+    n = sum(int(f["count"]) for f in figures)
+    out: dict[str, Any] = {"count": n}
+    for (key, _), v in zip(SNAPSHOT_QUANTILES, values, strict=True):
+        out[key] = v / 1000.0 if count else 0.0
+    out["mean_ms"] = sum(int(f["count"]) * float(f["mean_ms"]) for f in figures) / n if n else 0.0
+    out["max_ms"] = max(float(f["max_ms"]) for f in figures)
+    out["histogram"] = hist
+    return out
+
+
+def _merge_interval_stream(streams: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """_merge_interval_stream adds the injectors' ``stream`` blocks of one interval
+    (``--stream``): counts and rates summed, each figure merged (:func:`_merge_figure`)."""
+    out: dict[str, Any] = {}
+    for key in ("responses", "events", "chunks", "body_bytes"):
+        out[key] = sum(int(s[key]) for s in streams)
+    for key in ("events_per_s", "chunks_per_s"):
+        out[key] = sum(float(s[key]) for s in streams)
+    for key in ("first_byte", "chunk_gap"):
+        out[key] = _merge_figure([s[key] for s in streams])
+    done = [s["completion"] for s in streams if isinstance(s.get("completion"), dict)]
+    if done:
+        c: dict[str, Any] = {
+            key: sum(int(d[key]) for d in done) for key in ("responses", "output_tokens")
+        }
+        c["output_tokens_per_s"] = sum(float(d["output_tokens_per_s"]) for d in done)
+        for key in ("ttft", "itl"):
+            c[key] = _merge_figure([d[key] for d in done])
+        out["completion"] = c
     return out
 
 

@@ -75,6 +75,12 @@ def result_document(
     if named:
         answers["notes"].append(named)
     broke = outcome.broke
+    # --stream: the steady answer's and the limit's stream figures (TTFT, ITL, first byte,
+    # gaps), as their steps measured them, beside their latency.
+    if steady is not None and steady.stream:
+        answers["stream"] = steady.stream
+    if broke is not None and broke.stream:
+        answers["limit"]["stream"] = broke.stream
     return {
         "version": 1,
         "url": url,

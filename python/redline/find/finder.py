@@ -145,6 +145,10 @@ def find(
     # closed model room for ``ceiling`` users (it starts at ``first``: search_run).
     vus = int(ceiling) if model == "closed" else None
     config = run.config(url, plan=plan, live=True, max_vus=vus)
+    timed = [str(s) for s in limits.slos if s.figure is not None]
+    if timed and plan is None and not config.get("stream"):
+        # Without --stream no answer is timed as it arrives: the SLO would judge nothing.
+        raise ConfigError(f"--slo {timed[0]}: a stream figure needs --stream")
     interval = float(config["interval_s"])  # a search's default or the caller's, parsed
     started_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     started = time.monotonic()

@@ -22,7 +22,6 @@ from redline.find.rules import (
     KNEE_DROP,
     LATENCY_FAILURES,
     MIN_DEFICIT,
-    PERCENTILES,
     STARVED,
     Limits,
     phase_compares,
@@ -83,11 +82,11 @@ class Judge:
                 f"{step.error_rate:.1%} of requests failed (limit {lim.max_errors:.1%})",
             )
         for slo in lim.slos:
-            figure = getattr(step, PERCENTILES[slo.percentile])
+            figure = slo.of(step)
             if figure is None:
-                continue  # snapshots without histograms carry no p95
-            if slo.breached(float(figure)):
-                fire("slo", f"{slo.percentile} was {float(figure):.1f} ms (SLO {slo})")
+                continue  # not measured: no p95 without histograms, no TTFT without a token
+            if slo.breached(figure):
+                fire("slo", f"{slo.name} was {figure:.1f} ms (SLO {slo})")
         if self.model == "open":
             self._backlog(step, fire, steps)
         if step.backlog_growing and "backlog" not in step.fired:

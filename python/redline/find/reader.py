@@ -198,7 +198,8 @@ class Reader:
 
     def queue_floor(self) -> float:
         """queue_floor: the least latency rise called a queue (:func:`queue_rise_floor_ms`)."""
-        slo = min((s.bound_ms for s in self.limits.slos), default=None)
+        # The latency's own SLOs: a bound on a stream figure (TTFT) says nothing of it.
+        slo = min((s.bound_ms for s in self.limits.slos if s.figure is None), default=None)
         return queue_rise_floor_ms(self.base_latency(), slo)
 
     def measure(self, index: int, phase: str, load: float, got: list[dict[str, Any]]) -> Step:

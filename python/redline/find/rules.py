@@ -15,6 +15,7 @@ from redline.find.step import MIN_DEFICIT as MIN_DEFICIT  # said once, by the st
 from redline.find.step import Step
 from redline.scenario.thresholds import SNAPSHOT_KEY, Threshold
 from redline.scenario.thresholds import parse as parse_threshold
+from redline.window import STREAM_FIGURES
 
 #: CONDITIONS names every stop condition and says what it means, for the output.
 CONDITIONS = {
@@ -92,15 +93,20 @@ LATENCY_FAILURES = frozenset({"backlog", "slo", "collapse", "plateau", "retrogra
 
 @dataclass(frozen=True)
 class Slo:
-    """Slo bounds one latency percentile of every step, e.g. ``p99<100ms``."""
+    """Slo bounds one latency percentile of every step, e.g. ``p99<100ms``, or one of a
+    stream figure's (``--stream``): ``ttft_p99<500ms``, ``itl_p99<50ms``,
+    ``first_byte_p99<1s``, ``chunk_gap_p99<100ms`` (:data:`redline.window.STREAM_FIGURES`)."""
 
     percentile: str
     bound_ms: float
+    #: figure: the stream figure bounded, None for the latency.
+    figure: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> Slo:
         """parse reads ``p99<100ms``: a threshold (:mod:`redline.scenario.thresholds`'s
-        grammar) that bounds one of the latency figures a step carries from above."""
+        grammar) that bounds one of the latency figures a step carries from above, the
+        latency's or a stream figure's."""
         try:
             t: Threshold | None = parse_threshold(text)
         except ConfigError:
@@ -109,16 +115,31 @@ class Slo:
         if t is None or not bounded or t.metric not in PERCENTILES:
             raise ConfigError(
                 f"--slo: expected a latency bound such as 'p99<100ms' ({', '.join(PERCENTILES)};"
-                f" us, ms or s), got {text!r}"
+                f" us, ms or s), or a stream figure's such as 'ttft_p99<500ms'"
+                f" ({', '.join(STREAM_FIGURES)}), got {text!r}"
             )
-        return cls(t.metric, t.value)
+        return cls(t.metric, t.value, t.figure)
 
     def breached(self, figure: float) -> bool:
         """breached: a step's figure is over the bound."""
         return figure > self.bound_ms
 
+    def of(self, step: Step) -> float | None:
+        """of is the step's figure this SLO bounds (None: the step did not measure it, e.g.
+        a snapshot without histograms carries no p95, a step without a token no TTFT)."""
+        if self.figure is None:
+            got = getattr(step, PERCENTILES[self.percentile])
+        else:
+            got = (step.stream.get(self.figure) or {}).get(PERCENTILES[self.percentile])
+        return None if got is None else float(got)
+
+    @property
+    def name(self) -> str:
+        """name is what the SLO bounds: ``p99``, ``ttft_p99``."""
+        return f"{self.figure}_{self.percentile}" if self.figure else self.percentile
+
     def __str__(self) -> str:
-        return f"{self.percentile}<{self.bound_ms:g}ms"
+        return f"{self.name}<{self.bound_ms:g}ms"
 
 
 @dataclass

@@ -48,6 +48,11 @@ class Step(StepResult):
     #: slope, units a second), and ``backlog_growth_t`` that growth in standard errors.
     backlog_growth_rps: float | None = None
     backlog_growth_t: float | None = None
+    #: stream: ``--stream``: each stream figure the step measured (``first_byte``,
+    #: ``chunk_gap``, ``ttft``, ``itl``), its percentiles keyed as the latency's
+    #: (``p99_ms``), ``mean_ms``, ``max_ms`` and ``count``, from its intervals' merged
+    #: histograms; what a stream SLO (``ttft_p99<500ms``) judges.
+    stream: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def backlog_growing(self) -> bool:

@@ -5,7 +5,10 @@ A step's percentiles must come from the merged latency histogram of its interval
 intervals carry. Each snapshot ships its interval's histogram (``histogram``, base64
 HdrHistogram V2), so the step merges them and reads its percentiles once. The mean needs no
 histogram: the request-weighted mean of the intervals' means is exact. Errors add up by class;
-the in-flight count (sampled at each interval's end) is averaged, Little's law's L.
+the in-flight count (sampled at each interval's end) is averaged, Little's law's L. The
+stream figures (``--stream``: first byte, gaps, TTFT, ITL) are read the same way from their
+own histograms in each snapshot's ``stream``, so ``--slo 'ttft_p99<500ms'`` judges a step's
+TTFT p99, not an average of its intervals'.
 """
 
 from __future__ import annotations
@@ -47,6 +50,26 @@ def aggregate_step(
         "inflight_mean": inflight_mean(snapshots),
     }
     out.update(_percentiles(snapshots))
+    out["stream"] = _stream(snapshots)
+    return out
+
+
+def _stream(snapshots: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """_stream is each stream figure the step measured (:data:`redline.window.STREAM_FIGURES`:
+    none without ``--stream``, no TTFT or ITL without a token): its percentiles from the
+    merged histograms (keyed as the step's latency ones), its exact mean, and ``count``."""
+    out: dict[str, dict[str, float]] = {}
+    for name in window.STREAM_FIGURES:
+        parts = window.answered(window.stream_figure(snapshots, name))
+        got = window.percentiles(parts, [(q, k) for k, q in QUANTILES.items()])
+        if got is None:
+            continue
+        figure = {k: v for k, v in zip(QUANTILES, got, strict=True) if v is not None}
+        mean = window.weighted(parts, "mean_ms")
+        if mean is not None:
+            figure["mean_ms"] = mean
+        figure["count"] = float(sum(int(p["requests"]) for p in parts))
+        out[name] = figure
     return out
 
 

@@ -90,11 +90,16 @@ class FindView:
         """step hears each judged step."""
         verdict = "ok" if st.ok else ",".join(st.fired) + f" ({st.why})"
         cpu = st.service.get("cpu_percent")
+        # --stream: the time to first token (else to first byte) beside the latency.
+        first = st.stream.get("ttft") or st.stream.get("first_byte") or {}
+        named = "ttft" if "ttft" in st.stream else "first byte"
+        p50, p99 = first.get("p50_ms", 0.0), first.get("p99_ms", 0.0)
         line = (
             f"step {st.index + 1:>2} {st.phase:<7} load {st.load:>8g}  {st.throughput_rps:>8.0f}"
             f" req/s  p50 {st.p50_ms:7.1f} ms  p99 {st.p99_ms:7.1f} ms  errors"
             f" {st.error_rate:6.2%}"
             + (f"  cpu {cpu:.0f}%" if cpu is not None else "")
+            + (f"  {named} p50 {p50:.1f} ms p99 {p99:.1f} ms" if first else "")
             + f"  {verdict}"
         )
         self.steps.append(line)

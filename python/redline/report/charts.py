@@ -219,6 +219,63 @@ def errors_over_time_chart(ts: Sequence[dict[str, Any]]) -> Chart | None:
     )
 
 
+#: _Figures: a stream chart's figures: where each is in an interval's ``stream``, its label.
+_Figures = list[tuple[tuple[str, ...], str]]
+
+
+def _stream_col(ts: Sequence[dict[str, Any]], path: tuple[str, ...], key: str) -> Column:
+    """_stream_col: one figure of each interval's ``stream`` block (at ``path`` within it),
+    None where the interval has none or recorded no value of it (a gap, not 0 ms)."""
+    out: Column = []
+    for r in ts:
+        part: Any = r.get("stream")
+        for k in path:
+            part = part.get(k) if isinstance(part, dict) else None
+        if not isinstance(part, dict) or (key.endswith("_ms") and not part.get("count")):
+            out.append(None)
+        else:
+            out.append(_num(part.get(key)))
+    return out
+
+
+def stream_charts(ts: Sequence[dict[str, Any]]) -> list[Chart]:
+    """stream_charts (``--stream``): each interval's time to first byte and gaps between
+    pieces (p50, p99) with its events a second, and, once a streamed completion's tokens
+    came, its time to first token and inter-token latency (p50, p99) with its output tokens a
+    second (docs/protocols.md); none without stream figures."""
+    if not any(isinstance(r.get("stream"), dict) for r in ts):
+        return []
+    # Each chart: its id, its title, its figures (where in `stream`, label) and its rate.
+    plans: list[tuple[str, str, _Figures, tuple[tuple[str, ...], str, str]]] = [
+        (
+            "stream",
+            "Streamed answers over time",
+            [(("first_byte",), "first byte"), (("chunk_gap",), "gap")],
+            ((), "events_per_s", "events/s"),
+        ),
+        (
+            "completion",
+            "Streamed completions over time",
+            [(("completion", "ttft"), "TTFT"), (("completion", "itl"), "ITL")],
+            (("completion",), "output_tokens_per_s", "tokens/s"),
+        ),
+    ]
+    charts = []
+    for cid, title, figures, (rate_path, rate_key, rate_label) in plans:
+        series, data = [], [_col(ts, "t_s")]
+        colors = _colors(2 * len(figures) + 1)
+        for i, (path, label) in enumerate(figures):
+            for j, (q, key) in enumerate((("p50", "p50_ms"), ("p99", "p99_ms"))):
+                series.append(Series(f"{label} {q}", colors[2 * i + j], dash=q == "p99"))
+                data.append(_stream_col(ts, path, key))
+        series.append(Series(rate_label, colors[-1], scale="y2"))
+        data.append(_stream_col(ts, rate_path, rate_key))
+        chart = Chart(cid, title, "time (s)", "ms", series, data, y2_label=rate_label)
+        if chart.points():
+            charts.append(chart)
+    return charts
+
+
 #: TALLY_SERIES: the most values a tally chart draws as lines of their own (the most
 #: frequent); the others are summed into one line.
 TALLY_SERIES = 8
@@ -508,6 +565,7 @@ def find_charts(result: dict[str, Any]) -> list[Chart]:
         resources_chart(samples),
         usl_chart(steps, result.get("usl"), model),
         hockey_chart(steps),
+        *stream_charts(ts),
         *tally_charts(ts),
         *part_charts(ts),
     ]
@@ -529,6 +587,7 @@ def run_charts(result: dict[str, Any]) -> list[Chart]:
         errors_over_time_chart(ts),
         cpu_chart(monitor_samples(result)),
         resources_chart(monitor_samples(result)),
+        *stream_charts(ts),
         *tally_charts(ts),
         *part_charts(ts),
     ]

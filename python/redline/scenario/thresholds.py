@@ -1,10 +1,14 @@
 """thresholds: pass/fail criteria for CI, checked on a finished run's result.
 
     p99<500ms   p99.9<1s   mean<200ms   max<2s   errors<1%   rps>100   submit:p95<300ms
+    ttft_p99<500ms   itl_p50<50ms   first_byte_p99<1s   chunk_gap_max<200ms
 
 A threshold is ``[NAME:]METRIC OP VALUE``: over the whole run, or over one request name or
 group (``NAME:``). ``errors`` is the share of failed requests (failed checks, 4xx/5xx and
-transport failures; over the whole run, unfinished and unsent requests too).
+transport failures; over the whole run, unfinished and unsent requests too). A latency metric
+may name a stream figure (``--stream``; its prefix one of
+:data:`redline.window.STREAM_FIGURES`: time to first byte, gap between pieces, time to first
+token, inter-token latency), judged over the whole run.
 
 This is the one grammar of a bound: the live watch (:mod:`redline.scenario.watch`) judges
 these thresholds over a window of snapshots, and ``redline find``'s ``--slo`` is a latency
@@ -19,13 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from redline import _engine
+from redline import window as _window
 from redline.analysis.outcome import ANSWERED_FAILURES, Outcomes, outcomes
 from redline.errors import ConfigError
 from redline.percentiles import BY_NAME, IN_SNAPSHOTS, snapshot_key
 from redline.runs.options import UNIT_S
 
 _SPEC = re.compile(
-    r"^\s*(?:(?P<name>.+):)?(?P<metric>p\d+(?:\.\d+)?|mean|min|max|errors|rps)\s*"
+    r"^\s*(?:(?P<name>.+):)?(?:(?P<figure>[a-z_]+?)_)?"
+    r"(?P<metric>p\d+(?:\.\d+)?|mean|min|max|errors|rps)\s*"
     r"(?P<op><=|>=|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>us|µs|ms|s|%)?\s*$"
 )
 #: SNAPSHOT_KEY: the latency figures each interval snapshot and each search step carry (ms),
@@ -53,6 +59,14 @@ class Threshold:
     metric: str
     op: str
     value: float
+    #: figure: the stream figure bounded (a key of :data:`redline.window.STREAM_FIGURES`),
+    #: None for the latency's own.
+    figure: str | None = None
+
+    @property
+    def judged(self) -> str:
+        """judged is what the threshold bounds, as its lines say it: ``p99``, ``ttft_p99``."""
+        return f"{self.figure}_{self.metric}" if self.figure else self.metric
 
     def holds(self, actual: float) -> bool:
         """holds: whether ``actual`` meets the criterion."""
@@ -72,8 +86,19 @@ def parse(text: str) -> Threshold:
             f"bad threshold {text!r}: expected [NAME:]METRIC<VALUE, e.g. p99<500ms, errors<1%, "
             "rps>100"
         )
-    metric, unit = m["metric"], m["unit"]
+    metric, unit, figure = m["metric"], m["unit"], m["figure"]
     value = float(m["value"])
+    if figure is not None:
+        if figure not in _window.STREAM_FIGURES or metric in ("errors", "rps"):
+            raise ConfigError(
+                f"bad threshold {text!r}: a stream figure is "
+                f"{'|'.join(_window.STREAM_FIGURES)}_METRIC with a latency metric, e.g."
+                " ttft_p99<500ms"
+            )
+        if m["name"] is not None:
+            raise ConfigError(
+                f"bad threshold {text!r}: a stream figure is judged over the whole run (no NAME:)"
+            )
     if metric.startswith("p"):
         if metric not in BY_NAME:
             raise ConfigError(f"bad threshold {text!r}: percentiles are {', '.join(BY_NAME)}")
@@ -88,11 +113,19 @@ def parse(text: str) -> Threshold:
         if unit == "%":
             raise ConfigError(f"bad threshold {text!r}: latency takes ms, s or us")
         value *= UNIT_S[unit] * 1e3 if unit else 1.0  # a bare number is milliseconds
-    return Threshold(text.strip(), m["name"], metric, m["op"], value)
+    return Threshold(text.strip(), m["name"], metric, m["op"], value, figure)
 
 
 def actual(t: Threshold, data: dict[str, Any]) -> float:
     """actual: the figure a threshold judges, from a result document."""
+    if t.figure is not None:
+        table = _window.report_figure(data, t.figure)
+        if table is None:
+            raise ConfigError(
+                f"threshold {t.text!r}: this run measured no {t.figure} (it needs --stream"
+                + (", and a streamed completion's tokens)" if t.figure in ("ttft", "itl") else ")")
+            )
+        return float(table.get(_report_key(t.metric), 0.0))
     if t.name is None:
         lat = data.get("latency_ms", {})
         if t.metric == "errors":
@@ -156,7 +189,7 @@ def verdicts(thresholds: list[Threshold], data: dict[str, Any]) -> list[tuple[bo
             else (f"{got:.1f}" if t.metric == "rps" else f"{got:.2f}ms")
         )
         if t.holds(got):
-            out.append((True, f"✓ threshold {t.text} held: {t.metric} was {shown}"))
+            out.append((True, f"✓ threshold {t.text} held: {t.judged} was {shown}"))
         else:
-            out.append((False, f"threshold {t.text} failed: {t.metric} was {shown}"))
+            out.append((False, f"threshold {t.text} failed: {t.judged} was {shown}"))
     return out

@@ -71,7 +71,7 @@ class Watch:
             return None
         return (
             f"threshold {self.threshold.text} failed over the last {self.window_s:g} s "
-            f"({self.threshold.metric} {shown(self.threshold.metric, got)} at {t:.1f} s): "
+            f"({self.threshold.judged} {shown(self.threshold.metric, got)} at {t:.1f} s): "
             "the run was stopped"
         )
 
@@ -114,6 +114,9 @@ def value(t: Threshold, snaps: list[dict[str, Any]], window_s: float) -> float |
         return ends.error_rate if ends.total else None
     if t.metric == "rps":
         return requests / window_s if window_s > 0 else None
+    if t.figure is not None:
+        # A stream figure's part of each snapshot reads as a snapshot of its own.
+        snaps = window.stream_figure(snaps, t.figure)
     got = window.answered(snaps)
     if not got:
         return None
