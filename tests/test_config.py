@@ -1,5 +1,6 @@
 """The boundary is typed once: redline.runs.config.RunConfig names the engine's RunConfig
-fields (crates/engine/src/config.rs) field for field, and RunOptions builds it."""
+fields (crates/engine/src/config.rs) field for field, and RunOptions builds it; a WebSocket
+run's SocketConfig (crates/engine/src/socket/config.rs) crosses the same way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import get_type_hints
 import pytest
 from redline.runs.config import RunConfig, StageConfig
 from redline.runs.run_options import RunOptions
+from redline.sockets.config import SocketConfig
 
 ENGINE = Path(__file__).resolve().parent.parent / "crates" / "engine" / "src"
 
@@ -34,7 +36,11 @@ def test_rust_fields_reads_a_struct():
 
 @pytest.mark.parametrize(
     ("py", "path", "struct"),
-    [(RunConfig, "config.rs", "RunConfig"), (StageConfig, "pacer.rs", "Stage")],
+    [
+        (RunConfig, "config.rs", "RunConfig"),
+        (StageConfig, "pacer.rs", "Stage"),
+        (SocketConfig, "socket/config.rs", "SocketConfig"),
+    ],
 )
 def test_the_python_config_has_the_engines_fields(py, path, struct):
     """A field the engine gains and Python lacks (or the reverse) fails here by name."""
@@ -66,6 +72,10 @@ def test_run_options_build_the_config_with_what_callers_add():
             r"bad run config: stages\[0\]\.target: .*real number",
         ),
         ({"url": "http://127.0.0.1:9/", "headers": [["a"]]}, r"headers\[0\]: .*length 2"),
+        # A flag is a boolean, not a truthy value (pythonize alone would read 1 as true).
+        ({"url": "http://127.0.0.1:9/", "open": 1}, "config: open: .*integer `1`, expected true"),
+        ({"url": "http://127.0.0.1:9/", "http2": "no"}, 'http2: .*string "no", expected true'),
+        ({"url": "http://127.0.0.1:9/", "insecure": None}, "config: insecure: .*expected true"),
         ('{"url": "http://127.0.0.1:9/"}', "bad run config: .*'str' object"),
     ],
 )
@@ -99,3 +109,24 @@ def test_the_error_classes_are_the_engines():
     assert OUTCOMES == ("ok", *_engine.ERROR_CLASSES)
     assert TRANSPORT_REASONS == frozenset(_engine.TRANSPORT_REASONS)
     assert "connect error" in TRANSPORT_REASONS and "HTTP error status" not in TRANSPORT_REASONS
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"url": "ws://127.0.0.1:9/ws", "socket": 5}, "unknown field `socket`"),
+        ({"url": "ws://127.0.0.1:9/ws", "sockets": "many"}, "bad socket config: sockets: "),
+        ({"url": "ws://127.0.0.1:9/ws", "rate": [1]}, "bad socket config: rate: "),
+        ({"url": "ws://127.0.0.1:9/ws", "insecure": 1}, "config: insecure: .*expected true"),
+        ({"sockets": 5}, "bad socket config: missing field `url`"),
+        ('{"url": "ws://127.0.0.1:9/ws"}', "bad socket config: .*'str' object"),
+    ],
+)
+def test_a_socket_config_crosses_the_same_boundary(config, message):
+    """run_socket reads its dict in the same one conversion as run: a field that does not
+    fit is one ConfigError naming it, before any socket opens."""
+    from redline import _engine
+    from redline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        _engine.run_socket(config)

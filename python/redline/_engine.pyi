@@ -3,6 +3,7 @@
 from collections.abc import Callable
 
 from redline.runs.config import RunConfig
+from redline.sockets.config import SocketConfig
 
 __version__: str
 #: ERROR_CLASSES: the engine's error classes, in report order, by the keys a report's
@@ -31,7 +32,9 @@ def run(
     functions: list[Callable[[list[str]], list[str]]] | None = None,
 ) -> str: ...
 def defaults() -> str: ...
-def run_socket(config_json: str) -> str: ...
+# config: the engine's SocketConfig, typed in Python as redline.sockets.config.SocketConfig
+# and read in the same one conversion as run's (a ConfigError naming the field).
+def run_socket(config: SocketConfig) -> str: ...
 
 # grpc_call: the request of a gRPC method (``package.Service/Method``) read from a .proto at
 # run time, the JSON ``data`` encoded as its input message: (path, framed body, whether the

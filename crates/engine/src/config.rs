@@ -1,7 +1,7 @@
 //! What to run: [`RunConfig`] as the Python package sends it, and its checked form [`Checked`].
 //!
-//! `RunConfig` is deliberately a flat, serde-friendly record (the binding passes JSON); all the
-//! interpretation (which load model, which limit, how stages ramp) happens once in
+//! `RunConfig` is a flat, serde-friendly record (read from the Python dict, its flags strictly:
+//! `strict.rs`); all the interpretation (load model, limits, ramps) happens once in
 //! [`RunConfig::check`], so the workers only ever see consistent, typed settings.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,8 +20,8 @@ use fields::{check_grpc, check_headers, check_method, check_stages, check_warmup
 use fields::{count, positive_secs};
 pub use fields::{LatencyFrom, Protocol};
 
-/// RunConfig is what to run. It is deserialised from the JSON the Python package builds;
-/// omitted fields take the defaults below and unknown fields are rejected.
+/// RunConfig is what to run, as the Python package gives it: omitted fields take the
+/// defaults below; unknown fields, and flags that are not booleans, are refused.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunConfig {
@@ -33,15 +33,15 @@ pub struct RunConfig {
     pub headers: Vec<(String, String)>,
     /// body_b64: the request body, base64 (standard alphabet).
     pub body_b64: Option<String>,
-    /// connections: closed model VUs (one connection each); ignored by the open model.
-    /// Signed, like every count here, so that a negative value gets [`RunConfig::check`]'s
-    /// message rather than a deserialiser's.
+    /// connections: closed model VUs (one connection each); ignored by the open model. Signed,
+    /// like every count here, so a negative value gets [`RunConfig::check`]'s message.
     pub connections: i64,
     /// rate: open model constant rate in requests per second (> 0).
     pub rate: Option<f64>,
     /// stages: ramping legs; VUs (closed) or req/s (open, when `open` is true).
     pub stages: Option<Vec<Stage>>,
     /// open: use the open model; implied by `rate`.
+    #[serde(deserialize_with = "crate::strict::flag")]
     pub open: bool,
     /// max_connections: the open model's connection pool cap (default 1000).
     pub max_connections: Option<i64>,
@@ -61,22 +61,24 @@ pub struct RunConfig {
     /// send_ahead_s: open model: how far ahead of its due time a hit may go out with one
     /// due before it, default [`DEFAULT_SEND_AHEAD_S`] (at most [`MAX_SEND_AHEAD_S`]).
     pub send_ahead_s: f64,
-    /// preflight: resolve and make one TCP connect (and TLS handshake) before starting,
-    /// default true.
+    /// preflight: one TCP connect (and TLS handshake) before starting, default true.
+    #[serde(deserialize_with = "crate::strict::flag")]
     pub preflight: bool,
     /// insecure: https without certificate verification (self-signed test servers).
+    #[serde(deserialize_with = "crate::strict::flag")]
     pub insecure: bool,
     /// ca_file: a PEM file of CA certificates trusted for https, besides the system's.
     pub ca_file: Option<String>,
     /// live: the target (VUs or rate) may change during the run through
     /// [`crate::control::LoadControl`]; the run starts at `connections` or `rate` and lasts
     /// until stopped (or `duration_s`, its upper bound).
+    #[serde(deserialize_with = "crate::strict::flag")]
     pub live: bool,
     /// max_vus: a live closed-model run's cap on VUs (default: `connections`).
     pub max_vus: Option<i64>,
-    /// http2: `Some(true)` speaks HTTP/2 (h2c with prior knowledge for `http://`, ALPN `h2`
-    /// for `https://`), `Some(false)` HTTP/1.1; `None` lets an https server choose by ALPN in
-    /// the preflight handshake (plain http stays HTTP/1.1).
+    /// http2: `Some(true)` HTTP/2 (h2c with prior knowledge, or ALPN `h2` for https), `Some(false)`
+    /// HTTP/1.1; `None` lets an https server choose by ALPN (plain http stays HTTP/1.1).
+    #[serde(deserialize_with = "crate::strict::optional_flag")]
     pub http2: Option<bool>,
     /// streams: HTTP/2 requests in flight per connection (h2load's `-m`), default 1; the
     /// closed model then runs `connections × streams` VUs, the open model's pool holds
@@ -94,8 +96,8 @@ pub struct RunConfig {
     pub start_at_unix_s: Option<f64>,
     /// latency_from: where a request's latency starts (see [`LatencyFrom`]), default `sent`.
     pub latency_from: LatencyFrom,
-    /// stream: time each response as it arrives: first byte, gaps between chunks or SSE
-    /// events, or HTTP/2 DATA frames (see [`crate::stream`]).
+    /// stream: time each response as it arrives (first byte, gaps: see [`crate::stream`]).
+    #[serde(deserialize_with = "crate::strict::flag")]
     pub stream: bool,
     /// proxy: the forward proxy's URL (`http://[user:pass@]host:port`, see [`crate::proxy`]).
     pub proxy: Option<String>,

@@ -30,6 +30,8 @@ use crate::wire::{Outgoing, Wire};
 #[path = "lane_io.rs"]
 mod scenario_io;
 use scenario_io::LaneIo;
+#[path = "lane_socket.rs"]
+mod socket_io;
 
 /// initial_lanes is how many lanes a thread starts: all its VUs (closed), or a small pool
 /// sized for ~1 ms service time plus the send-ahead window at the peak rate (open), which

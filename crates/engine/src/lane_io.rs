@@ -193,6 +193,21 @@ impl Transport for LaneIo<'_> {
             .await
     }
 
+    async fn socket(
+        &mut self,
+        step: &crate::scenario::ws::SocketStep,
+        url: &str,
+        messages: &[bytes::Bytes],
+        intended: Instant,
+    ) -> bool {
+        let ok = self
+            .lane
+            .socket_step(self.s, step, url, messages, intended)
+            .await;
+        self.lane.clock = None; // The socket took time: read the clock again.
+        ok
+    }
+
     async fn pause(&mut self, d: Duration) {
         if d.is_zero() {
             return;

@@ -54,6 +54,7 @@ pub(crate) mod stamp;
 pub mod statuses;
 pub mod stream;
 pub mod stream_series;
+pub(crate) mod strict;
 pub mod target;
 pub mod tls;
 pub mod totals;

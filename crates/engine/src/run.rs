@@ -160,7 +160,7 @@ fn resolve(cfg: &mut Checked) -> Result<SocketAddr, EngineError> {
                             "TLS handshake with {}:{} failed: {why}{}",
                             t.host,
                             t.port,
-                            tls_hint(&why)
+                            crate::tls::hint(&why)
                         ))
                     })?;
                     if offer == Alpn::H2 && !h2 {
@@ -200,20 +200,6 @@ fn no_h2c(t: &Target, why: &str) -> EngineError {
          HTTP/1.1 (or use https://, where a server offers HTTP/2 by ALPN)",
         t.host, t.port
     ))
-}
-
-/// tls_hint says what to do about a failed TLS preflight, in words.
-fn tls_hint(why: &str) -> &'static str {
-    if why.contains("CA certificate presented") {
-        " (pass that certificate with --cacert FILE: redline trusts it as it is; or skip \
-         checks with --insecure)"
-    } else if why.contains("certificate") {
-        " (trust its CA with --cacert FILE, or skip checks with --insecure)"
-    } else if why.contains("corrupt message") {
-        " (is it an https server? use http:// for plain HTTP)"
-    } else {
-        ""
-    }
 }
 
 /// Pending is an interval being merged: how many threads reported it, and their sum.

@@ -99,6 +99,15 @@ impl TlsSettings {
         )
     }
 
+    /// http1_connector is what a connection read through tokio's I/O traits needs to start
+    /// TLS for HTTP/1.1 (ALPN `http/1.1`): a `wss://` socket's upgrade.
+    pub fn http1_connector(&self) -> (tokio_rustls::TlsConnector, ServerName<'static>) {
+        (
+            tokio_rustls::TlsConnector::from(self.config.clone()),
+            self.name.clone(),
+        )
+    }
+
     /// session starts a client session (no I/O yet).
     pub fn session(&self) -> Result<ClientConnection, rustls::Error> {
         ClientConnection::new(self.config.clone(), self.name.clone())
@@ -138,6 +147,20 @@ impl TlsSettings {
         tls.send_close_notify();
         let _ = tls.complete_io(&mut sock);
         Ok(h2)
+    }
+}
+
+/// hint says what to do about a failed TLS handshake (a preflight's), in words.
+pub fn hint(why: &str) -> &'static str {
+    if why.contains("CA certificate presented") {
+        " (pass that certificate with --cacert FILE: redline trusts it as it is; or skip \
+         checks with --insecure)"
+    } else if why.contains("certificate") {
+        " (trust its CA with --cacert FILE, or skip checks with --insecure)"
+    } else if why.contains("corrupt message") {
+        " (is it an https server? use http:// for plain HTTP)"
+    } else {
+        ""
     }
 }
 

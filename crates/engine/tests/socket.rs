@@ -3,11 +3,14 @@
 //! against the probe's delay, and sockets the server ends early counted by class. Every run
 //! is bounded by a count or a short duration.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::certs::{self_signed, TempDir};
 use redline_engine::socket::{run, SocketConfig, SocketReport};
-use redline_engine::RunControl;
+use redline_engine::{EngineError, RunControl};
 use redline_target::{Target, TargetConfig};
 
 fn target() -> Target {
@@ -191,5 +194,75 @@ fn a_stop_ends_the_run_with_what_it_counted() {
     assert!(r.duration_s < 5.0, "{}", r.duration_s);
     assert_eq!(r.messages.sent, server.stats().ws_received);
     assert_eq!(r.messages.answered, r.messages.sent);
+    server.stop();
+}
+
+#[test]
+fn wss_runs_over_tls_with_the_engines_trust_options() {
+    let dir = TempDir::new("wss");
+    let cert = self_signed(&dir.0, "server");
+    let server = Target::start(TargetConfig {
+        threads: Some(1),
+        tls: Some(cert.clone()),
+        ..TargetConfig::default()
+    })
+    .expect("target starts");
+    let url = format!("wss://{}/ws?delay=5ms", server.local_addr());
+    let wss = |edit: &dyn Fn(&mut SocketConfig)| {
+        let mut c = SocketConfig {
+            url: url.clone(),
+            sockets: Some(3),
+            messages: Some(60),
+            ..SocketConfig::default()
+        };
+        edit(&mut c);
+        run(&c, Arc::new(RunControl::new()))
+    };
+    // Not trusted: one line in words before any load, as for https.
+    let err = wss(&|_| {}).expect_err("an untrusted certificate");
+    assert!(matches!(err, EngineError::Unreachable(_)), "{err:?}");
+    assert!(err.to_string().contains("TLS handshake with"), "{err}");
+    assert!(err.to_string().contains("--cacert"), "{err}");
+    assert_eq!(server.stats().ws_sockets, 0);
+    for (label, r) in [
+        (
+            "pinned by --cacert",
+            wss(&|c| c.ca_file = Some(cert.cert.display().to_string())),
+        ),
+        ("--insecure", wss(&|c| c.insecure = true)),
+    ] {
+        let r = r.expect(label);
+        assert_eq!(r.errors_total, 0, "{label}: {:?}", r.errors);
+        assert_eq!((r.messages.sent, r.messages.answered), (60, 60), "{label}");
+        assert!(r.latency_ms.min >= 5.0, "{label}: {}", r.latency_ms.min);
+    }
+    let seen = server.stats();
+    assert_eq!(seen.ws_sockets, 6, "three sockets a run, over TLS");
+    assert_eq!((seen.ws_received, seen.ws_sent), (120, 120));
+    server.stop();
+}
+
+#[test]
+fn stagger_spreads_the_closed_models_first_messages() {
+    let server = target();
+    // 20 sockets, a 200 ms echo, their first messages spread over 200 ms: the echoes come
+    // back spread too, so the run sends (about) 20 messages every 200 ms, one every 10 ms.
+    let r = go(SocketConfig {
+        url: ws_url(&server, "/ws?delay=200ms"),
+        sockets: Some(20),
+        messages: Some(20),
+        stagger_s: Some(0.2),
+        ..SocketConfig::default()
+    });
+    assert_eq!((r.messages.sent, r.messages.answered), (20, 20));
+    assert_eq!(server.stats().ws_received, 20);
+    // All 20 at once would have sent them within a few ms of the start; spread over 200 ms,
+    // the last leaves 190 ms in (the window a message count ends the rates at).
+    assert!(
+        r.duration_s >= 0.18,
+        "last send {:.3} s in: the first sends were not spread",
+        r.duration_s
+    );
+    assert!(r.latency_ms.min >= 200.0, "{}", r.latency_ms.min);
     server.stop();
 }

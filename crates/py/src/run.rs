@@ -14,6 +14,7 @@ use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use redline_engine::scenario::host::HostRef;
 use redline_engine::{EngineError, IntervalSnapshot, Report, RunConfig, RunControl};
+use serde::de::DeserializeOwned;
 
 use crate::errors::{engine_err, ConfigError, RedlineError};
 use crate::host::HostExit;
@@ -31,10 +32,19 @@ pub(crate) type EngineThread = JoinHandle<Result<Report, EngineError>>;
 /// that names the field and says what is wrong, never a panic; its values are judged later,
 /// by `RunConfig::check`.
 pub(crate) fn read_config(config: &Bound<'_, PyAny>) -> PyResult<RunConfig> {
+    read_typed(config, "run")
+}
+
+/// read_typed is [`read_config`] for any of the engine's configs (a WebSocket run's too):
+/// `what` names it in the error (`bad socket config: sockets: ...`).
+pub(crate) fn read_typed<T: DeserializeOwned>(
+    config: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<T> {
     // The path names the field that did not fit (`rate: must be real number, not str`).
     let mut input = pythonize::Depythonizer::from_object(config);
-    serde_path_to_error::deserialize::<_, RunConfig>(&mut input)
-        .map_err(|e| ConfigError::new_err(format!("bad run config: {e}")))
+    serde_path_to_error::deserialize::<_, T>(&mut input)
+        .map_err(|e| ConfigError::new_err(format!("bad {what} config: {e}")))
 }
 
 /// with_host reads `config` ([`read_config`]) and gives it a host for `functions`, the plan's

@@ -11,15 +11,17 @@ use redline_engine::socket::{self, SocketConfig};
 use redline_engine::RunControl;
 
 use crate::errors::{engine_err, RedlineError};
+use crate::run::read_typed;
 
 /// SIGNAL_POLL is how often the waiting thread wakes to notice Ctrl-C.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
 
-/// run_socket(config_json) -> report_json: runs the WebSocket load `config_json` describes
-/// (the engine's SocketConfig as JSON) and returns its SocketReport as JSON.
+/// run_socket(config) -> report_json: runs the WebSocket load `config` describes (a dict, the
+/// engine's SocketConfig, typed in Python as `redline.sockets.config.SocketConfig` and read in
+/// the boundary's one conversion, [`read_typed`]) and returns its SocketReport as JSON.
 #[pyfunction]
-pub fn run_socket(py: Python<'_>, config_json: &str) -> PyResult<String> {
-    let config = SocketConfig::from_json(config_json).map_err(engine_err)?;
+pub fn run_socket(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<String> {
+    let config: SocketConfig = read_typed(config, "socket")?;
     let control = Arc::new(RunControl::new());
     let (tx, rx) = mpsc::channel();
     let engine_control = Arc::clone(&control);

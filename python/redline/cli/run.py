@@ -27,7 +27,7 @@ from redline.cli.run_flags import (
     shown_defaults,
 )
 from redline.cli.scenario import cmd_run_scenario, is_scenario, judge, parse_thresholds, run_watched
-from redline.cli.sockets import add_socket_flags, cmd_run_socket, is_socket
+from redline.cli.sockets import add_socket_flags, cmd_run_socket, is_socket, refuse_socket_flags
 from redline.errors import InjectorLost, RedlineError
 from redline.report.summary import render
 from redline.runs.grpc import is_grpc
@@ -155,6 +155,7 @@ def cmd_run(args: argparse.Namespace, live: Any = None) -> int:
         return _run(args, live)
     if is_socket(args.url):
         return cmd_run_socket(args)
+    refuse_socket_flags(args)
     scenario = is_scenario(args.url)
     model = "open" if args.rate is not None or args.open else "closed"
     method = "POST" if is_grpc(args.url) else args.method  # a gRPC call is a POST

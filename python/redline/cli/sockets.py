@@ -1,6 +1,7 @@
-"""sockets: ``redline run ws://...``, a WebSocket run (:func:`redline.sockets.websocket`) from
-the run command's flags: ``-c`` sockets, ``--rate`` messages a second across them, ``-d``/``-n``,
-``--body`` the message, ``--match FIELD``, ``--timeout``, ``-t``, ``--json``."""
+"""sockets: ``redline run ws://...`` (or ``wss://``), a WebSocket run
+(:func:`redline.sockets.websocket`) from the run command's flags: ``-c`` sockets, ``--rate``
+messages a second across them, ``--stagger``, ``-d``/``-n``, ``--body`` the message, ``--match
+FIELD``, ``--timeout``, ``-t``, ``--cacert``/``-k``, ``--json``."""
 
 from __future__ import annotations
 
@@ -30,8 +31,6 @@ HTTP_ONLY = (
     ("--vary", "vary"),
     ("--cluster", "cluster"),
     ("--web", "web"),
-    ("--cacert", "cacert"),
-    ("-k/--insecure", "insecure"),
     ("--send-ahead", "send_ahead"),
     ("--latency-from", "latency_from"),
     ("--host", "host"),
@@ -56,6 +55,20 @@ def add_socket_flags(parser: argparse.ArgumentParser) -> None:
         help="a reply answers the message whose JSON field FIELD it carries (--body is then a "
         "JSON object whose FIELD redline numbers); default: the next message answers",
     )
+    ws.add_argument(
+        "--stagger",
+        metavar="DURATION",
+        help="closed model: spread the sockets' first messages over DURATION (e.g. the round "
+        "trip) so they do not move in lockstep; default: all at once",
+    )
+
+
+def refuse_socket_flags(args: argparse.Namespace) -> None:
+    """refuse_socket_flags refuses, in one line, a WebSocket flag given to a run of another
+    URL (it would be ignored)."""
+    for flag, given in (("--match", args.match), ("--stagger", args.stagger)):
+        if given is not None:
+            raise RedlineError(f"{flag} is a WebSocket run's option (a ws:// or wss:// URL)")
 
 
 def cmd_run_socket(args: argparse.Namespace) -> int:
@@ -79,6 +92,9 @@ def cmd_run_socket(args: argparse.Namespace) -> int:
         match=args.match,
         timeout=args.timeout,
         threads=args.threads,
+        stagger=args.stagger,
+        insecure=args.insecure,
+        cacert=args.cacert,
     )
     print(render(result), file=summary_stream(args.json), flush=True)
     if args.json:

@@ -351,6 +351,9 @@ def _merge_scenario(parts: list[dict[str, Any]]) -> dict[str, Any]:
     data = _merge_data([p.get("data") or {} for p in parts])
     if data:
         out["data"] = data
+    sockets = _merge_sockets([p.get("sockets") or {} for p in parts])
+    if sockets:
+        out["sockets"] = sockets
     out["latency_merged"] = "upper bound: the worst injector's percentiles"
     return out
 
@@ -368,6 +371,22 @@ def _merge_data(parts: list[dict[str, Any]]) -> dict[str, Any]:
             "missed": sum(int(m["missed"]) for m in mine),
             "used_up": all(bool(m["used_up"]) for m in mine),
         }
+    return out
+
+
+#: SOCKET_COUNTS: a WebSocket step's counts (``scenario.sockets``), each summed over injectors.
+SOCKET_COUNTS = ("opened", "sent", "received", "answered", "unmatched", "lost_total")
+
+
+def _merge_sockets(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """_merge_sockets adds up each WebSocket step's messages over the injectors (every
+    injector's sockets are its own, so the books add: sent = answered + lost_total still)."""
+    out: dict[str, Any] = {}
+    for name in sorted({n for p in parts for n in p}):
+        mine = [p[name] for p in parts if name in p]
+        entry: dict[str, Any] = {k: sum(int(m[k]) for m in mine) for k in SOCKET_COUNTS}
+        entry["lost"] = add_counts(m.get("lost") or {} for m in mine)
+        out[name] = entry
     return out
 
 

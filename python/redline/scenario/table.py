@@ -1,8 +1,8 @@
 """table: the end-of-run tables of a scenario run, laid out as Locust and JMeter users know
 them: per request name, per host (when a flow reached more than one) and per group
 (requests, failures, rps, mean, min, max, p50, p90, p95, p99), the failure reasons, what
-the service said (each name's tally: its answers by the value at its ``tally`` path) and
-the iteration counts."""
+the service said (each name's tally: its answers by the value at its ``tally`` path), each
+WebSocket step's messages and the iteration counts."""
 
 from __future__ import annotations
 
@@ -44,6 +44,21 @@ def _data_line(name: str, d: dict[str, Any]) -> str:
             line += "; the rows ran out and the run stopped there (on_exhausted='stop')"
         else:
             line += f"; the rows ran out: {d['missed']} iterations failed with no row left"
+    return line
+
+
+def _socket_line(name: str, w: dict[str, Any]) -> str:
+    """_socket_line: a WebSocket step's books: messages both ways, every one sent answered or
+    lost (by how its socket ended)."""
+    line = (
+        f"Socket {name!r}: {w['opened']} opened; {w['sent']} messages sent, {w['received']} "
+        f"received; {w['answered']} answered"
+    )
+    if w["lost_total"]:
+        lost = ", ".join(f"{k} {v}" for k, v in sorted(w["lost"].items()))
+        line += f", {w['lost_total']} lost ({lost})"
+    if w["unmatched"]:
+        line += f"; {w['unmatched']} received answered nothing sent"
     return line
 
 
@@ -105,6 +120,8 @@ def render(data: dict[str, Any]) -> str:
             [["Name", "Value", "Count", "Share"]]
             + [[name, value, str(n), f"{n / total:.1%}"] for name, value, n, total in tallies]
         )
+    for name, w in sorted((sc.get("sockets") or {}).items()):
+        lines.append(_socket_line(name, w))
     for name, d in sorted((sc.get("data") or {}).items()):
         lines.append(_data_line(name, d))
     if sc.get("python"):

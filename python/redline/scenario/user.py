@@ -15,7 +15,7 @@ from typing import Any
 
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
-from redline.scenario import pystep
+from redline.scenario import pystep, socket
 from redline.scenario.checks import Check
 from redline.scenario.control import Control
 from redline.scenario.functions import Functions
@@ -471,6 +471,26 @@ class User(Functions, Control):
     def delete(self, path: Any, **kw: Any) -> Response:
         """delete: a DELETE request (see :meth:`request`)."""
         return self.request("DELETE", path, **kw)
+
+    def websocket(
+        self,
+        url: Any,
+        *,
+        send: Any,
+        count: int = 1,
+        match: str | None = None,
+        timeout: str | float | None = None,
+        name: str | None = None,
+    ) -> None:
+        """websocket: open a WebSocket to ``url`` (a path on the run's host, ws:// or wss:// as
+        the run is http or https, or an absolute ``ws://``/``wss://`` URL), send ``send`` (a
+        message, or a list of them: a dict is JSON, anything else text; Vars allowed), the
+        whole list ``count`` times, each message when the last one's reply came, then close.
+        A reply is the next message read, or with ``match="id"`` the one whose JSON ``id``
+        equals the message's. Each round trip is a request of ``name`` (default ``WS url``);
+        a socket the server drops or closes, or a reply later than ``timeout``, fails the
+        iteration with that reason; ``scenario.sockets`` counts the messages both ways."""
+        socket.trace(self, url, send, count, match, timeout, name)
 
     def poll(
         self,

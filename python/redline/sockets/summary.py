@@ -21,6 +21,8 @@ def render(result: SocketResult) -> str:
         model = f"open model, {d['rate']:g} messages/s across them"
     else:
         model = "closed model: each sends after its last reply"
+        if d.get("stagger_s"):
+            model += f", first sends spread over {d['stagger_s']:g}s"
     lines = [
         f"WebSocket run @ {d['url']}",
         f"  {d['threads']} threads and {result.sockets['wanted']} sockets ({model}); "

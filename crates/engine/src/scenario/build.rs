@@ -20,6 +20,8 @@ use crate::error::EngineError;
 
 #[path = "build_control.rs"]
 mod control;
+#[path = "build_socket.rs"]
+mod socket;
 
 /// Builder resolves names while a plan is built.
 struct Builder<'a> {
@@ -32,6 +34,7 @@ struct Builder<'a> {
     depth: usize,
     python: Vec<PyStep>,
     functions: usize,
+    sockets: Vec<ws::SocketStep>,
 }
 
 impl Builder<'_> {
@@ -380,6 +383,10 @@ impl Builder<'_> {
                     let i = self.python_step(*func, args, outputs, *line)?;
                     ops.push(Op::Python(i));
                 }
+                StepSpec::Socket(w) => {
+                    let i = self.socket(w)?;
+                    ops.push(Op::Socket(i));
+                }
                 StepSpec::Group { name, steps, .. } => {
                     let g = Self::stat(&mut self.groups, name);
                     ops.push(Op::GroupStart(g));
@@ -540,6 +547,7 @@ impl Script {
             depth: 0,
             python: Vec::new(),
             functions: spec.python.len(),
+            sockets: Vec::new(),
         };
         b.slot("vu");
         b.slot("iteration");
@@ -582,6 +590,7 @@ impl Script {
             iterations: spec.iterations,
             depth: b.depth,
             python: b.python,
+            sockets: b.sockets,
             functions: spec.python.iter().map(|p| p.name.clone()).collect(),
             python_host: None,
         })

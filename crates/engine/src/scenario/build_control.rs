@@ -242,7 +242,7 @@ impl Builder<'_> {
                     }
                     self.declare(otherwise.as_deref().unwrap_or_default());
                 }
-                StepSpec::Think { .. } | StepSpec::Stop { .. } => {}
+                StepSpec::Think { .. } | StepSpec::Stop { .. } | StepSpec::Socket(_) => {}
             }
         }
     }
@@ -251,7 +251,7 @@ impl Builder<'_> {
 /// sends says whether `steps` hold a request, at any depth.
 fn sends(steps: &[StepSpec]) -> bool {
     steps.iter().any(|s| match s {
-        StepSpec::Request(_) | StepSpec::Poll { .. } => true,
+        StepSpec::Request(_) | StepSpec::Poll { .. } | StepSpec::Socket(_) => true,
         StepSpec::Loop { steps, .. }
         | StepSpec::Group { steps, .. }
         | StepSpec::Repeat { steps, .. }

@@ -85,6 +85,18 @@ pub trait Transport {
     /// nowhere says that the failure counted next is of a request that went to no host (its
     /// URL made none), so no host's figures take it.
     fn nowhere(&mut self) {}
+    /// socket runs WebSocket step `step` on a socket of its own: opens `url` (ws:// or
+    /// wss://), sends `messages` in order, `step.count` times, each when the last one's reply
+    /// came (matched by the step's rule), books each message as a request of the step's name
+    /// (its round trip the latency) and in the run's socket books, and closes the socket;
+    /// false when the socket could not open or ended early (what it lost booked, with why).
+    async fn socket(
+        &mut self,
+        step: &super::ws::SocketStep,
+        url: &str,
+        messages: &[bytes::Bytes],
+        intended: Instant,
+    ) -> bool;
     /// python runs function `func` of `host` on `args` and awaits its answer (the lane's
     /// thread runs its other lanes meanwhile).
     async fn python(&mut self, host: &dyn Host, func: usize, args: Vec<String>) -> Answer {
@@ -284,6 +296,16 @@ impl Vu {
                 }
                 Op::Python(i) => {
                     if self.python(script, &script.python[*i], t).await.is_err() {
+                        break Err(Failed);
+                    }
+                    *at = t.now();
+                }
+                Op::Socket(i) => {
+                    if self
+                        .socket(script, &script.sockets[*i], t, *at)
+                        .await
+                        .is_err()
+                    {
                         break Err(Failed);
                     }
                     *at = t.now();
@@ -569,6 +591,8 @@ impl Vu {
 
 #[path = "executor_control.rs"]
 mod control;
+#[path = "executor_socket.rs"]
+mod socket;
 
 #[cfg(test)]
 #[path = "executor_tests.rs"]

@@ -72,6 +72,23 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
             latency: Duration::from_millis(2),
         }
     }
+    async fn socket(
+        &mut self,
+        step: &crate::scenario::ws::SocketStep,
+        url: &str,
+        messages: &[bytes::Bytes],
+        _: Instant,
+    ) -> bool {
+        // The fake has no sockets: it keeps what the step would send, and answers it all.
+        let sent: Vec<String> = messages
+            .iter()
+            .map(|m| String::from_utf8_lossy(m).into_owned())
+            .collect();
+        self.sent
+            .push(format!("WS {url} x{} {}", step.count, sent.join(" | ")));
+        self.stats.push((step.stat, 101));
+        true
+    }
     async fn pause(&mut self, d: Duration) {
         self.clock += d;
         self.paused += d;
@@ -477,3 +494,29 @@ mod control;
 
 #[path = "executor_hosts_tests.rs"]
 mod hosts;
+
+#[test]
+fn a_socket_step_goes_to_the_runs_origin_with_its_messages_written_per_vu() {
+    let p = json!({"file": "t.py", "flows": [{"name": "f", "steps": [
+        {"step": "socket", "name": "chat", "url": ["/ws?room=", {"var": "vu"}],
+         "messages": [{"type": "json", "template": ["{\"id\":\"", {"var": "vu"}, "\"}"]},
+                      {"type": "text", "template": ["bye"]}],
+         "count": 2, "match_field": "id"},
+        {"step": "socket", "name": "far", "url": ["wss://other:9/ws"],
+         "messages": [{"type": "text", "template": ["x"]}]}
+    ]}]});
+    let s = Script::from_json(&p, "h:1").unwrap();
+    let mut t = Fake::new(|_| (200, String::new()));
+    let mut vu = Vu::new(&s, 3);
+    let now = t.clock;
+    assert!(block(vu.iterate(&s, &mut t, now)));
+    assert_eq!(
+        t.sent,
+        [
+            r#"WS ws://h:1/ws?room=3 x2 {"id":"3"} | bye"#,
+            "WS wss://other:9/ws x1 x"
+        ]
+    );
+    assert_eq!(t.stats, [(0, 101), (1, 101)]);
+    assert_eq!(s.sockets[0].field.as_deref(), Some("id"));
+}

@@ -9,7 +9,7 @@
 //! (what a template computes per request), `generator` (what a set step draws), `template`,
 //! `response`, `extract`, `check`, `cond` (conditions of `when`, `until` and `stop`),
 //! `cookies`, `rng`, `url`, `render` (a request's text), the script's types here and `build`
-//! (the builder), then `executor` (one
+//! (the builder), `ws` (a WebSocket step), then `executor` (one
 //! iteration of one VU over a [`executor::Transport`]), `stats` (what it records) and `tally`
 //! (the values a request counts of its answers).
 
@@ -32,6 +32,7 @@ pub mod summary;
 pub mod tally;
 pub mod template;
 pub mod url;
+pub mod ws;
 
 mod build;
 
@@ -198,6 +199,8 @@ pub enum Op {
     Stop(Option<Cond>),
     /// Python: run Python step `0` (an index into [`Script::python`]).
     Python(usize),
+    /// Socket: run WebSocket step `0` (an index into [`Script::sockets`]).
+    Socket(usize),
     /// GroupStart: start timing group `0`.
     GroupStart(usize),
     /// GroupEnd: stop timing the innermost group.
@@ -269,6 +272,8 @@ pub struct Script {
     pub depth: usize,
     /// python: the Python steps.
     pub python: Vec<PyStep>,
+    /// sockets: the WebSocket steps.
+    pub sockets: Vec<ws::SocketStep>,
     /// functions: the Python steps' function names.
     pub functions: Vec<String>,
     /// python_host: where the Python steps run (set by [`Script::with_host`]).

@@ -97,6 +97,22 @@ fn bad_control_steps_name_file_and_line() {
             "s.py:14: until: the limit must be between 1",
         ),
         (
+            "a socket to an http URL",
+            plan(
+                json!([{"step": "socket", "line": 16, "name": "w", "url": ["http://h/ws"],
+                "messages": [{"type": "text", "template": ["hi"]}]}]),
+            ),
+            "s.py:16: a WebSocket URL is a path starting with '/' or a ws:// or wss:// URL",
+        ),
+        (
+            "a socket with nothing to send",
+            plan(
+                json!([{"step": "socket", "line": 17, "name": "w", "url": ["/ws"],
+                "messages": []}]),
+            ),
+            "s.py:17: websocket: give at least one message",
+        ),
+        (
             "repeat of an unknown variable",
             plan(json!([{"step": "repeat", "line": 15, "count": {"var": "n"}, "steps": []}])),
             "s.py:15: variable \"n\" is used before it is set",

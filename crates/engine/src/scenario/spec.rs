@@ -231,6 +231,30 @@ pub struct TallySpec {
     pub text: String,
 }
 
+/// SocketSpec is a WebSocket step (`u.websocket`; see [`super::ws`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SocketSpec {
+    /// name: the statistics label of its messages.
+    pub name: String,
+    /// url: a path on the run's host, or a `ws://` or `wss://` URL.
+    pub url: TemplateSpec,
+    /// messages: what is sent, in order: JSON or text (a form is refused).
+    pub messages: Vec<BodySpec>,
+    /// count: how many times the messages are sent (absent: once).
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// match_field: replies match by this JSON field (absent: the next message answers).
+    #[serde(default)]
+    pub match_field: Option<String>,
+    /// timeout_s: the longest wait for a reply or an opening (the run's when absent).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// line: the scenario line.
+    #[serde(default)]
+    pub line: Option<u32>,
+}
+
 /// StepSpec is one step of a flow.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "step", rename_all = "lowercase")]
@@ -314,6 +338,8 @@ pub enum StepSpec {
         #[serde(default)]
         line: Option<u32>,
     },
+    /// Socket: a WebSocket step (`u.websocket`): messages sent and answered on a socket.
+    Socket(SocketSpec),
     /// Group: run `steps`, timed as a whole under `name`.
     Group {
         /// name: the group's statistics label.

@@ -1,10 +1,12 @@
 //! What flows add to a thread's totals: failure reasons per request name, iterations
-//! (started, completed, failed, and their duration), and groups timed as a whole. It merges
-//! across threads with the rest of [`crate::totals::Totals`]; plain runs leave it empty.
+//! (started, completed, failed, and their duration), groups timed as a whole, and each
+//! WebSocket step's messages ([`SocketBooks`]). It merges across threads with the rest of
+//! [`crate::totals::Totals`]; plain runs leave it empty.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use serde::Serialize;
 
 use crate::hdr::new_histogram;
 
@@ -26,6 +28,48 @@ pub struct GroupStats {
     pub latency: Histogram<u64>,
 }
 
+/// SocketBooks is one WebSocket step's messages, by its name: every message sent is answered
+/// or lost (`sent = answered + lost_total`), but one still out when the run was cut short
+/// (the run's `unfinished`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SocketBooks {
+    /// opened: sockets the step opened.
+    pub opened: u64,
+    /// sent: messages written.
+    pub sent: u64,
+    /// received: data messages read.
+    pub received: u64,
+    /// answered: sent messages whose reply came (each a request of the name, timed).
+    pub answered: u64,
+    /// unmatched: data messages read that answered no message (the rule did not match them).
+    pub unmatched: u64,
+    /// lost: sent messages that had no reply, by how their socket ended (`dropped`,
+    /// `close_CODE`, `timeout`, `protocol`).
+    pub lost: BTreeMap<String, u64>,
+    /// lost_total: the sum of `lost`.
+    pub lost_total: u64,
+}
+
+impl SocketBooks {
+    /// lose counts a sent message lost when its socket ended as `class`.
+    pub fn lose(&mut self, class: String) {
+        *self.lost.entry(class).or_insert(0) += 1;
+        self.lost_total += 1;
+    }
+
+    fn merge(&mut self, o: &SocketBooks) {
+        self.opened += o.opened;
+        self.sent += o.sent;
+        self.received += o.received;
+        self.answered += o.answered;
+        self.unmatched += o.unmatched;
+        for (class, n) in &o.lost {
+            *self.lost.entry(class.clone()).or_insert(0) += n;
+        }
+        self.lost_total += o.lost_total;
+    }
+}
+
 /// FlowTotals is a thread's (or, merged, the run's) flow statistics.
 #[derive(Debug, Clone, Default)]
 pub struct FlowTotals {
@@ -41,6 +85,8 @@ pub struct FlowTotals {
     pub iteration_latency: Option<Histogram<u64>>,
     /// groups: per group.
     pub groups: Vec<Option<GroupStats>>,
+    /// sockets: per request name, a WebSocket step's books (None: not a socket step's name).
+    pub sockets: Vec<Option<SocketBooks>>,
 }
 
 impl FlowTotals {
@@ -57,6 +103,14 @@ impl FlowTotals {
         } else {
             *map.entry(OTHER.to_string()).or_insert(0) += 1;
         }
+    }
+
+    /// socket is the books of the WebSocket step named `stat`.
+    pub fn socket(&mut self, stat: usize) -> &mut SocketBooks {
+        if self.sockets.len() <= stat {
+            self.sockets.resize_with(stat + 1, || None);
+        }
+        self.sockets[stat].get_or_insert_with(SocketBooks::default)
     }
 
     /// started counts an iteration begun.
@@ -121,6 +175,11 @@ impl FlowTotals {
         if self.groups.len() < o.groups.len() {
             self.groups.resize_with(o.groups.len(), || None);
         }
+        for (stat, theirs) in o.sockets.iter().enumerate() {
+            if let Some(t) = theirs {
+                self.socket(stat).merge(t);
+            }
+        }
         for (mine, theirs) in self.groups.iter_mut().zip(o.groups.iter()) {
             match (mine.as_mut(), theirs) {
                 (_, None) => {}
@@ -161,5 +220,25 @@ mod tests {
         assert_eq!((a.iterations_started, a.iterations_completed), (1, 1));
         let g = a.groups[2].as_ref().unwrap();
         assert_eq!((g.count, g.errors), (1, 1));
+    }
+
+    #[test]
+    fn socket_books_merge_and_balance() {
+        let mut a = FlowTotals::default();
+        let s = a.socket(2);
+        s.sent += 3;
+        s.answered += 2;
+        s.lose("close_1011".into());
+        let mut b = FlowTotals::default();
+        b.socket(2).sent += 1;
+        b.socket(2).lose("dropped".into());
+        b.socket(0).received += 1;
+        a.merge(&b);
+        let s = a.sockets[2].as_ref().unwrap();
+        assert_eq!((s.sent, s.answered, s.lost_total), (4, 2, 2));
+        assert_eq!(s.sent, s.answered + s.lost_total);
+        assert_eq!(s.lost.len(), 2);
+        assert!(a.sockets[1].is_none());
+        assert_eq!(a.sockets[0].as_ref().unwrap().received, 1);
     }
 }

@@ -53,6 +53,9 @@ pub struct ScenarioReport {
     /// python: what the Python steps cost (absent without any).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub python: Option<super::host::PythonReport>,
+    /// sockets: per WebSocket step name, its messages both ways (absent without any).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub sockets: BTreeMap<String, super::stats::SocketBooks>,
 }
 
 fn per_s(n: u64, s: f64) -> f64 {
@@ -106,6 +109,14 @@ pub fn summarize(flow: &FlowTotals, script: &Script, measured_s: f64) -> Scenari
             .map(|d| (d.name.clone(), d.report()))
             .collect(),
         python: None,
+        sockets: script
+            .sockets
+            .iter()
+            .map(|w| {
+                let books = flow.sockets.get(w.stat).cloned().flatten();
+                (script.names[w.stat].clone(), books.unwrap_or_default())
+            })
+            .collect(),
     }
 }
 

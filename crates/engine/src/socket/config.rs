@@ -1,5 +1,6 @@
-//! What a WebSocket run is asked to do ([`SocketConfig`], JSON from Python) and the checked
-//! [`Plan`] the sockets follow: every rule about the options lives here, once.
+//! What a WebSocket run is asked to do ([`SocketConfig`], the dict Python gives, read in one
+//! conversion by the binding) and the checked [`Plan`] the sockets follow: every rule about
+//! the options lives here, once.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -8,6 +9,7 @@ use serde::Deserialize;
 
 use crate::error::EngineError;
 use crate::socket::matcher::Rule;
+use crate::tls::TlsSettings;
 
 /// DEFAULT_SOCKETS is the closed model's sockets when none are given (the HTTP run's 50
 /// connections).
@@ -25,7 +27,7 @@ const MAX_SOCKETS: i64 = 1_000_000;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SocketConfig {
-    /// url: `ws://host:port/path?query`.
+    /// url: `ws://host:port/path?query`, or `wss://` (TLS).
     pub url: String,
     /// sockets: sockets open at once (default 50).
     pub sockets: Option<i64>,
@@ -45,6 +47,14 @@ pub struct SocketConfig {
     pub timeout_s: Option<f64>,
     /// threads: threads the sockets are spread over (default the cores, at most the sockets).
     pub threads: Option<i64>,
+    /// stagger_s: the closed model's sockets send their first messages spread evenly over
+    /// this long, not all at once (absent: all at once, as the HTTP closed model starts).
+    pub stagger_s: Option<f64>,
+    /// insecure: wss:// without certificate verification (self-signed test servers).
+    #[serde(default, deserialize_with = "crate::strict::flag")]
+    pub insecure: bool,
+    /// ca_file: a PEM file of CA certificates trusted for wss://, besides the system's.
+    pub ca_file: Option<String>,
 }
 
 /// Plan is a checked [`SocketConfig`]: what each socket follows.
@@ -60,17 +70,24 @@ pub(crate) struct Plan {
     pub(crate) rule: Rule,
     pub(crate) timeout: Duration,
     pub(crate) threads: usize,
+    /// stagger: the window the closed model's first messages are spread over.
+    pub(crate) stagger: Option<Duration>,
+    /// tls: the TLS client settings of a `wss://` target (ALPN http/1.1: the upgrade's).
+    pub(crate) tls: Option<TlsSettings>,
 }
 
 impl SocketConfig {
-    /// from_json parses a configuration (a malformed one is a [`EngineError::Config`]).
-    pub fn from_json(json: &str) -> Result<Self, EngineError> {
-        serde_json::from_str(json).map_err(|e| EngineError::config(format!("socket run: {e}")))
-    }
-
     /// check validates every option, resolves the host once and gives the plan.
     pub(crate) fn check(&self) -> Result<Plan, EngineError> {
-        let (uri, addr) = target(&self.url)?;
+        let (uri, addr, tls) = target(&self.url)?;
+        let tls = match tls {
+            Some(host) => Some(TlsSettings::new(
+                &host,
+                self.insecure,
+                self.ca_file.as_deref(),
+            )?),
+            None => None,
+        };
         let sockets = match self.sockets {
             None => DEFAULT_SOCKETS,
             Some(n) if (1..=MAX_SOCKETS).contains(&n) => n as u64,
@@ -94,21 +111,13 @@ impl SocketConfig {
                 )))
             }
         };
-        let seconds = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 && v < 1e9 {
-                Ok(Duration::from_secs_f64(v))
-            } else {
-                Err(EngineError::config(format!(
-                    "{name} must be a positive number of seconds, got {v}"
-                )))
-            }
-        };
         let duration = match (self.duration_s, messages) {
             (Some(d), _) => Some(seconds("duration", d)?),
             (None, Some(_)) => None,
             (None, None) => Some(Duration::from_secs_f64(DEFAULT_DURATION_S)),
         };
         let timeout = seconds("timeout", self.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S))?;
+        let stagger = self.stagger()?;
         let message = self.message.as_deref().unwrap_or(DEFAULT_MESSAGE);
         let rule = Rule::new(message, self.match_field.as_deref())?;
         let wanted = match self.threads {
@@ -134,39 +143,62 @@ impl SocketConfig {
             rule,
             timeout,
             threads,
+            stagger,
+            tls,
         })
+    }
+
+    /// stagger is the closed model's window for its first messages (the open model's are
+    /// spread by its rate).
+    fn stagger(&self) -> Result<Option<Duration>, EngineError> {
+        match (self.stagger_s, self.rate) {
+            (None, _) => Ok(None),
+            (Some(_), Some(_)) => Err(EngineError::config(
+                "stagger is the closed model's: the open model (rate) spreads its sends already",
+            )),
+            (Some(s), None) => Ok(Some(seconds("stagger", s)?)),
+        }
     }
 }
 
-/// target parses a `ws://` URL and resolves its host once (wss:// is refused for now).
-fn target(url: &str) -> Result<(http::Uri, SocketAddr), EngineError> {
+/// seconds reads option `name`, a positive number of seconds.
+fn seconds(name: &str, v: f64) -> Result<Duration, EngineError> {
+    if v.is_finite() && v > 0.0 && v < 1e9 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(EngineError::config(format!(
+            "{name} must be a positive number of seconds, got {v}"
+        )))
+    }
+}
+
+/// target parses a `ws://` or `wss://` URL and resolves its host once; for wss, the host name
+/// TLS is to verify.
+fn target(url: &str) -> Result<(http::Uri, SocketAddr, Option<String>), EngineError> {
     let uri: http::Uri = url
         .parse()
         .map_err(|e| EngineError::config(format!("{url:?}: {e}")))?;
-    match uri.scheme_str() {
-        Some("ws") => {}
-        Some("wss") => {
-            return Err(EngineError::config(
-                "wss:// is not supported yet: redline's WebSocket runs speak ws:// only",
-            ))
-        }
+    let (secure, default_port) = match uri.scheme_str() {
+        Some("ws") => (false, 80),
+        Some("wss") => (true, 443),
         _ => {
             return Err(EngineError::config(format!(
-                "{url:?}: a WebSocket URL starts with ws://"
+                "{url:?}: a WebSocket URL starts with ws:// or wss://"
             )))
         }
-    }
+    };
     let host = uri
         .host()
         .ok_or_else(|| EngineError::config(format!("{url:?}: no host")))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri.port_u16().unwrap_or(80);
+    let port = uri.port_u16().unwrap_or(default_port);
     let addr = (host, port)
         .to_socket_addrs()
         .map_err(|e| EngineError::Unreachable(format!("{host}: {e}")))?
         .next()
         .ok_or_else(|| EngineError::Unreachable(format!("{host}: no address")))?;
-    Ok((uri, addr))
+    let name = secure.then(|| host.to_string());
+    Ok((uri, addr, name))
 }
 
 #[cfg(test)]
@@ -195,17 +227,42 @@ mod tests {
     }
 
     #[test]
+    fn wss_speaks_tls_on_443_unless_a_port_is_given() {
+        let plan = config(|c| c.url = "wss://127.0.0.1/ws".into())
+            .check()
+            .expect("valid");
+        assert!(plan.tls.is_some());
+        assert_eq!(plan.addr.port(), 443);
+        let plan = config(|c| {
+            c.url = "wss://127.0.0.1:8443/ws".into();
+            c.insecure = true
+        })
+        .check()
+        .expect("valid");
+        assert_eq!(plan.addr.port(), 8443);
+        assert!(config(|_| {}).check().expect("valid").tls.is_none());
+    }
+
+    #[test]
     fn bad_options_are_one_line_each() {
         let cases: Vec<(&str, SocketConfig, &str)> = vec![
             (
                 "http",
                 config(|c| c.url = "http://h/".into()),
-                "starts with ws://",
+                "starts with ws:// or wss://",
             ),
             (
-                "wss",
-                config(|c| c.url = "wss://h/".into()),
-                "wss:// is not supported",
+                "stagger in the open model",
+                config(|c| {
+                    c.rate = Some(10.0);
+                    c.stagger_s = Some(1.0)
+                }),
+                "stagger is the closed model's",
+            ),
+            (
+                "stagger",
+                config(|c| c.stagger_s = Some(0.0)),
+                "stagger must be",
             ),
             (
                 "sockets",

@@ -10,8 +10,9 @@
 //! tokio-tungstenite would have brought tungstenite's own stack and a `Vec` per message.
 //! The sockets are spread over threads, each a current-thread runtime whose tasks share one
 //! [`tally::Tally`], merged at the end. Every socket is opened before the run's clock starts
-//! ([`Gate`]). This is not the HTTP engine's lane: nothing here
-//! touches the HTTP hot path.
+//! ([`Gate`]). `wss://` is tokio-rustls over the engine's own TLS settings (`crate::tls`:
+//! `--insecure`, `--cacert`), with a preflight handshake that says in words why it fails.
+//! This is not the HTTP engine's lane: nothing here touches the HTTP hot path.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -39,6 +40,7 @@ use tally::Tally;
 /// `control` stops it) and reports what it measured; Err only when it cannot start.
 pub fn run(config: &SocketConfig, control: Arc<RunControl>) -> Result<SocketReport, EngineError> {
     let plan = Arc::new(config.check()?);
+    preflight(&plan)?;
     let gate = Arc::new(Gate {
         opened: Barrier::new(plan.threads),
         start: OnceLock::new(),
@@ -79,6 +81,32 @@ pub fn run(config: &SocketConfig, control: Arc<RunControl>) -> Result<SocketRepo
         _ => sent_over,
     };
     Ok(SocketReport::new(&plan, &total, duration_s, interrupted))
+}
+
+/// PREFLIGHT_WAIT bounds the `wss://` preflight's connect and handshake.
+const PREFLIGHT_WAIT: Duration = Duration::from_secs(5);
+
+/// preflight makes one TLS handshake with a `wss://` target before the run, so that a
+/// certificate redline cannot trust (or a server that does not speak TLS) is one line in
+/// words, as for https, not a run of `connect` errors. A server that cannot be reached at all
+/// is left to the run, which counts its connect errors as for `ws://`.
+fn preflight(plan: &config::Plan) -> Result<(), EngineError> {
+    let Some(tls) = &plan.tls else {
+        return Ok(());
+    };
+    let wait = plan.timeout.min(PREFLIGHT_WAIT);
+    let Ok(stream) = std::net::TcpStream::connect_timeout(&plan.addr, wait) else {
+        return Ok(());
+    };
+    tls.preflight(stream, wait, crate::tls::Alpn::Http1)
+        .map(|_| ())
+        .map_err(|why| {
+            let at = plan.uri.authority().map_or("", |a| a.as_str());
+            EngineError::Unreachable(format!(
+                "TLS handshake with {at} failed: {why}{}",
+                crate::tls::hint(&why)
+            ))
+        })
 }
 
 /// Gate starts the run's clock once every thread has opened its sockets: the handshakes of

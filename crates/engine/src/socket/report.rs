@@ -25,6 +25,8 @@ pub struct SocketReport {
     pub model: &'static str,
     /// rate: the open model's messages a second across sockets.
     pub rate: Option<f64>,
+    /// stagger_s: the closed model's first messages were spread over this long (None: at once).
+    pub stagger_s: Option<f64>,
     /// threads: threads the sockets were spread over.
     pub threads: u32,
     /// match_rule: `next` or `field:NAME`.
@@ -107,6 +109,7 @@ impl SocketReport {
                 "closed"
             },
             rate: plan.rate,
+            stagger_s: plan.stagger.map(|s| s.as_secs_f64()),
             threads: u32::try_from(plan.threads).unwrap_or(u32::MAX),
             match_rule: plan.rule.name(),
             interrupted,

@@ -3,6 +3,7 @@
 //! count why and open another; at the run's end wait for the replies still due, then close.
 
 use std::cell::RefCell;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,12 +12,13 @@ use std::time::{Duration, Instant};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout, timeout_at};
-use tokio_websockets::{ClientBuilder, CloseCode, Message, WebSocketStream};
+use tokio_websockets::{ClientBuilder, CloseCode, MaybeTlsStream, Message, WebSocketStream};
 
 use crate::control::RunControl;
 use crate::socket::config::Plan;
 use crate::socket::matcher::{Outstanding, Rule};
 use crate::socket::tally::{End, Tally};
+use crate::tls::TlsSettings;
 
 /// REOPEN_PAUSE is how long a socket that failed to open waits before trying again, so a
 /// dead server costs a few attempts a second, not a busy loop.
@@ -63,8 +65,9 @@ pub(crate) struct Slot {
     pub(crate) clock: Rc<Clock>,
 }
 
-/// Pace is when a socket sends: after each reply (closed model), or every `every` from
-/// `next` (open model: the run's rate shared over its sockets, their starts staggered).
+/// Pace is when a socket sends: after each reply from `next` on (closed model: `next` is its
+/// first send, spread over the plan's stagger), or every `every` from `next` (open model: the
+/// run's rate shared over its sockets, their starts staggered).
 struct Pace {
     every: Option<Duration>,
     next: Instant,
@@ -78,7 +81,10 @@ impl Slot {
         let mut pace = match self.plan.rate {
             None => Pace {
                 every: None,
-                next: self.clock.start,
+                next: self.clock.start
+                    + self.plan.stagger.map_or(Duration::ZERO, |s| {
+                        s.mul_f64(self.index as f64 / self.plan.sockets as f64)
+                    }),
             },
             Some(rate) => Pace {
                 every: Some(Duration::from_secs_f64(self.plan.sockets as f64 / rate)),
@@ -113,7 +119,7 @@ impl Slot {
     /// closed in order, else why it ended (counted, with the messages it lost).
     async fn drive(
         &self,
-        mut ws: WebSocketStream<TcpStream>,
+        mut ws: Socket,
         rule: &mut Rule,
         id: &mut u64,
         pace: &mut Pace,
@@ -123,10 +129,7 @@ impl Slot {
         loop {
             let now = Instant::now();
             let sending = self.clock.sending(now);
-            let due = match pace.every {
-                None => out.is_empty(),
-                Some(_) => now >= pace.next,
-            };
+            let due = now >= pace.next && (pace.every.is_some() || out.is_empty());
             if sending && due {
                 if !self.clock.take() {
                     continue;
@@ -154,7 +157,7 @@ impl Slot {
             if !sending && out.is_empty() {
                 return self.finish(ws).await;
             }
-            let next_send = (sending && pace.every.is_some()).then_some(pace.next);
+            let next_send = (sending && now < pace.next).then_some(pace.next);
             let end_at = self.clock.end.filter(|_| sending);
             let expiry = out.oldest().map(|t| t + timeout);
             let never = now + Duration::from_secs(86_400);
@@ -198,7 +201,7 @@ impl Slot {
 
     /// finish closes a socket whose messages are all answered: our close frame, then the
     /// server's; a connection that ends without one is counted as dropped.
-    async fn finish(&self, mut ws: WebSocketStream<TcpStream>) -> Option<End> {
+    async fn finish(&self, mut ws: Socket) -> Option<End> {
         let mut out = Outstanding::default();
         let close = Message::close(Some(CloseCode::NORMAL_CLOSURE), "");
         if ws.send(close).await.is_err() {
@@ -229,18 +232,42 @@ impl Slot {
     }
 }
 
-/// Socket is one open WebSocket.
-pub(crate) type Socket = WebSocketStream<TcpStream>;
+/// Socket is one open WebSocket, over TLS for `wss://`.
+pub(crate) type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// open connects and upgrades one socket within the plan's timeout.
+/// open connects (with a TLS handshake for `wss://`) and upgrades one socket of the run
+/// ([`connect`] with the plan's target and timeout).
 pub(crate) async fn open(plan: &Plan) -> Result<Socket, End> {
-    let tcp = match timeout(plan.timeout, TcpStream::connect(plan.addr)).await {
+    connect(plan.addr, plan.uri.clone(), plan.tls.as_ref(), plan.timeout).await
+}
+
+/// connect connects to `addr` (with a TLS handshake under `tls`) and upgrades to the
+/// WebSocket of `uri`, each step within `wait`: a run's socket, or a flow's socket step. A
+/// failed TLS handshake is a `connect` error, as in HTTP runs (the run's preflight has said
+/// why in words).
+pub(crate) async fn connect(
+    addr: SocketAddr,
+    uri: http::Uri,
+    tls: Option<&TlsSettings>,
+    wait: Duration,
+) -> Result<Socket, End> {
+    let tcp = match timeout(wait, TcpStream::connect(addr)).await {
         Ok(Ok(tcp)) => tcp,
         _ => return Err(End::Connect),
     };
     let _ = tcp.set_nodelay(true);
-    let builder = ClientBuilder::from_uri(plan.uri.clone());
-    match timeout(plan.timeout, builder.connect_on(tcp)).await {
+    let stream = match tls {
+        None => MaybeTlsStream::Plain(tcp),
+        Some(tls) => {
+            let (connector, name) = tls.http1_connector();
+            match timeout(wait, connector.connect(name, tcp)).await {
+                Ok(Ok(stream)) => MaybeTlsStream::Rustls(stream),
+                _ => return Err(End::Connect),
+            }
+        }
+    };
+    let builder = ClientBuilder::from_uri(uri);
+    match timeout(wait, builder.connect_on(stream)).await {
         Ok(Ok((ws, _))) => Ok(ws),
         _ => Err(End::Handshake),
     }
