@@ -323,7 +323,7 @@ fn a_watch_counts_grpc_messages_however_framed() {
         ("byte by byte", &[1; 21], &[]),
     ];
     for (label, sizes, per_frame) in cases {
-        let sink: Sink = Rc::new(RefCell::new(StreamTotals::new(1)));
+        let sink: Sink = Rc::new(RefCell::new(StreamBooks::new(1)));
         let mut w = Watch::new(sink.clone());
         w.grpc(true);
         let t0 = Instant::now();
@@ -332,11 +332,11 @@ fn a_watch_counts_grpc_messages_however_framed() {
         w.head(ms(1), false, false);
         let (mut at, mut bytes, mut first) = (0usize, 0u64, None);
         for (k, size) in sizes.iter().enumerate() {
-            let before = sink.borrow().chunks;
+            let before = sink.borrow().run.chunks;
             bytes += *size as u64;
             w.frame(&body[at..at + size], ms(10 + k as u64), bytes);
             at += size;
-            let got = sink.borrow().chunks - before;
+            let got = sink.borrow().run.chunks - before;
             if let Some(want) = per_frame.get(k) {
                 assert_eq!(got, *want, "{label}: frame {k}");
             }
@@ -345,8 +345,8 @@ fn a_watch_counts_grpc_messages_however_framed() {
             }
         }
         w.end(ms(100));
-        assert_eq!(sink.borrow().chunks, 3, "{label}");
-        assert_eq!(sink.borrow().events, 0, "{label}");
+        assert_eq!(sink.borrow().run.chunks, 3, "{label}");
+        assert_eq!(sink.borrow().run.events, 0, "{label}");
         assert_eq!(w.first, first, "{label}: the first whole message");
     }
 }
