@@ -1,0 +1,164 @@
+"""Streamed answers' timing against the test server's SSE probe, over HTTP/1.1 and HTTP/2.
+
+Issue 38's probe (first event 200 ms after the request, then one every 20 ms, 50 events; 12
+requests, 4 at a time: 4 HTTP/1.1 connections, or 2 HTTP/2 connections of 2 streams), as
+tests/test_stream.py runs it, repeated --reps times with the protocols (and the builds)
+interleaved, each run a client process of its own against a `redline target` (one thread) of
+the build under test. Per server, client and protocol: the events counted against the
+server's, the p50 and p99 of the first byte and of the gaps (medians over the runs), each run's
+gap p99, and the p99 of all their gaps pooled (their histograms merged), against the probe's
+truth: 200 ms and 20 ms.
+
+    .venv/bin/python bench/stream_gap.py [--reps 5] [--baseline [NAME=]DIR] [--no-record]
+
+--baseline DIR adds the rows of another build (DIR: a copy of python/ holding its extension),
+as in bench/http1.py: its client against its server, and each client against the other's
+server, so that a change on either side shows as such. NAME=DIR names it. The table is
+appended to bench/results/stream.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import record
+
+#: PROBE and SHAPES: the issue's probe and each protocol's shape (tests/test_stream.py's).
+PROBE = "/sse?first=200ms&every=20ms&events=50"
+SHAPES = {
+    "http/1.1": {"connections": 4},
+    "h2": {"connections": 2, "streams": 2, "http2": True},
+}
+
+#: ONE_RUN: what each run does, in its own process (the client's build on its PYTHONPATH).
+ONE_RUN = """
+import json, sys, urllib.request, redline
+url, shape = sys.argv[1], json.loads(sys.argv[2])
+def events():
+    with urllib.request.urlopen(url.split("/sse")[0] + "/__stats", timeout=10) as f:
+        return json.load(f)["stream_events"]
+before = events()
+r = redline.run(url, requests=12, stream=True, **shape)
+h = r.data["histograms"]
+print(json.dumps({
+    "events": r.stream["events"], "served": events() - before,
+    "first_byte": [r.first_byte.p50, r.first_byte.p99],
+    "gap": [r.chunk_gap.p50, r.chunk_gap.p99], "gap_histogram": h["chunk_gap"],
+}))
+"""
+
+
+def env_of(build: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if build is not None:
+        env["PYTHONPATH"] = str(build)
+    return env
+
+
+@contextlib.contextmanager
+def server(build: Path | None) -> Iterator[str]:
+    """server runs `redline target --threads 1` of ``build`` (None: this tree's); yields its
+    URL."""
+    argv = [sys.executable, "-m", "redline", "target", "--threads", "1", "--port", "0"]
+    proc = subprocess.Popen(argv, env=env_of(build), stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        url = line.strip().rsplit(" ", 1)[-1]
+        if "://" not in url:
+            raise RuntimeError(f"the target did not start: {line!r}")
+        yield url.rstrip("/")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def one_run(build: Path | None, url: str, protocol: str) -> dict:
+    """one_run runs the probe once over ``protocol`` against ``url`` with the client of
+    ``build`` (None: this tree's)."""
+    argv = [sys.executable, "-c", ONE_RUN, url + PROBE, json.dumps(SHAPES[protocol])]
+    out = subprocess.run(
+        argv, env=env_of(build), capture_output=True, text=True, timeout=120, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def pooled_p99(histograms: list[str]) -> float:
+    """pooled_p99: the p99 of the merged histograms (µs), in ms."""
+    from redline import _engine
+
+    merged = _engine.merge_histograms(histograms)
+    _, (p99,) = _engine.histogram_quantiles(merged, [0.99])
+    return p99 / 1000.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="a python/ copy holding another build (adds its rows)",
+    )
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args()
+    builds: list[tuple[str, Path | None]] = [("this tree", None)]
+    for spec in args.baseline:
+        name, _, path = spec.rpartition("=")
+        builds.append((name or "baseline", Path(path)))
+    ctx = record.Context.now()
+    runs: dict[tuple[str, str, str], list[dict]] = {}
+    with contextlib.ExitStack() as stack:
+        urls = {name: stack.enter_context(server(build)) for name, build in builds}
+        pairs = [(s, c) for s in urls for c in builds]
+        for rep in range(args.reps):
+            for (srv, (cli, build)), protocol in ((p, q) for p in pairs for q in SHAPES):
+                got = one_run(build, urls[srv], protocol)
+                runs.setdefault((srv, cli, protocol), []).append(got)
+                print(
+                    f"rep {rep + 1} server {srv}, client {cli}, {protocol}: gap p50/p99"
+                    f" {got['gap'][0]:.2f}/{got['gap'][1]:.2f} ms, first byte p99"
+                    f" {got['first_byte'][1]:.2f} ms, events {got['events']}/{got['served']},"
+                    f" load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+    lines = [
+        "| server | client | protocol | events = server's | first byte p50 / p99 (ms)"
+        " | gap p50 / p99 (ms) | gap p99, each run (ms) | gap p99 pooled (ms) | vs 20 ms |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (srv, cli, protocol), rs in runs.items():
+        exact = all(r["events"] == r["served"] == 600 for r in rs)
+        fb = [statistics.median(r["first_byte"][i] for r in rs) for i in (0, 1)]
+        gap = [statistics.median(r["gap"][i] for r in rs) for i in (0, 1)]
+        pooled = pooled_p99([r["gap_histogram"] for r in rs])
+        each = ", ".join(f"{r['gap'][1]:.2f}" for r in rs)
+        lines.append(
+            f"| {srv} | {cli} | {protocol} | {'yes' if exact else 'NO'} |"
+            f" {fb[0]:.2f} / {fb[1]:.2f} | {gap[0]:.2f} / {gap[1]:.2f} | {each} |"
+            f" {pooled:.2f} | {100 * (pooled - 20) / 20:+.1f} % |"
+        )
+    text = "\n".join(lines) + (
+        f"\n\nMedians of {args.reps} interleaved runs (the p50 and p99 columns); builds: "
+        + ", ".join(f"{n} ({b or 'python/'})" for n, b in builds)
+        + ".\n"
+    )
+    print()
+    print(text)
+    if not args.no_record:
+        where = record.append("stream", "--stream against the SSE probe", ctx, text, None)
+        print(f"recorded in {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
