@@ -167,6 +167,12 @@ impl Conn {
         self.stream.is_some()
     }
 
+    /// shed gives back the read buffer a large answer widened (see [`ReadBuf::shrink`]):
+    /// the scenario path calls it between requests, the single-URL path never.
+    pub fn shed(&mut self) {
+        self.buf.shrink(READ_BUF_FIRST);
+    }
+
     /// close drops the socket; returns whether one was open.
     pub fn close(&mut self) -> bool {
         self.buf.clear();

@@ -26,6 +26,16 @@ impl ReadBuf {
         }
     }
 
+    /// shrink gives back a buffer a large answer widened past `base` once it holds no
+    /// unparsed bytes: a mostly idle VU then keeps `base`, not [`READ_BUF`], between its
+    /// requests. It reallocates only after an answer that outgrew `base`, never otherwise.
+    pub(super) fn shrink(&mut self, base: usize) {
+        if self.data.len() > base && self.start == self.end {
+            self.data = vec![0; base];
+            self.clear();
+        }
+    }
+
     /// make_room ensures free space after `end`: reset when empty, compact a partial head,
     /// grow for a large head (up to [`MAX_HEAD`]).
     pub(super) fn make_room(&mut self) -> Result<(), Trip> {
@@ -44,5 +54,35 @@ impl ReadBuf {
             self.data.resize(self.data.len() * 2, 0);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shrink_gives_back_only_an_emptied_widened_buffer() {
+        let mut b = ReadBuf {
+            data: vec![0; 1024],
+            start: 0,
+            end: 1024,
+        };
+        b.widen();
+        assert_eq!(b.data.len(), READ_BUF);
+        b.end = 1500;
+        b.start = 1000;
+        b.shrink(1024);
+        assert_eq!(b.data.len(), READ_BUF, "unparsed bytes are kept");
+        b.start = 1500;
+        b.shrink(1024);
+        assert_eq!((b.data.len(), b.start, b.end), (1024, 0, 0));
+        let before = b.data.as_ptr();
+        b.shrink(1024);
+        assert_eq!(
+            b.data.as_ptr(),
+            before,
+            "a buffer at its base is not reallocated"
+        );
     }
 }

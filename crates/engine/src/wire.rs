@@ -109,6 +109,14 @@ impl Wire {
         }
     }
 
+    /// shed gives back an HTTP/1.1 connection's widened read buffer between a scenario's
+    /// requests ([`crate::conn::Conn::shed`]); an HTTP/2 session keeps its own.
+    pub fn shed(&mut self) {
+        if let Wire::H1(c) = self {
+            c.shed();
+        }
+    }
+
     /// captured stops capturing and returns what was kept.
     pub fn captured(&mut self) -> Option<Vec<u8>> {
         match self {

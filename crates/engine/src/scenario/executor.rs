@@ -153,6 +153,10 @@ pub struct Vu {
     sent_any: bool,
 }
 
+/// RAW_KEEP: the largest response copy a VU keeps between requests ([`Vu::let_go`]); the
+/// answers of an API's flow (a task's status, a token) fit, and are copied without allocating.
+const RAW_KEEP: usize = 1024;
+
 /// Failed: the iteration ended early (its reason is already counted).
 struct Failed;
 
@@ -262,9 +266,9 @@ impl Vu {
                     let r = self.request(script, req, t, *at).await;
                     *at = t.now();
                     let sent = self.sent;
-                    if let Err(f) =
-                        r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat))
-                    {
+                    let judged = r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat));
+                    self.let_go();
+                    if let Err(f) = judged {
                         break Err(f);
                     }
                 }
@@ -399,15 +403,28 @@ impl Vu {
             };
             let done = until.iter().all(|c| c.holds(&seen));
             if done {
-                return self.judge(req, t, self.sent, status, latency);
+                let judged = self.judge(req, t, self.sent, status, latency);
+                self.let_go();
+                return judged;
             }
             if now.saturating_duration_since(start) + interval > timeout {
                 let reason = format!("poll timed out after {} s", timeout.as_secs_f64());
                 t.fail(self.sent, self.stat, &reason);
                 return Err(Failed);
             }
+            self.let_go();
             t.pause(interval).await;
             *at = t.now();
+        }
+    }
+
+    /// let_go drops the copy of a response larger than [`RAW_KEEP`] once its checks and
+    /// extractions have read it (conditions read `parsed`, never the copy): ten thousand
+    /// thinking VUs each holding their largest answer took 3-8 KiB a VU. It reallocates only
+    /// after such an answer; smaller ones keep reusing the buffer.
+    fn let_go(&mut self) {
+        if self.raw.capacity() > RAW_KEEP {
+            self.raw = Vec::new();
         }
     }
 
