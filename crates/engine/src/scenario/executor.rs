@@ -153,10 +153,6 @@ pub struct Vu {
     sent_any: bool,
 }
 
-/// RAW_KEEP: the largest response copy a VU keeps between requests ([`Vu::let_go`]); the
-/// answers of an API's flow (a task's status, a token) fit, and are copied without allocating.
-const RAW_KEEP: usize = 1024;
-
 /// Failed: the iteration ended early (its reason is already counted).
 struct Failed;
 
@@ -403,9 +399,7 @@ impl Vu {
             };
             let done = until.iter().all(|c| c.holds(&seen));
             if done {
-                let judged = self.judge(req, t, self.sent, status, latency);
-                self.let_go();
-                return judged;
+                return self.judge(req, t, self.sent, status, latency);
             }
             if now.saturating_duration_since(start) + interval > timeout {
                 let reason = format!("poll timed out after {} s", timeout.as_secs_f64());
@@ -415,16 +409,6 @@ impl Vu {
             self.let_go();
             t.pause(interval).await;
             *at = t.now();
-        }
-    }
-
-    /// let_go drops the copy of a response larger than [`RAW_KEEP`] once its checks and
-    /// extractions have read it (conditions read `parsed`, never the copy): ten thousand
-    /// thinking VUs each holding their largest answer took 3-8 KiB a VU. It reallocates only
-    /// after such an answer; smaller ones keep reusing the buffer.
-    fn let_go(&mut self) {
-        if self.raw.capacity() > RAW_KEEP {
-            self.raw = Vec::new();
         }
     }
 

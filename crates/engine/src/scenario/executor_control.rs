@@ -89,3 +89,19 @@ impl Vu {
         Err(Failed)
     }
 }
+
+/// RAW_KEEP: the largest response copy a VU keeps between requests ([`Vu::let_go`]); the
+/// answers of an API's flow (a task's status, a token) fit, and are copied without allocating.
+const RAW_KEEP: usize = 1024;
+
+impl Vu {
+    /// let_go drops the copy of a response larger than [`RAW_KEEP`] once its checks and
+    /// extractions have read it (conditions read `parsed`, never the copy): ten thousand
+    /// thinking VUs each holding their largest answer took 3-8 KiB a VU. It reallocates only
+    /// after such an answer; smaller ones keep reusing the buffer.
+    pub(super) fn let_go(&mut self) {
+        if self.raw.capacity() > RAW_KEEP {
+            self.raw = Vec::new();
+        }
+    }
+}
