@@ -138,7 +138,9 @@ class LiveRun:
         out = []
         for (ta, ra, wa, _), (tb, rb, wb, n) in zip(self._cpu, self._cpu[1:], strict=False):
             wall = n * (tb - ta)
-            if wall > 0:
+            # A reading taken as the run ends, its workers gone, counts less than the one
+            # before (their threads' clocks went with them): no measure of that interval.
+            if wall > 0 and rb >= ra and wb >= wa:
                 out.append(
                     {"t_s": tb, "busy": (rb - ra + wb - wa) / wall, "wait": (wb - wa) / wall}
                 )
@@ -154,6 +156,8 @@ class LiveRun:
         if len(inside) < 2 or inside[-1][0] <= inside[0][0] or inside[-1][3] == 0:
             return None
         (ta, ra, wa, _), (tb, rb, wb, n) = inside[0], inside[-1]
+        if rb < ra or wb < wa:
+            return None  # the workers ended inside the span: their clocks went with them
         wall = n * (tb - ta)
         return (rb - ra) / wall, (wb - wa) / wall
 
