@@ -135,21 +135,28 @@ def test_a_busy_core_moves_the_lag_not_the_latency(server, tmp_path):
 
 def _run(s: Server, latency: str, path: Path, *load: str) -> None:
     p = run_cli(
-        "run", f"{s.url}/?latency={latency}", *load, "-d", "4s",
+        "run", f"{s.url}/?latency={latency}", *load, "-d", "8s",
         "--interval", "0.5s", "--json", str(path), "-q",
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
 
 
-@pytest.mark.parametrize("load", [("--rate", "400"), ("-c", "2")], ids=["open", "closed"])
+@pytest.mark.parametrize("load", [("--rate", "400"), ("-c", "5")], ids=["open", "closed"])
 def test_compare_fails_a_25_percent_slower_server_and_not_the_same(server, tmp_path, load):
-    """The issue's compare case, shorter: 4 s runs (8 windows of 0.5 s) of the 4 ms server and
-    of a 5 ms one: --fail-on 'p99:+10%' exits 1; the 4 ms server run again exits 0."""
+    """The issue's compare case (8 s runs, cut into 8 windows of 1 s), a 25 % slower server at
+    three times the issue's service time: a 12 ms server and a 15 ms one, --fail-on 'p99:+10%'
+    exits 1; the 12 ms server run again exits 0.
+
+    Why not 4 ms against 5 ms: on a CI VM about 1 % of answers came 2-3 ms late from both
+    servers alike (the 4 ms server's p99 read 7.12 ms with its p50 at 4.11; the 5 ms one's
+    7.70, p50 5.12), so the two p99s differed by 8 %, under the gate's 10 %: the tail measured
+    that VM, and compare rightly called it "~". At 12 and 15 ms the same few milliseconds leave
+    the p99s about 20 % apart."""
     base, slow, same = (tmp_path / f"{n}.json" for n in ("base", "slow", "same"))
     before = server.requests()
-    _run(server, "4ms", base, *load)
-    _run(server, "5ms", slow, *load)
-    _run(server, "4ms", same, *load)
+    _run(server, "12ms", base, *load)
+    _run(server, "15ms", slow, *load)
+    _run(server, "12ms", same, *load)
     docs = [json.loads(p.read_text()) for p in (base, slow, same)]
     assert server.requests() - before >= sum(d["requests"] for d in docs)
     p = run_cli("compare", str(base), str(slow), "--fail-on", "p99:+10%")
