@@ -94,6 +94,7 @@ def test_values_fill_whole_words_and_keep_other_braces():
         (["--vary", "slot=2"], "unknown placeholder {slots}"),
         (["--vary", "slots=2", "--repeat", "0"], "--repeat: a whole number from 1"),
         (["--repeat", "2"], "--repeat goes with --vary"),
+        (["--vary", "slots=2", "--watch", "api=port:{slot}"], "unknown placeholder {slot}"),
     ],
 )
 def test_bad_vary_on_the_command_line_is_one_line_and_exit_2(argv, message, capsys):

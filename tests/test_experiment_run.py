@@ -74,12 +74,46 @@ def test_run_vary_compares_the_configurations_at_a_fixed_load(tmp_path):
         (["--vary", "n=1", "--monitor-cmd", "svc --port {port}"], "has no {n} placeholder"),
         (["--vary", "n=1", "--monitor-cmd", "s {n}", "--threshold", "p99<1s"], "--threshold"),
         (["--markdown", "x.md"], "--markdown goes with --vary"),
+        (
+            ["--vary", "n=1", "--monitor-cmd", "s {n} {port}", "--watch", "api=port:{prot}"],
+            "--watch api=port:{prot}: unknown placeholder {prot}",
+        ),
+        (
+            ["--vary", "n=1", "--monitor-cmd", "s {n} {port}", "--watch", "api=port:x{port}"],
+            "port takes a number",
+        ),
     ],
 )
 def test_bad_run_vary_is_one_line_and_exit_2(argv, message):
     p = run_cli("run", "http://127.0.0.1:{port}/", "-d", "1s", *argv)
     assert p.returncode == 2, p.stderr
     assert message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_run_vary_watches_each_configuration_with_its_placeholders_filled(tmp_path):
+    """``redline run --vary --watch api=port:{port}``: each configuration's own listener is
+    the part watched (its port filled in, the fresh service's process), and the run's parts
+    are in each configuration's result; every service is stopped after."""
+    p = run_cli(
+        "run", "http://127.0.0.1:{port}/", "--monitor-cmd", TARGET, "--vary", "slots=2,4",
+        "--watch", "api=port:{port}", "-c", "4", "-d", "2s", "--interval", "0.5s", "-q",
+        "--json", str(tmp_path / "e.json"),
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert not targets_alive(), "every service the experiment started is stopped"
+    doc = valid(json.loads((tmp_path / "e.json").read_text()))
+    ports = set()
+    for c in doc["configurations"]:
+        (run,) = c["runs"]
+        parts = run["result"]["parts"]
+        assert parts["specs"] == {"api": [f"port:{run['port']}"]}, parts["specs"]
+        series = parts["series"]["api"]
+        assert series and all(x["cpu_percent"] is not None for x in series)
+        assert f"--port {run['port']}" in run["command"]
+        # The listener watched is the service this configuration started: it served.
+        assert "accept_queue_limit" in series[-1]["extra"]
+        ports.add(run["port"])
+    assert len(ports) == 2
 
 
 def test_run_experiment_of_a_scenario_compares_its_request_names(tmp_path):

@@ -73,7 +73,6 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
         ("--threshold", args.threshold),
         ("--web", args.web),
         ("--prometheus", args.prometheus),
-        ("--watch", getattr(args, "watch", None)),
     ):
         if given:
             raise ConfigError(
@@ -86,6 +85,7 @@ def cmd_run_experiment(args: argparse.Namespace) -> int:
         )
     _check_outputs(args)
     url, options = _run_target(args)
+    options["watch"] = getattr(args, "watch", None) or ()
     start_line = _announcer(args.repeat)
 
     def on_result(c: Any, r: int, result: dict[str, Any]) -> None:

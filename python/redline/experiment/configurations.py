@@ -123,6 +123,28 @@ def check_templates(command: str, url: str, names: Iterable[str]) -> list[str]:
     return argv
 
 
+def check_watches(watch: Sequence[str], names: Iterable[str]) -> list[str]:
+    """check_watches checks the ``--watch`` specs of an experiment before any service
+    starts: a placeholder each may hold is a varied name, ``{port}`` or ``{dir}`` (filled per
+    configuration, as in the command: ``api=port:{port}``, ``db=cmd:pg --data {dir}``), and
+    each spec, filled, must be one :class:`~redline.service.parts.Watch` can read. Returns
+    the specs, a list."""
+    from redline.service.parts import Watch
+
+    known = {*names, PORT, DIR}
+    for spec in watch:
+        unknown = sorted(placeholders(spec) - known)
+        if unknown:
+            raise ConfigError(
+                f"--watch {spec}: unknown placeholder {{{unknown[0]}}} (known: "
+                + ", ".join(f"{{{k}}}" for k in sorted(known))
+                + ")"
+            )
+        # A spec of a number (port:{port}) is read as it will be: with a number in it.
+        Watch.parse(fill(spec, dict.fromkeys(known, "1")))
+    return list(watch)
+
+
 def fill(text: str, values: Mapping[str, str]) -> str:
     """fill puts the values into their ``{name}`` placeholders (others are left as they are)."""
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)

@@ -28,6 +28,7 @@ from redline.errors import ConfigError
 from redline.experiment.configurations import (
     Configuration,
     check_templates,
+    check_watches,
     configurations,
     parse_vary,
 )
@@ -69,16 +70,19 @@ def experiment(
     every name must be a ``{placeholder}`` of ``command``. ``{port}`` (in the command and in
     ``url``) is a free port, ``{dir}`` an empty directory, fresh for each service.
     ``find_options`` go to :func:`redline.find.finder.find` (``max_time``, ``slos``, ``model`` …;
-    not ``monitor``: the monitored service is the command). Ctrl-C ends the search that runs
+    not ``monitor``: the monitored service is the command; ``watch``, the parts of the
+    deployment, may hold the placeholders, filled per configuration: ``api=port:{port}``).
+    Ctrl-C ends the search that runs
     (its steps are kept), stops its service and returns what ran, ``interrupted`` true.
     """
     from redline.find.finder import find
 
     if "monitor" in find_options:
         raise ConfigError("an experiment monitors the service it starts: no other monitor")
+    watch = check_watches(find_options.pop("watch", None) or (), _names_of(vary))
 
     def search(service: Service) -> dict[str, Any]:
-        return find(service.url, monitor=service.monitor, **find_options)
+        return find(service.url, monitor=service.monitor, watch=service.fill(watch), **find_options)
 
     return conduct(
         Measure.FIND,
@@ -111,12 +115,14 @@ def run_experiment(
     put through :func:`redline.run` with ``run_options`` (``connections``, ``rate``,
     ``duration``, ``warmup``, ``interval``, ``plan`` for a scenario …) instead of a search,
     and the configurations are compared on the runs' windows (a scenario's request names
-    one by one). Ctrl-C ends the run that runs (what it measured is kept), stops its service
-    and returns what ran, ``interrupted`` true."""
+    one by one); ``watch`` as :func:`experiment`'s. Ctrl-C ends the run that runs (what it
+    measured is kept), stops its service and returns what ran, ``interrupted`` true."""
     from redline.runs.runner import run
 
+    watch = check_watches(run_options.pop("watch", None) or (), _names_of(vary))
+
     def measure(service: Service) -> dict[str, Any]:
-        return dict(run(service.url, **run_options).data)
+        return dict(run(service.url, watch=service.fill(watch), **run_options).data)
 
     open_model = run_options.get("rate") is not None or bool(run_options.get("open_model"))
     return conduct(

@@ -51,6 +51,8 @@ class Service:
         self.argv: list[str] = []
         self.url = url
         self.monitor: CommandMonitor | None = None
+        #: values: what each placeholder was filled with (the varied names, port, dir).
+        self.values: dict[str, str] = dict(configuration.vary)
 
     @property
     def command(self) -> str:
@@ -67,6 +69,7 @@ class Service:
         host = urlsplit(fill(self.url_template, {PORT: "0"})).hostname or "127.0.0.1"
         self.port = free_port(host if host != "localhost" else "127.0.0.1")
         values = {**self.configuration.vary, PORT: str(self.port), DIR: self.directory}
+        self.values = values
         self.argv = [fill(word, values) for word in self.template]
         self.url = fill(self.url_template, values)
         self.monitor = CommandMonitor(self.argv, grace_s=self.grace_s)
@@ -77,6 +80,10 @@ class Service:
             self.stop()
             raise
         return self
+
+    def fill(self, texts: Sequence[str]) -> list[str]:
+        """fill: ``texts`` (``--watch`` specs) with this service's placeholders filled."""
+        return [fill(t, self.values) for t in texts]
 
     def stop(self) -> None:
         """stop ends the command's whole process tree and removes its directory (once). A
