@@ -26,7 +26,7 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import record
@@ -64,10 +64,14 @@ def env_of(build: Path | None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def server(build: Path | None) -> Iterator[str]:
-    """server runs `redline target --threads 1` of ``build`` (None: this tree's); yields its
-    URL."""
+def server(
+    build: Path | None, wrap: Callable[[list[str]], list[str]] | None = None
+) -> Iterator[str]:
+    """server runs `redline target --threads 1` of ``build`` (None: this tree's), its command
+    line passed through ``wrap`` when given (bench/grpc_gap.py's SCHED_FIFO); yields its URL."""
     argv = [sys.executable, "-m", "redline", "target", "--threads", "1", "--port", "0"]
+    if wrap is not None:
+        argv = wrap(argv)
     proc = subprocess.Popen(argv, env=env_of(build), stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""

@@ -9,11 +9,14 @@ each ending with status ``status``; the server counts ``grpc_calls``, ``grpc_mes
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import jsonschema
@@ -110,15 +113,82 @@ def test_a_stream_is_timed_message_by_message(target):
 @pytest.mark.alone
 def test_a_streams_first_message_p99_within_5_percent_on_a_quiet_box(target):
     """The first message's p99 within 5 %; the gaps' p50 and mean within 5 %. Not the gaps'
-    p90 or p99: about one message in twenty comes a whole gap late, the next one with it (a
-    gap of 40 ms, then one of 0): gap p90 20.7-22.1 ms, p95 40.5-43.2 ms, p99 42.3-44.6 ms at
-    load 6-10 (the first message's p99 202.4 ms). Whether the server's writes or the client's
-    reads hold them is not known yet."""
+    p90 or p99: where a process waits for a core (load 6-10), the message due then comes late
+    and the next one with it (a gap of 20 + the wait, then one near 0), and the wait lands on
+    the 10 streams at once: gap p90 20.7-22.1 ms, p95 40.5-43.2 ms, p99 42.3-44.6 ms, the
+    first message's p99 202.4 ms. The test below takes the wait away."""
     r, seen = stream_run(target)
     assert r.stream is not None and r.stream["chunks"] == seen["grpc_messages"] == 800
     assert r.first_byte is not None and r.chunk_gap is not None
     assert near(r.first_byte.p99, 200, 0.05), r.first_byte
     assert near(r.chunk_gap.p50, 20, 0.05) and near(r.chunk_gap.mean, 20, 0.05), r.chunk_gap
+
+
+#: FIFO: a launcher that makes itself a SCHED_FIFO process (priority 10), then runs its
+#: arguments: a process no busy box keeps waiting for a core.
+FIFO = (
+    "import os, sys; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10));"
+    " os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+#: STREAM_RUN: the stream of stream_run, in a process of its own; prints its figures as JSON.
+STREAM_RUN = """
+import json, sys, redline
+url, proto = sys.argv[1], sys.argv[2]
+data = json.dumps({"first_ms": 200, "gap_ms": 20, "count": 20})
+r = redline.run(url, proto=proto, data=data, requests=40, connections=10)
+g, f = r.chunk_gap, r.first_byte
+print(json.dumps({"messages": r.stream["chunks"], "errors": r.errors_total,
+                  "gap": [g.p50, g.p90, g.p99], "first": [f.p50, f.p99]}))
+"""
+
+
+def fifo_permitted() -> bool:
+    argv = [sys.executable, "-c", FIFO, sys.executable, "-c", "pass"]
+    probe = subprocess.run(argv, capture_output=True, timeout=60)
+    return probe.returncode == 0
+
+
+def test_a_streams_gaps_hold_to_p99_when_no_process_waits_for_a_core():
+    """The wire adds no late gap (no Nagle behind a delayed ACK, no h2 window update awaited,
+    no reader that holds a message back): with the test server and the client each a
+    SCHED_FIFO process, which the busy box does not keep waiting, the gaps' p50 and p90 are
+    within 5 % of 20 ms and their p99 under 30 ms (20.2-21.8 ms measured at load 16-17, where
+    the same runs read 24-44 ms as usual: bench/grpc_gap.py, bench/results/stream.md); each
+    message the server wrote is counted. A message held by the wire until the client's
+    delayed ACK (40 ms) fails it."""
+    if not fifo_permitted():
+        pytest.skip("SCHED_FIFO is not permitted here (no CAP_SYS_NICE)")
+    argv = [sys.executable, "-m", "redline", "target", "--threads", "1", "--port", "0"]
+    server = subprocess.Popen(
+        [sys.executable, "-c", FIFO, *argv], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        base = line.strip().rsplit(" ", 1)[-1].rstrip("/")
+        assert base.startswith("http://"), line
+        url = base.replace("http://", "grpc://", 1) + "/redline.probe.Probe/Stream"
+        before = stats_of(base)["grpc_messages"]
+        run = [sys.executable, "-c", STREAM_RUN, url, str(PROBE)]
+        out = subprocess.run(
+            [sys.executable, "-c", FIFO, *run], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        served = stats_of(base)["grpc_messages"] - before
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    print(got)
+    assert got["messages"] == served == 800 and got["errors"] == 0, (got, served)
+    p50, p90, p99 = got["gap"]
+    assert near(p50, 20, 0.05) and near(p90, 20, 0.05) and p99 < 30, got
+    assert near(got["first"][1], 200, 0.05), got
+
+
+def stats_of(base: str) -> dict[str, int]:
+    with urllib.request.urlopen(base + "/__stats", timeout=10) as f:
+        return cast(dict[str, int], json.load(f))
 
 
 def test_a_status_other_than_ok_is_counted_in_its_class(target):
