@@ -250,3 +250,69 @@ def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
     charts = {c.id: c for c in find_charts(result)}
     assert charts["part-api"].data[0] == charts["throughput"].data[0]
     assert "part-generator" in charts
+
+
+#: PINNED: a threaded HTTP server pinned to one core (argv[1]) whose every request spins 2 ms
+#: of its thread's CPU: 500 req/s on a core of its own, less on one other work shares (the
+#: truth is that core, whoever shares it).
+PINNED = textwrap.dedent(
+    """\
+    import http.server, os, sys, time
+    os.sched_setaffinity(0, {int(sys.argv[1])})
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
+        def do_GET(self):
+            end = time.thread_time() + 0.002
+            while time.thread_time() < end:
+                pass
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+        def log_message(self, *a):
+            pass
+    class S(http.server.ThreadingHTTPServer):
+        request_queue_size = 1024
+        daemon_threads = True
+    s = S(("127.0.0.1", 0), H)
+    print(s.server_address[1], flush=True)
+    s.serve_forever()
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.alone  # capacity: the suite beside it would share the pinned core
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinned to one core of one")
+def test_a_search_names_the_cpu_of_a_part_pinned_to_one_core():
+    """Known cause: a CPU-bound server pinned to one core of the two or more this process may
+    use. The search's limit names that part's cpu (100 % of the one core it may use, or, on a
+    core other work shares, its threads wanting more than that core), not the generator."""
+    from redline.find.finder import find
+
+    core = min(os.sched_getaffinity(0))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PINNED, str(core)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        result = find(
+            f"http://127.0.0.1:{port}/",
+            model="closed",
+            start=2,
+            max_time=40.0,
+            max_step=4.0,
+            confirm=2.0,
+            slos=["p99<50ms"],
+            watch=[f"api=pid:{proc.pid}"],
+        )
+    finally:
+        proc.kill()
+        proc.wait(10)
+    b = result["answers"]["limit"]["bottleneck"]
+    assert b is not None and (b["part"], b["resource"]) == ("api", "cpu"), (b, result["stop"])
+    assert "of 1 cores allowed" in b["evidence"] or "of the 1 it may use" in b["evidence"], b
+    api = [x["extra"] for x in result["parts"]["series"]["api"]]
+    assert api and all(x.get("cores_allowed") == 1.0 for x in api), api[:3]

@@ -10,7 +10,16 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
   use); or its threads waiting for a CPU (the run queue, ``cpu_wait``) half the time they could
   run or more: starved by other work on its cores, it reads as low CPU. A run queue that
   was saturated at the lightest step already is another tenant's doing, not the load's: it
-  is said beside what is named, and not named itself;
+  is said beside what is named, and not named itself; unless the part, pinned to fewer
+  cores than the machine's, had threads that, starved, wanted as many CPUs as it may use
+  (``runnable``: its CPU over the share of its runnable time it ran, at least 90 % of its
+  cores; Gregg's CPU saturation, more runnable threads than CPUs): a process pinned to one
+  core that other work shares gets a fraction of it, and whatever the tenant took, that
+  core is what it ran out of. A part light on CPU (one that sleeps on a lock, a pool, its
+  accept queue) never wants that many, however long it waits. (A part that may use every
+  core is not judged so: on a machine other work fills, an event loop on a fifth of a
+  core, waiting 90 % of the time, would want two CPUs by that count; the machine's cores
+  are its limit only as below);
 - ``memory``: resident memory over its limit (cgroup, else the machine's), >= 90 %;
 - ``fds``: open files over RLIMIT_NOFILE, >= 90 %;
 - ``pool``: an exporter's ``X_in_use`` over ``X_limit`` (or ``X_max``), >= 95 %;
@@ -23,7 +32,10 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
   quarter of it; but a generator starved while work that is neither redline's nor any
   watched part's took half the machine's CPUs or more (:func:`other_work`: another tenant,
   other engineers' builds on a shared box) waited for that work, not for the load: it is
-  said beside what is named, not named itself.
+  said beside what is named, not named itself, unless its workers were still runnable
+  90 % of the time and ran a tenth of it or more (:data:`GENERATOR_RAN`: they had requests
+  to send, not only wake-ups to wait for): then the generator was the limit, on the CPU
+  the tenant left it.
 
 A part's run queue that fills with the load while this machine's CPUs are saturated
 (:data:`MACHINE_BUSY`) is no shortage of that part's: every part on the machine shares its
@@ -42,6 +54,7 @@ saturated: no part is named, and the evidence says what the figures point to.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,6 +80,15 @@ RUN_QUEUE = 0.5
 
 #: QUEUE_KEY: the key of a part's run-queue reading (its CPU % reading has none).
 QUEUE_KEY = "run queue"
+
+#: RUNNABLE_KEY: the key of a starved part's runnable reading: the CPUs its threads wanted
+#: (ran or waited for), over the cores it may use.
+RUNNABLE_KEY = "runnable"
+
+#: GENERATOR_RAN: a generator starved by another tenant that still ran this share of its
+#: workers' time had requests to send: 17-47 % in bench/bottleneck.py's generator deployment
+#: on the busy box (2026-11-28 17:24), 2-4 % in the demo's (its waits were its wake-ups').
+GENERATOR_RAN = 0.1
 
 #: THREAD_KEY: the key of a part's busiest-thread reading (``cpu_thread``: the most one of its
 #: threads ran, a share of one core).
@@ -189,7 +211,7 @@ def readings(step: Any, backlog_part: str | None = None) -> list[Reading]:
         ran = busy - (wait or 0.0)
         full = busy >= SATURATED["generator"] or starved
         if starved_by_others(step) is not None:
-            full = ran >= SATURATED["generator"]
+            full = busy >= SATURATED["generator"] and ran >= GENERATOR_RAN
         out.append(
             Reading(
                 "generator",
@@ -239,6 +261,9 @@ def part_readings(name: str, f: dict[str, float]) -> list[Reading]:
         )
         out.append(Reading(name, "cpu", thread, thread >= SATURATED["cpu"], text, THREAD_KEY))
     wait = f.get("cpu_wait")
+    pinned = (f.get("cores_allowed") or math.inf) < (os.cpu_count() or 1)
+    if wait is not None and cpu is not None and wait >= RUN_QUEUE and pinned:
+        out.append(_runnable(name, cpu, wait, f.get("cores_allowed")))
     if wait is not None:
         text = f"its threads waited for a CPU {100 * wait:.0f} % of the time they could run"
         out.append(Reading(name, "cpu", wait, wait >= RUN_QUEUE, text, QUEUE_KEY))
@@ -268,6 +293,20 @@ def part_readings(name: str, f: dict[str, float]) -> list[Reading]:
     if errors is not None:
         out.append(Reading(name, "errors", errors, errors > ERRORS_RATE, f"errors {errors:.1f}/s"))
     return out
+
+
+def _runnable(name: str, cpu: float, wait: float, cores: float | None) -> Reading:
+    """_runnable is a starved part's CPU demand: the CPUs its threads wanted on average (ran
+    or waited for: its CPU over the share of its runnable time it ran) over the cores it
+    may use; saturated at :data:`SATURATED`'s cpu share of them."""
+    allowed = cores or float(os.cpu_count() or 1)
+    wanted = cpu / 100.0 / max(1.0 - wait, 0.01)
+    u = wanted / allowed
+    text = (
+        f"its threads wanted {wanted:.2f} CPUs of the {allowed:g} it may use (they ran"
+        f" {cpu / 100.0:.2f} and waited for a CPU {100 * wait:.0f} % of the time they could run)"
+    )
+    return Reading(name, "cpu", u, u >= SATURATED["cpu"], text, RUNNABLE_KEY)
 
 
 def name_bottleneck(
@@ -324,7 +363,12 @@ def name_bottleneck(
     # Ties: cause before symptom; of two pools full at once, the smaller (the larger's
     # holders wait on it: 100 task slots held by tasks waiting for 10 connections).
     since, top = min(saturated, key=lambda x: (x[0], RESOURCES.index(x[1].resource), x[1].size))
-    shared = machine_ran_out(limit, top) if top.key == QUEUE_KEY else None
+    # A part pinned to fewer cores than the machine's ran out of its own (whoever shares
+    # them); one that may use them all ran out of the machine's.
+    cores = os.cpu_count() or 1
+    whole = (_allowed(limit, top.part) or cores) >= cores
+    queue = top.key in (QUEUE_KEY, RUNNABLE_KEY) and whole
+    shared = machine_ran_out(limit, top) if queue else None
     if shared is not None:
         return shared
     unit = "users" if getattr(limit, "model", "closed") == "closed" else "req/s"
@@ -341,6 +385,12 @@ def name_bottleneck(
         + beside
         + _tenants(at, base),
     }
+
+
+def _allowed(step: Any, part: str) -> float | None:
+    """_allowed: the cores ``part`` may use over ``step`` (None where not read)."""
+    figures = (getattr(step, "parts", None) or {}).get(part) or {}
+    return figures.get("cores_allowed")
 
 
 def _tenants(at: Sequence[Reading], base: dict[tuple[str, str, str], Reading]) -> str:
