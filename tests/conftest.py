@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 import redline
@@ -30,6 +31,29 @@ def target() -> Iterator[redline.Target]:
     """A target server shared by a test module; tests diff its /__stats counters."""
     with redline.Target(threads=1) as t:
         yield t
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(ca.pem, cert.pem, key.pem): a certificate for 127.0.0.1 from a throwaway CA
+    (trustme's), shared by a test module."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    d = tmp_path_factory.mktemp("tls")
+    files = (d / "ca.pem", d / "cert.pem", d / "key.pem")
+    ca.cert_pem.write_to_path(str(files[0]))
+    cert.cert_chain_pems[0].write_to_path(str(files[1]))
+    cert.private_key_pem.write_to_path(str(files[2]))
+    return files
+
+
+@pytest.fixture(scope="module")
+def tls_target(tls_files: tuple[Path, Path, Path]) -> Iterator[tuple[redline.Target, Path]]:
+    """The test server over TLS (HTTP/1.1 by ALPN) and the CA's PEM file."""
+    ca_pem, cert_pem, key_pem = tls_files
+    with redline.Target(threads=1, tls_cert=cert_pem, tls_key=key_pem) as t:
+        yield t, ca_pem
 
 
 @pytest.fixture()

@@ -288,6 +288,49 @@ def health() -> Iterator[tuple[str, Counting]]:
 HEALTH_PROTO = ROOT / "tests/protos/health.proto"
 
 
+@pytest.fixture()
+def health_tls(tls_files: tuple[Path, Path, Path]) -> Iterator[tuple[str, Path, Counting]]:
+    """grpcio's health service over TLS (its own TLS stack, BoringSSL) on a loopback port,
+    with a certificate for 127.0.0.1; yields (grpcs:// URL, the CA's PEM file, counter)."""
+    ca_pem, cert_pem, key_pem = tls_files
+    counting = Counting()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), interceptors=[counting])
+    servicer = HealthServicer()
+    servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    creds = grpc.ssl_server_credentials([(key_pem.read_bytes(), cert_pem.read_bytes())])
+    port = server.add_secure_port("127.0.0.1:0", creds)
+    server.start()
+    try:
+        yield f"grpcs://127.0.0.1:{port}/grpc.health.v1.Health/Check", ca_pem, counting
+    finally:
+        server.stop(grace=None).wait(10)
+
+
+def test_grpcs_is_tls_with_the_https_runs_trust_options(health_tls):
+    """grpcs:// is TLS (h2 by ALPN) against a server not written here: the CA given with
+    cacert, or none checked (-k); grpcio's count of calls equals redline's, all OK."""
+    url, ca_pem, counting = health_tls
+    r = redline.run(url, proto=HEALTH_PROTO, cacert=str(ca_pem), connections=4, requests=200)
+    assert r.requests == 200 == counting.calls, (r.requests, counting.calls)
+    assert r.data["grpc"]["statuses"] == {"OK": 200} and r.errors_total == 0
+    assert r.data["url"] == url
+    jsonschema.validate(r.data, SCHEMA)
+    p = run_cli("run", url, "--proto", str(HEALTH_PROTO), "-k", "-n", "30", "-q")
+    assert p.returncode == 0, p.stderr
+    assert "gRPC statuses: OK 30" in p.stdout, p.stdout
+    assert counting.calls == 230, counting.calls
+
+
+def test_grpcs_to_an_untrusted_server_is_one_line_before_any_call(health_tls):
+    url, _, counting = health_tls
+    p = run_cli("run", url, "--proto", str(HEALTH_PROTO), "-n", "5")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    (line,) = p.stderr.strip().splitlines()
+    assert "TLS handshake with 127.0.0.1:" in line and "--cacert" in line, line
+    assert counting.calls == 0
+
+
 def test_grpcios_health_service_counts_what_redline_counts(health):
     """A server not written here: grpcio answers Check (SERVING) and NOT_FOUND for a service
     it does not know; its interceptor's count of calls equals redline's, both ways."""

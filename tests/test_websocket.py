@@ -8,7 +8,6 @@ to D."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -174,21 +173,6 @@ def test_websocket_flags_on_an_http_run_are_refused(target):
     for flag, value in (("--match", "id"), ("--stagger", "1s")):
         p = run_cli("run", target.url + "/", "-n", "1", flag, value)
         assert p.returncode == 2 and f"{flag} is a WebSocket run's option" in p.stderr, p.stderr
-
-
-@pytest.fixture(scope="module")
-def tls_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[redline.Target, Path]]:
-    """The test server over TLS (a certificate from a throwaway CA) and the CA's PEM file."""
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    d = tmp_path_factory.mktemp("wss")
-    ca_pem, cert_pem, key_pem = d / "ca.pem", d / "cert.pem", d / "key.pem"
-    ca.cert_pem.write_to_path(str(ca_pem))
-    cert.cert_chain_pems[0].write_to_path(str(cert_pem))
-    cert.private_key_pem.write_to_path(str(key_pem))
-    with redline.Target(threads=1, tls_cert=cert_pem, tls_key=key_pem) as t:
-        yield t, ca_pem
 
 
 def wss_url(target: redline.Target, query: str = "") -> str:

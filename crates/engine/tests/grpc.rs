@@ -1,12 +1,16 @@
 //! gRPC calls (`RunConfig::grpc`) against the bundled target's probe (examples/grpc/probe.proto):
 //! calls, messages and failed statuses as redline counted them are the server's own counts,
 //! a status other than OK is an error of class `grpc`, and an answer with no status is a
-//! protocol error. Every run is bounded by a count.
+//! protocol error. Every run is bounded by a count. Over h2c, and over TLS (h2 by ALPN, what
+//! a `grpcs://` URL is sent on).
+
+mod common;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use common::certs::{self_signed, TempDir};
 use redline_engine::grpc::prepare;
 use redline_engine::{run, Report, RunConfig, RunControl};
 use redline_target::{Target, TargetConfig, TargetStats};
@@ -126,4 +130,38 @@ fn an_answer_without_a_status_is_a_protocol_error() {
     let (r, seen) = go(&t, cfg);
     assert_eq!((r.requests, r.errors.protocol), (0, 20));
     assert_eq!(seen, [0, 0, 0]);
+}
+
+#[test]
+fn calls_over_tls_are_the_servers() {
+    // grpcs://: the same calls over TLS, the server choosing h2 by ALPN.
+    let dir = TempDir::new("grpcs");
+    let cert = self_signed(&dir.0, "server");
+    let t = Target::start(TargetConfig {
+        threads: Some(1),
+        tls: Some(cert.clone()),
+        http2: true,
+        ..TargetConfig::default()
+    })
+    .expect("target starts");
+    // The target's URL is https://: only the CA is to be said.
+    let tls = |cfg: RunConfig| RunConfig {
+        ca_file: Some(cert.cert.display().to_string()),
+        ..cfg
+    };
+    let (r, seen) = go(&t, tls(call(&t, "Unary", r#"{"delay_ms": 5}"#, 100, 4)));
+    assert_eq!((r.requests, r.errors_total), (100, 0), "{:?}", r.errors);
+    assert_eq!(seen, [100, 100, 0]);
+    assert!(r.latency_ms.min >= 5.0 * 0.999, "{:?}", r.latency_ms);
+    let json = r#"{"first_ms": 20, "gap_ms": 5, "count": 4}"#;
+    let (s, seen) = go(&t, tls(call(&t, "Stream", json, 12, 4)));
+    assert_eq!((s.requests, s.errors_total), (12, 0));
+    assert_eq!(seen, [12, 48, 0]);
+    let st = s.stream.expect("a streamed method is watched");
+    assert_eq!((st.stream.responses, st.stream.chunks), (12, 48));
+    assert!(
+        st.first_byte_ms.min >= 20.0 * 0.999,
+        "{:?}",
+        st.first_byte_ms
+    );
 }

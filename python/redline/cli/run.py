@@ -69,7 +69,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser: 
         "url",
         metavar="URL|SCENARIO.py",
         help="http://host:port/path or https://..., ws://..., grpc://host:port/package.Service/"
-        "Method (docs/protocols.md), or a scenario file (docs/scenarios.md)",
+        "Method or grpcs://... (docs/protocols.md), or a scenario file (docs/scenarios.md)",
     )
     scen = r.add_argument_group("scenario (when the argument is a SCENARIO.py)")
     scen.add_argument("--host", metavar="URL", help="the host the scenario runs against")

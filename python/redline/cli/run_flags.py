@@ -201,7 +201,9 @@ def add_request_flags(parser: argparse.ArgumentParser, shown: Mapping[str, str])
 def add_grpc_flags(parser: argparse.ArgumentParser) -> None:
     """add_grpc_flags adds what a gRPC run (a grpc:// URL) takes: the .proto, where its
     imports are, and the request message as JSON."""
-    grpc = parser.add_argument_group("gRPC (a grpc://HOST:PORT/package.Service/Method URL)")
+    grpc = parser.add_argument_group(
+        "gRPC (a grpc://HOST:PORT/package.Service/Method URL; grpcs:// over TLS)"
+    )
     grpc.add_argument(
         "--proto", metavar="FILE", help="the .proto that defines the method (read at run time)"
     )

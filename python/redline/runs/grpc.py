@@ -3,10 +3,11 @@ that defines the method (read at run time, as ghz and grpcurl read it: no genera
 the request message as JSON.
 
 A gRPC call is an HTTP/2 POST of the method's path whose body is the message, framed, and whose
-answer ends with a ``grpc-status``: :func:`grpc_config` makes the engine's run of it (h2c, the
-call's headers, ``grpc`` so that each answer's status is its gRPC code, and ``stream`` for a
-method that streams its answer, whose messages are then timed as they arrive). The run is an
-HTTP run in every other way: open and closed model, stages, ``redline find``, the live page.
+answer ends with a ``grpc-status``: :func:`grpc_config` makes the engine's run of it (h2c for
+``grpc://``, TLS with h2 by ALPN for ``grpcs://``; the call's headers, ``grpc`` so that each
+answer's status is its gRPC code, and ``stream`` for a method that streams its answer, whose
+messages are then timed as they arrive). The run is an HTTP run in every other way: open and
+closed model, stages, TLS trust (``cacert``, ``insecure``), ``redline find``, the live page.
 The engine compiles the file and encodes the message (``_engine.grpc_call``); a mistake is a
 one-line ConfigError.
 """
@@ -24,8 +25,9 @@ from redline.errors import ConfigError
 from redline.runs.config import RunConfig
 from redline.runs.options import read_body
 
-#: SCHEME: a gRPC run's URL scheme (over h2c; TLS is not spoken yet).
-SCHEME = "grpc://"
+#: SCHEMES: a gRPC URL's scheme, and the HTTP/2 URL its calls are sent to: ``grpc://`` over
+#: h2c (prior knowledge), ``grpcs://`` over TLS (h2 by ALPN, with the https runs' trust options).
+SCHEMES = {"grpc://": "http://", "grpcs://": "https://"}
 
 #: HEADERS: what every gRPC call carries (its content type, and that it reads trailers).
 HEADERS = [["content-type", "application/grpc"], ["te", "trailers"]]
@@ -33,7 +35,7 @@ HEADERS = [["content-type", "application/grpc"], ["te", "trailers"]]
 
 def is_grpc(url: str) -> bool:
     """is_grpc: the run's argument is a gRPC URL."""
-    return url.lower().startswith((SCHEME, "grpcs://"))
+    return url.lower().startswith(tuple(SCHEMES))
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,12 @@ def prepare(
 ) -> GrpcCall:
     """prepare reads the call ``url`` names from ``proto`` and encodes ``data`` (JSON text,
     or ``@file``; none: ``{}``, every field its default) as its input message."""
-    if url.lower().startswith("grpcs://"):
-        raise ConfigError("grpcs:// is not supported yet: redline's gRPC runs speak h2c (grpc://)")
-    authority, _, method = url[len(SCHEME) :].partition("/")
+    scheme = next((s for s in SCHEMES if url.lower().startswith(s)), "grpc://")
+    authority, _, method = url[len(scheme) :].partition("/")
     if not authority or not method:
-        raise ConfigError(f"{url!r}: a gRPC URL is grpc://HOST:PORT/package.Service/Method")
+        raise ConfigError(
+            f"{url!r}: a gRPC URL is grpc://HOST:PORT/package.Service/Method (grpcs:// for TLS)"
+        )
     if proto is None:
         raise ConfigError(f"a gRPC run needs --proto FILE: the .proto that defines {method}")
     raw = read_body(data)
@@ -69,7 +72,9 @@ def prepare(
     path, body, streaming, message = _engine.grpc_call(
         os.fspath(proto), method, text, [os.fspath(p) for p in import_paths]
     )
-    return GrpcCall(f"http://{authority}{path}", body, streaming, path.lstrip("/"), message)
+    return GrpcCall(
+        f"{SCHEMES[scheme]}{authority}{path}", body, streaming, path.lstrip("/"), message
+    )
 
 
 def grpc_config(config: RunConfig, call: GrpcCall) -> RunConfig:

@@ -62,7 +62,8 @@ def run(
     HTTP/2 requests in flight per connection. A ``grpc://HOST:PORT/package.Service/Method``
     URL makes each request a call of that gRPC method, read from ``proto`` with ``data`` its
     request as JSON (``redline.run(url, proto="svc.proto", data='{"id": 1}', rate=100)``); the
-    result's ``grpc`` block counts the calls by status (docs/protocols.md).
+    result's ``grpc`` block counts the calls by status (docs/protocols.md); ``grpcs://`` calls
+    over TLS with the https runs' ``cacert`` and ``insecure``.
 
     ``progress`` hears each interval's snapshot (a dict). ``plan`` is a compiled scenario
     (:mod:`redline.scenario`): each hit is then one iteration of its flows, and ``url`` gives
