@@ -11,10 +11,12 @@ whole process, every thread), and splits the figure:
   (``generator.cpu_us_per_request``: no Python in it);
 - start ms: redline ``-n 1`` against the same nginx, in the same interleave (wrk2: none);
 - syscalls a request (sends, receives, ``epoll_wait``, naps) and context switches a request:
-  counts, which the load leaves alone where it moves times.
+  counts, which the load leaves alone where it moves times;
+- the send lag as the wire saw it (bench/sendlag.py: p50 / p99 ms behind an even schedule), so
+  that the rows are read at a known send precision (the issue's line is at equal precision).
 
     .venv/bin/python bench/open_costs.py [--rates 2000,6000] [--reps 3] [--seconds 5]
-                                         [--send-ahead 1ms] [--no-record]
+                                         [--send-ahead 1ms] [--no-send-lag] [--no-record]
 
 nginx, its pinning and the counting are bench/http1.py's; ``perf`` must be installed (its
 software events and syscall tracepoints: no hardware counters needed). The table is appended to
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import record
+import sendlag
 from http1 import NGINX, StubStatus, nginx
 from run import CLIENT_CORE, CONNS, peers, precompile, redline_argv
 
@@ -53,6 +56,7 @@ class Count:
     cpu_us: float
     engine_us: float | None
     per_req: dict[str, float]
+    lag: sendlag.SendLag | None
 
 
 def perf_stat(argv: list[str], url: str, served: StubStatus) -> tuple[dict[str, float], int]:
@@ -80,9 +84,14 @@ def perf_stat(argv: list[str], url: str, served: StubStatus) -> tuple[dict[str, 
     return counters, answered
 
 
-def count(argv: list[str], url: str, served: StubStatus, report: Path | None) -> Count:
-    """count runs one generator and divides its counters by the requests nginx answered."""
-    c, n = perf_stat(argv, url, served)
+def count(
+    argv: list[str], url: str, served: StubStatus, report: Path | None, rate: float | None = None
+) -> Count:
+    """count runs one generator and divides its counters by the requests nginx answered; with
+    ``rate``, its requests' send lag behind an even schedule at that rate is captured too."""
+    port = int(url.rsplit(":", 1)[1]) if rate else None
+    with sendlag.maybe(port) as cap:
+        c, n = perf_stat(argv, url, served)
     n = max(n, 1)
     per = {
         kind: sum(c.get(f"syscalls:sys_enter_{s}", 0.0) for s in names) / n
@@ -93,7 +102,8 @@ def count(argv: list[str], url: str, served: StubStatus, report: Path | None) ->
     if report is not None and report.exists():
         engine = json.loads(report.read_text())["generator"]["cpu_us_per_request"]
     # task-clock is in milliseconds.
-    return Count(n, c.get("task-clock", 0.0) * 1000 / n, engine, per)
+    lag = cap.lag(rate) if cap and rate else None
+    return Count(n, c.get("task-clock", 0.0) * 1000 / n, engine, per, lag)
 
 
 def main() -> int:
@@ -103,6 +113,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--send-ahead", default="1ms", help="the send-ahead of the second redline row")
     ap.add_argument("--no-record", action="store_true", help="print the table only")
+    ap.add_argument(
+        "--no-send-lag", action="store_true", help="leave out the send lag (its capture needs root)"
+    )
     args = ap.parse_args()
     ctx = record.Context.now()
     p = peers()
@@ -111,7 +124,8 @@ def main() -> int:
         return 2
     precompile()
     rates = [int(r) for r in args.rates.split(",")]
-    runs, starts = sweep(p["WRK2"], rates, args.reps, args.seconds, args.send_ahead)
+    lagged = not args.no_send_lag
+    runs, starts = sweep(p["WRK2"], rates, args.reps, args.seconds, args.send_ahead, lagged)
     text = table(runs, statistics.median(starts), args.reps)
     print()
     print(text)
@@ -123,11 +137,11 @@ def main() -> int:
 
 
 def sweep(
-    wrk2: str, rates: list[int], reps: int, seconds: int, send_ahead: str
+    wrk2: str, rates: list[int], reps: int, seconds: int, send_ahead: str, lagged: bool
 ) -> tuple[dict[tuple[str, int], list[Count]], list[float]]:
     """sweep runs redline's start, then wrk2, redline and redline with ``send_ahead`` at each
     rate, ``reps`` times interleaved against one nginx; returns the counts by (tool, rate) and
-    the starts' process CPU in ms."""
+    the starts' process CPU in ms. With ``lagged`` each run's send lag is captured."""
     served = StubStatus()
     runs: dict[tuple[str, int], list[Count]] = {}
     starts: list[float] = []
@@ -153,7 +167,7 @@ def sweep(
                 }
                 for tool, (argv, written) in rows.items():
                     report.unlink(missing_ok=True)
-                    c = count(argv, url, served, written)
+                    c = count(argv, url, served, written, rate if lagged else None)
                     runs.setdefault((tool, rate), []).append(c)
                     print(
                         f"  [{rep + 1}/{reps}] {tool} {rate:,}/s: {c.cpu_us:.1f} µs/req", flush=True
@@ -168,8 +182,9 @@ def table(runs: dict[tuple[str, int], list[Count]], start_ms: float, reps: int) 
         f"redline's start (`-n 1`, process CPU, median of {reps}): {start_ms:.0f} ms\n",
         "| tool | rate | process CPU µs/req | ratio to wrk2 | less the start | ratio to wrk2 "
         "| engine CPU µs/req | ratio to wrk2 "
-        "| sends/req | receives/req | epoll_wait/req | naps/req | context switches/req |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| sends/req | receives/req | epoll_wait/req | naps/req | context switches/req "
+        "| send lag p50 / p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (tool, rate), cs in runs.items():
         peer = statistics.median(c.cpu_us for c in runs[("wrk2", rate)])
@@ -190,9 +205,19 @@ def table(runs: dict[tuple[str, int], list[Count]], start_ms: float, reps: int) 
         lines.append(
             f"| {tool} | {rate:,}/s | {cpu:.1f} | {cpu / peer:.2f}× | {less:.1f} | "
             f"{less / peer:.2f}× | {engine} | {ratio} | "
-            f"{med('send')} | {med('recv')} | {med('epoll')} | {med('nap')} | {med('switches')} |"
+            f"{med('send')} | {med('recv')} | {med('epoll')} | {med('nap')} | {med('switches')} | "
+            f"{lag_of(cs)} |"
         )
     return "\n".join(lines)
+
+
+def lag_of(cs: list[Count]) -> str:
+    """lag_of is the median of the runs' send-lag p50s and p99s ("-" when not captured)."""
+    lags = [c.lag for c in cs if c.lag is not None]
+    if not lags:
+        return "-"
+    p50 = statistics.median(g.p50_ms for g in lags)
+    return f"{p50:.3f} / {statistics.median(g.p99_ms for g in lags):.3f}"
 
 
 if __name__ == "__main__":
