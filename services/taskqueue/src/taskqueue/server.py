@@ -1,4 +1,5 @@
-"""Server: runs a TaskService behind uvicorn (uvloop + httptools) on a socket we bind ourselves.
+"""Server: runs a TaskService behind uvicorn (uvloop + httptools, one send a response) on a
+socket we bind ourselves.
 
 Binding the socket here, not in uvicorn, is what lets `--port 0` report the real port in
 the start line, which tests and the demo parse.
@@ -23,6 +24,7 @@ from taskqueue.api import create_app
 from taskqueue.config import Config
 from taskqueue.fastpath import FastPath
 from taskqueue.service import TaskService
+from taskqueue.transport import HttpProtocol
 
 log = logging.getLogger("taskqueue")
 
@@ -85,7 +87,8 @@ async def serve_async(config: Config, on_ready: Callable[[str], None] | None = N
             FastPath(app, service) if config.fast_path else app,
             interface="asgi3",
             loop="none",
-            http="httptools",
+            # httptools, writing each response in one send (transport.py).
+            http=HttpProtocol,
             lifespan="off",
             access_log=False,
             log_level="warning",
