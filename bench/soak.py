@@ -4,15 +4,16 @@
     .venv/bin/python bench/soak.py redline --minutes 60 --connections 50    # closed model
     .venv/bin/python bench/soak.py redline --connections 20 --path '/?latency=20ms'  # ~1,000/s
     .venv/bin/python bench/soak.py taskqueue --minutes 60 --store sqlite [--share 0.7 | --rate N]
-        [--flow FILE] [--sample 60] [--warmup 60] [--json FILE] [--no-record]
+        [--flow FILE] [--var NAME=VALUE ...] [--sample 60] [--warmup 60] [--json FILE]
+        [--no-record]
 
 ``redline`` runs redline alone (``redline run``, a subprocess) against the test server
 (``redline target --threads 1``, another). ``taskqueue`` runs the seed-000 flow
 (bench/scenarios/seed000_flow.py: submit, poll until done, get the result) against taskqueue on
 SQLite or PostgreSQL (a private cluster, taskqueue.localpg) in the open model at ``--share`` of
 its capacity, the capacity measured first by a closed run of 64 users (its tasks/s); ``--flow``
-soaks with another scenario (bench/scenarios/seed000_think.py: 6 s idle before each submission,
-past uvicorn's keep-alive timeout).
+soaks with another scenario, and ``--var`` sets the flow's run variables (``--var THINK=6s --var
+POLL_EVERY=20ms``: 6 s idle before each submission, past uvicorn's keep-alive timeout).
 
 Every ``--sample`` seconds (60: per minute) it reads, for the service and for redline (each
 process with its children, through psutil): RSS, open fds, established TCP connections, the fds
@@ -353,6 +354,7 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
             args.rate = round(args.share * cap, 1)
         out = work / "run.json"
         argv = [*redline_argv(args, args.minutes * 60.0, out), str(args.flow), "--host", url]
+        argv += [a for v in args.var for a in ("--var", v)]
         rows = run_redline(
             argv,
             [Side("service", psutil.Process(service.pid))],
@@ -370,7 +372,8 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
     iterations = doc["scenario"]["iterations"]
     extra = f" (taskqueue serve {' '.join(args.service_arg)})" if args.service_arg else ""
     what = (
-        f"taskqueue on {args.store}{extra}, {flow_name(args.flow)} at {args.rate:g} tasks/s "
+        f"taskqueue on {args.store}{extra}, {flow_name(args.flow, args.var)} "
+        f"at {args.rate:g} tasks/s "
         f"({share}): "
         f"{doc['requests']:,} requests, {doc['errors_total']:,} failed, "
         f"{iterations['completed']:,} tasks completed"
@@ -378,9 +381,10 @@ def soak_taskqueue(args: argparse.Namespace, work: Path) -> tuple[list[dict[str,
     return rows, what
 
 
-def flow_name(flow: Path) -> str:
-    """flow_name: how a row names the scenario it soaked with."""
-    return "the seed-000 flow" if flow == FLOW else f"the flow {flow.name}"
+def flow_name(flow: Path, run_vars: Sequence[str] = ()) -> str:
+    """flow_name: how a row names the scenario it soaked with, and its run variables."""
+    name = "the seed-000 flow" if flow == FLOW else f"the flow {flow.name}"
+    return f"{name} with {', '.join(run_vars)}" if run_vars else name
 
 
 def figures(
@@ -453,6 +457,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=FLOW,
         help="taskqueue: the scenario to soak with (default: the seed-000 flow; its capacity "
         "is always the seed-000 flow's)",
+    )
+    p.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="taskqueue: a run variable of the flow, repeated for each (seed000_flow.py reads "
+        "THINK and POLL_EVERY)",
     )
     p.add_argument(
         "--service-arg",

@@ -40,6 +40,22 @@ def test_seed000_flow_against_the_task_app(tmp_path):
     assert it["completed"] == seen["tasks_results"] and it["failed"] == 0
 
 
+def test_the_seed000_flow_takes_its_think_and_poll_interval_as_run_variables():
+    """One flow for the benchmarks and the soak: by default no pause and polls back to back;
+    ``--var THINK=6s --var POLL_EVERY=20ms`` is the soak's idle-connection flow."""
+    from redline.scenario import load
+
+    flow = str(ROOT / "bench/scenarios/seed000_flow.py")
+    for run_vars, interval_s, think in [
+        ({}, 0.0, []),
+        ({"THINK": "6s", "POLL_EVERY": "20ms"}, 0.02, [("constant", 6.0)]),
+    ]:
+        steps = load(flow, run_vars).plan["flows"][0]["steps"]
+        assert [s["step"] for s in steps[:3]] == ["request", "poll", "request"]
+        assert steps[1]["interval_s"] == interval_s
+        assert [(s["dist"], s["s"]) for s in steps[3:]] == think
+
+
 def test_a_failed_task_fails_the_status_check(tmp_path):
     path = tmp_path / "fail.py"
     path.write_text(
