@@ -35,14 +35,15 @@ import resource
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record  # noqa: E402
+from worker_pool import worker_pool  # noqa: E402  (tests/worker_pool.py)
 
 #: HTTP: a threaded HTTP/1.1 server of one handler, argv[1] its cores ("" for any); the
 #: handler's body is each deployment's own (``handle()``), /metrics its exporter's page.
@@ -105,39 +106,6 @@ def metrics():
 """,
 }
 
-#: WORKERS: two workers taking connections off a listening socket (tests/test_parts.py's).
-WORKERS = textwrap.dedent(
-    """\
-    import os, socket, sys, threading, time
-    cores = [int(c) for c in sys.argv[1].split(",") if c]
-    if cores:
-        os.sched_setaffinity(0, set(cores))
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0)); s.listen(512)
-    print(s.getsockname()[1], flush=True)
-    ANSWER = b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok"
-    def work():
-        while True:
-            c, _ = s.accept()
-            try:
-                data = b""
-                while b"\\r\\n\\r\\n" not in data:
-                    got = c.recv(4096)
-                    if not got:
-                        break
-                    data += got
-                time.sleep(0.02)
-                c.sendall(ANSWER)
-            except OSError:
-                pass
-            finally:
-                c.close()
-    for _ in range(2):
-        threading.Thread(target=work, daemon=True).start()
-    time.sleep(3600)
-    """
-)
-
 #: DEPLOYMENTS: name -> (the truth: part and resource, or None; the open model's first rate;
 #: cores the deployment takes in --parallel).
 DEPLOYMENTS: dict[str, tuple[tuple[str, str] | None, float, int]] = {
@@ -173,17 +141,17 @@ def start(name: str, cores: str) -> tuple[subprocess.Popen[Any], int, list[str]]
             time.sleep(0.1)
         proc.kill()
         raise SystemExit("the target did not start")
-    script = WORKERS if name == "accept-queue" else HTTP.format(setup=SETUPS[name])
+    if name == "accept-queue":
+        proc, port = worker_pool(cores, lifetime_s=3600.0)
+        return proc, port, [f"api=port:{port}"]
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, cores],
+        [sys.executable, "-c", HTTP.format(setup=SETUPS[name]), cores],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,  # a client that hung up is no news
         text=True,
     )
     assert proc.stdout is not None
     port = int(proc.stdout.readline())
-    if name == "accept-queue":
-        return proc, port, [f"api=port:{port}"]
     if name == "pool":
         return (
             proc,

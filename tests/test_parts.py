@@ -17,6 +17,7 @@ import pytest
 from redline.errors import ConfigError
 from redline.service.parts import ExporterMonitor, Parts, PortMonitor, Watch, allowance
 from redline.service.sockets import accept_queue
+from worker_pool import worker_pool
 
 
 @pytest.mark.parametrize(
@@ -177,39 +178,6 @@ def test_parts_merge_the_specs_of_one_name_and_share_a_clock(exporter):
     assert all(0.0 <= x["t_s"] <= 60.0 for x in series)
 
 
-#: WORKERS: a server of two worker threads, each taking a connection from the listening
-#: socket, answering after 20 ms and closing it: 100 req/s at most, the rest wait in the
-#: accept queue (its CPU stays low: the truth is the accept queue).
-WORKERS = textwrap.dedent(
-    """\
-    import socket, sys, threading, time
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", 0)); s.listen(512)
-    print(s.getsockname()[1], flush=True)
-    ANSWER = b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok"
-    def work():
-        while True:
-            c, _ = s.accept()
-            try:
-                data = b""
-                while b"\\r\\n\\r\\n" not in data:
-                    got = c.recv(4096)
-                    if not got:
-                        break
-                    data += got
-                time.sleep(0.02)
-                c.sendall(ANSWER)
-            except OSError:
-                pass
-            finally:
-                c.close()
-    for _ in range(2):
-        threading.Thread(target=work, daemon=True).start()
-    time.sleep(600)
-    """
-)
-
-
 @pytest.mark.slow
 @pytest.mark.alone  # a redline starved of CPU by the suite is named instead (rightly)
 def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
@@ -218,10 +186,8 @@ def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
     from redline.find.finder import find
     from redline.report.charts import find_charts
 
-    proc = subprocess.Popen([sys.executable, "-c", WORKERS], stdout=subprocess.PIPE, text=True)
+    proc, port = worker_pool()
     try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
         result = find(
             f"http://127.0.0.1:{port}/",
             model="closed",
