@@ -279,6 +279,7 @@ def test_a_search_names_the_cpu_of_a_part_pinned_to_one_core():
         proc.wait(10)
     b = result["answers"]["limit"]["bottleneck"]
     assert b is not None and (b["part"], b["resource"]) == ("api", "cpu"), (b, result["stop"])
-    assert "of 1 cores allowed" in b["evidence"] or "of the 1 it may use" in b["evidence"], b
+    assert "cores allowed" in b["evidence"] or "it may use" in b["evidence"], b
+    # One core, or less where a cgroup's quota cuts it (a CI container's).
     api = [x["extra"] for x in result["parts"]["series"]["api"]]
-    assert api and all(x.get("cores_allowed") == 1.0 for x in api), api[:3]
+    assert api and all(0.0 < x.get("cores_allowed", 0.0) <= 1.0 for x in api), api[:3]
