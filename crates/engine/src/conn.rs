@@ -168,7 +168,8 @@ impl Conn {
     }
 
     /// shed gives back the read buffer a large answer widened (see [`ReadBuf::shrink`]):
-    /// the scenario path calls it between requests, the single-URL path never.
+    /// a scenario's lane calls it as its VU goes idle (a think, a poll's interval), the
+    /// single-URL path only when a ramp leaves its lane idle.
     pub fn shed(&mut self) {
         self.buf.shrink(READ_BUF_FIRST);
     }

@@ -22,7 +22,7 @@ use crate::metrics::Response;
 use crate::pacer::{Pace, Pacer};
 use crate::parts::Parts;
 use crate::plan::{RequestStep, Step};
-use crate::scenario::executor::{Reply, Vu};
+use crate::scenario::executor::{rests, Reply, Vu};
 use crate::scenario::rng::Rng;
 use crate::shared::{lane_share, Shared};
 use crate::wire::{Outgoing, Wire};
@@ -230,6 +230,7 @@ impl Lane {
                 Pace::Stop => return,
                 Pace::Idle(at) => {
                     self.close(s);
+                    self.rest();
                     self.pace.as_mut().reset((start + at).into());
                     s.retarget_or(self.pace.as_mut()).await;
                     self.joining = true;
@@ -276,6 +277,9 @@ impl Lane {
                         }
                     }
                     if due > now + s.job.cfg.send_ahead {
+                        if self.vu.is_some() && rests(due.saturating_duration_since(now)) {
+                            self.rest();
+                        }
                         // Claimed but not sent: if the run ends meanwhile, it is unsent.
                         s.flights.depart(self.slot, Flight::Due(due));
                         self.timeout.set(now + s.job.cfg.timeout);
@@ -353,7 +357,11 @@ impl Lane {
         self.vu = Some(vu);
         if let Some(p) = script.pacing {
             let next = intended + p;
-            if next > Instant::now() {
+            let now = Instant::now();
+            if next > now {
+                if rests(next - now) {
+                    self.rest();
+                }
                 self.pace.as_mut().reset(next.into());
                 self.pace.as_mut().await;
             }

@@ -9,7 +9,7 @@ use crate::conn::Conn;
 use crate::failure::ErrorClass;
 use crate::flight::Sent;
 use crate::hosts::HostStats;
-use crate::scenario::executor::{Reply, Transport};
+use crate::scenario::executor::{rests, Reply, Transport};
 use crate::scenario::response::MAX_CAPTURE;
 use crate::scenario::url::Origin;
 use crate::shared::Shared;
@@ -60,13 +60,9 @@ impl Lane {
         let reply = self
             .send(s, out, stat, host, timeout, expected, intended)
             .await;
-        let wire = super::on(&mut self.conn, &mut self.others, host);
-        if let Some(kept) = wire.captured() {
+        if let Some(kept) = super::on(&mut self.conn, &mut self.others, host).captured() {
             *raw = kept;
         }
-        // A VU mostly thinks between requests: it keeps 1 KiB of read buffer, not the 8 KiB
-        // one large answer widened it to (10,000 VUs: 179 MB against 94 at 1,100-byte answers).
-        wire.shed();
         let mut rec = s.rec.borrow_mut();
         match reply {
             Reply::Answered { status, latency } => {
@@ -76,6 +72,22 @@ impl Lane {
             Reply::Failed(_) | Reply::Refused => rec.host_failed(host, intended),
         }
         reply
+    }
+
+    /// rest gives back what large answers grew as the lane's VU goes idle (a think, a poll's
+    /// interval, the wait for its next iteration: see [`rests`]): each connection's widened
+    /// read buffer and the VU's response copy, when it is not iterating. A VU mostly thinks:
+    /// it then keeps 1 KiB of read buffer, not the 8 KiB one large answer widened it to
+    /// (10,000 VUs: 179 MB against 94 at 1,100-byte answers); a VU that does not wait keeps
+    /// its buffers from request to request (scenario_alloc.rs).
+    pub(super) fn rest(&mut self) {
+        self.conn.shed();
+        for (_, w) in &mut self.others {
+            w.shed();
+        }
+        if let Some(vu) = self.vu.as_mut() {
+            vu.let_go();
+        }
     }
 
     /// origin is the index of origin `o` in the thread's table, added (resolved within
@@ -215,6 +227,9 @@ impl Transport for LaneIo<'_> {
     async fn pause(&mut self, d: Duration) {
         if d.is_zero() {
             return;
+        }
+        if rests(d) {
+            self.lane.rest();
         }
         self.lane.pace.as_mut().reset((Instant::now() + d).into());
         self.lane.pace.as_mut().await;

@@ -109,8 +109,8 @@ impl Wire {
         }
     }
 
-    /// shed gives back an HTTP/1.1 connection's widened read buffer between a scenario's
-    /// requests ([`crate::conn::Conn::shed`]); an HTTP/2 session keeps its own.
+    /// shed gives back an HTTP/1.1 connection's widened read buffer while a scenario's VU
+    /// rests ([`crate::conn::Conn::shed`]); an HTTP/2 session keeps its own.
     pub fn shed(&mut self) {
         if let Wire::H1(c) = self {
             c.shed();

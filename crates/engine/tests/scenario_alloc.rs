@@ -5,7 +5,9 @@
 //! a signed request (functions in its templates, values drawn per iteration) neither, and
 //! branches and loops (`when`, `repeat`, `until`, `stop`) jump without allocating. A Python
 //! step (`u.python`) allocates a fixed few per call, what handing values to another thread
-//! takes, and nothing that grows with the run.
+//! takes, and nothing that grows with the run. Answers larger than a VU's first buffers do
+//! not allocate either while the VU does not rest (vu_memory.rs: what it gives back when it
+//! thinks).
 
 mod common;
 
@@ -217,6 +219,40 @@ fn branches_and_loops_do_not_allocate() {
     assert!(
         per_request < MAX_PER_REQUEST,
         "{per_request:.3} allocations per request"
+    );
+}
+
+/// large_body: an answer over the 1 KiB that a connection's read buffer and a VU's response
+/// copy start with (seed 000's factorial result is 2,568 bytes), its end marked.
+fn large_body() -> &'static str {
+    let body = format!(r#"{{"pad":"{}","end":"done"}}"#, "x".repeat(3_000));
+    Box::leak(body.into_boxed_str())
+}
+
+/// large: one GET per iteration of a [`large_body`], checked to its end and extracted from,
+/// and no think: the VU never rests, so it keeps the buffers the first answer widened
+/// (giving them back after each exchange cost 2-3 allocations a request).
+fn large() -> serde_json::Value {
+    json!({"file": "large.py", "flows": [{"name": "f", "steps": [
+      {"step": "request", "name": "large", "method": "GET", "path": ["/l"],
+       "checks": [{"check": "status", "in": [200]}, {"check": "contains", "text": r#""end":"done"}"#}],
+       "extract": [{"from": "regex", "var": "e", "pattern": r#""end":"(\w+)""#, "group": 1}]}
+    ]}]})
+}
+
+#[test]
+fn large_answers_do_not_allocate() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = common::start(common::Mode::Body(large_body()));
+    let url = server.url("/");
+    let small = allocations_of(&url, large(), 1, 500);
+    let large = allocations_of(&url, large(), 1, 5_500);
+    let per_request = large.saturating_sub(small) as f64 / 5_000.0;
+    eprintln!("{small} vs {large} allocations, {per_request:.3} per extra 3 KB answer");
+    assert_eq!(server.requests(), 6_000, "every answer was the server's");
+    assert!(
+        per_request < MAX_PER_REQUEST,
+        "{per_request:.3} allocations per 3 KB answer"
     );
 }
 

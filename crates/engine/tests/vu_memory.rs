@@ -9,12 +9,15 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::counting::{peak_bytes, reset_peak, Counting};
+use common::counting::{live_bytes, peak_bytes, reset_peak, Counting};
 use redline_engine::{run, RunConfig, RunControl};
 use serde_json::json;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
+
+/// ONE_AT_A_TIME: the heap counts are the process's, so the tests here take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// DELAY: how long the server holds each answer, so every VU is out with a request at once.
 const DELAY: Duration = Duration::from_millis(50);
@@ -66,6 +69,7 @@ fn peak_of(url: &str, vus: u32) -> i64 {
 
 #[test]
 fn a_vu_holds_a_few_kilobytes() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = common::start(common::Mode::Ok { delay: DELAY });
     let url = server.url("/");
     // The run's fixed costs (histograms, threads, the plan) are in both; the difference is
@@ -86,5 +90,90 @@ fn a_vu_holds_a_few_kilobytes() {
     assert!(
         per_vu >= 1024,
         "{per_vu} bytes per VU: the count missed the VUs"
+    );
+}
+
+/// THINK: how long each VU of [`rested`] thinks after its answer: longer than the test
+/// takes, so every VU still thinks when the heap is read (the run is then stopped).
+const THINK: f64 = 60.0;
+
+/// MAX_KEPT_PER_VU: the bound on the heap a thinking VU holds more after a 3,000-byte answer
+/// than after a 500-byte one. What stays is the body the next steps' conditions may read
+/// (`parsed.body`, 2.5 KB more, less the small answer's 0.5 KB copy kept for reuse): 1,962 B
+/// measured; a VU that kept its widened read buffer and its response copy holds about 12 KB
+/// more.
+const MAX_KEPT_PER_VU: i64 = 4 * 1024;
+
+/// rested: read one answer whose end a check looks for, then think.
+fn rested() -> serde_json::Value {
+    json!({"file": "rest.py", "flows": [{"name": "read", "steps": [
+      {"step": "request", "name": "result", "method": "GET", "path": ["/tasks/1"],
+       "checks": [{"check": "contains", "text": "\"end\":1}"}]},
+      {"step": "think", "dist": "constant", "s": THINK}
+    ]}]})
+}
+
+/// held_while_thinking runs [`rested`] with `vus` VUs against a server answering a body of
+/// `size` bytes and returns the least heap the run held (over its start) in the half second
+/// from 0.3 s after the server saw every VU's request: every VU then has its answer and
+/// thinks. The run is stopped once the heap is read.
+fn held_while_thinking(size: usize, vus: u32) -> i64 {
+    let body = format!(r#"{{"pad":"{}","end":1}}"#, "x".repeat(size - 18));
+    assert_eq!(body.len(), size);
+    let server = common::start(common::Mode::Body(Box::leak(body.into_boxed_str())));
+    let cfg = RunConfig {
+        url: server.url("/"),
+        connections: i64::from(vus),
+        threads: Some(2),
+        interval_s: 60.0,
+        timeout_s: 30.0,
+        plan: Some(rested()),
+        ..RunConfig::default()
+    };
+    let control = Arc::new(RunControl::new());
+    let before = live_bytes();
+    let (seen, stop) = (server.seen.clone(), control.clone());
+    let sampler = std::thread::spawn(move || {
+        let all = || seen.requests.load(std::sync::atomic::Ordering::SeqCst) >= u64::from(vus);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !all() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let least = all().then(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            let samples = (0..50).map(|_| {
+                std::thread::sleep(Duration::from_millis(10));
+                live_bytes()
+            });
+            samples.min().unwrap_or(i64::MAX)
+        });
+        stop.stop();
+        least
+    });
+    let r = run(cfg, control, &mut |_| {}).expect("run");
+    let least = sampler.join().expect("sampler");
+    let least = least.expect("the server saw every VU's request within 30 s");
+    assert_eq!(r.errors_total, 0, "{:?} {:?}", r.errors, r.per_name);
+    assert_eq!(r.per_name["result"].requests, u64::from(vus));
+    assert_eq!(server.requests(), u64::from(vus), "one request a VU");
+    least - before
+}
+
+#[test]
+fn a_thinking_vu_gives_back_what_a_large_answer_grew() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let vus = 1_000;
+    let small = held_while_thinking(500, vus);
+    let large = held_while_thinking(3_000, vus);
+    let kept = (large - small) / i64::from(vus);
+    eprintln!("heap while thinking: {small} B after 500-byte answers, {large} B after 3,000: {kept} B more a VU");
+    // A floor: the larger bodies the VUs keep for their conditions are in the count.
+    assert!(
+        kept >= 1_000,
+        "{kept} B more a VU: the count missed the VUs"
+    );
+    assert!(
+        kept <= MAX_KEPT_PER_VU,
+        "{kept} B more a VU after a large answer (bound {MAX_KEPT_PER_VU})"
     );
 }

@@ -23,6 +23,7 @@ use super::template::Scratch;
 use super::url::{self, Origin};
 use super::{Op, PyStep, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
 use crate::failure::ErrorClass;
+pub use control::rests;
 
 /// MAX_REDIRECTS bounds the redirects one request follows.
 pub const MAX_REDIRECTS: u32 = 5;
@@ -61,7 +62,7 @@ pub trait Transport {
         intended: Instant,
         raw: &mut Vec<u8>,
     ) -> Reply;
-    /// pause waits `d` (think time, poll interval, pacing).
+    /// pause waits `d` (think, poll interval); one that [`rests`] sheds widened read buffers.
     async fn pause(&mut self, d: Duration);
     /// now reads the clock.
     fn now(&mut self) -> Instant;
@@ -262,9 +263,9 @@ impl Vu {
                     let r = self.request(script, req, t, *at).await;
                     *at = t.now();
                     let sent = self.sent;
-                    let judged = r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat));
-                    self.let_go();
-                    if let Err(f) = judged {
+                    if let Err(f) =
+                        r.and_then(|(status, lat)| self.judge(req, t, sent, status, lat))
+                    {
                         break Err(f);
                     }
                 }
@@ -284,7 +285,7 @@ impl Vu {
                 }
                 Op::Think(think) => {
                     let d = self.think(*think);
-                    t.pause(d).await;
+                    self.idle(t, d).await;
                     *at = t.now();
                 }
                 Op::Set { slot, choice } => {
@@ -406,8 +407,7 @@ impl Vu {
                 t.fail(self.sent, self.stat, &reason);
                 return Err(Failed);
             }
-            self.let_go();
-            t.pause(interval).await;
+            self.idle(t, interval).await;
             *at = t.now();
         }
     }

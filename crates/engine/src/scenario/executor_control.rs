@@ -1,6 +1,8 @@
 //! The executor's control flow: the jumps of `when`, `repeat`, `until` and `stop` (see
 //! [`Op`]), deciding conditions on the VU's variables and its last response in place.
 
+use std::time::Duration;
+
 use super::{Failed, Transport, Vu};
 use crate::scenario::check::Seen;
 use crate::scenario::cond::{Cond, Facts};
@@ -90,18 +92,38 @@ impl Vu {
     }
 }
 
-/// RAW_KEEP: the largest response copy a VU keeps between requests ([`Vu::let_go`]); the
+/// RAW_KEEP: the largest response copy a VU keeps while it rests ([`Vu::let_go`]); the
 /// answers of an API's flow (a task's status, a token) fit, and are copied without allocating.
 const RAW_KEEP: usize = 1024;
 
+/// REST: the shortest wait in which a VU gives back what a large answer grew ([`rests`]).
+/// Ten thousand VUs that think for seconds must not each hold their largest answer; a VU that
+/// waits less is busy, and giving back after every request reallocated the read buffer and
+/// the response copy on each one (a flow of 3 KB answers: 2-3 allocations a request).
+const REST: Duration = Duration::from_millis(10);
+
+/// rests says whether a wait of `d` is long enough for a VU to give back what a large answer
+/// grew (at most one reallocation of each buffer per [`REST`] a VU).
+pub fn rests(d: Duration) -> bool {
+    d >= REST
+}
+
 impl Vu {
-    /// let_go drops the copy of a response larger than [`RAW_KEEP`] once its checks and
-    /// extractions have read it (conditions read `parsed`, never the copy): ten thousand
-    /// thinking VUs each holding their largest answer took 3-8 KiB a VU. It reallocates only
-    /// after such an answer; smaller ones keep reusing the buffer.
-    pub(super) fn let_go(&mut self) {
+    /// let_go drops the copy of a response larger than [`RAW_KEEP`] (extractions have read it;
+    /// conditions read `parsed`, never the copy): ten thousand thinking VUs each holding their
+    /// largest answer took 3-8 KiB a VU. The lane calls it as its VU waits between iterations.
+    pub fn let_go(&mut self) {
         if self.raw.capacity() > RAW_KEEP {
             self.raw = Vec::new();
         }
+    }
+
+    /// idle waits `d` (a think, a poll's interval) as a VU at rest: a wait that [`rests`]
+    /// first lets go of the response copy (and the transport of its read buffers).
+    pub(super) async fn idle<T: Transport>(&mut self, t: &mut T, d: Duration) {
+        if rests(d) {
+            self.let_go();
+        }
+        t.pause(d).await;
     }
 }

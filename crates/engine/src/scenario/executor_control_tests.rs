@@ -339,3 +339,26 @@ fn a_status_extraction_and_a_default_feed_conditions() {
     assert_eq!(lines, ["/a", "/none"]);
     assert!(!ok, "the 404 is expected by /a but /none's is not");
 }
+
+#[test]
+fn a_vu_lets_go_of_a_large_answer_only_when_it_rests() {
+    let big = "x".repeat(3_000);
+    // (the think after a 3 KB answer, whether the VU still holds its copy after the iteration)
+    let cases = [
+        ("no think", None, true),
+        ("a think shorter than a rest", Some(0.005), true),
+        ("a think that rests", Some(0.05), false),
+    ];
+    for (what, think, kept) in cases {
+        let mut steps = vec![get("big", "/big")];
+        if let Some(s) = think {
+            steps.push(json!({"step": "think", "dist": "constant", "s": s}));
+        }
+        let s = script(json!(steps));
+        let mut t = Fake::new(|_| (200, http(200, "", &big)));
+        let mut v = Vu::new(&s, 0);
+        let now = t.clock;
+        assert!(block(v.iterate(&s, &mut t, now)), "{what}");
+        assert_eq!(v.raw.capacity() >= 3_000, kept, "{what}");
+    }
+}
