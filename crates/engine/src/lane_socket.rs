@@ -19,6 +19,7 @@ use crate::flight::{Flight, Sent};
 use crate::metrics::{Recorder, Response};
 use crate::scenario::ws::{Matcher, SocketStep};
 use crate::shared::Shared;
+use crate::socket::books::SocketBooks;
 use crate::socket::session::{connect, Socket};
 use crate::socket::tally::End;
 use crate::tls::TlsSettings;
@@ -54,7 +55,7 @@ impl Lane {
         };
         let mut books = s.rec.borrow_mut().measured(intended);
         if books {
-            s.rec.borrow_mut().totals.flow.socket(step.stat).opened += 1;
+            book(s, step.stat, |b| b.opened += 1);
         }
         for _ in 0..step.count {
             for m in messages {
@@ -68,19 +69,14 @@ impl Lane {
                     return false;
                 }
                 if books {
-                    s.rec.borrow_mut().totals.flow.socket(step.stat).sent += 1;
+                    book(s, step.stat, |b| b.messages.sent += 1);
                 }
                 let matcher = Matcher::new(step.field.as_deref(), m);
                 match reply(s, &mut ws, &matcher, now + wait, step.stat, books).await {
                     Ok((at, bytes_in)) => self.answered(s, &sent, at, bytes_in),
                     Err(end) => {
                         if books {
-                            s.rec
-                                .borrow_mut()
-                                .totals
-                                .flow
-                                .socket(step.stat)
-                                .lose(end.class());
+                            book(s, step.stat, |b| b.messages.lose(&end.class(), 1));
                         }
                         self.failed(s, &sent, end, &end.class());
                         if let End::Closed(_) = end {
@@ -248,15 +244,14 @@ async fn reply(
     }
 }
 
+/// book updates step `stat`'s socket books in the run's totals.
+fn book(s: &Shared, stat: usize, update: impl FnOnce(&mut SocketBooks)) {
+    update(s.rec.borrow_mut().totals.flow.socket(stat));
+}
+
 /// count books a data message read on step `stat`'s socket: an answer, or unmatched.
 fn count(rec: &mut Recorder, stat: usize, answers: bool) {
-    let b = rec.totals.flow.socket(stat);
-    b.received += 1;
-    if answers {
-        b.answered += 1;
-    } else {
-        b.unmatched += 1;
-    }
+    rec.totals.flow.socket(stat).messages.read(answers);
 }
 
 /// close ends a step's socket in order: our close frame, then the server's (a data message

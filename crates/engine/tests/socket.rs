@@ -44,17 +44,20 @@ fn closed_model_counts_what_the_server_counted_and_times_its_delay() {
     assert_eq!(r.sockets.opened, 20);
     assert_eq!(seen.ws_sockets, 20);
     assert_eq!(
-        r.messages.sent, seen.ws_received,
+        r.messages.books.sent, seen.ws_received,
         "sent = what the server read"
     );
     assert_eq!(
-        r.messages.received, seen.ws_sent,
+        r.messages.books.received, seen.ws_sent,
         "read = what the server wrote"
     );
-    assert_eq!(r.messages.answered, r.messages.sent);
-    assert_eq!((r.messages.unmatched, r.messages.lost_total), (0, 0));
+    assert_eq!(r.messages.books.answered, r.messages.books.sent);
+    assert_eq!(
+        (r.messages.books.unmatched, r.messages.books.lost_total),
+        (0, 0)
+    );
     // 20 sockets, one message each per 20 ms round trip, for 1 s: about 1,000.
-    assert!(r.messages.sent > 300, "{}", r.messages.sent);
+    assert!(r.messages.books.sent > 300, "{}", r.messages.books.sent);
     let p50 = r.latency_ms.p50;
     assert!(
         r.latency_ms.min >= 20.0,
@@ -81,17 +84,17 @@ fn open_model_sends_the_rate_across_sockets_matched_by_field() {
     });
     let seen = server.stats();
     assert_eq!(r.errors_total, 0, "{:?}", r.errors);
-    assert_eq!(r.messages.sent, seen.ws_received);
-    assert_eq!(r.messages.received, seen.ws_sent);
+    assert_eq!(r.messages.books.sent, seen.ws_received);
+    assert_eq!(r.messages.books.received, seen.ws_sent);
     assert_eq!(
-        r.messages.answered, r.messages.sent,
+        r.messages.books.answered, r.messages.books.sent,
         "each id answered once"
     );
     // 500 a second for 1 s, scheduled: exactly 500 unless the run was starved past its end.
     assert!(
-        (490..=500).contains(&r.messages.sent),
+        (490..=500).contains(&r.messages.books.sent),
         "{}",
-        r.messages.sent
+        r.messages.books.sent
     );
     assert!(r.latency_ms.min >= 10.0);
     assert_eq!((r.model, r.match_rule.as_str()), ("open", "field:id"));
@@ -108,10 +111,10 @@ fn sockets_the_server_drops_or_closes_are_counted_and_reopened() {
         ..SocketConfig::default()
     });
     let seen = server.stats();
-    assert_eq!(r.messages.sent, 60);
+    assert_eq!(r.messages.books.sent, 60);
     assert_eq!(
-        r.messages.sent,
-        r.messages.answered + r.messages.lost_total,
+        r.messages.books.sent,
+        r.messages.books.answered + r.messages.books.lost_total,
         "every message answered or lost"
     );
     assert_eq!(r.errors.get("dropped").copied(), Some(seen.ws_dropped));
@@ -131,7 +134,10 @@ fn sockets_the_server_drops_or_closes_are_counted_and_reopened() {
     assert_eq!(r.errors.get("close_1011").copied(), Some(seen.ws_closed));
     // A socket takes at most 2 answered + 1 lost; the last 4 may end with the count.
     assert!(seen.ws_closed >= 40 / 3 - 4, "{seen:?}");
-    assert_eq!(r.messages.sent, r.messages.answered + r.messages.lost_total);
+    assert_eq!(
+        r.messages.books.sent,
+        r.messages.books.answered + r.messages.books.lost_total
+    );
     server.stop();
 }
 
@@ -148,7 +154,7 @@ fn a_refused_port_and_a_refused_upgrade_are_errors_not_a_failed_run() {
         duration_s: Some(0.3),
         ..SocketConfig::default()
     });
-    assert_eq!(r.messages.sent, 0);
+    assert_eq!(r.messages.books.sent, 0);
     assert!(
         r.errors.get("connect").copied().unwrap_or(0) >= 2,
         "{:?}",
@@ -192,8 +198,8 @@ fn a_stop_ends_the_run_with_what_it_counted() {
     let _ = t.join();
     assert!(r.interrupted);
     assert!(r.duration_s < 5.0, "{}", r.duration_s);
-    assert_eq!(r.messages.sent, server.stats().ws_received);
-    assert_eq!(r.messages.answered, r.messages.sent);
+    assert_eq!(r.messages.books.sent, server.stats().ws_received);
+    assert_eq!(r.messages.books.answered, r.messages.books.sent);
     server.stop();
 }
 
@@ -233,7 +239,11 @@ fn wss_runs_over_tls_with_the_engines_trust_options() {
     ] {
         let r = r.expect(label);
         assert_eq!(r.errors_total, 0, "{label}: {:?}", r.errors);
-        assert_eq!((r.messages.sent, r.messages.answered), (60, 60), "{label}");
+        assert_eq!(
+            (r.messages.books.sent, r.messages.books.answered),
+            (60, 60),
+            "{label}"
+        );
         assert!(r.latency_ms.min >= 5.0, "{label}: {}", r.latency_ms.min);
     }
     let seen = server.stats();
@@ -254,7 +264,7 @@ fn stagger_spreads_the_closed_models_first_messages() {
         stagger_s: Some(0.2),
         ..SocketConfig::default()
     });
-    assert_eq!((r.messages.sent, r.messages.answered), (20, 20));
+    assert_eq!((r.messages.books.sent, r.messages.books.answered), (20, 20));
     assert_eq!(server.stats().ws_received, 20);
     // All 20 at once would have sent them within a few ms of the start; spread over 200 ms,
     // the last leaves 190 ms in (the window a message count ends the rates at).

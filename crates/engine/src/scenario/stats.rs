@@ -1,14 +1,14 @@
 //! What flows add to a thread's totals: failure reasons per request name, iterations
 //! (started, completed, failed, and their duration), groups timed as a whole, and each
-//! WebSocket step's messages ([`SocketBooks`]). It merges across threads with the rest of
+//! WebSocket step's books ([`SocketBooks`]). It merges across threads with the rest of
 //! [`crate::totals::Totals`]; plain runs leave it empty.
 
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 
 use crate::hdr::new_histogram;
+use crate::socket::books::SocketBooks;
 
 /// MAX_REASONS bounds the distinct failure reasons kept per name (a reason quoting a value
 /// that changes every time must not grow memory without end); the rest count as "other".
@@ -26,48 +26,6 @@ pub struct GroupStats {
     pub errors: u64,
     /// latency: how long each pass took, µs.
     pub latency: Histogram<u64>,
-}
-
-/// SocketBooks is one WebSocket step's messages, by its name: every message sent is answered
-/// or lost (`sent = answered + lost_total`), but one still out when the run was cut short
-/// (the run's `unfinished`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SocketBooks {
-    /// opened: sockets the step opened.
-    pub opened: u64,
-    /// sent: messages written.
-    pub sent: u64,
-    /// received: data messages read.
-    pub received: u64,
-    /// answered: sent messages whose reply came (each a request of the name, timed).
-    pub answered: u64,
-    /// unmatched: data messages read that answered no message (the rule did not match them).
-    pub unmatched: u64,
-    /// lost: sent messages that had no reply, by how their socket ended (`dropped`,
-    /// `close_CODE`, `timeout`, `protocol`).
-    pub lost: BTreeMap<String, u64>,
-    /// lost_total: the sum of `lost`.
-    pub lost_total: u64,
-}
-
-impl SocketBooks {
-    /// lose counts a sent message lost when its socket ended as `class`.
-    pub fn lose(&mut self, class: String) {
-        *self.lost.entry(class).or_insert(0) += 1;
-        self.lost_total += 1;
-    }
-
-    fn merge(&mut self, o: &SocketBooks) {
-        self.opened += o.opened;
-        self.sent += o.sent;
-        self.received += o.received;
-        self.answered += o.answered;
-        self.unmatched += o.unmatched;
-        for (class, n) in &o.lost {
-            *self.lost.entry(class.clone()).or_insert(0) += n;
-        }
-        self.lost_total += o.lost_total;
-    }
 }
 
 /// FlowTotals is a thread's (or, merged, the run's) flow statistics.
@@ -225,20 +183,20 @@ mod tests {
     #[test]
     fn socket_books_merge_and_balance() {
         let mut a = FlowTotals::default();
-        let s = a.socket(2);
+        let s = &mut a.socket(2).messages;
         s.sent += 3;
         s.answered += 2;
-        s.lose("close_1011".into());
+        s.lose("close_1011", 1);
         let mut b = FlowTotals::default();
-        b.socket(2).sent += 1;
-        b.socket(2).lose("dropped".into());
-        b.socket(0).received += 1;
+        b.socket(2).messages.sent += 1;
+        b.socket(2).messages.lose("dropped", 1);
+        b.socket(0).messages.read(false);
         a.merge(&b);
-        let s = a.sockets[2].as_ref().unwrap();
+        let s = &a.sockets[2].as_ref().unwrap().messages;
         assert_eq!((s.sent, s.answered, s.lost_total), (4, 2, 2));
         assert_eq!(s.sent, s.answered + s.lost_total);
         assert_eq!(s.lost.len(), 2);
         assert!(a.sockets[1].is_none());
-        assert_eq!(a.sockets[0].as_ref().unwrap().received, 1);
+        assert_eq!(a.sockets[0].as_ref().unwrap().messages.received, 1);
     }
 }

@@ -55,7 +55,7 @@ pub struct ScenarioReport {
     pub python: Option<super::host::PythonReport>,
     /// sockets: per WebSocket step name, its messages both ways (absent without any).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub sockets: BTreeMap<String, super::stats::SocketBooks>,
+    pub sockets: BTreeMap<String, crate::socket::books::SocketBooks>,
 }
 
 fn per_s(n: u64, s: f64) -> f64 {

@@ -24,6 +24,7 @@ use crate::control::RunControl;
 use crate::error::EngineError;
 use crate::hdr;
 
+pub mod books;
 pub mod config;
 pub(crate) mod matcher;
 pub mod report;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::hdr::{encode_histogram, LatencySummary};
+use crate::socket::books::MessageBooks;
 use crate::socket::config::Plan;
 use crate::socket::tally::Tally;
 
@@ -62,22 +63,13 @@ pub struct Sockets {
     pub opened: u64,
 }
 
-/// Messages counts data messages (text or binary) both ways.
+/// Messages counts data messages (text or binary) both ways, with their rates and bytes.
 #[derive(Debug, Clone, Serialize)]
 pub struct Messages {
-    /// sent: messages written.
-    pub sent: u64,
-    /// received: messages read.
-    pub received: u64,
-    /// answered: sent messages whose reply came (each timed).
-    pub answered: u64,
-    /// unmatched: messages read that answered none sent.
-    pub unmatched: u64,
-    /// lost: sent messages that had no reply, by the class of the socket end that lost them;
-    /// `sent = answered + lost_total`.
-    pub lost: BTreeMap<String, u64>,
-    /// lost_total: the sum of `lost`.
-    pub lost_total: u64,
+    /// books: sent, received, answered, unmatched and lost (flattened: `sent`, ...,
+    /// `lost_total`).
+    #[serde(flatten)]
+    pub books: MessageBooks,
     /// sent_per_s: `sent` over `duration_s`.
     pub sent_per_s: f64,
     /// received_per_s: `received` over `duration_s`.
@@ -98,7 +90,7 @@ impl SocketReport {
                 0.0
             }
         };
-        let lost_total = tally.lost.values().sum();
+        let m = &tally.books.messages;
         SocketReport {
             version: SOCKET_REPORT_VERSION,
             protocol: "websocket",
@@ -116,17 +108,12 @@ impl SocketReport {
             duration_s,
             sockets: Sockets {
                 wanted: plan.sockets,
-                opened: tally.opened,
+                opened: tally.books.opened,
             },
             messages: Messages {
-                sent: tally.sent,
-                received: tally.received,
-                answered: tally.answered,
-                unmatched: tally.unmatched,
-                lost: tally.lost.clone(),
-                lost_total,
-                sent_per_s: per_s(tally.sent),
-                received_per_s: per_s(tally.received),
+                books: m.clone(),
+                sent_per_s: per_s(m.sent),
+                received_per_s: per_s(m.received),
                 bytes_out: tally.bytes_out,
                 bytes_in: tally.bytes_in,
             },

@@ -100,7 +100,7 @@ impl Slot {
             };
             match opened {
                 Ok(ws) => {
-                    self.tally.borrow_mut().opened += 1;
+                    self.tally.borrow_mut().books.opened += 1;
                     let end = self.drive(ws, &mut rule, &mut id, &mut pace).await;
                     if end.is_none() {
                         return;

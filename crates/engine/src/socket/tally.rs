@@ -8,6 +8,7 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 
 use crate::hdr;
+use crate::socket::books::SocketBooks;
 
 /// End is why a socket stopped before the run asked it to: each is an error class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,16 +45,9 @@ impl End {
 /// Tally is one thread's counts.
 #[derive(Debug)]
 pub(crate) struct Tally {
-    /// opened: sockets whose upgrade succeeded.
-    pub(crate) opened: u64,
-    /// sent: data messages written (their send completed).
-    pub(crate) sent: u64,
-    /// received: data messages read.
-    pub(crate) received: u64,
-    /// answered: messages whose reply came (each timed into `latency`).
-    pub(crate) answered: u64,
-    /// unmatched: data messages read that answered nothing outstanding.
-    pub(crate) unmatched: u64,
+    /// books: sockets opened, and data messages written (their send completed), read,
+    /// answered (each timed into `latency`), unmatched and lost.
+    pub(crate) books: SocketBooks,
     /// bytes_out: the payload bytes of the data messages sent.
     pub(crate) bytes_out: u64,
     /// bytes_in: the payload bytes of the data messages read.
@@ -62,8 +56,6 @@ pub(crate) struct Tally {
     pub(crate) clamped: u64,
     /// errors: socket ends by class.
     pub(crate) errors: BTreeMap<String, u64>,
-    /// lost: messages that never had their reply, by the class of the end that lost them.
-    pub(crate) lost: BTreeMap<String, u64>,
     /// last_send: when this thread's last message left.
     pub(crate) last_send: Option<Instant>,
     /// latency: round trips in microseconds.
@@ -74,16 +66,11 @@ impl Tally {
     /// new is an empty tally whose histogram reaches at least `highest_us`.
     pub(crate) fn new(highest_us: u64) -> Tally {
         Tally {
-            opened: 0,
-            sent: 0,
-            received: 0,
-            answered: 0,
-            unmatched: 0,
+            books: SocketBooks::default(),
             bytes_out: 0,
             bytes_in: 0,
             clamped: 0,
             errors: BTreeMap::new(),
-            lost: BTreeMap::new(),
             last_send: None,
             latency: hdr::new_histogram(highest_us),
         }
@@ -91,7 +78,7 @@ impl Tally {
 
     /// sent_one counts a message of `bytes` that left at `at`.
     pub(crate) fn sent_one(&mut self, bytes: usize, at: Instant) {
-        self.sent += 1;
+        self.books.messages.sent += 1;
         self.bytes_out += bytes as u64;
         self.last_send = Some(at);
     }
@@ -99,46 +86,31 @@ impl Tally {
     /// received_one counts a data message of `bytes`; `start` is the message it answers
     /// (its round trip ends `now`), or None for an unmatched one.
     pub(crate) fn received_one(&mut self, bytes: usize, start: Option<Instant>, now: Instant) {
-        self.received += 1;
+        self.books.messages.read(start.is_some());
         self.bytes_in += bytes as u64;
-        match start {
-            Some(start) => {
-                self.answered += 1;
-                let us = hdr::micros(now.saturating_duration_since(start));
-                if hdr::record(&mut self.latency, us) {
-                    self.clamped += 1;
-                }
+        if let Some(start) = start {
+            let us = hdr::micros(now.saturating_duration_since(start));
+            if hdr::record(&mut self.latency, us) {
+                self.clamped += 1;
             }
-            None => self.unmatched += 1,
         }
     }
 
     /// ended counts a socket's end as an error of its class, with the `lost` messages it took.
     pub(crate) fn ended(&mut self, end: End, lost: u64) {
         let class = end.class();
-        if lost > 0 {
-            *self.lost.entry(class.clone()).or_default() += lost;
-        }
+        self.books.messages.lose(&class, lost);
         *self.errors.entry(class).or_default() += 1;
     }
 
     /// merge adds another thread's tally.
     pub(crate) fn merge(&mut self, other: &Tally) {
-        self.opened += other.opened;
-        self.sent += other.sent;
-        self.received += other.received;
-        self.answered += other.answered;
-        self.unmatched += other.unmatched;
+        self.books.merge(&other.books);
         self.bytes_out += other.bytes_out;
         self.bytes_in += other.bytes_in;
         self.clamped += other.clamped;
-        for (mine, theirs) in [
-            (&mut self.errors, &other.errors),
-            (&mut self.lost, &other.lost),
-        ] {
-            for (class, n) in theirs {
-                *mine.entry(class.clone()).or_default() += n;
-            }
+        for (class, n) in &other.errors {
+            *self.errors.entry(class.clone()).or_default() += n;
         }
         self.last_send = self.last_send.max(other.last_send);
         // Both histograms have the same bounds (one run, one timeout): adding cannot fail.
@@ -166,12 +138,14 @@ mod tests {
         b.ended(End::Dropped, 1);
         b.ended(End::Connect, 0);
         a.merge(&b);
-        assert_eq!((a.sent, a.received, a.answered, a.unmatched), (3, 2, 1, 1));
-        assert_eq!(a.sent, a.answered + a.lost.values().sum::<u64>());
+        let m = &a.books.messages;
+        assert_eq!((m.sent, m.received, m.answered, m.unmatched), (3, 2, 1, 1));
+        assert_eq!(m.sent, m.answered + m.lost.values().sum::<u64>());
+        assert_eq!(m.lost_total, 2);
         let classes: Vec<(&str, u64)> = a.errors.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         assert_eq!(classes, [("close_1011", 1), ("connect", 1), ("dropped", 1)]);
         assert_eq!(
-            a.lost.get("connect"),
+            a.books.messages.lost.get("connect"),
             None,
             "a socket that never opened lost nothing"
         );
