@@ -32,7 +32,7 @@ PROBE = ROOT / "examples/grpc/probe.proto"
 SCHEMA = json.loads((ROOT / "docs/schema/result.schema.json").read_text())
 
 #: GRPC_FIELDS: the probe's counters a test diffs.
-GRPC_FIELDS = ("grpc_calls", "grpc_messages", "grpc_failed")
+GRPC_FIELDS = ("grpc_calls", "grpc_received", "grpc_messages", "grpc_failed")
 
 
 def probe_url(target: redline.Target, method: str) -> str:
@@ -40,7 +40,7 @@ def probe_url(target: redline.Target, method: str) -> str:
 
 
 def probe_run(
-    target: redline.Target, method: str, data: dict[str, Any], **load: Any
+    target: redline.Target, method: str, data: dict[str, Any] | list[dict[str, Any]], **load: Any
 ) -> tuple[redline.Result, dict[str, int]]:
     """probe_run calls the probe's ``method`` with ``data`` and gives the result and what the
     server counted meanwhile."""
@@ -61,9 +61,11 @@ def near(value: float, truth: float, share: float) -> bool:
 @pytest.mark.parametrize("model", ["closed", "open"])
 def test_unary_calls_are_counted_exactly_and_take_the_probes_delay(target, model):
     """600 calls of a 50 ms service time, closed (20 at a time) or open (300 a second): the
-    server answered as many as redline counts, all OK, at 50 ms within 5 % at p50 (p99 under
-    twice the delay beside a busy suite: 74 ms seen at load 10, the server's one thread
-    descheduled; the alone test holds it to 5 %)."""
+    server answered as many as redline counts, all OK, none under 50 ms, p50 within 15 % and
+    p99 under twice the delay beside a busy suite: 20 calls come due together on the server's
+    one thread, and beside a build (load 10-11) the closed p50 read 53.4-55.9 ms, as did a
+    build without gRPC's last changes (55.7-57.1 ms); 74 ms p99 seen at load 10. The alone
+    test holds the p50 to 5 %."""
     load = {"connections": 20} if model == "closed" else {"rate": 300}
     r, seen = probe_run(target, "Unary", {"delay_ms": 50, "payload": "x"}, requests=600, **load)
     assert r.requests == 600 == seen["grpc_calls"], (r.requests, seen)
@@ -71,7 +73,7 @@ def test_unary_calls_are_counted_exactly_and_take_the_probes_delay(target, model
     assert r.data["grpc"]["statuses"] == {"OK": 600}
     assert r.data["grpc"]["method"] == "redline.probe.Probe/Unary"
     assert r.data["url"] == probe_url(target, "Unary")
-    assert near(r.latency.p50, 50, 0.05), r.latency
+    assert near(r.latency.p50, 50, 0.15), r.latency
     assert r.latency.p99 <= 50 * 2, r.latency
     assert r.latency.min >= 50 * 0.999, r.latency
 
@@ -191,6 +193,40 @@ def stats_of(base: str) -> dict[str, int]:
         return cast(dict[str, int], json.load(f))
 
 
+def test_a_client_streams_messages_are_all_sent_and_read(target):
+    """Collect (client-streaming): each call sends the --data array's 3 messages one after
+    another, then half-closes; the server read 180 = 60 x 3 and answered each call once,
+    50 ms after it arrived (none under it; p50 within 15 % beside the busy suite, as the
+    closed unary calls)."""
+    many = [{"delay_ms": 50, "payload": "a"}, {"payload": "b"}, {"payload": "c"}]
+    r, seen = probe_run(target, "Collect", many, requests=60, connections=6)
+    assert r.requests == 60 == seen["grpc_calls"] and r.errors_total == 0, (r.errors, seen)
+    assert seen["grpc_received"] == 180 and seen["grpc_messages"] == 60, seen
+    g = r.data["grpc"]
+    assert (g["client_streaming"], g["server_streaming"], g["messages_per_call"]) == (
+        True,
+        False,
+        3,
+    )
+    assert g["statuses"] == {"OK": 60}
+    assert near(r.latency.p50, 50, 0.15) and r.latency.min >= 50 * 0.999, r.latency
+
+
+def test_a_bidirectional_call_reads_a_reply_to_each_message_sent(target):
+    """Chat (bidirectional): 5 messages sent, 5 replies read and timed as a stream (the
+    first at 100 ms, then every 20 ms: none early, p50 within 15 % beside the busy suite),
+    the server's counts both ways."""
+    many = [{"first_ms": 100, "gap_ms": 20}] + [{"payload": str(k)} for k in range(4)]
+    r, seen = probe_run(target, "Chat", many, requests=20, connections=5)
+    assert r.requests == 20 == seen["grpc_calls"] and r.errors_total == 0, (r.errors, seen)
+    assert seen["grpc_received"] == 100, seen
+    assert r.stream is not None and r.stream["chunks"] == 100 == seen["grpc_messages"]
+    assert r.data["grpc"]["server_streaming"] and r.data["grpc"]["messages_per_call"] == 5
+    assert r.first_byte is not None and r.chunk_gap is not None
+    assert near(r.first_byte.p50, 100, 0.15) and r.first_byte.min >= 100 * 0.999, r.first_byte
+    assert near(r.chunk_gap.p50, 20, 0.15), r.chunk_gap
+
+
 def test_a_status_other_than_ok_is_counted_in_its_class(target):
     """UNAVAILABLE from a unary call (trailers only), and INTERNAL after a stream's 3
     messages: each call answered, counted as a grpc error, named by its status; the server
@@ -233,6 +269,11 @@ def test_the_command_line_runs_a_call_and_names_its_statuses(target, tmp_path):
     [
         (["grpc://127.0.0.1:9/redline.probe.Probe/Unary"], "needs --proto FILE"),
         (["grpc://127.0.0.1:9/redline.probe.Probe/Nope", "--proto", str(PROBE)], "no method"),
+        (
+            ["grpc://127.0.0.1:9/redline.probe.Probe/Unary", "--proto", str(PROBE)]
+            + ["--data", "[{}, {}]"],
+            "takes one message: a JSON array of messages goes with a client-streaming",
+        ),
         (["grpc://127.0.0.1:9/redline.probe.Nope/Unary", "--proto", str(PROBE)], "no service"),
         (
             ["grpc://127.0.0.1:9/redline.probe.Probe/Unary", "--proto", str(PROBE)]
@@ -341,3 +382,29 @@ def test_grpcios_health_service_counts_what_redline_counts(health):
     n = redline.run(url, proto=HEALTH_PROTO, data='{"service": "nope"}', rate=100, requests=100)
     assert n.requests == 100 and counting.calls == 400, (n.requests, counting.calls)
     assert n.data["grpc"]["statuses"] == {"NOT_FOUND": 100} and n.errors["grpc"] == 100
+
+
+def test_grpcio_reads_every_message_of_a_client_stream():
+    """A server not written here reads the client stream: grpcio serves the probe's Collect
+    by a generic handler that counts each request message it reads; 50 calls of 4 messages
+    are 200 messages there, and each call is OK in redline's books."""
+    read = []
+
+    def collect(requests: Iterator[bytes], _context: Any) -> bytes:
+        read.append(sum(1 for _ in requests))
+        return b""  # an empty ProbeReply
+
+    handler = grpc.method_handlers_generic_handler(
+        "redline.probe.Probe", {"Collect": grpc.stream_unary_rpc_method_handler(collect)}
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=[handler])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        url = f"grpc://127.0.0.1:{port}/redline.probe.Probe/Collect"
+        data = json.dumps([{"payload": str(k)} for k in range(4)])
+        r = redline.run(url, proto=PROBE, data=data, connections=4, requests=50)
+    finally:
+        server.stop(grace=None).wait(10)
+    assert r.requests == 50 == len(read) and sum(read) == 200, (r.requests, read)
+    assert r.data["grpc"]["statuses"] == {"OK": 50} and r.errors_total == 0

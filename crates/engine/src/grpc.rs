@@ -1,7 +1,9 @@
 //! gRPC calls from a `.proto` read at run time, as ghz and grpcurl make them: the file is
 //! compiled by protox (pure Rust, no protoc) into prost-reflect's descriptors, the method's
 //! input message is read from the caller's JSON (proto3's JSON mapping, unknown fields
-//! refused) into a `DynamicMessage`, and encoded once.
+//! refused) into a `DynamicMessage`, and encoded once. A client-streaming or bidirectional
+//! method takes a JSON array of messages, as ghz does: the call sends them one after another
+//! (one body of framed messages) and then half-closes.
 //!
 //! A gRPC call is an HTTP/2 POST to `/package.Service/Method` whose body is length-prefixed
 //! messages and whose answer ends with a `grpc-status` trailer; the run sends it through the
@@ -54,13 +56,20 @@ pub struct Call {
     pub body: Vec<u8>,
     /// server_streaming: the method answers with a stream of messages.
     pub server_streaming: bool,
+    /// client_streaming: the method reads a stream of messages (bidirectional when
+    /// `server_streaming` too).
+    pub client_streaming: bool,
+    /// messages: the request messages the body holds (one, unless the client streams).
+    pub messages: usize,
     /// input: the request message's full name (`package.Message`).
     pub input: String,
 }
 
 /// prepare compiles `proto` (its imports looked up beside it, then in `includes`, then among
 /// protobuf's well-known files), finds `method` (`package.Service/Method`) and encodes
-/// `json` as its input message. Each mistake is one line naming what does not fit.
+/// `json` as its input message: for a client-streaming or bidirectional method, a JSON array
+/// as that many messages (an object as one). Each mistake is one line naming what does not
+/// fit.
 pub fn prepare(
     proto: &Path,
     includes: &[PathBuf],
@@ -69,27 +78,44 @@ pub fn prepare(
 ) -> Result<Call, EngineError> {
     let pool = compile(proto, includes)?;
     let found = find_method(&pool, proto, method)?;
-    if found.is_client_streaming() {
-        return Err(EngineError::config(format!(
-            "gRPC method {}: client-streaming and bidirectional methods are not supported \
-             (redline calls unary and server-streaming methods)",
-            found.full_name()
-        )));
-    }
     let input = found.input();
-    let mut de = serde_json::Deserializer::from_str(json);
-    let message = DynamicMessage::deserialize(input.clone(), &mut de)
-        .and_then(|m| de.end().map(|()| m))
-        .map_err(|e| {
-            EngineError::config(format!(
-                "the request data does not fit {}: {e}",
-                input.full_name()
-            ))
+    let unfit = |e: &dyn std::fmt::Display, at: String| {
+        EngineError::config(format!(
+            "the request data does not fit {}{at}: {e}",
+            input.full_name()
+        ))
+    };
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| unfit(&e, "".into()))?;
+    let client = found.is_client_streaming();
+    let values = match value {
+        serde_json::Value::Array(items) if client => items,
+        serde_json::Value::Array(_) => {
+            return Err(EngineError::config(format!(
+                "gRPC method {} takes one message: a JSON array of messages goes with a \
+                 client-streaming or bidirectional method",
+                found.full_name()
+            )))
+        }
+        one => vec![one],
+    };
+    let mut body = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        let message = DynamicMessage::deserialize(input.clone(), v).map_err(|e| {
+            let at = if client {
+                format!(" (message {} of {})", i + 1, values.len())
+            } else {
+                String::new()
+            };
+            unfit(&e, at)
         })?;
+        body.extend_from_slice(&frame(&message.encode_to_vec()));
+    }
     Ok(Call {
         path: format!("/{}/{}", found.parent_service().full_name(), found.name()),
-        body: frame(&message.encode_to_vec()),
+        body,
         server_streaming: found.is_server_streaming(),
+        client_streaming: client,
+        messages: values.len(),
         input: input.full_name().to_string(),
     })
 }

@@ -62,6 +62,28 @@ fn a_call_is_the_method_path_and_its_message_framed() {
 }
 
 #[test]
+fn a_client_stream_is_its_messages_framed_one_after_another() {
+    // ghz's way: a JSON array is that many messages; an object is one.
+    let each = |json: &str, method: &str| {
+        let c = prepare(&probe(), &[], method, json).expect("prepared");
+        (c.messages, c.client_streaming, c.server_streaming, c.body)
+    };
+    let one = frame(&[0x08, 5]); // delay_ms = 5
+    let (n, client, server, body) = each(
+        r#"[{"delay_ms": 5}, {}, {"delay_ms": 5}]"#,
+        "redline.probe.Probe/Collect",
+    );
+    assert_eq!((n, client, server), (3, true, false));
+    assert_eq!(body, [&one[..], &frame(&[]), &one[..]].concat());
+    let (n, client, server, body) = each(r#"{"delay_ms": 5}"#, "redline.probe.Probe/Chat");
+    assert_eq!((n, client, server, body), (1, true, true, one));
+    let (n, _, _, body) = each("[]", "redline.probe.Probe/Chat");
+    assert_eq!((n, body.len()), (0, 0), "no message: an empty body");
+    let (n, client, _, _) = each("{}", "redline.probe.Probe/Unary");
+    assert_eq!((n, client), (1, false));
+}
+
+#[test]
 fn imports_are_found_beside_the_file_and_among_the_well_known_ones() {
     let dep = written(
         "dep",
@@ -81,17 +103,12 @@ fn imports_are_found_beside_the_file_and_among_the_well_known_ones() {
 
 #[test]
 fn each_mistake_is_one_line_naming_what_does_not_fit() {
-    let bidi = written(
-        "bidi",
-        "syntax = \"proto3\"; package b; message M {} \
-         service S { rpc Chat(stream M) returns (stream M); }",
-    );
     let broken = written(
         "broken",
         "syntax = \"proto3\";\npackage x;\nmessage M { string s = 1 }\n",
     );
     let missing = PathBuf::from("/nonexistent/redline/none.proto");
-    let (probe, bidi, broken) = (probe(), bidi.as_path(), broken.as_path());
+    let (probe, broken) = (probe(), broken.as_path());
     let (probe, missing) = (probe.as_path(), missing.as_path());
     let cases: Vec<(&str, &Path, &str, &str, &str)> = vec![
         ("no file", missing, "a.S/M", "{}", "no such file"),
@@ -114,7 +131,7 @@ fn each_mistake_is_one_line_naming_what_does_not_fit() {
             probe,
             "redline.probe.Probe/Nope",
             "{}",
-            "has no method Nope (it has: Unary, Stream)",
+            "has no method Nope (it has: Unary, Stream, Collect, Chat)",
         ),
         (
             "unknown field",
@@ -144,8 +161,39 @@ fn each_mistake_is_one_line_naming_what_does_not_fit() {
             "{} {}",
             "does not fit",
         ),
-        ("bidirectional", bidi, "b.S/Chat", "{}", "client-streaming"),
         ("syntax", broken, "x.S/M", "{}", "broken.proto:3:"),
+    ];
+    for (label, proto, method, json, want) in cases {
+        let err = prepare(proto, &[], method, json)
+            .expect_err(label)
+            .to_string();
+        assert!(err.contains(want), "{label}: {err}");
+        assert!(!err.contains('\n'), "{label}: one line: {err}");
+    }
+}
+
+#[test]
+fn a_list_of_messages_is_refused_where_one_goes_and_each_is_checked() {
+    let bidi = written(
+        "bidi-list",
+        "syntax = \"proto3\"; package b; message M {} \
+         service S { rpc Chat(stream M) returns (stream M); }",
+    );
+    let cases: [(&str, &Path, &str, &str, &str); 2] = [
+        (
+            "a list for one message",
+            &probe(),
+            "redline.probe.Probe/Unary",
+            "[{}, {}]",
+            "takes one message: a JSON array of messages goes with a client-streaming",
+        ),
+        (
+            "a list item that does not fit",
+            &bidi,
+            "b.S/Chat",
+            r#"[{}, {"x": 1}]"#,
+            "does not fit b.M (message 2 of 2)",
+        ),
     ];
     for (label, proto, method, json, want) in cases {
         let err = prepare(proto, &[], method, json)

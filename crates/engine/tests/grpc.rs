@@ -106,6 +106,28 @@ fn a_streams_messages_are_counted_and_timed() {
 }
 
 #[test]
+fn a_client_streams_messages_are_all_read_and_answered() {
+    // Collect: 3 messages a call, one answer; Chat: a reply to each of 4 messages, timed.
+    let t = target();
+    let received = |t: &Target| t.stats().grpc_received;
+    let before = received(&t);
+    let json = r#"[{"delay_ms": 10}, {}, {}]"#;
+    let (r, seen) = go(&t, call(&t, "Collect", json, 30, 3));
+    assert_eq!((r.requests, r.errors_total), (30, 0));
+    assert_eq!(seen, [30, 30, 0]);
+    assert_eq!(received(&t) - before, 90);
+    assert!(r.latency_ms.min >= 10.0 * 0.999, "{:?}", r.latency_ms);
+    let json = r#"[{"first_ms": 30, "gap_ms": 10}, {}, {}, {}]"#;
+    let (c, seen) = go(&t, call(&t, "Chat", json, 12, 4));
+    assert_eq!((c.requests, c.errors_total), (12, 0));
+    assert_eq!(seen, [12, 48, 0]);
+    assert_eq!(received(&t) - before, 90 + 48);
+    let s = c.stream.expect("a bidirectional call's answer is watched");
+    assert_eq!((s.stream.responses, s.stream.chunks), (12, 48));
+    assert!(s.first_byte_ms.min >= 30.0 * 0.999, "{:?}", s.first_byte_ms);
+}
+
+#[test]
 fn statuses_other_than_ok_are_answered_errors_of_their_class() {
     let t = target();
     // Trailers only (a unary failure), and after a stream's two messages.

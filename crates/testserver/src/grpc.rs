@@ -6,13 +6,21 @@
 //! - `Stream` answers `count` messages (10 when 0), the first `first_ms` after the call arrived
 //!   and message k at `first_ms + k * gap_ms`, on an absolute schedule (a late write does not
 //!   move the next one): a client reads a first message at `first_ms` and gaps of `gap_ms`.
-//! - Both end with the status `status` asks for (0, OK, by default); a unary call, or a stream
-//!   of no messages, that fails is answered with trailers only, as gRPC servers do.
+//! - `Collect` (client-streaming) reads every request message and answers once, `delay_ms`
+//!   (of the first message) after the call arrived, its `seq` the number of messages read.
+//! - `Chat` (bidirectional) answers each request message in turn, the first `first_ms` (of
+//!   the first message) after the call arrived and then one every `gap_ms`, each with the
+//!   payload of the message it answers: a client reads as many replies as it sent.
+//! - All end with the status `status` (of the first message) asks for (0, OK, by default); a
+//!   call that sends no reply and fails is answered with trailers only, as gRPC servers do.
 //!
-//! Each reply is one length-prefixed message in one DATA frame, and the server counts what it
-//! did in `/__stats`: `grpc_calls` answered, `grpc_messages` written, `grpc_failed` calls that
-//! ended with a status other than OK. A call of another method is UNIMPLEMENTED, one whose
-//! body is not a message of the probe INTERNAL (both counted as failed).
+//! The request's messages are read once the call's whole body has arrived (a client that
+//! waits for a reply before sending its next message is not served). Each reply is one
+//! length-prefixed message in one DATA frame, and the server counts what it did in
+//! `/__stats`: `grpc_calls` answered, `grpc_received` request messages read, `grpc_messages`
+//! written, `grpc_failed` calls that ended with a status other than OK. A call of another
+//! method is UNIMPLEMENTED, one whose body is not the probe's messages INTERNAL (both counted
+//! as failed), as is a unary or server-streaming call of other than one message.
 
 use std::time::{Duration, Instant};
 
@@ -78,18 +86,20 @@ pub(crate) async fn answer(
 ) {
     let (path, arrived) = (parts.uri.path(), Instant::now());
     counters.add_request();
-    let request = decode(data);
-    let (sent, status) = match (path.strip_prefix(SERVICE), request) {
-        (Some("Unary"), Some(req)) => {
+    let requests = decode(data);
+    let read = requests.as_ref().map_or(0, Vec::len);
+    let method = path.strip_prefix(SERVICE);
+    let (sent, status) = match (method, requests.as_deref()) {
+        (Some("Unary"), Some([req])) => {
             let due = arrived + ms(req.delay_ms);
             if req.status == 0 {
-                reply(respond, &req, std::iter::once(due)).await
+                reply(respond, req.status, [(due, req.payload.clone())]).await
             } else {
                 let _ = crate::sleep::until(due).await;
                 (0, only_status(respond, req.status))
             }
         }
-        (Some("Stream"), Some(req)) => {
+        (Some("Stream"), Some([req])) => {
             let count = (if req.count == 0 {
                 DEFAULT_COUNT
             } else {
@@ -97,13 +107,30 @@ pub(crate) async fn answer(
             })
             .min(MAX_PIECES);
             let (first, gap) = (arrived + ms(req.first_ms), ms(req.gap_ms));
-            let schedule = (0..count).map(|k| first + gap * k);
-            reply(respond, &req, schedule).await
+            let schedule = (0..count).map(|k| (first + gap * k, req.payload.clone()));
+            reply(respond, req.status, schedule).await
         }
-        (Some("Unary" | "Stream"), None) => (0, only_status(respond, INTERNAL)),
+        (Some("Collect"), Some(reqs)) => {
+            let head = reqs.first().cloned().unwrap_or_default();
+            let due = arrived + ms(head.delay_ms);
+            let seq = reqs.len() as u64;
+            reply_numbered(respond, head.status, seq, [(due, head.payload)]).await
+        }
+        (Some("Chat"), Some(reqs)) => {
+            let head = reqs.first().cloned().unwrap_or_default();
+            let (first, gap) = (arrived + ms(head.first_ms), ms(head.gap_ms));
+            let n = (reqs.len() as u32).min(MAX_PIECES);
+            let schedule: Vec<_> = reqs
+                .iter()
+                .zip(0..n)
+                .map(|(r, k)| (first + gap * k, r.payload.clone()))
+                .collect();
+            reply(respond, head.status, schedule).await
+        }
+        (Some("Unary" | "Stream" | "Collect" | "Chat"), _) => (0, only_status(respond, INTERNAL)),
         _ => (0, only_status(respond, UNIMPLEMENTED)),
     };
-    counters.add_grpc(sent, status != 0);
+    counters.add_grpc(read as u64, sent, status != 0);
 }
 
 /// ms is `n` milliseconds.
@@ -111,27 +138,45 @@ fn ms(n: u32) -> Duration {
     Duration::from_millis(u64::from(n))
 }
 
-/// decode reads the request's one message (a flag byte of 0, its length, the message).
-fn decode(data: &[u8]) -> Option<ProbeRequest> {
-    let (&flag, rest) = data.split_first()?;
-    let (len, message) = rest.split_first_chunk::<4>()?;
-    if flag != 0 || u32::from_be_bytes(*len) as usize != message.len() {
-        return None;
+/// decode reads the request's messages (each a flag byte of 0, its length, the message),
+/// which must fill the body exactly.
+fn decode(mut data: &[u8]) -> Option<Vec<ProbeRequest>> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let (&flag, rest) = data.split_first()?;
+        let (len, rest) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_be_bytes(*len) as usize;
+        if flag != 0 || rest.len() < len {
+            return None;
+        }
+        out.push(ProbeRequest::decode(&rest[..len]).ok()?);
+        data = &rest[len..];
     }
-    ProbeRequest::decode(message).ok()
+    Some(out)
 }
 
-/// reply writes one reply at each instant of `schedule` (the head with the first), then the
-/// trailers with the request's status; gives the replies written and the status sent. No
-/// reply due: the status alone, as trailers only.
+/// reply writes one reply at each instant of `schedule`, numbered from 0, with its payload;
+/// see [`reply_numbered`].
 async fn reply(
+    respond: SendResponse<Bytes>,
+    status: u32,
+    schedule: impl IntoIterator<Item = (Instant, String)>,
+) -> (u64, u32) {
+    reply_numbered(respond, status, 0, schedule).await
+}
+
+/// reply_numbered writes one reply at each instant of `schedule` (the head with the first),
+/// numbered from `seq`, then the trailers with `status`; gives the replies written and the
+/// status sent. No reply due: the status alone, as trailers only.
+async fn reply_numbered(
     mut respond: SendResponse<Bytes>,
-    req: &ProbeRequest,
-    schedule: impl Iterator<Item = Instant>,
+    status: u32,
+    seq: u64,
+    schedule: impl IntoIterator<Item = (Instant, String)>,
 ) -> (u64, u32) {
     let mut out = None;
     let mut sent = 0u64;
-    for (seq, due) in schedule.enumerate() {
+    for (due, payload) in schedule {
         if crate::sleep::until(due).await.is_err() {
             return (sent, INTERNAL);
         }
@@ -145,8 +190,8 @@ async fn reply(
             return (sent, INTERNAL);
         };
         let message = ProbeReply {
-            seq: seq as u64,
-            payload: req.payload.clone(),
+            seq: seq + sent,
+            payload,
         }
         .encode_to_vec();
         if o.send_data(frame(&message), false).is_err() {
@@ -155,10 +200,10 @@ async fn reply(
         sent += 1;
     }
     match out {
-        None => (sent, only_status(respond, req.status)),
+        None => (sent, only_status(respond, status)),
         Some(mut o) => {
-            let _ = o.send_trailers(status_headers(req.status));
-            (sent, req.status)
+            let _ = o.send_trailers(status_headers(status));
+            (sent, status)
         }
     }
 }
@@ -213,12 +258,18 @@ mod tests {
             ..ProbeRequest::default()
         };
         let framed = frame(&req.encode_to_vec());
-        assert_eq!(decode(&framed), Some(req));
+        assert_eq!(decode(&framed), Some(vec![req.clone()]));
         assert_eq!(decode(&framed[..framed.len() - 1]), None, "short");
         let mut compressed = framed.to_vec();
         compressed[0] = 1;
         assert_eq!(decode(&compressed), None, "compressed");
-        assert_eq!(decode(b""), None);
-        assert_eq!(decode(&[0, 0, 0, 0, 0]), Some(ProbeRequest::default()));
+        assert_eq!(decode(b""), Some(vec![]), "no message");
+        assert_eq!(
+            decode(&[0, 0, 0, 0, 0]),
+            Some(vec![ProbeRequest::default()])
+        );
+        let two = [&framed[..], &framed[..]].concat();
+        assert_eq!(decode(&two), Some(vec![req.clone(), req]), "two in a row");
+        assert_eq!(decode(&two[..two.len() - 1]), None, "the second short");
     }
 }

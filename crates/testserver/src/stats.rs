@@ -89,6 +89,8 @@ pub struct TargetStats {
     pub idle_closed: u64,
     /// grpc_calls: gRPC calls answered (`grpc.rs`), whatever their status.
     pub grpc_calls: u64,
+    /// grpc_received: gRPC request messages read (one a unary call; a client stream's all).
+    pub grpc_received: u64,
     /// grpc_messages: gRPC reply messages written.
     pub grpc_messages: u64,
     /// grpc_failed: gRPC calls ended with a status other than OK.
@@ -98,7 +100,7 @@ pub struct TargetStats {
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 38] {
+    pub fn fields(&self) -> [(&'static str, u64); 39] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -136,6 +138,7 @@ impl TargetStats {
             ("ws_closed", self.ws_closed),
             ("idle_closed", self.idle_closed),
             ("grpc_calls", self.grpc_calls),
+            ("grpc_received", self.grpc_received),
             ("grpc_messages", self.grpc_messages),
             ("grpc_failed", self.grpc_failed),
         ]
@@ -183,6 +186,7 @@ pub(crate) struct Counters {
     ws_closed: AtomicU64,
     idle_closed: AtomicU64,
     grpc_calls: AtomicU64,
+    grpc_received: AtomicU64,
     grpc_messages: AtomicU64,
     grpc_failed: AtomicU64,
 }
@@ -233,10 +237,11 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// add_grpc counts a gRPC call answered with `messages` replies, `failed` when its status
-    /// was not OK.
-    pub(crate) fn add_grpc(&self, messages: u64, failed: bool) {
+    /// add_grpc counts a gRPC call of `received` request messages answered with `messages`
+    /// replies, `failed` when its status was not OK.
+    pub(crate) fn add_grpc(&self, received: u64, messages: u64, failed: bool) {
         self.grpc_calls.fetch_add(1, Ordering::Relaxed);
+        self.grpc_received.fetch_add(received, Ordering::Relaxed);
         self.grpc_messages.fetch_add(messages, Ordering::Relaxed);
         self.grpc_failed
             .fetch_add(u64::from(failed), Ordering::Relaxed);
@@ -333,6 +338,7 @@ impl Board {
                 ws_closed: sum.ws_closed + get(&c.ws_closed),
                 idle_closed: sum.idle_closed + get(&c.idle_closed),
                 grpc_calls: sum.grpc_calls + get(&c.grpc_calls),
+                grpc_received: sum.grpc_received + get(&c.grpc_received),
                 grpc_messages: sum.grpc_messages + get(&c.grpc_messages),
                 grpc_failed: sum.grpc_failed + get(&c.grpc_failed),
                 ..sum

@@ -145,7 +145,8 @@ Probes: server-wide behaviour whose truth is known (N slots, S service time, loa
   --idle-timeout T                 close an HTTP/1.1 connection idle for T between requests
                                    (FIN), as a keep-alive timeout does (uvicorn: 5s)
 /__stats: queue_* (capacity), queue_refused, contention_busy/peak/served, rate_accepted/refused,
-tasks_succeeded/failed/resubmitted, idle_closed.
+tasks_succeeded/failed/resubmitted, idle_closed, grpc_calls/received/messages/failed (the gRPC
+probe, examples/grpc/probe.proto).
 """
 
 

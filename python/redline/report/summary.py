@@ -138,7 +138,10 @@ def _statuses(result: Result) -> list[str]:
     grpc = result.data.get("grpc")
     if grpc:
         said = ", ".join(f"{name} {n}" for name, n in grpc["statuses"].items())
-        return [f"  gRPC statuses: {said or 'none'}"]
+        lines = [f"  gRPC statuses: {said or 'none'}"]
+        if grpc.get("client_streaming"):
+            lines.append(f"  Each call sent {grpc['messages_per_call']} messages (a client stream)")
+        return lines
     lines = []
     codes = sorted(result.status_codes.items())
     neither = [(c, n) for c, n in codes if not 200 <= c < 400]

@@ -41,14 +41,17 @@ def is_grpc(url: str) -> bool:
 @dataclass(frozen=True)
 class GrpcCall:
     """GrpcCall: one method's request as the engine sends it: the ``url`` of its HTTP/2 POST,
-    the framed message (``body``), whether the method streams its answer, and the names of
-    the method (``package.Service/Method``) and of its input message."""
+    the framed messages (``body``), whether the method streams its answer, the names of the
+    method (``package.Service/Method``) and of its input message, whether it streams its
+    request, and the messages a call sends (one, or a client stream's)."""
 
     url: str
     body: bytes
     server_streaming: bool
     method: str
     input: str
+    client_streaming: bool = False
+    messages: int = 1
 
 
 def prepare(
@@ -58,7 +61,9 @@ def prepare(
     import_paths: Iterable[str | os.PathLike[str]] = (),
 ) -> GrpcCall:
     """prepare reads the call ``url`` names from ``proto`` and encodes ``data`` (JSON text,
-    or ``@file``; none: ``{}``, every field its default) as its input message."""
+    or ``@file``; none: ``{}``, every field its default) as its input message; for a
+    client-streaming or bidirectional method a JSON array is that many messages, sent one
+    after another in each call (as ghz sends them)."""
     scheme = next((s for s in SCHEMES if url.lower().startswith(s)), "grpc://")
     authority, _, method = url[len(scheme) :].partition("/")
     if not authority or not method:
@@ -69,12 +74,11 @@ def prepare(
         raise ConfigError(f"a gRPC run needs --proto FILE: the .proto that defines {method}")
     raw = read_body(data)
     text = "{}" if raw is None else raw.decode("utf-8", errors="replace")
-    path, body, streaming, message = _engine.grpc_call(
+    path, body, streaming, message, client, messages = _engine.grpc_call(
         os.fspath(proto), method, text, [os.fspath(p) for p in import_paths]
     )
-    return GrpcCall(
-        f"{SCHEMES[scheme]}{authority}{path}", body, streaming, path.lstrip("/"), message
-    )
+    url = f"{SCHEMES[scheme]}{authority}{path}"
+    return GrpcCall(url, body, streaming, path.lstrip("/"), message, client, messages)
 
 
 def grpc_config(config: RunConfig, call: GrpcCall) -> RunConfig:
@@ -108,8 +112,8 @@ def refuse_grpc_options(url: str, proto: object, data: object, import_paths: obj
 
 def grpc_block(result: dict[str, Any], call: GrpcCall, url: str) -> dict[str, Any]:
     """grpc_block adds to a run's result what a gRPC run is: the URL as given, and its
-    ``grpc`` block (the method, whether its answer streams, and the calls by status name;
-    docs/schema/result.schema.json)."""
+    ``grpc`` block (the method, whether its answer and its request stream, the messages a call
+    sends, and the calls by status name; docs/schema/result.schema.json)."""
     names = _engine.GRPC_CODES
     codes = {int(c): int(n) for c, n in (result.get("status_codes") or {}).items()}
     statuses = {(names[c] if c < len(names) else str(c)): n for c, n in sorted(codes.items())}
@@ -118,6 +122,8 @@ def grpc_block(result: dict[str, Any], call: GrpcCall, url: str) -> dict[str, An
         "method": call.method,
         "input": call.input,
         "server_streaming": call.server_streaming,
+        "client_streaming": call.client_streaming,
+        "messages_per_call": call.messages,
         "statuses": statuses,
     }
     return result

@@ -151,8 +151,9 @@ class Target:
         and the WebSocket echo's (``/ws``) ``ws_sockets`` (upgrades), ``ws_received`` and
         ``ws_sent`` (messages), ``ws_dropped`` and ``ws_closed`` (sockets it ended); and
         ``idle_closed``, connections the idle timeout closed; and the gRPC probe's
-        (examples/grpc/probe.proto) ``grpc_calls``, ``grpc_messages`` (replies written) and
-        ``grpc_failed`` (calls ended with a status other than OK)."""
+        (examples/grpc/probe.proto) ``grpc_calls``, ``grpc_received`` (request messages read),
+        ``grpc_messages`` (replies written) and ``grpc_failed`` (calls ended with a status other
+        than OK)."""
         return dict(self._native.stats())
 
     def stop(self) -> None:
