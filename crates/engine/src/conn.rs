@@ -20,6 +20,7 @@ use tokio::net::TcpStream;
 
 use crate::failure::ErrorClass;
 use crate::http::ResponseReader;
+use crate::message::Response;
 use crate::metrics::ConnectionGauge;
 pub use crate::stamp::Stamps;
 use crate::stream::{Sink, Watch};
@@ -112,10 +113,10 @@ pub struct Conn {
     served: u64,
     /// gauge: the run's open connections, kept as sockets open and close.
     gauge: Arc<ConnectionGauge>,
-    /// capture: when set (scenario requests), the raw bytes of each response, head and
-    /// framing included, are copied into the buffer, up to the bound; None on the
-    /// single-request path, which keeps nothing.
-    pub capture: Option<(Vec<u8>, usize)>,
+    /// capture: when set (scenario requests), each response is kept in it as the reader
+    /// frames it (its head's fields, its body's payload); None on the single-request path,
+    /// which keeps nothing.
+    pub capture: Option<Response>,
     /// watch: `--stream`'s clock on each response as it arrives (see [`crate::stream`]).
     pub watch: Option<Box<Watch>>,
     /// tunnel: the CONNECT a socket to a proxy opens with (see [`crate::proxy`]).
@@ -376,7 +377,7 @@ impl Conn {
             // a read would check was dropped: wait for the answer at once.
             readable(stream, deadline).await?;
         }
-        if let Some((c, _)) = self.capture.as_mut() {
+        if let Some(c) = self.capture.as_mut() {
             c.clear(); // a resend starts the capture afresh
         }
         let mut bytes_in = 0u64;
@@ -387,12 +388,8 @@ impl Conn {
             if b.end > b.start {
                 let p = self
                     .reader
-                    .advance(&b.data[b.start..b.end])
+                    .advance_into(&b.data[b.start..b.end], self.capture.as_mut())
                     .map_err(|_| Trip::Failed(ErrorClass::Protocol))?;
-                if let Some((c, cap)) = self.capture.as_mut() {
-                    let room = cap.saturating_sub(c.len()).min(p.consumed);
-                    c.extend_from_slice(&b.data[b.start..b.start + room]);
-                }
                 b.start += p.consumed;
                 if let Some(w) = self.watch.as_deref_mut() {
                     let taken = self.reader.pieces.take();

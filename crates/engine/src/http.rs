@@ -16,6 +16,7 @@
 use std::fmt::Write as _;
 use std::mem::MaybeUninit;
 
+use crate::message::Response;
 use crate::stream::Pieces;
 use crate::target::Target;
 
@@ -199,7 +200,20 @@ impl ResponseReader {
     }
 
     /// advance consumes as much of `buf` as belongs to the current response.
+    #[inline]
     pub fn advance(&mut self, buf: &[u8]) -> Result<Progress, ParseError> {
+        self.advance_into(buf, None)
+    }
+
+    /// advance_into is [`ResponseReader::advance`] keeping the response in `keep` (a
+    /// scenario's): its head's status and fields, and its body's payload as it is framed.
+    // long: one arm per state of the response, read top to bottom (each hands its payload to
+    // `keep` where it frames it); helpers would pass the position and state back to loop on.
+    pub fn advance_into(
+        &mut self,
+        buf: &[u8],
+        mut keep: Option<&mut Response>,
+    ) -> Result<Progress, ParseError> {
         let mut pos = 0;
         loop {
             let rest = &buf[pos..];
@@ -210,10 +224,19 @@ impl ResponseReader {
                         complete: true,
                     })
                 }
-                State::Head => self.parse_head(rest)?,
+                State::Head => {
+                    let n = self.parse_head(rest)?;
+                    if let (Some(n), Some(k)) = (n, keep.as_deref_mut()) {
+                        head::keep(&rest[..n], self.status, k);
+                    }
+                    n
+                }
                 State::Body { remaining } => {
                     let n = remaining.min(rest.len() as u64);
                     self.body_bytes += n;
+                    if let Some(k) = keep.as_deref_mut() {
+                        k.payload(&rest[..n as usize]);
+                    }
                     if self.watch {
                         self.pieces.feed(&rest[..n as usize]);
                     }
@@ -230,6 +253,9 @@ impl ResponseReader {
                 State::ChunkData { remaining } => {
                     let n = remaining.min(rest.len() as u64);
                     self.body_bytes += n;
+                    if let Some(k) = keep.as_deref_mut() {
+                        k.payload(&rest[..n as usize]);
+                    }
                     if self.watch {
                         self.pieces.feed(&rest[..n as usize]);
                         if n == remaining {
@@ -256,6 +282,9 @@ impl ResponseReader {
                 State::Trailers => self.parse_trailer_line(rest)?,
                 State::UntilEof => {
                     self.body_bytes += rest.len() as u64;
+                    if let Some(k) = keep.as_deref_mut() {
+                        k.payload(rest);
+                    }
                     if self.watch {
                         self.pieces.feed(rest);
                     }
@@ -514,6 +543,21 @@ fn last_token_is(value: &[u8], token: &[u8]) -> bool {
     tokens(value)
         .last()
         .is_some_and(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// read_whole reads `raw`, one whole response, into a [`Response`] as a scenario's
+/// connection keeps it (tests build their responses so); what does not frame is left as far
+/// as it read.
+#[cfg(test)]
+pub(crate) fn read_whole(raw: &[u8]) -> Response {
+    let mut into = Response::default();
+    let mut r = ResponseReader::new(false);
+    if let Ok(p) = r.advance_into(raw, Some(&mut into)) {
+        if !p.complete {
+            let _ = r.finish();
+        }
+    }
+    into
 }
 
 /// idempotent says whether `method` is idempotent (RFC 9110 9.2.2): POST, PATCH, CONNECT and

@@ -13,8 +13,8 @@
 //! connection the same thing); [`Template`] (`http2_message.rs`) turns them into an `http::Request` once and reuses
 //! it while the bytes stay the same (every request of a plain run), so the per-request cost is
 //! a compare of ~100 bytes and a few reference-count bumps. Responses are counted through, not
-//! kept, except for a scenario, which gets them re-framed as HTTP/1.1 (status line, headers,
-//! body) so that its checks, extractions and cookie jar read them unchanged.
+//! kept, except for a scenario, which gets each one's status, header fields and DATA
+//! payload as a [`Response`] (`message.rs`), the same as HTTP/1.1's reader gives it.
 //!
 //! Errors are classed as the HTTP/1.1 path classes them, plus the two of HTTP/2: a stream the
 //! server refused or reset (RST_STREAM) is `rst_stream`, a request caught by the server's
@@ -36,7 +36,8 @@ use tokio::sync::Notify;
 use crate::conn::{Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
 use crate::http2_body::{grpc_status, read_body, within, Trip};
-use crate::http2_message::{head_size, reframe_head, Template};
+use crate::http2_message::{head_size, Template};
+use crate::message::Response;
 use crate::metrics::ConnectionGauge;
 use crate::stream::{is_event_stream, Sink, Watch};
 use crate::tls::TlsSettings;
@@ -302,7 +303,7 @@ pub struct Stream {
     seat: usize,
     template: Option<Template>,
     /// capture: see [`crate::conn::Conn::capture`].
-    pub capture: Option<(Vec<u8>, usize)>,
+    pub capture: Option<Response>,
     /// watch: see [`crate::conn::Conn::watch`]; its pieces are DATA frames, or the SSE
     /// events or gRPC messages they carry.
     pub watch: Option<Box<Watch>>,
@@ -466,7 +467,7 @@ impl Trip {
     async fn round_trip(
         mut handle: Handle<'_>,
         template: &Template,
-        capture: &mut Option<(Vec<u8>, usize)>,
+        capture: &mut Option<Response>,
         mut watch: Option<&mut Watch>,
         deadline: &mut Deadline,
         grpc: bool,
@@ -499,9 +500,12 @@ impl Trip {
             Poll::Ready(r.map(|r| {
                 let status = r.status().as_u16();
                 let size = head_size(r.headers());
-                if let Some((c, cap)) = capture.as_mut() {
+                if let Some(c) = capture.as_mut() {
                     c.clear();
-                    reframe_head(c, *cap, status, r.headers());
+                    c.head(status);
+                    for (n, v) in r.headers() {
+                        c.header(n.as_str().as_bytes(), v.as_bytes());
+                    }
                 }
                 if let Some(w) = watch.as_deref_mut() {
                     let events = r

@@ -11,6 +11,7 @@ use h2::RecvStream;
 
 use crate::conn::{classify, Deadline};
 use crate::failure::ErrorClass;
+use crate::message::Response;
 use crate::stream::Watch;
 
 /// RELEASE_AT is how much of a response's body a stream reads before it hands the window
@@ -36,7 +37,7 @@ const RELEASE_AT: usize = 1 << 20;
 pub(crate) async fn read_body(
     body: &mut RecvStream,
     deadline: &mut Deadline,
-    capture: &mut Option<(Vec<u8>, usize)>,
+    capture: &mut Option<Response>,
     mut watch: Option<&mut Watch>,
 ) -> Result<u64, Trip> {
     let mut held = 0usize;
@@ -59,9 +60,8 @@ pub(crate) async fn read_body(
         if let Some(w) = watch.as_deref_mut() {
             w.frame(&chunk, Instant::now(), bytes);
         }
-        if let Some((c, cap)) = capture.as_mut() {
-            let room = cap.saturating_sub(c.len()).min(chunk.len());
-            c.extend_from_slice(&chunk[..room]);
+        if let Some(c) = capture.as_mut() {
+            c.payload(&chunk);
         }
     }
     if let Some(w) = watch {

@@ -1,7 +1,7 @@
-//! HTTP/2 messages from and to the HTTP/1.1 bytes the rest of the engine speaks: a
-//! [`Template`] turns the request the plan rendered into an `http::Request` (the request line
-//! and `Host` as pseudo-headers, the connection-specific headers left out), and
-//! [`reframe_head`] writes a response head as HTTP/1.1 frames it, for a scenario's reader.
+//! HTTP/2 requests from the HTTP/1.1 bytes the plan renders: a [`Template`] turns them into an
+//! `http::Request` (the request line and `Host` as pseudo-headers, the connection-specific
+//! headers left out). A response goes the other way as a [`crate::message::Response`],
+//! never as HTTP/1.1 text.
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
@@ -14,21 +14,6 @@ pub(crate) fn head_size(headers: &HeaderMap) -> u64 {
         .map(|(n, v)| (n.as_str().len() + v.len() + 32) as u64)
         .sum::<u64>()
         + 32
-}
-
-/// reframe_head writes a response head as HTTP/1.1 frames it, for a scenario's reader.
-pub(crate) fn reframe_head(out: &mut Vec<u8>, cap: usize, status: u16, headers: &HeaderMap) {
-    use std::io::Write as _;
-    let mut head = Vec::with_capacity(256);
-    let _ = write!(head, "HTTP/1.1 {status} \r\n");
-    for (n, v) in headers {
-        head.extend_from_slice(n.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(v.as_bytes());
-        head.extend_from_slice(b"\r\n");
-    }
-    head.extend_from_slice(b"\r\n");
-    out.extend_from_slice(&head[..head.len().min(cap)]);
 }
 
 /// Template is an HTTP/1.1 request as HTTP/2 sends it: the request line and `Host` become
@@ -163,20 +148,5 @@ mod tests {
         ] {
             assert!(Template::parse(bad, false).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn reframed_heads_read_as_http1() {
-        let mut headers = HeaderMap::new();
-        headers.append("set-cookie", HeaderValue::from_static("a=1"));
-        headers.append("set-cookie", HeaderValue::from_static("b=2"));
-        let mut raw = Vec::new();
-        reframe_head(&mut raw, 1 << 20, 201, &headers);
-        raw.extend_from_slice(b"{\"id\":7}");
-        let mut p = crate::scenario::response::Parsed::default();
-        p.parse(&raw);
-        assert_eq!(p.body, b"{\"id\":7}");
-        let all: Vec<_> = p.headers_named(&raw, "set-cookie").collect();
-        assert_eq!(all, ["a=1", "b=2"]);
     }
 }

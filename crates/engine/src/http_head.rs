@@ -2,6 +2,7 @@
 //! reader framed, kept so that the same head again is recognised by one compare.
 
 use super::Framing;
+use crate::message::Response;
 
 /// FAST_HEADERS is how many headers [`fast_head`] reads; a head with more takes httparse's path.
 pub(super) const FAST_HEADERS: usize = 16;
@@ -194,5 +195,26 @@ impl HeadMemo {
             self.head.extend_from_slice(head);
             self.framing = Some(framing);
         }
+    }
+}
+
+/// keep puts a complete head the reader has framed (so one httparse accepts: the fast path
+/// and the memo read a subset of it) into a scenario's `into`: status `status` and every
+/// header field, values without the spaces around them. Only a captured response pays for
+/// this second look; the hot path keeps nothing.
+pub(super) fn keep(head: &[u8], status: u16, into: &mut Response) {
+    into.head(status);
+    let mut inline = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut inline);
+    let mut many;
+    if let Err(httparse::Error::TooManyHeaders) = resp.parse(head) {
+        // As the reader's own fallback: the head's lines bound its headers.
+        let lines = head.iter().filter(|&&b| b == b'\n').count();
+        many = vec![httparse::EMPTY_HEADER; lines + 1];
+        resp = httparse::Response::new(&mut many);
+        let _ = resp.parse(head);
+    }
+    for h in resp.headers.iter().filter(|h| !h.name.is_empty()) {
+        into.header(h.name.as_bytes(), h.value.trim_ascii());
     }
 }

@@ -558,3 +558,38 @@ fn a_reader_that_knows_the_last_head_frames_as_a_fresh_one() {
     assert!(feed_on(&mut r, &[HEADS[0]], false).is_ok());
     assert!(r.memo.get(HEADS[0]).is_some());
 }
+
+/// A scenario's response as the reader keeps it, whatever the split of the reads: the fields
+/// of the final head (an interim 100's dropped), every value of a repeated name, and the
+/// payload without chunk framing, extensions or trailers.
+#[test]
+fn kept_responses_whatever_the_split() {
+    // (label, response, status, body, X-A)
+    type Case<'a> = (&'a str, &'a [u8], u16, &'a str, Option<&'a str>);
+    let cases: &[Case] = &[
+        ("length", b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A:  1 \r\n\r\nhello", 200, "hello", Some("1")),
+        ("chunked", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nx-a: 2\r\n\r\n3;e=1\r\nhel\r\n2\r\nlo\r\n0\r\nT: 1\r\n\r\n", 200, "hello", Some("2")),
+        ("interim", b"HTTP/1.1 100 Continue\r\nX-A: 0\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n", 204, "", None),
+    ];
+    for (label, raw, status, body, xa) in cases {
+        for split in 1..raw.len() {
+            let mut kept = Response::default();
+            let mut r = ResponseReader::new(false);
+            let (mut buf, mut done) = (Vec::new(), false);
+            for piece in raw.chunks(split) {
+                buf.extend_from_slice(piece);
+                let p = r.advance_into(&buf, Some(&mut kept)).expect(label);
+                buf.drain(..p.consumed);
+                done = p.complete;
+            }
+            let got = (done, kept.status, kept.body.as_slice(), kept.first("x-a"));
+            let want = (true, *status, body.as_bytes(), *xa);
+            assert_eq!(got, want, "{label} /{split}");
+        }
+    }
+    let kept = read_whole(b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\n\r\n");
+    let cookies: Vec<_> = kept.headers_named("set-cookie").collect();
+    assert_eq!(cookies, ["a=1", "b=2"]);
+    // A head that does not parse keeps nothing.
+    assert_eq!(read_whole(b"nonsense").status, 0);
+}

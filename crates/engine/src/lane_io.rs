@@ -9,16 +9,16 @@ use crate::conn::Conn;
 use crate::failure::ErrorClass;
 use crate::flight::Sent;
 use crate::hosts::HostStats;
+use crate::message::Response;
 use crate::scenario::executor::{rests, Reply, Transport};
-use crate::scenario::response::MAX_CAPTURE;
 use crate::scenario::url::Origin;
 use crate::shared::Shared;
 use crate::wire::{Outgoing, Wire};
 
 impl Lane {
     /// exchange_captured is [`Lane::send`] of a scenario's request to `to` (None: the run's
-    /// host), with the raw response kept in `raw` (up to [`MAX_CAPTURE`] bytes) for the
-    /// flow's checks and extractions; `hop`: `bytes` is the GET of a redirect `req` follows.
+    /// host), with the response kept in `resp` (its body up to
+    /// [`crate::message::MAX_CAPTURE`] bytes) for the flow's checks and extractions; `hop`: `bytes` is the GET of a redirect `req` follows.
     /// The response (or failure) is booked in its origin's figures too.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn exchange_captured(
@@ -29,7 +29,7 @@ impl Lane {
         hop: bool,
         to: Option<Origin<'_>>,
         intended: Instant,
-        raw: &mut Vec<u8>,
+        resp: &mut Response,
     ) -> Reply {
         let (stat, head, idempotent) = if hop {
             (req.hop_stat, false, true)
@@ -48,8 +48,8 @@ impl Lane {
             },
         };
         self.host = host;
-        raw.clear();
-        super::on(&mut self.conn, &mut self.others, host).capture(std::mem::take(raw), MAX_CAPTURE);
+        resp.clear();
+        super::on(&mut self.conn, &mut self.others, host).capture(std::mem::take(resp));
         let out = Outgoing {
             bytes,
             head,
@@ -61,7 +61,7 @@ impl Lane {
             .send(s, out, stat, host, timeout, expected, intended)
             .await;
         if let Some(kept) = super::on(&mut self.conn, &mut self.others, host).captured() {
-            *raw = kept;
+            *resp = kept;
         }
         let mut rec = s.rec.borrow_mut();
         match reply {
@@ -202,10 +202,10 @@ impl Transport for LaneIo<'_> {
         hop: bool,
         to: Option<Origin<'_>>,
         intended: Instant,
-        raw: &mut Vec<u8>,
+        resp: &mut Response,
     ) -> Reply {
         self.lane
-            .exchange_captured(self.s, bytes, req, hop, to, intended, raw)
+            .exchange_captured(self.s, bytes, req, hop, to, intended, resp)
             .await
     }
 

@@ -35,6 +35,7 @@ pub(crate) mod http2_message;
 pub mod interval;
 pub(crate) mod job;
 pub(crate) mod lane;
+pub mod message;
 pub mod metrics;
 pub(crate) mod metronome;
 pub mod nofile;

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use crate::conn::{Conn, Deadline, Exchange, Failure};
 use crate::http2::Stream;
+use crate::message::Response;
 use crate::stream::Watch;
 
 /// Outgoing is one request as the lane hands it to the wire: its HTTP/1.1 bytes as rendered
@@ -100,12 +101,13 @@ impl Wire {
         }
     }
 
-    /// capture starts keeping each response's raw bytes (as HTTP/1.1 frames them), up to
-    /// `bound`, in `buf`, for a scenario's checks; [`Wire::captured`] hands them back.
-    pub fn capture(&mut self, buf: Vec<u8>, bound: usize) {
+    /// capture starts keeping each response (its status, header fields and body payload, as
+    /// the protocol read them) in `into`, for a scenario's checks; [`Wire::captured`] hands
+    /// it back.
+    pub fn capture(&mut self, into: Response) {
         match self {
-            Wire::H1(c) => c.capture = Some((buf, bound)),
-            Wire::H2(s) => s.capture = Some((buf, bound)),
+            Wire::H1(c) => c.capture = Some(into),
+            Wire::H2(s) => s.capture = Some(into),
         }
     }
 
@@ -118,10 +120,10 @@ impl Wire {
     }
 
     /// captured stops capturing and returns what was kept.
-    pub fn captured(&mut self) -> Option<Vec<u8>> {
+    pub fn captured(&mut self) -> Option<Response> {
         match self {
-            Wire::H1(c) => c.capture.take().map(|(kept, _)| kept),
-            Wire::H2(s) => s.capture.take().map(|(kept, _)| kept),
+            Wire::H1(c) => c.capture.take(),
+            Wire::H2(s) => s.capture.take(),
         }
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::json::find;
-use super::response::Parsed;
 use super::spec::PathSeg;
+use crate::message::Response;
 
 /// Check is one condition on a response.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +38,8 @@ pub struct Seen<'a> {
     pub status: u16,
     /// latency: how long the response took.
     pub latency: Duration,
-    /// resp: the parsed response.
-    pub resp: &'a Parsed,
+    /// resp: the response, as its protocol read it.
+    pub resp: &'a Response,
 }
 
 fn show(values: &[Value]) -> String {
@@ -129,8 +129,7 @@ mod tests {
     fn holds_or_names_why_not() {
         let raw: &[u8] =
             b"HTTP/1.1 202 Accepted\r\nContent-Length: 19\r\n\r\n{\"status\":\"FAILED\"}";
-        let mut resp = Parsed::default();
-        resp.parse(raw);
+        let resp = crate::http::read_whole(raw);
         let st = |op_not: bool, vals: &[&str]| Check::Json {
             path: vec![PathSeg::Key("status".into())],
             text: "$.status".into(),

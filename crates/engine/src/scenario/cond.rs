@@ -187,7 +187,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::scenario::response::Parsed;
 
     fn lit(v: serde_json::Value) -> Operand {
         Operand::lit(&v)
@@ -266,8 +265,7 @@ mod tests {
             ("empty and", Cond::All(vec![]), true),
             ("empty or", Cond::Any(vec![]), false),
         ];
-        let mut resp = Parsed::default();
-        resp.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
+        let resp = crate::http::read_whole(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}");
         for (label, c, want) in cases {
             let f = Facts {
                 vars: &vars,
@@ -283,8 +281,9 @@ mod tests {
 
     #[test]
     fn checks_judge_the_last_response() {
-        let mut resp = Parsed::default();
-        resp.parse(b"HTTP/1.1 200 OK\r\nContent-Length: 19\r\n\r\n{\"status\":\"FAILED\"}");
+        let resp = crate::http::read_whole(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 19\r\n\r\n{\"status\":\"FAILED\"}",
+        );
         let json_in = |vals: &[&str], negate: bool| {
             Cond::Check(Check::Json {
                 path: vec![crate::scenario::spec::PathSeg::Key("status".into())],

@@ -17,12 +17,12 @@ use super::cookies::CookieJar;
 use super::generator::entropy_seed;
 use super::host::{ask, Answer, Host};
 use super::render::{render, same_origin};
-use super::response::Parsed;
 use super::rng::Rng;
 use super::template::Scratch;
 use super::url::{self, Origin};
 use super::{Op, PyStep, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
 use crate::failure::ErrorClass;
+use crate::message::Response;
 pub use control::rests;
 
 /// MAX_REDIRECTS bounds the redirects one request follows.
@@ -52,7 +52,8 @@ pub trait Transport {
     /// exchange sends `bytes` (a whole request: `req`, or with `hop` the GET of a redirect
     /// it follows) to `to` (None: the run's host) meant to start at `intended`, records it
     /// under the request's name (with `hop`, its redirect name: [`Request::hop_stat`]), and
-    /// leaves the raw response in `raw`.
+    /// leaves the response in `resp` (its status, header fields and body, as the protocol
+    /// read them).
     async fn exchange(
         &mut self,
         bytes: &[u8],
@@ -60,7 +61,7 @@ pub trait Transport {
         hop: bool,
         to: Option<Origin<'_>>,
         intended: Instant,
-        raw: &mut Vec<u8>,
+        resp: &mut Response,
     ) -> Reply;
     /// pause waits `d` (think, poll interval); one that [`rests`] sheds widened read buffers.
     async fn pause(&mut self, d: Duration);
@@ -125,8 +126,8 @@ pub struct Vu {
     broken: Option<&'static str>,
     req: Vec<u8>,
     body: Vec<u8>,
-    raw: Vec<u8>,
-    parsed: Parsed,
+    /// resp: the last response, as its connection kept it.
+    resp: Response,
     loops: Vec<u32>,
     groups: Vec<(usize, Instant)>,
     setup_done: bool,
@@ -148,7 +149,7 @@ pub struct Vu {
     /// own), where its failed checks go, so that each name's failures are its requests'.
     stat: usize,
     /// latency: the last response's, for conditions that check it (its status and body
-    /// are in `parsed`).
+    /// are in `resp`).
     latency: Duration,
     /// sent_any: a request was sent (a loop's failure is booked on the last one).
     sent_any: bool,
@@ -174,8 +175,7 @@ impl Vu {
             // must not each hold a page they never fill.
             req: Vec::new(),
             body: Vec::new(),
-            raw: Vec::new(),
-            parsed: Parsed::default(),
+            resp: Response::default(),
             loops: vec![0; script.depth],
             groups: Vec::new(),
             setup_done: false,
@@ -396,7 +396,7 @@ impl Vu {
             let seen = Seen {
                 status,
                 latency,
-                resp: &self.parsed,
+                resp: &self.resp,
             };
             let done = until.iter().all(|c| c.holds(&seen));
             if done {
@@ -424,7 +424,7 @@ impl Vu {
         let seen = Seen {
             status,
             latency,
-            resp: &self.parsed,
+            resp: &self.resp,
         };
         for c in &req.checks {
             if let Some(reason) = c.eval(&seen) {
@@ -438,7 +438,7 @@ impl Vu {
                 self.locs.resize_with(x.slot + 1, || None);
             }
             let locs = &mut self.locs[x.slot];
-            let r = x.run(&self.raw, &self.parsed, &mut value, locs);
+            let r = x.run(&self.resp, &mut value, locs);
             self.vars[x.slot] = value;
             if let Err(reason) = r {
                 t.fail(now, self.stat, &reason);
@@ -449,7 +449,7 @@ impl Vu {
     }
 
     /// request sends `req` (following redirects if it says so, to any host) and reads its
-    /// response into `self.parsed`; a transport failure, a URL that makes no request or a
+    /// response into `self.resp`; a transport failure, a URL that makes no request or a
     /// 4xx/5xx the request does not expect ends the iteration.
     // long: one loop over a request and the redirects it follows, read top to bottom; each
     // hop's URL, split in place (borrowed from `self.url`), lives across the exchange and the
@@ -500,7 +500,7 @@ impl Vu {
                     hops > 0,
                     split.origin,
                     intended,
-                    &mut self.raw,
+                    &mut self.resp,
                 )
                 .await;
             let (status, latency) = match reply {
@@ -512,9 +512,8 @@ impl Vu {
                 Reply::Answered { status, latency } => (status, latency),
             };
             self.latency = latency;
-            self.parsed.parse(&self.raw);
             let host = split.origin.map_or(script.host.as_str(), |o| o.host);
-            for c in self.parsed.headers_named(&self.raw, "set-cookie") {
+            for c in self.resp.headers_named("set-cookie") {
                 self.jar.store(c, host);
             }
             if let Some(reason) = self.broken.take() {
@@ -535,10 +534,7 @@ impl Vu {
             }
             let redirect =
                 req.follow_redirects && (300..400).contains(&status) && hops < MAX_REDIRECTS;
-            let Some(location) = redirect
-                .then(|| self.parsed.header(&self.raw, "location"))
-                .flatten()
-            else {
+            let Some(location) = redirect.then(|| self.resp.first("location")).flatten() else {
                 self.tally(req, t, intended);
                 return Ok((status, latency));
             };
@@ -584,7 +580,7 @@ impl Vu {
     /// path, under the request's own name (a redirect it followed included).
     fn tally<T: Transport>(&mut self, req: &Request, t: &mut T, intended: Instant) {
         if let Some(path) = &req.tally {
-            super::tally::value_of(&self.parsed.body, path, &mut self.tallied);
+            super::tally::value_of(&self.resp.body, path, &mut self.tallied);
             t.tally(intended, req.stat, &self.tallied);
         }
     }

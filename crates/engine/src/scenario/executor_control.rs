@@ -61,9 +61,9 @@ impl Vu {
         cond.holds(&Facts {
             vars: &self.vars,
             seen: Seen {
-                status: self.parsed.status,
+                status: self.resp.status,
                 latency: self.latency,
-                resp: &self.parsed,
+                resp: &self.resp,
             },
         })
     }
@@ -92,9 +92,9 @@ impl Vu {
     }
 }
 
-/// RAW_KEEP: the largest response copy a VU keeps while it rests ([`Vu::let_go`]); the
-/// answers of an API's flow (a task's status, a token) fit, and are copied without allocating.
-const RAW_KEEP: usize = 1024;
+/// FIELDS_KEEP: the most header bytes a VU keeps while it rests ([`Vu::let_go`]); the heads
+/// of an API's flow fit, and are kept without allocating.
+const FIELDS_KEEP: usize = 1024;
 
 /// REST: the shortest wait in which a VU gives back what a large answer grew ([`rests`]).
 /// Ten thousand VUs that think for seconds must not each hold their largest answer; a VU that
@@ -109,13 +109,12 @@ pub fn rests(d: Duration) -> bool {
 }
 
 impl Vu {
-    /// let_go drops the copy of a response larger than [`RAW_KEEP`] (extractions have read it;
-    /// conditions read `parsed`, never the copy): ten thousand thinking VUs each holding their
-    /// largest answer took 3-8 KiB a VU. The lane calls it as its VU waits between iterations.
+    /// let_go gives back the header fields of a head larger than [`FIELDS_KEEP`] (checks and
+    /// extractions have read them; conditions read only the status and the body, which stay).
+    /// The body's copy is the only one: no HTTP/1.1 text of the response is kept beside it,
+    /// whatever the protocol. The lane calls it as its VU waits between iterations.
     pub fn let_go(&mut self) {
-        if self.raw.capacity() > RAW_KEEP {
-            self.raw = Vec::new();
-        }
+        self.resp.shed_fields(FIELDS_KEEP);
     }
 
     /// idle waits `d` (a think, a poll's interval) as a VU at rest: a wait that [`rests`]

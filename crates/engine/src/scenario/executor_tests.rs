@@ -52,7 +52,7 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
         hop: bool,
         to: Option<crate::scenario::url::Origin<'_>>,
         _: Instant,
-        raw: &mut Vec<u8>,
+        kept: &mut crate::message::Response,
     ) -> Reply {
         self.to
             .push(to.map_or_else(String::new, |o| o.authority.to_string()));
@@ -65,8 +65,7 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
         if status == 0 {
             return Reply::Failed(ErrorClass::Timeout);
         }
-        raw.clear();
-        raw.extend_from_slice(resp.as_bytes());
+        *kept = crate::http::read_whole(resp.as_bytes());
         Reply::Answered {
             status,
             latency: Duration::from_millis(2),

@@ -7,8 +7,8 @@ use regex::bytes::{CaptureLocations, Regex};
 use serde_json::Value;
 
 use super::json::find;
-use super::response::Parsed;
 use super::spec::PathSeg;
+use crate::message::Response;
 
 /// Source is where an extraction looks.
 #[derive(Debug, Clone)]
@@ -69,12 +69,11 @@ impl Extract {
     /// so that a regex extraction allocates nothing per response.
     pub fn run(
         &self,
-        raw: &[u8],
-        resp: &Parsed,
+        resp: &Response,
         out: &mut String,
         locs: &mut Option<CaptureLocations>,
     ) -> Result<(), String> {
-        match (self.find(raw, resp, out, locs), &self.default) {
+        match (self.find(resp, out, locs), &self.default) {
             (Ok(()), _) => Ok(()),
             (Err(_), Some(d)) => {
                 out.clear();
@@ -104,8 +103,7 @@ impl Extract {
     /// find writes the value found into `out`, or says why there is none.
     fn find(
         &self,
-        raw: &[u8],
-        resp: &Parsed,
+        resp: &Response,
         out: &mut String,
         locs: &mut Option<CaptureLocations>,
     ) -> Result<(), Miss> {
@@ -123,7 +121,7 @@ impl Extract {
                 Ok(())
             }
             Source::Header(name) => {
-                let v = resp.header(raw, name).ok_or(Miss::NotFound)?;
+                let v = resp.first(name).ok_or(Miss::NotFound)?;
                 out.clear();
                 out.push_str(v);
                 Ok(())
@@ -156,8 +154,7 @@ mod tests {
     fn extracts_from_each_source() {
         let raw: &[u8] =
             b"HTTP/1.1 200 OK\r\nLocation: /t/9\r\nContent-Length: 40\r\n\r\n{\"id\":\"ab\",\"n\":[1,2,3],\"o\":{\"k\":true}}";
-        let mut resp = Parsed::default();
-        resp.parse(raw);
+        let resp = crate::http::read_whole(raw);
         let cases: Vec<(&str, Source, Result<&str, &str>)> = vec![
             (
                 "json string",
@@ -221,7 +218,7 @@ mod tests {
                 source,
                 default: None,
             }
-            .run(raw, &resp, &mut out, &mut None);
+            .run(&resp, &mut out, &mut None);
             match want {
                 Ok(v) => {
                     assert_eq!(got, Ok(()), "{label}");
@@ -235,15 +232,14 @@ mod tests {
     #[test]
     fn a_default_stands_for_a_missing_value_and_the_status_is_there() {
         let raw: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
-        let mut resp = Parsed::default();
-        resp.parse(raw);
+        let resp = crate::http::read_whole(raw);
         let x = Extract {
             slot: 0,
             source: Source::Header("x-next".into()),
             default: Some("none".into()),
         };
         let mut out = "old".to_string();
-        assert_eq!(x.run(raw, &resp, &mut out, &mut None), Ok(()));
+        assert_eq!(x.run(&resp, &mut out, &mut None), Ok(()));
         assert_eq!(out, "none");
         // The status is always there.
         let x = Extract {
@@ -251,15 +247,14 @@ mod tests {
             source: Source::Status,
             default: None,
         };
-        assert_eq!(x.run(raw, &resp, &mut out, &mut None), Ok(()));
+        assert_eq!(x.run(&resp, &mut out, &mut None), Ok(()));
         assert_eq!(out, "200");
     }
 
     #[test]
     fn a_body_that_is_not_json_is_a_reason() {
         let raw: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
-        let mut resp = Parsed::default();
-        resp.parse(raw);
+        let resp = crate::http::read_whole(raw);
         let x = Extract {
             slot: 0,
             source: Source::Json {
@@ -268,7 +263,7 @@ mod tests {
             },
             default: None,
         };
-        let got = x.run(raw, &resp, &mut String::new(), &mut None);
+        let got = x.run(&resp, &mut String::new(), &mut None);
         assert_eq!(got, Err("extract $.id: body is not JSON".to_string()));
     }
 }

@@ -24,7 +24,6 @@ pub mod generator;
 pub mod host;
 pub mod json;
 pub mod render;
-pub mod response;
 pub mod rng;
 pub mod spec;
 pub mod stats;
