@@ -84,7 +84,12 @@ fn main() {
         if !quiet {
             eprintln!(
                 "t={:6.1}s req={:7} err={:4} p50={:7.2}ms p99={:7.2}ms conns={}",
-                s.t_s, s.requests, s.errors, s.p50_ms, s.p99_ms, s.active_connections
+                s.t_s,
+                s.requests,
+                s.errors,
+                s.latency.p50_ms,
+                s.latency.p99_ms,
+                s.active_connections
             );
         }
     };

@@ -86,6 +86,60 @@ impl LatencySummary {
     }
 }
 
+/// IntervalPercentiles is the percentile table an interval's figures carry, keyed in
+/// milliseconds (`p50_ms` ... `p99_9_ms`, `mean_ms`, `max_ms`): an interval's latency and each
+/// of its streamed figures, flattened into them, so the keys are spelt once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct IntervalPercentiles {
+    /// p50_ms: median.
+    pub p50_ms: f64,
+    /// p90_ms: 90th percentile.
+    pub p90_ms: f64,
+    /// p95_ms: 95th percentile.
+    pub p95_ms: f64,
+    /// p99_ms: 99th percentile.
+    pub p99_ms: f64,
+    /// p99_9_ms: 99.9th percentile.
+    pub p99_9_ms: f64,
+    /// mean_ms: mean; weighted by the values' count it averages over several intervals
+    /// exactly, as no percentile does (merge their histograms for those).
+    pub mean_ms: f64,
+    /// max_ms: largest.
+    pub max_ms: f64,
+}
+
+impl IntervalPercentiles {
+    /// from_histogram reads a microsecond histogram (all zeros when it is empty).
+    pub fn from_histogram(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return IntervalPercentiles::default();
+        }
+        let q = |p: f64| h.value_at_quantile(p) as f64 / 1000.0;
+        IntervalPercentiles {
+            p50_ms: q(0.5),
+            p90_ms: q(0.9),
+            p95_ms: q(0.95),
+            p99_ms: q(0.99),
+            p99_9_ms: q(0.999),
+            mean_ms: h.mean() / 1000.0,
+            max_ms: h.max() as f64 / 1000.0,
+        }
+    }
+}
+
+/// table_between tells whether `json` holds the flattened [`IntervalPercentiles`] right
+/// between its keys `before` and `after`, in the table's order: the tests' check that a
+/// flattened table keeps the keys where they were.
+#[cfg(test)]
+pub(crate) fn table_between(json: &str, before: &str, after: &str) -> bool {
+    let table = [
+        "p50_ms", "p90_ms", "p95_ms", "p99_ms", "p99_9_ms", "mean_ms", "max_ms",
+    ];
+    let keys = std::iter::once(before).chain(table).chain([after]);
+    let at: Vec<Option<usize>> = keys.map(|k| json.find(&format!("\"{k}\":"))).collect();
+    at.iter().all(Option::is_some) && at.windows(2).all(|w| w[0] < w[1])
+}
+
 /// encode_histogram serialises a histogram as base64 of the V2 deflate format, which
 /// HdrHistogram libraries in every language can decode and merge.
 pub fn encode_histogram(h: &Histogram<u64>) -> String {

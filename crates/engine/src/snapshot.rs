@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::failure::ErrorCounts;
-use crate::hdr::encode_histogram;
+use crate::hdr::{encode_histogram, IntervalPercentiles};
 use crate::interval::{IntervalData, IterationCounts};
 use crate::statuses::StatusSnapshot;
 use crate::stream_series::StreamSnapshot;
@@ -28,21 +28,11 @@ pub struct IntervalSnapshot {
     pub errors: u64,
     /// errors_by_class: those failures by class.
     pub errors_by_class: ErrorCounts,
-    /// p50_ms: median latency.
-    pub p50_ms: f64,
-    /// p90_ms: 90th percentile latency.
-    pub p90_ms: f64,
-    /// p95_ms: 95th percentile latency.
-    pub p95_ms: f64,
-    /// p99_ms: 99th percentile latency.
-    pub p99_ms: f64,
-    /// p99_9_ms: 99.9th percentile latency.
-    pub p99_9_ms: f64,
-    /// mean_ms: mean latency; weighted by `requests` it averages over several intervals
-    /// exactly, as no percentile does (merge `histogram`s for those).
-    pub mean_ms: f64,
-    /// max_ms: slowest response.
-    pub max_ms: f64,
+    /// latency: the responses' latency, flattened (`p50_ms` ... `max_ms`); its `mean_ms`
+    /// weighted by `requests` averages over several intervals exactly, as no percentile does
+    /// (merge `histogram`s for those).
+    #[serde(flatten)]
+    pub latency: IntervalPercentiles,
     /// active_connections: connections open at the end of the interval (counted when they
     /// connect, over all threads).
     pub active_connections: u64,
@@ -121,30 +111,13 @@ impl IntervalSnapshot {
     ) -> Self {
         let len = (t1 - t0).max(1e-9);
         let h = &d.latency;
-        let q = |p: f64| {
-            if h.is_empty() {
-                0.0
-            } else {
-                h.value_at_quantile(p) as f64 / 1000.0
-            }
-        };
         IntervalSnapshot {
             t_s: t1,
             warmup,
             requests: d.requests,
             errors: d.errors,
             errors_by_class: d.errors_by_class,
-            p50_ms: q(0.5),
-            p90_ms: q(0.9),
-            p95_ms: q(0.95),
-            p99_ms: q(0.99),
-            p99_9_ms: q(0.999),
-            mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
-            max_ms: if h.is_empty() {
-                0.0
-            } else {
-                h.max() as f64 / 1000.0
-            },
+            latency: IntervalPercentiles::from_histogram(h),
             active_connections: d.active_connections,
             fd_refused: 0,
             in_flight: d.in_flight,
@@ -216,9 +189,10 @@ mod tests {
         d.in_flight = 7;
         let s = IntervalSnapshot::from_data(&d, 0.0, 1.0, false, None);
         let near = |got: f64, want: f64| (got - want).abs() <= want * 0.001;
-        assert!(near(s.mean_ms, 500.5), "mean {}", s.mean_ms);
-        assert!(near(s.p99_9_ms, 999.0), "p99.9 {}", s.p99_9_ms);
-        assert!(near(s.p99_ms, 990.0), "p99 {}", s.p99_ms);
+        let l = s.latency;
+        assert!(near(l.mean_ms, 500.5), "mean {}", l.mean_ms);
+        assert!(near(l.p99_9_ms, 999.0), "p99.9 {}", l.p99_9_ms);
+        assert!(near(l.p99_ms, 990.0), "p99 {}", l.p99_ms);
         assert_eq!(s.in_flight, 7);
         let h = decode(&s.histogram);
         assert_eq!(h.len(), 1000, "the histogram holds every response");
@@ -227,13 +201,14 @@ mod tests {
             d.latency.value_at_quantile(0.999)
         );
         let v = serde_json::to_value(&s).expect("serialises");
-        for key in [
-            "mean_ms",
-            "p99_9_ms",
-            "in_flight",
-            "in_flight_mean",
-            "histogram",
-        ] {
+        // The percentiles stand where they always did: after `errors_by_class`, before
+        // `active_connections`, in this order.
+        let json = serde_json::to_string(&s).expect("serialises");
+        assert!(
+            crate::hdr::table_between(&json, "errors_by_class", "active_connections"),
+            "{json}"
+        );
+        for key in ["in_flight", "in_flight_mean", "histogram"] {
             assert!(v.get(key).is_some(), "missing {key}");
         }
 
@@ -245,7 +220,10 @@ mod tests {
             false,
             None,
         );
-        assert_eq!((e.mean_ms, e.p99_9_ms, e.in_flight), (0.0, 0.0, 0));
+        assert_eq!(
+            (e.latency.mean_ms, e.latency.p99_9_ms, e.in_flight),
+            (0.0, 0.0, 0)
+        );
         assert!(decode(&e.histogram).is_empty());
     }
 }

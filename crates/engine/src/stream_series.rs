@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::completion::CompletionTotals;
-use crate::hdr::encode_histogram;
+use crate::hdr::{encode_histogram, IntervalPercentiles};
 use crate::stream::StreamTotals;
 use hdrhistogram::Histogram;
 
@@ -18,20 +18,10 @@ use hdrhistogram::Histogram;
 pub struct FigureSnapshot {
     /// count: values recorded in the interval.
     pub count: u64,
-    /// p50_ms: median.
-    pub p50_ms: f64,
-    /// p90_ms: 90th percentile.
-    pub p90_ms: f64,
-    /// p95_ms: 95th percentile.
-    pub p95_ms: f64,
-    /// p99_ms: 99th percentile.
-    pub p99_ms: f64,
-    /// p99_9_ms: 99.9th percentile.
-    pub p99_9_ms: f64,
-    /// mean_ms: mean; weighted by `count` it averages over intervals exactly.
-    pub mean_ms: f64,
-    /// max_ms: largest.
-    pub max_ms: f64,
+    /// percentiles: the values' table, flattened (`p50_ms` ... `max_ms`); its `mean_ms`
+    /// weighted by `count` averages over intervals exactly.
+    #[serde(flatten)]
+    pub percentiles: IntervalPercentiles,
     /// histogram: the values (µs, base64 HdrHistogram V2 deflate), to merge over a span.
     pub histogram: String,
 }
@@ -39,26 +29,9 @@ pub struct FigureSnapshot {
 impl FigureSnapshot {
     /// new reads a µs histogram (zeros when it is empty, as an empty interval's latency).
     pub fn new(h: &Histogram<u64>) -> Self {
-        let q = |p: f64| {
-            if h.is_empty() {
-                0.0
-            } else {
-                h.value_at_quantile(p) as f64 / 1000.0
-            }
-        };
         FigureSnapshot {
             count: h.len(),
-            p50_ms: q(0.5),
-            p90_ms: q(0.9),
-            p95_ms: q(0.95),
-            p99_ms: q(0.99),
-            p99_9_ms: q(0.999),
-            mean_ms: if h.is_empty() { 0.0 } else { h.mean() / 1000.0 },
-            max_ms: if h.is_empty() {
-                0.0
-            } else {
-                h.max() as f64 / 1000.0
-            },
+            percentiles: IntervalPercentiles::from_histogram(h),
             histogram: encode_histogram(h),
         }
     }
@@ -151,9 +124,16 @@ mod tests {
         assert_eq!((s.events_per_s, s.chunks_per_s), (60.0, 60.0));
         assert_eq!(s.first_byte.count, 3);
         let near = |got: f64, want: f64| (got - want).abs() <= want * 0.001;
-        assert!(near(s.first_byte.p50_ms, 200.0), "{}", s.first_byte.p50_ms);
-        assert!(near(s.first_byte.mean_ms, 200.0));
-        assert!(near(s.chunk_gap.max_ms, 20.0));
+        let first_byte = s.first_byte.percentiles;
+        assert!(near(first_byte.p50_ms, 200.0), "{}", first_byte.p50_ms);
+        assert!(near(first_byte.mean_ms, 200.0));
+        assert!(near(s.chunk_gap.percentiles.max_ms, 20.0));
+        // The keys, in order: `count`, the table flattened, `histogram`.
+        let json = serde_json::to_string(&s.chunk_gap).expect("serialises");
+        assert!(
+            crate::hdr::table_between(&json, "count", "histogram"),
+            "{json}"
+        );
         assert!(s.completion.is_none(), "no token, no completion block");
 
         t.completion.tokens = 40;
@@ -162,8 +142,12 @@ mod tests {
         let s = StreamSnapshot::new(&t, 2.0);
         let c = s.completion.expect("a token came");
         assert_eq!((c.output_tokens, c.output_tokens_per_s), (40, 20.0));
-        assert!(near(c.ttft.p99_ms, 50.0));
+        assert!(near(c.ttft.percentiles.p99_ms, 50.0));
         assert_eq!(c.itl.count, 0);
-        assert_eq!(c.itl.p99_ms, 0.0, "empty: zeros");
+        assert_eq!(
+            c.itl.percentiles,
+            IntervalPercentiles::default(),
+            "empty: zeros"
+        );
     }
 }

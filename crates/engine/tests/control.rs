@@ -245,7 +245,7 @@ fn users_joining_on_a_ramp_start_spread_over_it_not_in_batches() {
             worst < Duration::from_millis(150),
             "{label}: a user {worst:?} off the ramp"
         );
-        let max_ms = snaps.iter().map(|s| s.max_ms).fold(0.0, f64::max);
+        let max_ms = snaps.iter().map(|s| s.latency.max_ms).fold(0.0, f64::max);
         eprintln!(
             "{label}: {} new users, at most {busiest} in 50 ms, max latency {max_ms} ms",
             new.len()

@@ -134,7 +134,7 @@ fn in_flight_mean_obeys_littles_law() {
         assert!((9.5..=10.0 + 1e-9).contains(&l), "t {}: L {l}", s.t_s);
         time += s.t_s - t0;
         done += s.requests as f64;
-        waited += s.requests as f64 * s.mean_ms / 1000.0;
+        waited += s.requests as f64 * s.latency.mean_ms / 1000.0;
         area += l * (s.t_s - t0);
     }
     let (l, lambda_w) = (area / time, done / time * (waited / done));
