@@ -126,7 +126,11 @@ def test_a_bad_watch_is_one_line_before_any_load(target):
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "--watch api=pid:x: pid takes a number" in p.stderr
     assert served(target) == before
+    # With --vary (616f5a8), a spec's placeholders are checked before any configuration starts.
     p = run_cli(
-        "run", target.url, "--vary", "N=1,2", "--monitor-cmd", "true {N}", "--watch", "a=pid:1"
-    )
-    assert p.returncode == 2 and "--watch does not go with --vary" in p.stderr, p.stderr
+        "run", target.url, "--vary", "N=1,2", "--monitor-cmd", "true {N}",
+        "--watch", "a=pid:{M}", "-d", "1s",
+    )  # fmt: skip
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "--watch a=pid:{M}: unknown placeholder {M}" in p.stderr, p.stderr
+    assert served(target) == before
