@@ -39,21 +39,8 @@ class TlsServer:
 
 
 @pytest.fixture(scope="module")
-def cert_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """(ca.pem, cert.pem, key.pem) for 127.0.0.1 and localhost."""
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    d = tmp_path_factory.mktemp("target-tls")
-    files = (d / "ca.pem", d / "cert.pem", d / "key.pem")
-    ca.cert_pem.write_to_path(str(files[0]))
-    cert.cert_chain_pems[0].write_to_path(str(files[1]))
-    cert.private_key_pem.write_to_path(str(files[2]))
-    return files
-
-
-@pytest.fixture(scope="module")
-def tls_server(cert_files: tuple[Path, Path, Path]) -> Iterator[TlsServer]:
-    ca_pem, cert_pem, key_pem = cert_files
+def tls_server(tls_files: tuple[Path, Path, Path]) -> Iterator[TlsServer]:
+    ca_pem, cert_pem, key_pem = tls_files
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert_pem, key_pem)
 
@@ -188,8 +175,8 @@ def test_https_to_a_plain_http_server_says_so(target: redline.Target) -> None:
     assert len(lines) == 1 and "TLS handshake" in lines[0], p.stderr
 
 
-def test_the_target_serves_https(cert_files: tuple[Path, Path, Path]) -> None:
-    ca_pem, cert_pem, key_pem = cert_files
+def test_the_target_serves_https(tls_files: tuple[Path, Path, Path]) -> None:
+    ca_pem, cert_pem, key_pem = tls_files
     with redline.Target(threads=1, tls_cert=cert_pem, tls_key=key_pem) as t:
         assert t.url.startswith("https://127.0.0.1:")
         closed = redline.run(t.url + "/?size=2000", connections=8, requests=2000, cacert=ca_pem)
@@ -204,8 +191,8 @@ def test_the_target_serves_https(cert_files: tuple[Path, Path, Path]) -> None:
         assert t.stats()["requests"] == 2000 + opened.requests + 50
 
 
-def test_target_cli_tls_flags_go_together(cert_files: tuple[Path, Path, Path]) -> None:
-    p = run_cli("target", "--tls-cert", str(cert_files[1]))
+def test_target_cli_tls_flags_go_together(tls_files: tuple[Path, Path, Path]) -> None:
+    p = run_cli("target", "--tls-cert", str(tls_files[1]))
     assert p.returncode == 2 and "--tls-key" in p.stderr and "Traceback" not in p.stderr
     p = run_cli("target", "--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem")
     assert p.returncode == 2, p.stderr
