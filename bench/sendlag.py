@@ -45,9 +45,10 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 
 
-def program(port: int) -> list[tuple[int, int, int, int]]:
+def program(port: int, *, source: bool = False, snap: int = 64) -> list[tuple[int, int, int, int]]:
     """program is the classic BPF filter that keeps an outgoing IPv4 TCP segment to ``port``
-    that carries data (a request's bytes, not an ACK): (code, jt, jf, k) a line."""
+    (from it, with ``source``: an answer, as bench/wiregap.py reads them) that carries data (a
+    request's bytes, not an ACK), its first ``snap`` bytes: (code, jt, jf, k) a line."""
     drop, keep = 19, 18
 
     def j(i: int, code: int, k: int, yes: int, no: int) -> tuple[int, int, int, int]:
@@ -61,7 +62,7 @@ def program(port: int) -> list[tuple[int, int, int, int]]:
         (0x30, 0, 0, 23),  # 4: A = IP protocol
         j(5, 0x15, 6, 6, drop),  # 5: TCP?
         (0xB1, 0, 0, 14),  # 6: X = IP header length
-        (0x48, 0, 0, 16),  # 7: A = TCP destination port
+        (0x48, 0, 0, 14 if source else 16),  # 7: A = TCP source (destination) port
         j(8, 0x15, port, 9, drop),  # 8: the server's?
         (0x50, 0, 0, 26),  # 9: A = TCP data offset byte
         (0x74, 0, 0, 4),  # 10: A >>= 4
@@ -72,9 +73,24 @@ def program(port: int) -> list[tuple[int, int, int, int]]:
         (0x07, 0, 0, 0),  # 15: X = A
         (0x60, 0, 0, 0),  # 16: A = M[0]
         j(17, 0x3D, 0, drop, keep),  # 17: header >= segment: no data
-        (0x06, 0, 0, 64),  # 18: keep (64 bytes of it)
+        (0x06, 0, 0, snap),  # 18: keep (its first snap bytes)
         (0x06, 0, 0, 0),  # 19: drop
     ]
+
+
+def tap(prog: list[tuple[int, int, int, int]]) -> socket.socket:
+    """tap is a packet socket on the loopback that keeps what the BPF ``prog`` keeps, each
+    packet with the kernel's stamp of its passing (SO_TIMESTAMPNS); reads time out at 0.2 s."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    code = b"".join(struct.pack("HBBI", *insn) for insn in prog)
+    buf = ctypes.create_string_buffer(code)
+    fprog = struct.pack("HL", len(code) // 8, ctypes.addressof(buf))
+    s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
+    s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 256 << 20)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    s.bind(("lo", 0))
+    s.settimeout(0.2)
+    return s
 
 
 def capture(port: int, out: Path) -> None:
@@ -88,15 +104,7 @@ def capture(port: int, out: Path) -> None:
         stop = True
 
     signal.signal(signal.SIGTERM, on_term)
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    code = b"".join(struct.pack("HBBI", *insn) for insn in program(port))
-    buf = ctypes.create_string_buffer(code)
-    fprog = struct.pack("HL", len(code) // 8, ctypes.addressof(buf))
-    s.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
-    s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 256 << 20)
-    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    s.bind(("lo", 0))
-    s.settimeout(0.2)
+    s = tap(program(port))
     stamps = array("q")
     space = socket.CMSG_SPACE(16)
     print("ready", flush=True)

@@ -9,11 +9,13 @@ server's, the p50 and p99 of the first byte and of the gaps (medians over the ru
 gap p99, and the p99 of all their gaps pooled (their histograms merged), against the probe's
 truth: 200 ms and 20 ms.
 
-    .venv/bin/python bench/stream_gap.py [--reps 5] [--baseline [NAME=]DIR] [--no-record]
+    .venv/bin/python bench/stream_gap.py [--reps 5] [--baseline [NAME=]DIR] [--wire] [--no-record]
 
 --baseline DIR adds the rows of another build (DIR: a copy of python/ holding its extension),
 as in bench/http1.py: its client against its server, and each client against the other's
-server, so that a change on either side shows as such. NAME=DIR names it. The table is
+server, so that a change on either side shows as such. NAME=DIR names it. --wire adds the
+gaps as the wire saw them (bench/wiregap.py: a loopback capture of what the server sent, needs
+root): the gap a client reports above the wire's is the client's own lateness. The table is
 appended to bench/results/stream.md.
 """
 
@@ -30,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import record
+import wiregap
 
 #: PROBE and SHAPES: the issue's probe and each protocol's shape (tests/test_stream.py's).
 PROBE = "/sse?first=200ms&every=20ms&events=50"
@@ -84,14 +87,21 @@ def server(
         proc.wait(timeout=10)
 
 
-def one_run(build: Path | None, url: str, protocol: str) -> dict:
+def one_run(build: Path | None, url: str, protocol: str, wire: bool = False) -> dict:
     """one_run runs the probe once over ``protocol`` against ``url`` with the client of
-    ``build`` (None: this tree's)."""
+    ``build`` (None: this tree's); with ``wire``, its gaps as the wire saw them too."""
     argv = [sys.executable, "-c", ONE_RUN, url + PROBE, json.dumps(SHAPES[protocol])]
-    out = subprocess.run(
-        argv, env=env_of(build), capture_output=True, text=True, timeout=120, check=True
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    with contextlib.ExitStack() as stack:
+        port = int(url.rsplit(":", 1)[-1])
+        cap = stack.enter_context(wiregap.Capture(port)) if wire else None
+        out = subprocess.run(
+            argv, env=env_of(build), capture_output=True, text=True, timeout=120, check=True
+        )
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    if cap is not None:
+        w = cap.gaps()
+        got["wire"] = [w.p50_ms, w.p99_ms, w.events]
+    return got
 
 
 def pooled_p99(histograms: list[str]) -> float:
@@ -103,6 +113,13 @@ def pooled_p99(histograms: list[str]) -> float:
     return p99 / 1000.0
 
 
+def wire_cells(rs: list[dict]) -> str:
+    """wire_cells: the wire's gap p50 / p99 (medians over the runs) and each run's p99."""
+    p50, p99 = (statistics.median(r["wire"][i] for r in rs) for i in (0, 1))
+    each = ", ".join(f"{r['wire'][1]:.2f}" for r in rs)
+    return f" {p50:.2f} / {p99:.2f} | {each} |"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
@@ -112,6 +129,9 @@ def main() -> int:
         default=[],
         metavar="[NAME=]DIR",
         help="a python/ copy holding another build (adds its rows)",
+    )
+    ap.add_argument(
+        "--wire", action="store_true", help="the gaps as the wire saw them too (needs root)"
     )
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
@@ -126,19 +146,25 @@ def main() -> int:
         pairs = [(s, c) for s in urls for c in builds]
         for rep in range(args.reps):
             for (srv, (cli, build)), protocol in ((p, q) for p in pairs for q in SHAPES):
-                got = one_run(build, urls[srv], protocol)
+                got = one_run(build, urls[srv], protocol, args.wire)
                 runs.setdefault((srv, cli, protocol), []).append(got)
+                wire = (
+                    f", wire {got['wire'][0]:.2f}/{got['wire'][1]:.2f} ms ({got['wire'][2]})"
+                    if "wire" in got
+                    else ""
+                )
                 print(
                     f"rep {rep + 1} server {srv}, client {cli}, {protocol}: gap p50/p99"
-                    f" {got['gap'][0]:.2f}/{got['gap'][1]:.2f} ms, first byte p99"
+                    f" {got['gap'][0]:.2f}/{got['gap'][1]:.2f} ms{wire}, first byte p99"
                     f" {got['first_byte'][1]:.2f} ms, events {got['events']}/{got['served']},"
                     f" load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
+    wired = " wire gap p50 / p99 (ms) | wire gap p99, each run (ms) |" if args.wire else ""
     lines = [
         "| server | client | protocol | events = server's | first byte p50 / p99 (ms)"
-        " | gap p50 / p99 (ms) | gap p99, each run (ms) | gap p99 pooled (ms) | vs 20 ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f" | gap p50 / p99 (ms) | gap p99, each run (ms) | gap p99 pooled (ms) | vs 20 ms |{wired}",
+        "|---|---|---|---|---|---|---|---|---|" + "---|---|" * bool(args.wire),
     ]
     for (srv, cli, protocol), rs in runs.items():
         exact = all(r["events"] == r["served"] == 600 for r in rs)
@@ -150,6 +176,7 @@ def main() -> int:
             f"| {srv} | {cli} | {protocol} | {'yes' if exact else 'NO'} |"
             f" {fb[0]:.2f} / {fb[1]:.2f} | {gap[0]:.2f} / {gap[1]:.2f} | {each} |"
             f" {pooled:.2f} | {100 * (pooled - 20) / 20:+.1f} % |"
+            + (wire_cells(rs) if args.wire else "")
         )
     text = "\n".join(lines) + (
         f"\n\nMedians of {args.reps} interleaved runs (the p50 and p99 columns); builds: "
