@@ -1,7 +1,8 @@
 """taskqueue's CPU a request on its hot paths, source trees side by side (issue 35), in one run:
 
     .venv/bin/python bench/taskqueue_cpu.py --src base=DIR --src new=DIR [--rounds 5]
-        [--seconds 8] [--conns 20] [--rate N] [--only status,result,submit] [--no-record]
+        [--seconds 8] [--conns 20] [--rate N] [--users 1500]
+        [--only status,result,submit,mix] [--no-record]
 
 DIR holds a `taskqueue` package (an earlier commit's: `git archive COMMIT
 services/taskqueue/src | tar -x -C D`, then D/services/taskqueue/src); `--src now=installed`
@@ -14,11 +15,17 @@ box's drift does not move as much as the closed loop's batching):
   status  GET /tasks/submissions/{id} over 300 finished factorial tasks
   result  GET /tasks/{id} over the same 300 (their results are in the service's memory)
   submit  POST /tasks/submissions of factorial(20): CPU a 202, running the task included
+  mix     the seed-000 mix (examples/taskqueue.py: five http-fetch tasks to one factorial(1000),
+          each polled every second, its result read, 1-2 s of thought) from --users users of
+          `redline run` (5 s ramp, then --seconds) pinned to core 1 with the fetches' origin
+          (`redline target`): CPU a request, the tasks' work included, at the pace those users
+          ask (1.56 requests a second each where the service keeps up); not in the default --only
 The figure is the service's CPU (user + system of its process and its workers, from /proc)
-over the requests wrk completed; every answer must be the path's one status code, and the
-submit row also checks that the service stored as many tasks as it answered 202 (within the
-connections in flight at wrk's deadline). The table gives each round's figure and the median;
-results are appended to bench/results/taskqueue.md.
+over the requests the generator completed; every answer must be the path's one status code
+(the mix: no error at all), and the submit and mix rows also check that the service stored as
+many tasks as it answered 202 (within the connections or users in flight at the deadline).
+The table gives each round's figure and the median; results are appended to
+bench/results/taskqueue.md.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ import record  # noqa: E402  (bench/record.py)
 from taskqueue_harness import (  # noqa: E402  (bench/taskqueue_harness.py)
     VENV_BIN,
     http_json,
+    origin_argv,
     peers,
     pin,
     run_generator,
@@ -51,6 +59,7 @@ from taskqueue_harness import (  # noqa: E402  (bench/taskqueue_harness.py)
 )
 
 LUA = Path(__file__).resolve().parent / "taskqueue"
+MIX_FLOW = Path(__file__).resolve().parent.parent / "examples" / "taskqueue.py"
 IDS = 300
 PATHS = {  # path -> (wrk script, its arguments after the ids file (None: no ids), status code)
     "status": ("status.lua", ["/tasks/submissions/"], "200"),
@@ -58,6 +67,7 @@ PATHS = {  # path -> (wrk script, its arguments after the ids file (None: no ids
     "submit": ("submit.lua", None, "202"),
 }
 SUBMIT_BODY = '{"type":"factorial","n":20}'
+MIX = "mix"
 
 
 def service_argv(src: str, data: Path) -> list[str]:
@@ -136,6 +146,41 @@ def one(
     }
 
 
+def one_mix(src: str, seconds: int, users: int, work: Path) -> dict[str, float]:
+    """one_mix measures the seed-000 mix on one fresh service (and origin): its CPU µs a
+    request, the tasks' work included, and what was checked."""
+    service = [*service_argv(src, work / "data"), "--allow-fetch-cidr", "127.0.0.0/8"]
+    report = work / "report.json"
+    with (
+        started(origin_argv(), work / "origin.log") as (origin, _),
+        started(service, work / "service.log") as (url, svc),
+    ):
+        before = sum(server_tasks(url).values())
+        argv = [*pin("generator"), str(VENV_BIN / "redline"), "run", str(MIX_FLOW)]
+        argv += ["--host", url, "--var", f"ORIGIN={origin}/", "-q", "--json", str(report)]
+        argv += ["--stages", f"5s:{users},{seconds}s:{users}", "--timeout", "30s"]
+        (user0, sys0), wait0 = cpu_split(svc), sched_wait_s(svc)
+        out, wall = run_generator(argv, seconds + 90, work)
+        (user1, sys1), waited = cpu_split(svc), sched_wait_s(svc) - wait0
+        cpu, system = user1 + sys1 - user0 - sys0, sys1 - sys0
+        stored = sum(server_tasks(url).values()) - before
+    if not report.exists():
+        raise RuntimeError(f"{src} mix: redline wrote no report: {out[-1000:]}")
+    doc = json.loads(report.read_text())
+    done, submits = int(doc["requests"]), int(doc["per_name"]["submit"]["requests"])
+    if doc["errors_total"]:
+        raise RuntimeError(f"{src} mix: errors {doc['errors']}")
+    if not submits <= stored <= submits + users:
+        raise RuntimeError(f"{src} mix: {submits} answered 202, the service stored {stored}")
+    return {
+        "us": 1e6 * cpu / max(1, done),
+        "sys": 1e6 * system / max(1, done),
+        "rps": done / wall,
+        "busy": cpu / wall,
+        "wait": waited / wall,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--src", action="append", required=True, help="LABEL=DIR or LABEL=installed")
@@ -143,15 +188,16 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=8)
     ap.add_argument("--conns", type=int, default=20)
     ap.add_argument("--rate", type=int, help="requests a second (wrk2), else a closed loop")
-    ap.add_argument("--only", default="status,result,submit")
+    ap.add_argument("--users", type=int, default=1500, help="the mix's users")
+    ap.add_argument("--only", default="status,result,submit", help="add mix for the seed-000 mix")
     ap.add_argument("--no-record", action="store_true")
     a = ap.parse_args()
     srcs = dict(s.split("=", 1) for s in a.src)
     paths = [p for p in a.only.split(",") if p]
-    if not set(paths) <= set(PATHS) or len(srcs) != len(a.src):
-        ap.error(f"--only takes {','.join(PATHS)}; --src labels must differ")
+    if not set(paths) <= {*PATHS, MIX} or len(srcs) != len(a.src):
+        ap.error(f"--only takes {','.join([*PATHS, MIX])}; --src labels must differ")
     tool = peers()["WRK2" if a.rate else "WRK"]
-    if not tool:
+    if not tool and set(paths) - {MIX}:
         ap.error("wrk (wrk2 for --rate) not found: install-peers.sh")
     wrk = [tool, f"-R{a.rate}"] if a.rate else [tool]
     ctx = record.Context.now()
@@ -161,7 +207,10 @@ def main() -> int:
         for path in paths:
             for label in order:
                 with tempfile.TemporaryDirectory() as tmp:
-                    m = one(wrk, srcs[label], path, a.seconds, a.conns, Path(tmp))
+                    if path == MIX:
+                        m = one_mix(srcs[label], a.seconds, a.users, Path(tmp))
+                    else:
+                        m = one(wrk, srcs[label], path, a.seconds, a.conns, Path(tmp))
                 got.setdefault((path, label), []).append(m)
                 print(
                     f"round {r + 1} {path:6} {label:8} {m['us']:6.1f} µs/request "
@@ -183,7 +232,11 @@ def main() -> int:
             f"{med['busy']:.2f}, {med['wait']:.2f} |"
         )
     trees = "\n".join(f"- {label}: {shlex.quote(src)}" for label, src in srcs.items())
-    pace = f"wrk2 -R{a.rate}" if a.rate else f"wrk, closed loop of {a.conns}"
+    paces = [f"wrk2 -R{a.rate}" if a.rate else f"wrk, closed loop of {a.conns}"]
+    paces = paces if set(paths) - {MIX} else []
+    if MIX in paths:
+        paces.append(f"the mix: {a.users} users of examples/taskqueue.py after a 5 s ramp")
+    pace = "; ".join(paces)
     body = "\n".join(rows) + f"\n\n{pace}, {a.seconds} s a run. Trees:\n{trees}\n"
     print(body)
     if not a.no_record:
