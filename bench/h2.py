@@ -9,6 +9,12 @@ request rate; CPU per request is what is compared.
     .venv/bin/python bench/h2.py [--seconds 5] [--reps 3] [--shape 4x10 --shape 1x1]
                                  [--baseline DIR]
 
+Each redline row also gives the run's CPU a request (its report's
+``generator.cpu_us_per_request``: the process's CPU, every thread, from the run's start to its
+end) and its ratio to h2load's whole process: what driving h2 costs, without the CLI's Python
+start and report, which the process figure charges to the run's requests (h2load starts in a
+millisecond).
+
 --baseline DIR adds a "redline (baseline)" row per shape: the same CLI run from the package in
 DIR (a copy of python/ holding another build's extension, e.g. the commit before a change), so
 that a before and an after are measured interleaved, under the same load, in one table.
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import record
@@ -30,8 +37,15 @@ DEFAULT_SHAPES = ("4x10", "1x1", "16x1")
 
 
 def generators(
-    h2load: str, url: str, secs: int, shapes: list[str], baseline: Path | None = None
+    h2load: str,
+    url: str,
+    secs: int,
+    shapes: list[str],
+    reports: Path,
+    baseline: Path | None = None,
 ) -> list:
+    """The rows to run, interleaved: h2load, redline (and its baseline) at each shape; each
+    redline row writes its JSON report under ``reports``, for the run's own figure."""
     gens = []
     for shape in shapes:
         c, m = shape.split("x")
@@ -40,24 +54,31 @@ def generators(
             ("h2load", mode, [h2load, "-t1", f"-c{c}", f"-m{m}", f"-D{secs}", url + "/"], None)
         )
         flags = ("--http2", "--streams", m, "-c", c, "-d", f"{secs}s")
-        argv = redline_argv(url, *flags)
+        argv = redline_argv(url, *flags, "--json", str(reports / f"{shape}.json"))
         gens.append(("redline", mode, argv, None))
         if baseline:
+            argv = redline_argv(url, *flags, "--json", str(reports / f"{shape}-baseline.json"))
             gens.append(("redline (baseline)", mode, baseline_argv(argv, baseline), None))
     return gens
 
 
 def table(rows: list[Row]) -> str:
-    """The markdown table; each redline row's ratio is to h2load at the same shape."""
+    """The markdown table; each redline row's ratios are to h2load at the same shape: its
+    whole process's, and the run's own (without the CLI's start and report)."""
     lines = [
-        "| tool | shape | req/s | client CPU µs/req | ratio to h2load | note |",
-        "|---|---|---:|---:|---:|---|",
+        "| tool | shape | req/s | client CPU µs/req | ratio to h2load "
+        "| run CPU µs/req | run ratio | note |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         ref = next((x for x in rows if x.tool == "h2load" and x.mode == r.mode), None)
-        ratio = f"{r.us_per_req / ref.us_per_req:.2f}×" if ref and ref.requests else "-"
+        base = ref.us_per_req if ref and ref.requests else None
+        ratio = f"{r.us_per_req / base:.2f}×" if base else "-"
+        engine = f"{r.engine_us:.1f}" if r.engine_us is not None else "-"
+        engine_ratio = f"{r.engine_us / base:.2f}×" if base and r.engine_us is not None else "-"
         lines.append(
-            f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} | {r.note} |"
+            f"| {r.tool} | {r.mode} | {r.rps:,.0f} | {r.us_per_req:.1f} | {ratio} "
+            f"| {engine} | {engine_ratio} | {r.note} |"
         )
     return "\n".join(lines)
 
@@ -79,8 +100,8 @@ def main() -> int:
     ctx = record.Context.now()
     shapes = args.shape or list(DEFAULT_SHAPES)
     precompile(*([args.baseline] if args.baseline else []))
-    with target_server() as url:
-        gens = generators(h2load, url, args.seconds, shapes, args.baseline)
+    with target_server() as url, tempfile.TemporaryDirectory() as reports:
+        gens = generators(h2load, url, args.seconds, shapes, Path(reports), args.baseline)
         rows = interleave(gens, args.reps, url)
     text = table(rows)
     print()

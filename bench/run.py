@@ -57,6 +57,9 @@ class Row:
     switches: int = 0
     #: lag: the run's send lag as the wire saw it (bench/sendlag.py), where it was captured.
     lag: sendlag.SendLag | None = None
+    #: engine_us: the CPU a request while the run ran (every thread of the process, without the
+    #: CLI's start and report), from the report of a redline run given ``--json``; else None.
+    engine_us: float | None = None
 
     @property
     def rps(self) -> float:
@@ -119,7 +122,11 @@ def measure(
     count: Callable[[str], int] = server_requests,
 ) -> Row:
     """Runs argv pinned to the client core; counts requests at the server (`count(url)`, the
-    target's /__stats by default); reads rusage."""
+    target's /__stats by default); reads rusage, and the engine's own figure from the report
+    of a redline command line that writes one (``--json PATH``)."""
+    report = report_of(argv)
+    if report:
+        report.unlink(missing_ok=True)
     before = count(url)
     start = time.monotonic()
     log = tempfile.TemporaryFile()
@@ -141,7 +148,25 @@ def measure(
     code = os.waitstatus_to_exitcode(status)
     note = "" if code == 0 else f"exit {code}: {out.strip()[-200:]}"
     switches = ru.ru_nvcsw + ru.ru_nivcsw
-    return Row(tool, mode, served, wall, ru.ru_utime + ru.ru_stime, peak, note, switches)
+    cpu = ru.ru_utime + ru.ru_stime
+    return Row(tool, mode, served, wall, cpu, peak, note, switches, engine_us=engine_us(report))
+
+
+def report_of(argv: list[str]) -> Path | None:
+    """report_of is the JSON report a redline command line writes (``--json PATH``), if any."""
+    if "--json" in argv[:-1]:
+        return Path(argv[argv.index("--json") + 1])
+    return None
+
+
+def engine_us(report: Path | None) -> float | None:
+    """engine_us is a run's CPU a request by its JSON report: the process's CPU (every thread)
+    from the run's start to its end over the requests it counted, so without the CLI's start
+    and report (None without a report)."""
+    if report is None or not report.exists():
+        return None
+    value = json.loads(report.read_text()).get("generator", {}).get("cpu_us_per_request")
+    return float(value) if value is not None else None
 
 
 def generators(
@@ -307,7 +332,9 @@ def median_row(rows: list[Row]) -> Row:
         return row
     spread = ", ".join(f"{r.us_per_req:.1f}" for r in ordered)
     note = (row.note + " " if row.note else "") + f"median of {len(rows)} ({spread} µs)"
-    return dataclasses.replace(row, note=note)
+    engines = sorted(r.engine_us for r in rows if r.engine_us is not None)
+    engine = engines[len(engines) // 2] if engines else None
+    return dataclasses.replace(row, note=note, engine_us=engine)
 
 
 def table(
