@@ -163,9 +163,11 @@ def engine_us(report: Path | None) -> float | None:
     """engine_us is a run's CPU a request by its JSON report: the process's CPU (every thread)
     from the run's start to its end over the requests it counted, so without the CLI's start
     and report (None without a report)."""
-    if report is None or not report.exists():
+    try:
+        doc = json.loads(report.read_text()) if report else {}
+    except (OSError, ValueError):  # none written (the run failed), or cut short
         return None
-    value = json.loads(report.read_text()).get("generator", {}).get("cpu_us_per_request")
+    value = doc.get("generator", {}).get("cpu_us_per_request") if isinstance(doc, dict) else None
     return float(value) if value is not None else None
 
 
