@@ -2,7 +2,8 @@
 (issue 34: "the right part and resource named in five searches out of five, in both models;
 nothing named where nothing ran out").
 
-Each deployment is one or two local processes whose limit is set by construction:
+Each deployment is one or two local processes (the servers: tests/deployments.py) whose limit
+is set by construction:
 
 - ``cpu``: a server that spends 2 ms of CPU on each request, pinned to one core (500 req/s
   at most): ``api``'s cpu;
@@ -43,68 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import record  # noqa: E402
-from worker_pool import worker_pool  # noqa: E402  (tests/worker_pool.py)
-
-#: HTTP: a threaded HTTP/1.1 server of one handler, argv[1] its cores ("" for any); the
-#: handler's body is each deployment's own (``handle()``), /metrics its exporter's page.
-HTTP = """\
-import os, resource, sys, threading, time, http.server
-cores = [int(c) for c in sys.argv[1].split(",") if c]
-if cores:
-    os.sched_setaffinity(0, set(cores))
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-{setup}
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms ACK wait
-    def do_GET(self):
-        body = metrics().encode() if self.path == "/metrics" else (handle() or b"ok")
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-class S(http.server.ThreadingHTTPServer):
-    request_queue_size = 4096
-    daemon_threads = True
-s = S(("127.0.0.1", 0), H)
-print(s.server_address[1], flush=True)
-s.serve_forever()
-"""
-
-SETUPS = {
-    "cpu": """
-def handle():
-    end = time.thread_time() + 0.002
-    while time.thread_time() < end:
-        pass
-def metrics():
-    return ""
-""",
-    "pool": """
-SLOTS, lock, held = threading.Semaphore(4), threading.Lock(), [0]
-def handle():
-    with SLOTS:
-        with lock:
-            held[0] += 1
-        time.sleep(0.02)
-        with lock:
-            held[0] -= 1
-def metrics():
-    return ("# TYPE db_pool_in_use gauge\\ndb_pool_in_use %d\\n"
-            "# TYPE db_pool_limit gauge\\ndb_pool_limit 4\\n" % held[0])
-""",
-    "lock": """
-LOCK = threading.Lock()
-def handle():
-    with LOCK:
-        time.sleep(0.005)
-def metrics():
-    return ""
-""",
-}
+from deployments import http_server, worker_pool  # noqa: E402  (tests/deployments.py)
 
 #: DEPLOYMENTS: name -> (the truth: part and resource, or None; the open model's first rate;
 #: cores the deployment takes in --parallel).
@@ -144,14 +84,7 @@ def start(name: str, cores: str) -> tuple[subprocess.Popen[Any], int, list[str]]
     if name == "accept-queue":
         proc, port = worker_pool(cores, lifetime_s=3600.0)
         return proc, port, [f"api=port:{port}"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HTTP.format(setup=SETUPS[name]), cores],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,  # a client that hung up is no news
-        text=True,
-    )
-    assert proc.stdout is not None
-    port = int(proc.stdout.readline())
+    proc, port = http_server(name, cores)
     if name == "pool":
         return (
             proc,

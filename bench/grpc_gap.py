@@ -21,14 +21,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import record
-from stream_gap import pooled_p99, server
+from stream_gap import gap_cells, interleaved, medians, server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,21 +76,22 @@ def main() -> int:
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     ctx = record.Context.now()
-    sides = [(s, c) for s in (False, True) for c in (False, True)]
-    runs: dict[tuple[bool, bool], list[dict]] = {}
     with contextlib.ExitStack() as stack:
-        urls = {rt: stack.enter_context(server(None, fifo if rt else None)) for rt in (False, True)}
-        for rep in range(args.reps):
-            for srv, cli in sides:
-                url = urls[srv].replace("http://", "grpc://") + "/redline.probe.Probe/Stream"
-                got = one_run(url, cli)
-                runs.setdefault((srv, cli), []).append(got)
-                print(
-                    f"rep {rep + 1} server fifo {srv}, client fifo {cli}: gap p50/p90/p99"
-                    f" {'/'.join(f'{x:.2f}' for x in got['gap'])} ms, messages"
-                    f" {got['messages']}/{got['served']}, load {os.getloadavg()[0]:.1f}",
-                    flush=True,
-                )
+        urls = {
+            rt: stack.enter_context(server(None, wrap)).replace("http://", "grpc://")
+            + "/redline.probe.Probe/Stream"
+            for rt, wrap in ((False, None), (True, fifo))
+        }
+        runs = interleaved(
+            args.reps,
+            [(s, c) for s in (False, True) for c in (False, True)],
+            lambda a: one_run(urls[a[0]], a[1]),
+            lambda a, got: (
+                f"server fifo {a[0]}, client fifo {a[1]}: gap p50/p90/p99"
+                f" {'/'.join(f'{x:.2f}' for x in got['gap'])} ms, messages"
+                f" {got['messages']}/{got['served']}"
+            ),
+        )
     word = {False: "as usual", True: "SCHED_FIFO"}
     lines = [
         "| server | client | messages = server's | gap p50 / p90 / p99 (ms)"
@@ -101,21 +100,14 @@ def main() -> int:
     ]
     for (srv, cli), rs in runs.items():
         exact = all(r["messages"] == r["served"] == 800 for r in rs)
-        gap = [statistics.median(r["gap"][i] for r in rs) for i in range(3)]
-        pooled = pooled_p99([r["gap_histogram"] for r in rs])
-        each = ", ".join(f"{r['gap'][2]:.2f}" for r in rs)
+        gap = medians(rs, "gap", range(3))
         lines.append(
             f"| {word[srv]} | {word[cli]} | {'yes' if exact else 'NO'} |"
-            f" {' / '.join(f'{x:.2f}' for x in gap)} |"
-            f" {each} | {pooled:.2f} |"
-            f" {100 * (pooled - 20) / 20:+.1f} % |"
+            f" {' / '.join(f'{x:.2f}' for x in gap)} |{gap_cells(rs, 2)}"
         )
     text = "\n".join(lines) + f"\n\nMedians of {args.reps} interleaved runs.\n"
-    print()
-    print(text)
-    if not args.no_record:
-        where = record.append("stream", "gRPC stream gaps, SCHED_FIFO or not", ctx, text, None)
-        print(f"recorded in {where}")
+    title = "gRPC stream gaps, SCHED_FIFO or not"
+    record.publish("stream", title, ctx, text, not args.no_record)
     return 0
 
 

@@ -103,12 +103,7 @@ def main() -> int:
     with target_server() as url, tempfile.TemporaryDirectory() as reports:
         gens = generators(h2load, url, args.seconds, shapes, Path(reports), args.baseline)
         rows = interleave(gens, args.reps, url)
-    text = table(rows)
-    print()
-    print(text)
-    if not args.no_record:
-        where = record.append("h2", "HTTP/2: redline vs h2load", ctx, text, None)
-        print(f"\nrecorded in {where}")
+    record.publish("h2", "HTTP/2: redline vs h2load", ctx, table(rows), not args.no_record)
     return 0
 
 

@@ -84,6 +84,15 @@ def entry(title: str, ctx: Context, body: str) -> str:
     )
 
 
+def publish(name: str, title: str, ctx: Context, body: str, keep: bool = True) -> None:
+    """publish prints a bench's table and, with ``keep`` (no ``--no-record``), appends it to
+    ``bench/results/<name>.md`` and says where."""
+    print()
+    print(body)
+    if keep:
+        print(f"\nrecorded in {append(name, title, ctx, body)}")
+
+
 def append(name: str, title: str, ctx: Context, body: str, path: Path | None = None) -> Path:
     """append adds one run to ``bench/results/<name>.md`` (or ``path``) and returns the file."""
     path = path or RESULTS / f"{name}.md"

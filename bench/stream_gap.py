@@ -28,8 +28,9 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import record
 import wiregap
@@ -104,6 +105,44 @@ def one_run(build: Path | None, url: str, protocol: str, wire: bool = False) -> 
     return got
 
 
+#: Arrangement: what one run of an interleaved bench is (a server and a client, a protocol).
+Arrangement = TypeVar("Arrangement", bound=Hashable)
+
+
+def interleaved(
+    reps: int,
+    arrangements: Sequence[Arrangement],
+    one: Callable[[Arrangement], dict],
+    said: Callable[[Arrangement, dict], str],
+) -> dict[Arrangement, list[dict]]:
+    """interleaved runs ``one`` of each arrangement in turn, ``reps`` rounds (so the box's
+    load falls on all alike), and returns each arrangement's runs; each run is a line: what
+    ``said`` says of it, and the load average."""
+    runs: dict[Arrangement, list[dict]] = {}
+    for rep in range(reps):
+        for arrangement in arrangements:
+            got = one(arrangement)
+            runs.setdefault(arrangement, []).append(got)
+            print(
+                f"rep {rep + 1} {said(arrangement, got)}, load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    return runs
+
+
+def medians(runs: list[dict], key: str, at: Sequence[int]) -> list[float]:
+    """medians: over the runs, the median of each figure ``run[key][i]``, ``i`` in ``at``."""
+    return [statistics.median(r[key][i] for r in runs) for i in at]
+
+
+def gap_cells(runs: list[dict], p99: int) -> str:
+    """gap_cells: the last cells of an arrangement's row: each run's gap p99 (``gap[p99]``),
+    the p99 of all their gaps pooled, and how far that is from the probe's 20 ms."""
+    pooled = pooled_p99([r["gap_histogram"] for r in runs])
+    each = ", ".join(f"{r['gap'][p99]:.2f}" for r in runs)
+    return f" {each} | {pooled:.2f} | {100 * (pooled - 20) / 20:+.1f} % |"
+
+
 def pooled_p99(histograms: list[str]) -> float:
     """pooled_p99: the p99 of the merged histograms (µs), in ms."""
     from redline import _engine
@@ -115,9 +154,17 @@ def pooled_p99(histograms: list[str]) -> float:
 
 def wire_cells(rs: list[dict]) -> str:
     """wire_cells: the wire's gap p50 / p99 (medians over the runs) and each run's p99."""
-    p50, p99 = (statistics.median(r["wire"][i] for r in rs) for i in (0, 1))
+    p50, p99 = medians(rs, "wire", (0, 1))
     each = ", ".join(f"{r['wire'][1]:.2f}" for r in rs)
     return f" {p50:.2f} / {p99:.2f} | {each} |"
+
+
+def wire_said(got: dict) -> str:
+    """wire_said: a run's wire gaps in its progress line ("" when not captured)."""
+    if "wire" not in got:
+        return ""
+    p50, p99, events = got["wire"]
+    return f", wire {p50:.2f}/{p99:.2f} ms ({events})"
 
 
 def main() -> int:
@@ -140,26 +187,19 @@ def main() -> int:
         name, _, path = spec.rpartition("=")
         builds.append((name or "baseline", Path(path)))
     ctx = record.Context.now()
-    runs: dict[tuple[str, str, str], list[dict]] = {}
     with contextlib.ExitStack() as stack:
         urls = {name: stack.enter_context(server(build)) for name, build in builds}
-        pairs = [(s, c) for s in urls for c in builds]
-        for rep in range(args.reps):
-            for (srv, (cli, build)), protocol in ((p, q) for p in pairs for q in SHAPES):
-                got = one_run(build, urls[srv], protocol, args.wire)
-                runs.setdefault((srv, cli, protocol), []).append(got)
-                wire = (
-                    f", wire {got['wire'][0]:.2f}/{got['wire'][1]:.2f} ms ({got['wire'][2]})"
-                    if "wire" in got
-                    else ""
-                )
-                print(
-                    f"rep {rep + 1} server {srv}, client {cli}, {protocol}: gap p50/p99"
-                    f" {got['gap'][0]:.2f}/{got['gap'][1]:.2f} ms{wire}, first byte p99"
-                    f" {got['first_byte'][1]:.2f} ms, events {got['events']}/{got['served']},"
-                    f" load {os.getloadavg()[0]:.1f}",
-                    flush=True,
-                )
+        client = dict(builds)
+        runs = interleaved(
+            args.reps,
+            [(s, c, p) for s in urls for c, _ in builds for p in SHAPES],
+            lambda a: one_run(client[a[1]], urls[a[0]], a[2], args.wire),
+            lambda a, got: (
+                f"server {a[0]}, client {a[1]}, {a[2]}: gap p50/p99"
+                f" {got['gap'][0]:.2f}/{got['gap'][1]:.2f} ms{wire_said(got)}, first byte p99"
+                f" {got['first_byte'][1]:.2f} ms, events {got['events']}/{got['served']}"
+            ),
+        )
     wired = " wire gap p50 / p99 (ms) | wire gap p99, each run (ms) |" if args.wire else ""
     lines = [
         "| server | client | protocol | events = server's | first byte p50 / p99 (ms)"
@@ -168,14 +208,10 @@ def main() -> int:
     ]
     for (srv, cli, protocol), rs in runs.items():
         exact = all(r["events"] == r["served"] == 600 for r in rs)
-        fb = [statistics.median(r["first_byte"][i] for r in rs) for i in (0, 1)]
-        gap = [statistics.median(r["gap"][i] for r in rs) for i in (0, 1)]
-        pooled = pooled_p99([r["gap_histogram"] for r in rs])
-        each = ", ".join(f"{r['gap'][1]:.2f}" for r in rs)
+        fb, gap = medians(rs, "first_byte", (0, 1)), medians(rs, "gap", (0, 1))
         lines.append(
             f"| {srv} | {cli} | {protocol} | {'yes' if exact else 'NO'} |"
-            f" {fb[0]:.2f} / {fb[1]:.2f} | {gap[0]:.2f} / {gap[1]:.2f} | {each} |"
-            f" {pooled:.2f} | {100 * (pooled - 20) / 20:+.1f} % |"
+            f" {fb[0]:.2f} / {fb[1]:.2f} | {gap[0]:.2f} / {gap[1]:.2f} |{gap_cells(rs, 1)}"
             + (wire_cells(rs) if args.wire else "")
         )
     text = "\n".join(lines) + (
@@ -183,11 +219,7 @@ def main() -> int:
         + ", ".join(f"{n} ({b or 'python/'})" for n, b in builds)
         + ".\n"
     )
-    print()
-    print(text)
-    if not args.no_record:
-        where = record.append("stream", "--stream against the SSE probe", ctx, text, None)
-        print(f"recorded in {where}")
+    record.publish("stream", "--stream against the SSE probe", ctx, text, not args.no_record)
     return 0
 
 

@@ -14,10 +14,10 @@ import time
 from typing import Any
 
 import pytest
+from deployments import http_server, worker_pool
 from redline.errors import ConfigError
 from redline.service.parts import ExporterMonitor, Parts, PortMonitor, Watch, allowance
 from redline.service.sockets import accept_queue
-from worker_pool import worker_pool
 
 
 @pytest.mark.parametrize(
@@ -178,30 +178,45 @@ def test_parts_merge_the_specs_of_one_name_and_share_a_clock(exporter):
     assert all(0.0 <= x["t_s"] <= 60.0 for x in series)
 
 
+def _searched(
+    proc: subprocess.Popen[str],
+    port: int,
+    watch: str,
+    start: float,
+    max_step: float,
+    confirm: float,
+    slo: str,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """_searched: a closed-model search of the deployment ``proc`` serves on ``port``, watched
+    by ``watch``, stopped after it whatever happened; the result and the part its limit named."""
+    from redline.find.finder import find
+
+    try:
+        result = find(
+            f"http://127.0.0.1:{port}/",
+            model="closed",
+            start=start,
+            max_time=40.0,
+            max_step=max_step,
+            confirm=confirm,
+            slos=[slo],
+            watch=[watch],
+        )
+    finally:
+        proc.kill()
+        proc.wait(10)
+    return result, result["answers"]["limit"]["bottleneck"]
+
+
 @pytest.mark.slow
 @pytest.mark.alone  # a redline starved of CPU by the suite is named instead (rightly)
 def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
     """Known cause: two workers behind a listening socket (CPU low, connections waiting).
     The search's limit names that part's accept queue, and not its CPU or the generator."""
-    from redline.find.finder import find
     from redline.report.charts import find_charts
 
     proc, port = worker_pool()
-    try:
-        result = find(
-            f"http://127.0.0.1:{port}/",
-            model="closed",
-            start=1,
-            max_time=40.0,
-            max_step=6.0,
-            confirm=4.0,
-            slos=["p99<200ms"],
-            watch=[f"api=port:{port}"],
-        )
-    finally:
-        proc.kill()
-        proc.wait(10)
-    b = result["answers"]["limit"]["bottleneck"]
+    result, b = _searched(proc, port, f"api=port:{port}", 1, 6.0, 4.0, "p99<200ms")
     assert b is not None and (b["part"], b["resource"]) == ("api", "accept-queue"), (
         b,
         result["stop"],
@@ -218,36 +233,6 @@ def test_a_search_names_the_accept_queue_of_a_small_worker_pool():
     assert "part-generator" in charts
 
 
-#: PINNED: a threaded HTTP server pinned to one core (argv[1]) whose every request spins 2 ms
-#: of its thread's CPU: 500 req/s on a core of its own, less on one other work shares (the
-#: truth is that core, whoever shares it).
-PINNED = textwrap.dedent(
-    """\
-    import http.server, os, sys, time
-    os.sched_setaffinity(0, {int(sys.argv[1])})
-    class H(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
-        def do_GET(self):
-            end = time.thread_time() + 0.002
-            while time.thread_time() < end:
-                pass
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
-        def log_message(self, *a):
-            pass
-    class S(http.server.ThreadingHTTPServer):
-        request_queue_size = 1024
-        daemon_threads = True
-    s = S(("127.0.0.1", 0), H)
-    print(s.server_address[1], flush=True)
-    s.serve_forever()
-    """
-)
-
-
 @pytest.mark.slow
 @pytest.mark.alone  # capacity: the suite beside it would share the pinned core
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinned to one core of one")
@@ -255,29 +240,8 @@ def test_a_search_names_the_cpu_of_a_part_pinned_to_one_core():
     """Known cause: a CPU-bound server pinned to one core of the two or more this process may
     use. The search's limit names that part's cpu (100 % of the one core it may use, or, on a
     core other work shares, its threads wanting more than that core), not the generator."""
-    from redline.find.finder import find
-
-    core = min(os.sched_getaffinity(0))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", PINNED, str(core)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        result = find(
-            f"http://127.0.0.1:{port}/",
-            model="closed",
-            start=2,
-            max_time=40.0,
-            max_step=4.0,
-            confirm=2.0,
-            slos=["p99<50ms"],
-            watch=[f"api=pid:{proc.pid}"],
-        )
-    finally:
-        proc.kill()
-        proc.wait(10)
-    b = result["answers"]["limit"]["bottleneck"]
+    proc, port = http_server("cpu", str(min(os.sched_getaffinity(0))))
+    result, b = _searched(proc, port, f"api=pid:{proc.pid}", 2, 4.0, 2.0, "p99<50ms")
     assert b is not None and (b["part"], b["resource"]) == ("api", "cpu"), (b, result["stop"])
     assert "cores allowed" in b["evidence"] or "it may use" in b["evidence"], b
     # One core, or less where a cgroup's quota cuts it (a CI container's).
