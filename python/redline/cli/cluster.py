@@ -9,7 +9,6 @@ import argparse
 import sys
 from typing import Any
 
-from redline.cluster.address import check_injectors, parse_address
 from redline.errors import ClusterError, InjectorLost
 from redline.runs.runner import ClusterOptions
 
@@ -50,6 +49,7 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions | None:
         if getattr(args, "injectors", None) is not None:
             raise ClusterError("--injectors needs --cluster")
         return None
+    from redline.cluster.address import check_injectors, parse_address
     from redline.cluster.connection import import_ray
     from redline.cluster.handle import OnLoss
 

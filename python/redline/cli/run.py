@@ -26,7 +26,7 @@ from redline.cli.run_flags import (
     run_options,
     shown_defaults,
 )
-from redline.cli.scenario import cmd_run_scenario, is_scenario, judge, parse_thresholds, run_watched
+from redline.cli.scenario import cmd_run_scenario, is_scenario, judge, parse_thresholds
 from redline.cli.sockets import add_socket_flags, cmd_run_socket, is_socket, refuse_socket_flags
 from redline.errors import InjectorLost, RedlineError
 from redline.report.summary import render
@@ -239,6 +239,8 @@ def _run_logged(args: argparse.Namespace, live: Any, log: IntervalLog | None) ->
         aborted, lost = None, None
         try:
             if watches or cluster is not None:
+                from redline.scenario.running import run_watched
+
                 result, aborted = run_watched(
                     args.url, None, opts, watches, progress, cluster, args.watch
                 )

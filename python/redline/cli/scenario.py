@@ -5,8 +5,12 @@ inspect SCENARIO.py`` (the work is :mod:`redline.scenario.running`'s, which
 The run command compiles the file (every mistake is one ``FILE:LINE: message`` and exit
 status 2, before any load), merges the command line's profile over the file's, runs the
 plan in the engine, prints the engine's summary and the scenario's tables, writes
-``--json``, and exits 1 with one line per failed threshold. ``parse_thresholds``, ``judge``
-and ``run_watched`` serve URL runs too (``redline run URL --threshold ...``).
+``--json``, and exits 1 with one line per failed threshold. ``parse_thresholds`` and
+``judge`` serve URL runs too (``redline run URL --threshold ...``).
+
+The scenario package is imported by the functions that use it, not here: ``redline run URL``
+parses its arguments with this module loaded and must not pay for the compiler at start
+(tests/test_startup.py).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redline.cli.report import write_run_report
 from redline.cli.run_flags import (
@@ -27,16 +31,11 @@ from redline.cli.run_flags import (
 )
 from redline.errors import ConfigError
 from redline.runs.proxy import warn_proxy
-from redline.scenario.compiler import Compiled, load
-from redline.scenario.running import (
-    PROFILED,
-    URL_ONLY,
-    parse_thresholds,
-    plan_only,
-    prepare,
-    run_watched,
-)
-from redline.scenario.thresholds import Threshold, verdicts
+
+if TYPE_CHECKING:
+    from redline.scenario.compiler import Compiled
+    from redline.scenario.thresholds import Threshold
+    from redline.scenario.watch import Watch
 
 #: EXIT_THRESHOLD: the exit status when a threshold failed.
 EXIT_THRESHOLD = 1
@@ -60,6 +59,8 @@ def parse_vars(pairs: list[str]) -> dict[str, str]:
 
 def compile_file(path: str, var_pairs: list[str]) -> Compiled:
     """compile_file compiles a scenario file with the run variables given."""
+    from redline.scenario.compiler import load
+
     return load(path, parse_vars(var_pairs))
 
 
@@ -67,6 +68,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     """cmd_inspect prints the compiled plan and the run options it would use; without a host
     (no --host, none in the file) the plan is printed with ``"host": null``: the plan does
     not depend on it."""
+    from redline.scenario.running import plan_only
+
     compiled = compile_file(args.scenario, args.var)
     plan, kw = plan_only(compiled, {})
     url = args.host or compiled.host
@@ -118,6 +121,7 @@ def cmd_run_scenario(
     from redline.report.summary import render
     from redline.runs.options import parse_duration
     from redline.runs.runner import run
+    from redline.scenario.running import run_watched
     from redline.scenario.table import render as render_tables
     from redline.view.progress import Goal, summary_stream
 
@@ -162,7 +166,10 @@ def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any
     URL and the options of :func:`redline.run` (``plan`` among them), the file's load shape
     with the command line's overrides; a flag that only a URL run takes is a ConfigError.
     The run options are read from their flags by name (:func:`.run_flags.run_options`): those
-    a profile declares (:data:`PROFILED`) merge over the file's, the rest pass through."""
+    a profile declares (:data:`~redline.scenario.running.PROFILED`) merge over the file's, the
+    rest pass through."""
+    from redline.scenario.running import PROFILED, URL_ONLY, prepare
+
     compiled = compile_file(args.url, args.var)
     flags = run_options(args)
     given = {key: getattr(flags, name) for name, key in PROFILED.items()}
@@ -174,13 +181,27 @@ def scenario_run(args: argparse.Namespace) -> tuple[Compiled, str, dict[str, Any
     return compiled, url, {**options.as_kwargs(), "plan": plan}
 
 
+def parse_thresholds(specs: list[str]) -> tuple[list[Threshold], list[Watch]]:
+    """parse_thresholds: the thresholds judged at the end and the watches judged live
+    (:func:`redline.scenario.running.parse_thresholds`); none given, nothing is imported."""
+    if not specs:
+        return [], []
+    from redline.scenario.running import parse_thresholds as parse
+
+    return parse(specs)
+
+
 def judge(
     thresholds: list[Threshold], result: Any, aborted: str | None, junit: str | None = None
 ) -> int:
     """judge prints one ``redline: threshold ... failed`` line per failed threshold (the
     abort line first) and returns the exit status: 1 when any failed or the run was aborted,
     130 when the user interrupted it, else 0."""
-    judged = verdicts(thresholds, result.data)
+    judged: list[tuple[bool, str]] = []
+    if thresholds:
+        from redline.scenario.thresholds import verdicts
+
+        judged = verdicts(thresholds, result.data)
     failed = [line for held, line in judged if not held]
     if aborted:
         failed.insert(0, aborted)

@@ -9,8 +9,6 @@ import argparse
 from pathlib import Path
 
 from redline.errors import RedlineError
-from redline.sockets import websocket
-from redline.sockets.summary import render
 from redline.view.progress import summary_stream
 
 #: HTTP_ONLY: the run flags a WebSocket run has no use for, as (flag, argument name); given,
@@ -73,6 +71,9 @@ def refuse_socket_flags(args: argparse.Namespace) -> None:
 
 def cmd_run_socket(args: argparse.Namespace) -> int:
     """cmd_run_socket runs ``redline run ws://...``: prints the summary, writes ``--json``."""
+    from redline.sockets import websocket
+    from redline.sockets.summary import render
+
     for flag, name in HTTP_ONLY:
         if getattr(args, name, None) not in (None, False, []):
             raise RedlineError(f"{flag} is an HTTP run's option; a ws:// run does not take it")

@@ -93,11 +93,11 @@ def parts_lines(d: dict[str, Any]) -> list[str]:
     """parts_lines says each watched part's figures over the run (``--watch``), by the
     bottleneck's readings (:func:`redline.analysis.bottleneck.part_readings`): a resource at
     its limit is said to have run out."""
-    from redline.analysis.bottleneck import QUEUE_KEY, part_readings
-
     over = (d.get("parts") or {}).get("over_run")
     if not over:
         return []
+    from redline.analysis.bottleneck import QUEUE_KEY, part_readings
+
     lines = ["Watched parts, over the run:"]
     for name, figures in over.items():
         said = [

@@ -29,7 +29,6 @@ from redline.runs.options import IgnoredOption
 from redline.runs.result import Result
 from redline.runs.run_options import RunOptions
 from redline.runs.watching import start_parts, with_interval_parts, with_parts
-from redline.scenario.pystep import functions_of
 
 #: Progress: the callback type for per-interval snapshots.
 Progress = Callable[[dict[str, Any]], None]
@@ -112,9 +111,14 @@ def _as_called(result: Result, url: str, opts: RunOptions) -> Result:
 
 def python_steps(config: RunConfig) -> list[Any] | None:
     """python_steps: the callables of the plan's Python steps (``u.python``), for the engine's
-    binding to call; None without any."""
+    binding to call; None without any (a URL run does not import the scenario package)."""
+    plan = config.get("plan")
+    if plan is None:
+        return None
+    from redline.scenario.pystep import functions_of
+
     try:
-        return functions_of(config.get("plan"))
+        return functions_of(plan)
     except LookupError as e:
         raise ConfigError(str(e)) from None
 

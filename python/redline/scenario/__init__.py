@@ -22,28 +22,57 @@ A scenario runs itself from a script: ``s.run(users=5, duration="10s")`` merges 
 its profile, runs it and judges its thresholds (a :class:`ScenarioResult`).
 """
 
-from redline.scenario.checks import (
-    Check,
-    contains,
-    json_eq,
-    json_in,
-    json_not_in,
-    latency_under,
-    status,
-)
-from redline.scenario.compiler import Compiled, compile_scenario, load
-from redline.scenario.condition import Condition, all_of, any_of, not_
-from redline.scenario.running import Scenario, ScenarioResult, ThresholdVerdict
-from redline.scenario.template import Var
-from redline.scenario.user import (
-    Response,
-    ScenarioError,
-    Think,
-    User,
-    between,
-    constant,
-    exponential,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from redline.exports import lazy_attribute
+
+if TYPE_CHECKING:
+    from redline.scenario.checks import (
+        Check,
+        contains,
+        json_eq,
+        json_in,
+        json_not_in,
+        latency_under,
+        status,
+    )
+    from redline.scenario.compiler import Compiled, compile_scenario, load
+    from redline.scenario.condition import Condition, all_of, any_of, not_
+    from redline.scenario.running import Scenario, ScenarioResult, ThresholdVerdict
+    from redline.scenario.template import Var
+    from redline.scenario.user import (
+        Response,
+        ScenarioError,
+        Think,
+        User,
+        between,
+        constant,
+        exponential,
+    )
+
+#: _HOME: the module each public name lives in, imported on first use (PEP 562), so that a
+#: plain URL run, which needs none of the compiler, does not pay for it at start.
+_HOME = {
+    **dict.fromkeys(
+        ("Check", "contains", "json_eq", "json_in", "json_not_in", "latency_under", "status"),
+        "checks",
+    ),
+    **dict.fromkeys(("Compiled", "compile_scenario", "load"), "compiler"),
+    **dict.fromkeys(("Condition", "all_of", "any_of", "not_"), "condition"),
+    **dict.fromkeys(("Scenario", "ScenarioResult", "ThresholdVerdict"), "running"),
+    "Var": "template",
+    **dict.fromkeys(
+        ("Response", "ScenarioError", "Think", "User", "between", "constant", "exponential"),
+        "user",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _HOME, name)
+
 
 __all__ = [
     "Scenario",
