@@ -11,7 +11,11 @@ whole process, every thread), and splits the figure:
   (``generator.cpu_us_per_request``: no Python in it);
 - start ms: redline ``-n 1`` against the same nginx, in the same interleave (wrk2: none);
 - syscalls a request (sends, receives, ``epoll_wait``, naps) and context switches a request:
-  counts, which the load leaves alone where it moves times;
+  counts, which the load leaves alone where it moves times. redline's rows are counted less its
+  start (the ``-n 1`` run's counts: the interpreter's file reads and writes), and an 8-byte
+  ``write`` is counted apart as a wake-up, not a send: it is tokio's eventfd (mio's ``Waker``,
+  written when a timer is registered earlier than the one the runtime last parked for), while
+  wrk2's and redline's requests are longer;
 - the send lag as the wire saw it (bench/sendlag.py: p50 / p99 ms behind an even schedule), so
   that the rows are read at a known send precision (the issue's line is at equal precision).
 
@@ -39,12 +43,14 @@ import sendlag
 from http1 import NGINX, StubStatus, nginx
 from run import CLIENT_CORE, CONNS, peers, precompile, redline_argv
 
-#: SYSCALLS: the tracepoints counted, by what they do for a request.
-SYSCALLS = {
-    "send": ("sendto", "sendmsg", "write"),
-    "recv": ("recvfrom", "recvmsg", "recvmmsg", "read"),
-    "epoll": ("epoll_wait", "epoll_pwait"),
-    "nap": ("clock_nanosleep", "nanosleep"),
+#: SYSCALLS: the tracepoints counted, by what they do for a request, each with the perf filter
+#: it is counted under (None: every call). An 8-byte write is an eventfd's wake-up (see above).
+SYSCALLS: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "send": (("sendto", None), ("sendmsg", None), ("write", "count != 8")),
+    "wake": (("write", "count == 8"),),
+    "recv": (("recvfrom", None), ("recvmsg", None), ("recvmmsg", None), ("read", None)),
+    "epoll": (("epoll_wait", None), ("epoll_pwait", None)),
+    "nap": (("clock_nanosleep", None), ("nanosleep", None)),
 }
 
 
@@ -62,25 +68,30 @@ class Count:
 def perf_stat(argv: list[str], url: str, served: StubStatus) -> tuple[dict[str, float], int]:
     """Runs argv pinned to the client core under ``perf stat``; returns its counters and the
     requests nginx answered meanwhile."""
-    events = ["task-clock", "context-switches"] + [
-        f"syscalls:sys_enter_{s}" for names in SYSCALLS.values() for s in names
-    ]
+    # Keys in the order perf prints the counters (a filtered event keeps its plain name).
+    keys = ["task-clock", "context-switches"]
+    flags = ["-e", "task-clock,context-switches"]
+    for kind, calls in SYSCALLS.items():
+        for name, only in calls:
+            keys.append(f"{kind}:{name}")
+            flags += ["-e", f"syscalls:sys_enter_{name}"] + (["--filter", only] if only else [])
     with tempfile.NamedTemporaryFile(suffix=".perf") as out:
         before = served(url)
         subprocess.run(
             ["taskset", "-c", CLIENT_CORE, "perf", "stat", "-x", ",", "-o", out.name]
-            + ["-e", ",".join(events), "--", *argv],
+            + [*flags, "--", *argv],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             timeout=120,
             check=False,
         )
         answered = served(url) - before
-        counters: dict[str, float] = {}
-        for line in Path(out.name).read_text().splitlines():
-            cells = line.split(",")
-            if len(cells) > 2 and cells[0].replace(".", "", 1).isdigit():
-                counters[cells[2]] = float(cells[0])
+        rows = (line.split(",") for line in Path(out.name).read_text().splitlines())
+        cells = [c for c in rows if len(c) > 2 and c[2]]
+        counters = {
+            key: float(c[0]) if c[0].replace(".", "", 1).isdigit() else 0.0
+            for key, c in zip(keys, cells, strict=False)
+        }
     return counters, answered
 
 
@@ -94,8 +105,8 @@ def count(
         c, n = perf_stat(argv, url, served)
     n = max(n, 1)
     per = {
-        kind: sum(c.get(f"syscalls:sys_enter_{s}", 0.0) for s in names) / n
-        for kind, names in SYSCALLS.items()
+        kind: sum(c.get(f"{kind}:{name}", 0.0) for name, _ in calls) / n
+        for kind, calls in SYSCALLS.items()
     }
     per["switches"] = c.get("context-switches", 0.0) / n
     engine = None
@@ -126,7 +137,7 @@ def main() -> int:
     rates = [int(r) for r in args.rates.split(",")]
     lagged = not args.no_send_lag
     runs, starts = sweep(p["WRK2"], rates, args.reps, args.seconds, args.send_ahead, lagged)
-    text = table(runs, statistics.median(starts), args.reps)
+    text = table(runs, starts, args.reps)
     print()
     print(text)
     if not args.no_record:
@@ -138,18 +149,18 @@ def main() -> int:
 
 def sweep(
     wrk2: str, rates: list[int], reps: int, seconds: int, send_ahead: str, lagged: bool
-) -> tuple[dict[tuple[str, int], list[Count]], list[float]]:
+) -> tuple[dict[tuple[str, int], list[Count]], list[Count]]:
     """sweep runs redline's start, then wrk2, redline and redline with ``send_ahead`` at each
     rate, ``reps`` times interleaved against one nginx; returns the counts by (tool, rate) and
-    the starts' process CPU in ms. With ``lagged`` each run's send lag is captured."""
+    the starts' counts. With ``lagged`` each run's send lag is captured."""
     served = StubStatus()
     runs: dict[tuple[str, int], list[Count]] = {}
-    starts: list[float] = []
+    starts: list[Count] = []
     with nginx() as url, tempfile.TemporaryDirectory() as d:
         report = Path(d, "run.json")
         for rep in range(reps):
             start = count(redline_argv(url, "-n", "1"), url, served, None)
-            starts.append(start.cpu_us * start.requests / 1000)
+            starts.append(start)
             for rate in rates:
                 secs = f"{seconds}s"
                 flags = ["--rate", str(rate), "--max-connections", str(CONNS), "-d", secs]
@@ -175,16 +186,23 @@ def sweep(
     return runs, starts
 
 
-def table(runs: dict[tuple[str, int], list[Count]], start_ms: float, reps: int) -> str:
+def table(runs: dict[tuple[str, int], list[Count]], starts: list[Count], reps: int) -> str:
     """The markdown table: medians of the repetitions; ratios to wrk2's process CPU. "less the
-    start" takes redline's median start (``start_ms``) off its process CPU."""
+    start" takes redline's median start (the ``starts``' CPU) off its process CPU; its syscall
+    counts are redline's less the start's too."""
+    start_ms = statistics.median(s.cpu_us * s.requests / 1000 for s in starts)
+    # The start's own calls (its `-n 1` run counted whole: per_req times its requests).
+    start_calls = {
+        k: statistics.median(s.per_req[k] * s.requests for s in starts) for k in starts[0].per_req
+    }
     lines = [
         f"redline's start (`-n 1`, process CPU, median of {reps}): {start_ms:.0f} ms\n",
         "| tool | rate | process CPU µs/req | ratio to wrk2 | less the start | ratio to wrk2 "
         "| engine CPU µs/req | ratio to wrk2 "
-        "| sends/req | receives/req | epoll_wait/req | naps/req | context switches/req "
+        "| sends/req | wake-up writes/req | receives/req | epoll_wait/req | naps/req "
+        "| context switches/req "
         "| send lag p50 / p99 ms |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (tool, rate), cs in runs.items():
         peer = statistics.median(c.cpu_us for c in runs[("wrk2", rate)])
@@ -199,13 +217,15 @@ def table(runs: dict[tuple[str, int], list[Count]], start_ms: float, reps: int) 
         engine = f"{statistics.median(engines):.1f}" if engines else "-"
         ratio = f"{statistics.median(engines) / peer:.2f}×" if engines else "-"
 
-        def med(key: str, cs: list[Count] = cs) -> str:
-            return f"{statistics.median(c.per_req[key] for c in cs):.3f}"
+        def med(key: str, cs: list[Count] = cs, ours: bool = tool != "wrk2") -> str:
+            less = start_calls.get(key, 0.0) if ours else 0.0
+            return f"{statistics.median(c.per_req[key] - less / c.requests for c in cs):.3f}"
 
         lines.append(
             f"| {tool} | {rate:,}/s | {cpu:.1f} | {cpu / peer:.2f}× | {less:.1f} | "
             f"{less / peer:.2f}× | {engine} | {ratio} | "
-            f"{med('send')} | {med('recv')} | {med('epoll')} | {med('nap')} | {med('switches')} | "
+            f"{med('send')} | {med('wake')} | {med('recv')} | {med('epoll')} | {med('nap')} | "
+            f"{med('switches')} | "
             f"{lag_of(cs)} |"
         )
     return "\n".join(lines)
