@@ -334,7 +334,10 @@ def _scale_demo(redline: float, instance_cpu: float, busy: float) -> list[Step]:
         # postgres 32 %, nginx 8 %: nginx's cpu was named for its run queue.
         ("the generator took the most", 0.545, 30.0, 0.99, ("generator", "generator")),
         ("the instances took the most", 0.15, 60.0, 0.97, ("machine", "cpu")),
-        ("the machine had CPU to spare", 0.2, 30.0, 0.6, ("nginx", "cpu")),
+        # nginx may use both cores: waiting on a machine with CPU to spare, it woke to a
+        # core busy for a moment, short of nothing (its affinity or a quota would show in
+        # the cores it may use, and a pinned part is judged on its own cores).
+        ("the machine had CPU to spare", 0.2, 30.0, 0.6, (None, None)),
         # Another tenant took the machine (other engineers' builds): nothing of the
         # deployment's ran out, the wait is said as that work's.
         ("other work took the most", 0.05, 10.0, 1.0, (None, None)),
@@ -345,23 +348,22 @@ def test_a_run_queue_on_a_saturated_machine_names_the_machine_or_the_generator(
 ):
     """A part waiting for a CPU on a machine whose cores ran out is short of the machine's
     cores, shared by every part: the machine is named with who took them, or the generator
-    where redline took the most (it was measuring its own share, not the service); nginx,
-    on 8 % of a core, is named only where the machine had CPU to spare (its cores then
-    were its own problem: affinity, a quota)."""
+    where redline took a quarter of it or more (it was measuring its own share, not the
+    service); nginx, on 8 % of a core, is never named for its wait."""
     monkeypatch.setattr("redline.analysis.bottleneck.os.cpu_count", lambda: 2)
     s = _scale_demo(redline, instance_cpu, busy)
     b = name_bottleneck(s, s[-1])
     assert b is not None and (b["part"], b["resource"]) == named, (label, b)
     said = bottleneck_sentence(b)
     assert said is not None
+    if label == "the machine had CPU to spare":
+        assert "nginx" not in b["evidence"], b
+        return
     if named[0] is None:
         assert (
             "nginx's threads waited for a CPU 75 % of the time they could run, for other work"
             in b["evidence"]
         ), b
-        return
-    if named[0] == "nginx":
-        assert "waited for a CPU 75 %" in b["evidence"], b
         return
     assert "nginx's threads waited for a CPU 75 % of the time" in b["evidence"], b
     assert f"this machine's 2 cores were {busy:.0%} busy" in b["evidence"], b
@@ -464,3 +466,25 @@ def test_a_pinned_part_whose_threads_wake_together_is_not_short_of_its_core():
     s = steps(figures, "slo")
     b = name_bottleneck(s, s[-1])
     assert b is not None and (b["part"], b["resource"]) == ("api", "pool"), b
+
+
+@pytest.mark.parametrize(("thread", "named"), [(0.96, ("taskqueue-A", "cpu")), (0.8, (None, None))])
+def test_a_light_part_waiting_on_a_machine_with_cpu_to_spare_is_not_named(thread, named):
+    """make scale-demo's one instance on a quiet box (2026-11-28 22:58): the origin, on 1 % of
+    a core, waited for a CPU 67 % of its runnable time from 2,048 users on, while the machine
+    had CPU to spare, and its cpu was named. Its threads woke to a core busy for a moment:
+    short of nothing. The instance's one event loop at 96 % of its core is named instead;
+    at 80 %, nothing is."""
+    out = []
+    for i, share in enumerate((0.3, 0.6, 1.0)):
+        tq = {**IDLE, "cpu_percent": 100.0 * share, "cpu_thread": thread * share}
+        origin = {**IDLE, "cpu_percent": 1.0, "cpu_wait": 0.67 if i else 0.1}
+        s = Step(index=i, load=512.0 * 2**i, throughput_rps=1000.0, p50_ms=5.0, p99_ms=50.0)
+        s.parts = {"taskqueue-A": tq, "postgres": {**IDLE, "cpu_percent": 40.0}, "origin": origin}
+        s.machine_busy, s.generator_share, s.redline_share = 0.75 * share, 0.05, 0.07
+        s.generator_busy, s.generator_wait = 0.2, 0.02
+        out.append(s)
+    out[-1].fired = ["slo"]
+    b = name_bottleneck(out, out[-1])
+    assert b is not None and (b["part"], b["resource"]) == named, b
+    assert "origin" not in b["evidence"], b

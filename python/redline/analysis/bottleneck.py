@@ -22,33 +22,36 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
   are its limit only as below);
 - ``memory``: resident memory over its limit (cgroup, else the machine's), >= 90 %;
 - ``fds``: open files over RLIMIT_NOFILE, >= 90 %;
-- ``pool``: an exporter's ``X_in_use`` over ``X_limit`` (or ``X_max``), >= 95 %;
+- ``pool``: an exporter's ``X_in_use`` over ``X_limit`` (or ``X_max``), >= 90 %;
 - ``accept-queue``: connections waiting in the part's listening socket, one or more on
   average (workers that cannot keep up, whatever their CPU says);
 - ``errors``: the part's error counters counting (over one a second) where they were not at
   the lightest step;
 - ``backlog``: the ``--backlog`` gauge grew through the step;
-- ``generator``: redline's own workers busy >= 90 % of the time, or waiting for a CPU a
-  quarter of it; but a generator starved while work that is neither redline's nor any
-  watched part's took half the machine's CPUs or more (:func:`other_work`: another tenant,
-  other engineers' builds on a shared box) waited for that work, not for the load: it is
-  said beside what is named, not named itself, unless its workers were still runnable
-  90 % of the time and ran a tenth of it or more (:data:`GENERATOR_RAN`: they had requests
-  to send, not only wake-ups to wait for): then the generator was the limit, on the CPU
-  the tenant left it.
+- ``generator``: the one generator rule (:func:`redline.analysis.generator.generator_limited`,
+  which the search's ``generator`` stop condition reads too): its workers runnable 90 % of
+  the time or more (starved by another tenant, only where they still ran a tenth of it:
+  requests to send, not only wake-ups), or, on a step that failed on latency, waiting for a
+  CPU a quarter of the time with no tenant to blame, or taking a quarter of a saturated
+  machine. A generator starved by another tenant and not named is said beside what is.
 
 A part's run queue that fills with the load while this machine's CPUs are saturated
 (:data:`MACHINE_BUSY`) is no shortage of that part's: every part on the machine shares its
 cores, and the one that waits is not the one that took them (``make scale-demo``'s nginx
 waited for a CPU 75 % of the time on 8 % of a core, beside a generator on 109 %). There the
 machine's cores are named (part ``machine``, resource ``cpu``) with who took them
-(:func:`takers`); where redline took the most, the generator is named: it was measuring
-its own share of the machine, not the service.
+(:func:`takers`). On a machine measured with CPU to spare, such a wait (of a part that may
+use every core) is no shortage at all: threads that woke to a core busy for a moment (the
+scale demo's origin, on 1 % of a core, waited 67 %); it is not named. Only where the
+machine was not measured is it taken as the part's own. Where redline took a quarter of
+the machine or more, it was measuring its own share of the machine, not the service; that
+is the generator's rule's to say, so the machine is named here whoever took the most.
 
-At the limit (the first step that broke a limit), the bottleneck is the saturated resource
-that ran out first: the one saturated at the lightest load, ties going to the cause before
-the symptom (the generator, whose figures all others rest on; then CPU, memory, fds, a pool;
-an accept queue, errors and a backlog are what a saturated resource upstream shows). Nothing
+At the limit (the first step that broke a limit), a generator that was the limit there is
+named (the stop condition says the same: what was measured there is redline's). Otherwise
+the bottleneck is the saturated resource that ran out first: the one saturated at the
+lightest load, ties going to the cause before the symptom (CPU, memory, fds, a pool; an
+accept queue, errors and a backlog are what a saturated resource upstream shows). Nothing
 saturated: no part is named, and the evidence says what the figures point to.
 """
 
@@ -60,16 +63,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from redline.analysis.generator import (
+    BUSY,
+    MACHINE_BUSY,
+    OTHERS,
+    generator_limited,
+    other_work,
+    starved_by_others,
+)
+
 #: RESOURCES in the order a tie is broken (cause before symptom).
 RESOURCES = ("generator", "cpu", "memory", "fds", "pool", "accept-queue", "errors", "backlog")
 
 #: SATURATED: the utilisation from which a resource has run out (the accept queue, errors
-#: and the backlog are judged on their own rules, see the module's text).
-SATURATED = {"cpu": 0.9, "memory": 0.9, "fds": 0.9, "pool": 0.95, "generator": 0.9}
-
-#: STARVED: the generator's workers waiting for a CPU this share of their time is its limit
-#: (:data:`redline.find.rules.STARVED`).
-STARVED = 0.25
+#: and the backlog are judged on their own rules, see the module's text). A pool's is its
+#: gauge's mean over the step's samples, one a second: over a step of 2-4 s one sample
+#: caught between a release and the next take reads 3 of 4 (bench/bottleneck.py's pool, 6
+#: users queueing for 4 slots on a quiet box, read 3.7 of 4 at its limit: 92 %, 2026-11-28
+#: 23:17), so a pool at 90 % is full, as a CPU is.
+SATURATED = {"cpu": 0.9, "memory": 0.9, "fds": 0.9, "pool": 0.9, "generator": BUSY}
 
 #: ERRORS_RATE: a part's error counters counting faster than this a second have started.
 ERRORS_RATE = 1.0
@@ -85,40 +97,9 @@ QUEUE_KEY = "run queue"
 #: (ran or waited for), over the cores it may use.
 RUNNABLE_KEY = "runnable"
 
-#: GENERATOR_RAN: a generator starved by another tenant that still ran this share of its
-#: workers' time had requests to send: 17-47 % in bench/bottleneck.py's generator deployment
-#: on the busy box (2026-11-28 17:24), 2-4 % in the demo's (its waits were its wake-ups').
-GENERATOR_RAN = 0.1
-
 #: THREAD_KEY: the key of a part's busiest-thread reading (``cpu_thread``: the most one of its
 #: threads ran, a share of one core).
 THREAD_KEY = "one thread"
-
-#: MACHINE_BUSY: this machine's CPUs busy this share of their time over a step have run out
-#: for every part on it (:data:`redline.find.rules.MACHINE_BUSY`).
-MACHINE_BUSY = 0.9
-
-#: OTHERS: the share of the machine's CPUs that, gone to neither redline's workers nor any
-#: watched part, makes a starved generator another tenant's doing. Seen on 2 shared cores at
-#: load 11-20: `make demo`'s deployment (redline 1-2 %, taskqueue 10 %, the origin 1 % of
-#: the machine) beside 85-90 % of other work, redline waiting for a CPU 35-68 % of the time.
-OTHERS = 0.5
-
-
-def other_work(step: Any) -> float | None:
-    """other_work is the share of this machine's CPUs that went to neither redline nor any
-    watched part over ``step`` (its ``machine_busy`` less redline's share, its whole process
-    where measured, else its workers', and each part's CPU); None where the machine was not
-    measured or no part's CPU was (without the deployment's CPU, the service's work and a
-    tenant's cannot be told apart)."""
-    busy, share = getattr(step, "machine_busy", None), getattr(step, "redline_share", None)
-    if share is None:
-        share = getattr(step, "generator_share", None)
-    parts = getattr(step, "parts", None) or {}
-    cpus = [float(f["cpu_percent"]) for f in parts.values() if f.get("cpu_percent") is not None]
-    if busy is None or share is None or not cpus:
-        return None
-    return max(0.0, busy - share - sum(cpus) / 100.0 / (os.cpu_count() or 1))
 
 
 def takers(step: Any) -> list[tuple[str, float]] | None:
@@ -140,44 +121,33 @@ def takers(step: Any) -> list[tuple[str, float]] | None:
     return sorted(out, key=lambda x: -x[1])
 
 
-def machine_ran_out(step: Any, waiting: Reading) -> dict[str, Any] | None:
-    """machine_ran_out is the bottleneck where ``waiting`` (a part's run queue) filled on a
-    machine whose CPUs were saturated over ``step``: the machine's cores, shared, with who
-    took them, or the generator where redline took the most of them; None where the machine
-    had CPU to spare or was not measured."""
+def machine_said(step: Any) -> str | None:
+    """machine_said says who took this machine's CPUs over ``step`` when they were saturated
+    (:data:`MACHINE_BUSY`); None where the machine had CPU to spare or was not measured."""
     busy, took = getattr(step, "machine_busy", None), takers(step)
     if busy is None or busy < MACHINE_BUSY or not took:
         return None
-    cores = os.cpu_count() or 1
     shares = ", ".join(f"{name} {x:.0%}" for name, x in took if x >= 0.005)
-    said = (
-        f"this machine's {cores} cores were {busy:.0%} busy, shared by every part on it"
-        f" ({shares} of them); {waiting.part}'s {waiting.evidence.removeprefix('its ')}"
-    )
-    top, most = took[0]
-    if top == "generator":
-        return {
-            "part": "generator",
-            "resource": "generator",
-            "utilisation": round(most, 4),
-            "evidence": f"redline took the most of {said}: the load generator was measuring"
-            " its own share of the machine, not the service (give it its own cores or machine)",
-        }
-    return {"part": "machine", "resource": "cpu", "utilisation": round(busy, 4), "evidence": said}
-
-
-def starved_by_others(step: Any) -> str | None:
-    """starved_by_others says why redline's workers waited for a CPU over ``step`` when they
-    waited a quarter of the time or more (:data:`STARVED`) for work that is not the
-    deployment's (:data:`OTHERS`); None otherwise."""
-    wait, others = getattr(step, "generator_wait", None), other_work(step)
-    if wait is None or wait < STARVED or others is None or others < OTHERS:
-        return None
     return (
-        f"redline's workers waited for a CPU {wait:.0%} of the time, for other work on this"
-        f" machine ({others:.0%} of its CPUs went to neither redline nor a watched part):"
-        " their figures carry that wait, the deployment's limit is read on"
+        f"this machine's {os.cpu_count() or 1} cores were {busy:.0%} busy, shared by every"
+        f" part on it ({shares} of them)"
     )
+
+
+def machine_ran_out(step: Any, waiting: Reading) -> dict[str, Any] | None:
+    """machine_ran_out is the bottleneck where ``waiting`` (a part's run queue) filled on a
+    machine whose CPUs were saturated over ``step``: the machine's cores, shared, with who
+    took them (where redline took enough of them to be the limit, the generator's rule named
+    it first); None where the machine had CPU to spare or was not measured."""
+    said = machine_said(step)
+    if said is None:
+        return None
+    return {
+        "part": "machine",
+        "resource": "cpu",
+        "utilisation": round(step.machine_busy, 4),
+        "evidence": f"{said}; {waiting.part}'s {waiting.evidence.removeprefix('its ')}",
+    }
 
 
 @dataclass(frozen=True)
@@ -200,25 +170,25 @@ class Reading:
     beside: str = ""
 
 
-def readings(step: Any, backlog_part: str | None = None) -> list[Reading]:
+def readings(
+    step: Any, backlog_part: str | None = None, generator_busy: float | None = BUSY
+) -> list[Reading]:
     """readings are every resource's reading over one step: the generator's (its busy and
-    waiting shares), each watched part's (``step.parts``), and the backlog's."""
+    waiting shares; saturated by the one generator rule, ``generator_busy`` its threshold),
+    each watched part's (``step.parts``), and the backlog's."""
     out: list[Reading] = []
     busy, wait = getattr(step, "generator_busy", None), getattr(step, "generator_wait", None)
-    if busy is not None:
-        starved = (wait or 0.0) >= STARVED
-        # Starved by another tenant: only the workers' own running counts against them.
-        ran = busy - (wait or 0.0)
-        full = busy >= SATURATED["generator"] or starved
-        if starved_by_others(step) is not None:
-            full = busy >= SATURATED["generator"] and ran >= GENERATOR_RAN
+    limited = generator_limited(step, generator_busy)
+    if busy is not None or limited is not None:
         out.append(
             Reading(
                 "generator",
                 "generator",
-                busy,
-                full,
-                f"redline's workers busy {busy:.0%} of the time"
+                limited.utilisation if limited is not None else busy or 0.0,
+                limited is not None,
+                limited.evidence
+                if limited is not None
+                else f"redline's workers busy {busy or 0.0:.0%} of the time"
                 + (f", waiting for a CPU {wait:.0%}" if wait is not None else ""),
                 beside=starved_by_others(step) or "",
             )
@@ -315,16 +285,22 @@ def _runnable(name: str, cpu: float, wait: float, cores: float | None) -> Readin
 
 
 def name_bottleneck(
-    steps: Sequence[Any], limit: Any, backlog_part: str | None = None
+    steps: Sequence[Any],
+    limit: Any,
+    backlog_part: str | None = None,
+    generator_busy: float | None = BUSY,
 ) -> dict[str, Any] | None:
     """name_bottleneck is ``answers.limit.bottleneck``: ``{"part", "resource",
     "utilisation", "evidence"}`` of the resource that ran out first at ``limit`` (the step
-    that broke a limit), among the searched ``steps``; part and resource None, and the
-    evidence saying what the figures point to, when nothing ran out. None without a limit
-    step or without any part's figures."""
+    that broke a limit), among the searched ``steps``; the generator where it was the limit
+    there (the one rule the search's stop condition reads, ``generator_busy`` its threshold,
+    None for the default); part and resource None, and the evidence saying what the figures
+    point to, when nothing ran out. None without a limit step or without any part's
+    figures."""
     if limit is None:
         return None
-    at = readings(limit, backlog_part)
+    busy = BUSY if generator_busy is None else generator_busy
+    at = readings(limit, backlog_part, busy)
     searched = sorted(
         (
             s
@@ -338,36 +314,30 @@ def name_bottleneck(
         return None
     lightest = searched[0] if searched else None
     base = (
-        {(r.part, r.resource, r.key): r for r in readings(lightest, backlog_part)}
+        {(r.part, r.resource, r.key): r for r in readings(lightest, backlog_part, busy)}
         if lightest
         else {}
     )
-    # What ran out at the limit, or at a lighter step and not seen free at the limit (an
-    # exporter that stopped answering under the overload has no figures there).
-    seen = {(r.part, r.resource, r.key): r for r in at}
-    first: dict[tuple[str, str, str], tuple[float, Reading]] = {}
-    for s in [*searched, limit]:
-        for r in readings(s, backlog_part):
-            k = (r.part, r.resource, r.key)
-            if r.saturated and k not in first and not _already(r, base):
-                first[k] = (float(s.load), seen.get(k, r))
-    saturated = [(load, r) for k, (load, r) in first.items() if seen.get(k, r).saturated]
-    # A run queue that filled while half the machine or more went to other work waited for
-    # that work (another tenant): said beside, not named (as a starved generator).
-    tenant = (other_work(limit) or 0.0) >= OTHERS
-    waited = [r for _, r in saturated if tenant and r.key == QUEUE_KEY]
-    saturated = [(load, r) for load, r in saturated if r not in waited]
-    beside = "".join(
-        f"; {r.part}'s {r.evidence.removeprefix('its ')}, for other work on this machine"
-        f" ({other_work(limit):.0%} of its CPUs went to neither redline nor a watched part)"
-        for r in waited
-    )
+    saturated, beside = _ran_out([*searched, limit], limit, at, base, backlog_part, busy)
+    gen = next((r for r in at if r.resource == "generator" and r.saturated), None)
+    if gen is not None:
+        return _generator_named(limit, gen, [r for _, r in saturated], at, base, beside)
     if not saturated:
         said = _nothing(at) + _tenants(at, base) + beside
         return {"part": None, "resource": None, "utilisation": None, "evidence": said}
     # Ties: cause before symptom; of two pools full at once, the smaller (the larger's
     # holders wait on it: 100 task slots held by tasks waiting for 10 connections).
-    since, top = min(saturated, key=lambda x: (x[0], RESOURCES.index(x[1].resource), x[1].size))
+    # At one load, of two parts short of CPU the busier (the one a saturated machine's
+    # cores went to, not a part on 1 % of a core that waited beside it).
+    since, top = min(
+        saturated,
+        key=lambda x: (
+            x[0],
+            RESOURCES.index(x[1].resource),
+            x[1].size,
+            -_cpu(limit, x[1].part),
+        ),
+    )
     # A part pinned to fewer cores than the machine's ran out of its own (whoever shares
     # them); one that may use them all ran out of the machine's.
     cores = os.cpu_count() or 1
@@ -390,6 +360,92 @@ def name_bottleneck(
         + beside
         + _tenants(at, base),
     }
+
+
+def _ran_out(
+    steps: Sequence[Any],
+    limit: Any,
+    at: Sequence[Reading],
+    base: dict[tuple[str, str, str], Reading],
+    backlog_part: str | None,
+    busy: float,
+) -> tuple[list[tuple[float, Reading]], str]:
+    """_ran_out is what ran out by ``limit`` over ``steps`` (lightest first, the limit last),
+    each with the load it ran out from, the generator left to its rule, and what is said
+    beside it: run queues that waited for another tenant's work."""
+    # What ran out at the limit, or at a lighter step and not seen free at the limit (an
+    # exporter that stopped answering under the overload has no figures there).
+    seen = {(r.part, r.resource, r.key): r for r in at}
+    first: dict[tuple[str, str, str], tuple[float, Reading]] = {}
+    for s in steps:
+        for r in readings(s, backlog_part, busy):
+            k = (r.part, r.resource, r.key)
+            if r.saturated and k not in first and not _already(r, base):
+                first[k] = (float(s.load), seen.get(k, r))
+    # The generator is judged at the limit alone, by its rule (as the stop condition is).
+    saturated = [
+        (load, r)
+        for k, (load, r) in first.items()
+        if seen.get(k, r).saturated and r.resource != "generator"
+    ]
+    # A run queue that filled while half the machine or more went to other work waited for
+    # that work (another tenant): said beside, not named (as a starved generator).
+    tenant = (other_work(limit) or 0.0) >= OTHERS
+    waited = [r for _, r in saturated if tenant and r.key == QUEUE_KEY]
+    saturated = [(load, r) for load, r in saturated if r not in waited]
+    beside = "".join(
+        f"; {r.part}'s {r.evidence.removeprefix('its ')}, for other work on this machine"
+        f" ({other_work(limit):.0%} of its CPUs went to neither redline nor a watched part)"
+        for r in waited
+    )
+    # A part that may use every core, waiting for one on a machine with CPU to spare, was
+    # short of nothing: its threads woke to a core busy for a moment (make scale-demo's
+    # origin, on 1 % of a core, waited 67 % of its runnable time on a quiet box and was
+    # named, 2026-11-28 22:58). Only a saturated machine (named below) or one not measured
+    # makes such a wait a shortage.
+    cores = os.cpu_count() or 1
+    machine = getattr(limit, "machine_busy", None)
+    spare = machine is not None and machine < MACHINE_BUSY
+    saturated = [
+        (load, r)
+        for load, r in saturated
+        if not (spare and r.key == QUEUE_KEY and (_allowed(limit, r.part) or cores) >= cores)
+    ]
+    return saturated, beside
+
+
+def _generator_named(
+    limit: Any,
+    gen: Reading,
+    saturated: list[Reading],
+    at: Sequence[Reading],
+    base: dict[tuple[str, str, str], Reading],
+    beside: str,
+) -> dict[str, Any]:
+    """_generator_named is the bottleneck where the generator was the limit at ``limit``
+    (:func:`redline.analysis.generator.generator_limited`): what was measured there is
+    redline's, whatever else ran out (``saturated``, said beside it), and who took a
+    saturated machine's cores."""
+    unit = "users" if getattr(limit, "model", "closed") == "closed" else "req/s"
+    machine = machine_said(limit)
+    also = "".join(f"; {r.part}'s {r.evidence.removeprefix('its ')}" for r in saturated)
+    return {
+        "part": "generator",
+        "resource": "generator",
+        "utilisation": round(gen.utilisation, 4),
+        "evidence": f"{gen.evidence} at {limit.load:g} {unit}: the limit measured there is"
+        " redline's, not the service's"
+        + (f"; {machine}" if machine else "")
+        + also
+        + beside
+        + _tenants([r for r in at if r.part != "generator"], base),
+    }
+
+
+def _cpu(step: Any, part: str) -> float:
+    """_cpu: ``part``'s CPU % over ``step`` (0 where not read)."""
+    figures = (getattr(step, "parts", None) or {}).get(part) or {}
+    return float(figures.get("cpu_percent") or 0.0)
 
 
 def _allowed(step: Any, part: str) -> float | None:

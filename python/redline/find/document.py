@@ -65,7 +65,10 @@ def result_document(
     )
     answers = analysed["answers"]
     watched = watched or {"specs": {}, "series": {}, "backlog_part": None}
-    bottleneck = name_bottleneck(searched, outcome.broke, watched.get("backlog_part"))
+    # The generator's rule at the limit is the stop condition's (the same threshold).
+    bottleneck = name_bottleneck(
+        searched, outcome.broke, watched.get("backlog_part"), limits.generator_busy
+    )
     answers["limit"]["bottleneck"] = bottleneck
     answers["notes"] = _notes(notes, answers, steady, searched, meter)
     for x in outcome.spoiled:  # a step a lost injector spoiled (a cluster run)

@@ -11,8 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from redline.analysis.bottleneck import starved_by_others
 from redline.analysis.evidence import Level, Z, elasticity_fit, gain, level_of
+from redline.analysis.generator import (
+    generator_ran_out,
+    generator_starved,
+    latency_failed,
+    starved_by_others,
+)
 from redline.analysis.outcome import Meter
 from redline.find.rules import (
     COLLAPSED,
@@ -20,13 +25,10 @@ from redline.find.rules import (
     FLAT_RUN_SPAN,
     FLAT_RUN_STEPS,
     KNEE_DROP,
-    LATENCY_FAILURES,
     MIN_DEFICIT,
-    STARVED,
     Limits,
     phase_compares,
     power,
-    shared_machine,
 )
 from redline.find.step import Step
 
@@ -64,18 +66,12 @@ class Judge:
             step.fired.append(name)
             why.append(text)
 
-        # A generator starved by another tenant's work waited for it, not for the load: its
-        # own running is what counts against it, and its wait is said, not fired.
-        tenant = starved_by_others(step)
-        busy = step.generator_busy or 0
-        if tenant is not None:
-            busy -= step.generator_wait or 0
-        if lim.generator_busy is not None and busy > lim.generator_busy:
-            fire(
-                "generator",
-                f"redline's worker threads ran or waited for a CPU {step.generator_busy:.0%}"
-                " of the time",
-            )
+        # The generator's rule is redline.analysis.generator's, the one the bottleneck at the
+        # limit reads too: the page's stop condition and its bottleneck cannot disagree.
+        if lim.generator_busy is not None:
+            ran_out = generator_ran_out(step, lim.generator_busy)
+            if ran_out is not None:
+                fire("generator", ran_out.evidence)
         if lim.max_errors is not None and step.error_rate > lim.max_errors and step.errors >= 3:
             fire(
                 "errors",
@@ -104,7 +100,7 @@ class Judge:
             )
         if self.model == "closed" and phase_compares(step.phase):
             self._growth(step, fire, why, unit, steps)
-        self._starvation(step, fire, why, tenant)
+        self._starvation(step, fire, why)
         if self.stop_at_knee and not step.fired and phase_compares(step.phase):
             lighter = [s for s in steps if s.ok and s.load < step.load and s.latency_ms > 0]
             top = max(lighter, key=power, default=None)
@@ -118,30 +114,21 @@ class Judge:
             step.steady = step.steady and "backlog" not in step.fired
         step.why = "; ".join(why)
 
-    def _starvation(
-        self, step: Step, fire: Callable[[str, str], None], why: list[str], tenant: str | None
-    ) -> None:
+    def _starvation(self, step: Step, fire: Callable[[str, str], None], why: list[str]) -> None:
         """_starvation names the generator on a step that failed on latency while redline was
-        starved of CPU (:data:`STARVED`) or took a saturated machine's CPU
-        (:func:`shared_machine`); a generator starved by another tenant (``tenant``) is said
-        in the step's why, not fired."""
+        starved of CPU or took a saturated machine's CPU
+        (:func:`redline.analysis.generator.generator_starved`); a generator starved by another
+        tenant is said in the step's why, not fired."""
         if (
             self.limits.generator_busy is None
-            or not set(step.fired) & LATENCY_FAILURES
-            # Errors are the service's own answer (refusals, failures): starvation explains
-            # a latency, never an error status.
-            or set(step.fired) & {"generator", "errors"}
+            or not latency_failed(step.fired)
+            or "generator" in step.fired
         ):
             return
-        shared = shared_machine(step)
-        if tenant is None and (step.generator_wait or 0) >= STARVED:
-            fire(
-                "generator",
-                f"redline's worker threads waited for a CPU {step.generator_wait:.0%} of"
-                " the time: the machine's CPUs, shared with the service, were the limit",
-            )
-        elif shared is not None:
-            fire("generator", shared)
+        starved = generator_starved(step)
+        tenant = starved_by_others(step)
+        if starved is not None:
+            fire("generator", starved.evidence)
         elif tenant is not None:
             why.append(tenant)
 

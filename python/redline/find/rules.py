@@ -2,13 +2,15 @@
 means, the thresholds behind them (each with the figures it was set from), the SLO bound
 grammar (``p99<100ms``), the limits a search is given, and the judgements on one step or
 two that the search (:mod:`redline.find.search`) applies: is it saturated or collapsed, did
-it leave a queue behind, was the machine's CPU the limit."""
+it leave a queue behind. Whether the generator was the limit is
+:mod:`redline.analysis.generator`'s rule (the bottleneck at the limit reads it too)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from redline.analysis.generator import BUSY
 from redline.analysis.step import StepResult
 from redline.errors import ConfigError
 from redline.find.step import MIN_DEFICIT as MIN_DEFICIT  # said once, by the step
@@ -71,26 +73,6 @@ FLAT_RUN_SPAN = 2.0
 SATURATED_SE = 0.02
 
 
-#: STARVED: a failing step whose generator workers sat runnable without a CPU for this share
-#: of their time or more is the machine's limit, not the service's: a worker that waits for
-#: a CPU a quarter of the time sends and reads late by scheduler slices (milliseconds), which
-#: on a service answering in 0.1 ms is the whole latency measured. Seen on 2 shared cores:
-#: the immediate target's failing open-model steps had their workers waiting 45-55 %, a
-#: 10 ms capacity queue's under 5 %.
-STARVED = 0.25
-
-#: MACHINE_BUSY, SHARED: a failing step on a machine whose CPUs were this busy, of which
-#: redline's workers ran on this share or more, is the machine's limit: the generator took
-#: the CPU a service on the same machine needed. Seen on 2 shared cores: the immediate
-#: target's failing open-model steps had the workers at 33-50 % of the machine (and waiting
-#: for a CPU only 9-21 % of their time, under STARVED); `make demo`'s at 1-10 % of it.
-MACHINE_BUSY = 0.9
-SHARED = 0.25
-
-#: LATENCY_FAILURES: the conditions a starved generator explains (it cannot explain refusals).
-LATENCY_FAILURES = frozenset({"backlog", "slo", "collapse", "plateau", "retrograde"})
-
-
 @dataclass(frozen=True)
 class Slo:
     """Slo bounds one latency percentile of every step, e.g. ``p99<100ms``, or one of a
@@ -149,7 +131,9 @@ class Limits:
     max_errors: float | None = 0.01
     slos: Sequence[Slo] = ()
     service_cpu: float | None = None
-    generator_busy: float | None = 0.9
+    #: generator_busy: redline's workers runnable this share of the time ran out (the one
+    #: generator rule, :func:`redline.analysis.generator.generator_limited`).
+    generator_busy: float | None = BUSY
 
 
 #: JUDGED_ELSEWHERE: phases whose bad steps are not the limit: a recovery check is judged by
@@ -207,21 +191,3 @@ def overloaded(last: Step, good: Step) -> bool:
     if last.errors_by_class.get("timeout"):
         return True
     return last.latency_ms > 2 * good.latency_ms + 1.0
-
-
-def shared_machine(step: Step) -> str | None:
-    """_shared_machine says why a failing step is the machine's limit when its CPUs were
-    saturated (:data:`MACHINE_BUSY`) and redline's workers ran on :data:`SHARED` of them or
-    more; None otherwise (or where the machine was not measured: a cluster's injectors)."""
-    busy, share = step.machine_busy, step.generator_share
-    # Its whole process where measured: the search and the watching in Python take the
-    # machine's CPU from the service as the workers do (the scale demo: 109 % of a core).
-    whole = step.redline_share if step.redline_share is not None else share
-    if busy is None or whole is None or busy < MACHINE_BUSY or whole < SHARED:
-        return None
-    who = "redline took" if step.redline_share is not None else "redline's worker threads ran on"
-    return (
-        f"this machine's CPUs were {busy:.0%} busy and {who}"
-        f" {whole:.0%} of them: the load generator took the CPU a service on the same machine"
-        " needed, so the machine's CPUs were the limit (give each its own cores: taskset)"
-    )
