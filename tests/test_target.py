@@ -294,3 +294,45 @@ def test_target_help_documents_every_query_knob_and_each_example_works():
             asked += 1
             assert status != 400, query
         assert t.stats()["requests"] - before == asked
+
+
+#: WRAPPERS: how a bench or a supervisor starts ``redline target``: as it is, pinned to a core
+#: (taskset; bench/bottleneck.py's --parallel pins with sched_setaffinity), in a session of
+#: its own (setsid), through a shell.
+WRAPPERS = {
+    "bare": [],
+    "taskset": ["taskset", "-c", "0"],
+    "setsid": ["setsid"],
+    "a shell": ["sh", "-c", 'exec "$0" "$@"'],
+}
+
+
+@pytest.mark.parametrize("wrapper", list(WRAPPERS))
+@pytest.mark.parametrize("threads", ["-1", "0", "lots"])
+def test_a_bad_target_under_a_wrapper_is_one_line_exit_2(wrapper, threads):
+    argv = [*WRAPPERS[wrapper], sys.executable, "-m", "redline", "target", "--threads", threads]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "threads" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("wrapper", list(WRAPPERS))
+def test_a_target_under_a_wrapper_serves_and_stops_on_sigterm(wrapper):
+    argv = [*WRAPPERS[wrapper], sys.executable, "-m", "redline", "target", "--threads", "2"]
+    p = subprocess.Popen(argv + ["--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert p.stdout is not None and p.stderr is not None
+        line = p.stdout.readline().decode()
+        assert line.startswith("listening on http://127.0.0.1:"), (line, p.stderr.read())
+        with urllib.request.urlopen(line.split()[-1] + "/", timeout=10) as r:
+            assert r.status == 200
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == 0
+        out, err = p.stdout.read().decode(), p.stderr.read().decode()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "served 1 requests on 1 connections" in out, (out, err)
+    assert "Traceback" not in err, err

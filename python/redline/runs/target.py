@@ -90,6 +90,7 @@ class Target:
         fail_every: int | None = None,
         idle_timeout: str | float | None = None,
     ):
+        _whole("threads", threads, 1)
         _whole("capacity", capacity, 1)
         _whole("fail_every", fail_every, 1)
         _whole("queue_limit", queue_limit, 0)
