@@ -17,6 +17,8 @@ ELSEWHERE = (
     "kneed",
     "rich",
     "psutil",
+    "shutil",  # argparse's formatter's, for the terminal's width (cli/commands.py reads it)
+    "statistics",
     "redline.analysis",
     "redline.cluster.handle",
     "redline.compare.",

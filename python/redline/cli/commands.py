@@ -38,6 +38,27 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's formatter, made for every argument added, imports shutil (with bz2 and
+        # lzma) to read the terminal's width: ~9 M instructions of every start. The same width,
+        # read as shutil.get_terminal_size reads it.
+        return self.formatter_class(prog=self.prog, width=_columns() - 2)  # type: ignore[call-arg]
+
+
+def _columns() -> int:
+    """_columns: the terminal's width as shutil.get_terminal_size gives it: $COLUMNS, else
+    stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
 
 #: _NEGATIVE: a word that is a negative number, with a unit or not (-5, -5s, -0.5).
 _NEGATIVE = re.compile(r"^-\.?\d")
