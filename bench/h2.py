@@ -7,7 +7,7 @@ through its HTTP/1.1 code (crates/testserver/src/http2.rs), so it, not the clien
 request rate; CPU per request is what is compared.
 
     .venv/bin/python bench/h2.py [--seconds 5] [--reps 3] [--shape 4x10 --shape 1x1]
-                                 [--baseline DIR]
+                                 [--baseline [NAME=]DIR ...]
 
 Each redline row also gives the run's CPU a request (its report's
 ``generator.cpu_us_per_request``: the process's CPU, every thread, from the run's start to its
@@ -15,9 +15,10 @@ end) and its ratio to h2load's whole process: what driving h2 costs, without the
 start and report, which the process figure charges to the run's requests (h2load starts in a
 millisecond).
 
---baseline DIR adds a "redline (baseline)" row per shape: the same CLI run from the package in
-DIR (a copy of python/ holding another build's extension, e.g. the commit before a change), so
-that a before and an after are measured interleaved, under the same load, in one table.
+--baseline [NAME=]DIR adds a "redline (NAME)" row per shape ("redline (baseline)" without a
+NAME; repeatable): the same CLI run from the package in DIR (a copy of python/ holding another
+build's extension, e.g. the commit before a change), so that a before and an after are
+measured interleaved, under the same load, in one table.
 
 h2load comes from Debian's nghttp2-client. The table is appended to bench/results/h2.md.
 """
@@ -31,7 +32,15 @@ import tempfile
 from pathlib import Path
 
 import record
-from run import Row, baseline_argv, interleave, precompile, redline_argv, target_server
+from run import (
+    Row,
+    baseline_argv,
+    interleave,
+    precompile,
+    read_baselines,
+    redline_argv,
+    target_server,
+)
 
 DEFAULT_SHAPES = ("4x10", "1x1", "16x1")
 
@@ -42,7 +51,7 @@ def generators(
     secs: int,
     shapes: list[str],
     reports: Path,
-    baseline: Path | None = None,
+    baselines: list[tuple[str, Path]],
 ) -> list:
     """The rows to run, interleaved: h2load, redline (and its baseline) at each shape; each
     redline row writes its JSON report under ``reports``, for the run's own figure."""
@@ -56,9 +65,9 @@ def generators(
         flags = ("--http2", "--streams", m, "-c", c, "-d", f"{secs}s")
         argv = redline_argv(url, *flags, "--json", str(reports / f"{shape}.json"))
         gens.append(("redline", mode, argv, None))
-        if baseline:
-            argv = redline_argv(url, *flags, "--json", str(reports / f"{shape}-baseline.json"))
-            gens.append(("redline (baseline)", mode, baseline_argv(argv, baseline), None))
+        for i, (name, path) in enumerate(baselines):
+            argv = redline_argv(url, *flags, "--json", str(reports / f"{shape}-baseline{i}.json"))
+            gens.append((f"redline ({name})", mode, baseline_argv(argv, path), None))
     return gens
 
 
@@ -90,7 +99,11 @@ def main() -> int:
     ap.add_argument("--shape", action="append", help="CONNSxSTREAMS (repeatable)")
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument(
-        "--baseline", type=Path, help="a python/ copy holding another build (adds its rows)"
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="a python/ copy holding another build (adds its rows; repeatable)",
     )
     args = ap.parse_args()
     h2load = shutil.which("h2load")
@@ -99,9 +112,10 @@ def main() -> int:
         return 2
     ctx = record.Context.now()
     shapes = args.shape or list(DEFAULT_SHAPES)
-    precompile(*([args.baseline] if args.baseline else []))
+    baselines = read_baselines(args.baseline)
+    precompile(*(path for _, path in baselines))
     with target_server() as url, tempfile.TemporaryDirectory() as reports:
-        gens = generators(h2load, url, args.seconds, shapes, Path(reports), args.baseline)
+        gens = generators(h2load, url, args.seconds, shapes, Path(reports), baselines)
         rows = interleave(gens, args.reps, url)
     record.publish("h2", "HTTP/2: redline vs h2load", ctx, table(rows), not args.no_record)
     return 0

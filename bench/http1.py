@@ -59,6 +59,7 @@ from run import (
     measure,
     peers,
     precompile,
+    read_baselines,
     redline_argv,
 )
 
@@ -214,10 +215,7 @@ def main() -> int:
     if missing or not Path(NGINX).exists():
         print(f"bench: needs nginx, wrk and wrk2 (missing: {missing or NGINX})", file=sys.stderr)
         return 2
-    baselines = [
-        (b.split("=", 1)[0], Path(b.split("=", 1)[1])) if "=" in b else ("baseline", Path(b))
-        for b in args.baseline
-    ]
+    baselines = read_baselines(args.baseline)
     precompile(*(path for _, path in baselines))
     count = StubStatus()
     with nginx(args.request_id) as url:

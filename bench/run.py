@@ -318,6 +318,22 @@ def precompile(*packages: Path) -> None:
         compileall.compile_dir(str(pkg), quiet=1)
 
 
+def read_baselines(values: list[str]) -> list[tuple[str, Path]]:
+    """read_baselines reads ``--baseline [NAME=]DIR`` values: a name for the rows ("baseline" when
+    none is given) and a copy of python/ holding another build. A DIR without redline's package
+    and extension is refused: run from it, Python would import this tree's build instead and
+    the rows would compare the build with itself."""
+    out = []
+    for value in values:
+        name, path = value.split("=", 1) if "=" in value else ("baseline", value)
+        pkg = Path(path) / "redline"
+        if not (pkg / "__init__.py").exists() or not any(pkg.glob("_engine*.so")):
+            why = f"no redline package with its engine in {path}"
+            raise SystemExit(f"bench: --baseline {value}: {why}")
+        out.append((name, Path(path)))
+    return out
+
+
 def baseline_argv(argv: list[str], baseline: Path) -> list[str]:
     """baseline_argv is a redline_argv command line run from the package in ``baseline`` (a
     copy of python/ holding another build's extension, e.g. the commit before a change), so

@@ -117,6 +117,8 @@ pub struct Conn {
     /// frames it (its head's fields, its body's payload); None on the single-request path,
     /// which keeps nothing.
     pub capture: Option<Response>,
+    /// text: a scenario's request rendered as HTTP/1.1 (reused; [`crate::wire::Wire::exchange`]).
+    pub text: Vec<u8>,
     /// watch: `--stream`'s clock on each response as it arrives (see [`crate::stream`]).
     pub watch: Option<Box<Watch>>,
     /// tunnel: the CONNECT a socket to a proxy opens with (see [`crate::proxy`]).
@@ -151,6 +153,7 @@ impl Conn {
             served: 0,
             gauge,
             capture: None,
+            text: Vec::new(),
             watch: None,
             tunnel: None,
         }

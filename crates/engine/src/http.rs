@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 use std::mem::MaybeUninit;
 
-use crate::message::Response;
+use crate::message::{Request, Response};
 use crate::stream::Pieces;
 use crate::target::Target;
 
@@ -83,6 +83,29 @@ pub fn render_request(
     let mut out = head.into_bytes();
     out.extend_from_slice(body);
     out
+}
+
+/// write_request renders a scenario's request as HTTP/1.1 text into `out` (cleared first):
+/// request line, `Host`, its fields in order, the blank line, the body.
+pub fn write_request(req: &Request, out: &mut Vec<u8>) {
+    out.clear();
+    let line: [&[u8]; 5] = [
+        req.method(),
+        b" ",
+        req.target(),
+        b" HTTP/1.1\r\nHost: ",
+        req.authority(),
+    ];
+    for part in line {
+        out.extend_from_slice(part);
+    }
+    for (name, value) in req.headers() {
+        for part in [&b"\r\n"[..], name, b": ", value] {
+            out.extend_from_slice(part);
+        }
+    }
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(&req.body);
 }
 
 /// ParseError is a response that is not valid HTTP/1.x; the connection cannot be reused.

@@ -9,10 +9,11 @@
 //! `LocalSet`; when it ends (GOAWAY, a reset, the peer closing) the link is marked closed and
 //! the next request opens a fresh one.
 //!
-//! Requests arrive as the HTTP/1.1 bytes the plan rendered (the wire seam hands every kind of
-//! connection the same thing); [`Template`] (`http2_message.rs`) turns them into an `http::Request` once and reuses
-//! it while the bytes stay the same (every request of a plain run), so the per-request cost is
-//! a compare of ~100 bytes and a few reference-count bumps. Responses are counted through, not
+//! A plain run's request arrives as the HTTP/1.1 bytes the plan rendered once; [`Template`]
+//! (`http2_message.rs`) turns them into an `http::Request` once and reuses it while the bytes
+//! stay the same (every request of a plain run), so the per-request cost is a compare of ~100
+//! bytes and a few reference-count bumps. A scenario's request arrives as the flow wrote it (a
+//! [`crate::message::Request`]) and is made an h2 request directly, never through text. Responses are counted through, not
 //! kept, except for a scenario, which gets each one's status, header fields and DATA
 //! payload as a [`Response`] (`message.rs`), the same as HTTP/1.1's reader gives it.
 //!
@@ -37,7 +38,7 @@ use crate::conn::{Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
 use crate::http2_body::{grpc_status, read_body, within, Trip};
 use crate::http2_message::{head_size, Template};
-use crate::message::Response;
+use crate::message::{Response, What};
 use crate::metrics::ConnectionGauge;
 use crate::stream::{is_event_stream, Sink, Watch};
 use crate::tls::TlsSettings;
@@ -367,13 +368,12 @@ impl Stream {
         }
     }
 
-    /// exchange sends one request as a new stream and reads its whole response. `_head` (a
-    /// HEAD request) needs no care here: h2 knows the method, and the stream's END_STREAM
-    /// ends the response whatever its headers say.
+    /// exchange sends one request as a new stream and reads its whole response. A HEAD
+    /// request needs no care here: h2 knows the method, and the stream's END_STREAM ends the
+    /// response whatever its headers say.
     pub async fn exchange(
         &mut self,
-        bytes: &[u8],
-        _head: bool,
+        what: What<'_>,
         deadline: &mut Deadline,
         now: Instant,
     ) -> Result<Exchange, Failure> {
@@ -388,9 +388,17 @@ impl Stream {
             .await
             .map_err(|c| fail(c, 0))?;
         let sent_at = if connects == 0 { now } else { Instant::now() };
-        let stale = self.template.as_ref().is_none_or(|t| t.src != bytes);
+        // A plain run's one request is made an h2 request once; a scenario's each time.
+        let stale = match what {
+            What::Rendered(bytes) => self.template.as_ref().is_none_or(|t| t.src != bytes),
+            What::Message(_) => true,
+        };
         if stale {
-            match Template::parse(bytes, self.link.https) {
+            let made = match what {
+                What::Rendered(bytes) => Template::parse(bytes, self.link.https),
+                What::Message(m) => Template::of(m, self.link.https),
+            };
+            match made {
                 Ok(t) => self.template = Some(t),
                 Err(_) => {
                     self.link.reseat(self.seat, send, generation);

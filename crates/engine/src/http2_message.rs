@@ -1,10 +1,13 @@
-//! HTTP/2 requests from the HTTP/1.1 bytes the plan renders: a [`Template`] turns them into an
-//! `http::Request` (the request line and `Host` as pseudo-headers, the connection-specific
-//! headers left out). A response goes the other way as a [`crate::message::Response`],
-//! never as HTTP/1.1 text.
+//! HTTP/2's requests: a [`Template`] is the `http::Request` h2 sends (method, scheme and
+//! authority and path as pseudo-headers, the connection-specific headers left out), made from
+//! a scenario's [`Request`] as its flow wrote it, or from the HTTP/1.1 bytes a plain run's plan
+//! rendered once (the request line and `Host` as pseudo-headers). A response goes the other
+//! way as a [`crate::message::Response`], never as HTTP/1.1 text.
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
+
+use crate::message::Request;
 
 /// head_size is a response head's size as HPACK would carry it uncompressed (name, value and
 /// 32 bytes each, RFC 7541 4.1): h2 does not say how many bytes the frames took.
@@ -29,11 +32,36 @@ pub(crate) struct Template {
     pub(crate) body: Bytes,
 }
 
+/// carry adds header `name: value` to `headers` unless it is connection-specific (RFC 9113
+/// 8.2.2), which HTTP/2 leaves out; a name or value h2 cannot carry is a bad request.
+fn carry(headers: &mut HeaderMap, name: &[u8], value: &[u8]) -> Result<(), BadRequest> {
+    let connection_specific = [
+        &b"connection"[..],
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"upgrade",
+    ]
+    .iter()
+    .any(|c| name.eq_ignore_ascii_case(c));
+    if connection_specific
+        || (name.eq_ignore_ascii_case(b"te") && !value.eq_ignore_ascii_case(b"trailers"))
+    {
+        return Ok(());
+    }
+    let name = HeaderName::from_bytes(name).map_err(|_| BadRequest)?;
+    let value = HeaderValue::from_bytes(value).map_err(|_| BadRequest)?;
+    headers.append(name, value);
+    Ok(())
+}
+
 /// BadRequest: request bytes that do not parse (the plan renders them, so this is a bug).
 #[derive(Debug)]
 pub struct BadRequest;
 
 impl Template {
+    /// parse makes a plain run's request, rendered once as HTTP/1.1 bytes, the request HTTP/2
+    /// sends.
     pub(crate) fn parse(src: &[u8], https: bool) -> Result<Template, BadRequest> {
         let mut inline = [httparse::EMPTY_HEADER; 64];
         let mut req = httparse::Request::new(&mut inline);
@@ -50,43 +78,62 @@ impl Template {
                 authority = Some(std::str::from_utf8(h.value).map_err(|_| BadRequest)?);
                 continue;
             }
-            let connection_specific = [
-                "connection",
-                "keep-alive",
-                "proxy-connection",
-                "transfer-encoding",
-                "upgrade",
-            ]
-            .iter()
-            .any(|c| h.name.eq_ignore_ascii_case(c));
-            if connection_specific
-                || (h.name.eq_ignore_ascii_case("te") && !h.value.eq_ignore_ascii_case(b"trailers"))
-            {
-                continue;
-            }
-            let name = HeaderName::from_bytes(h.name.as_bytes()).map_err(|_| BadRequest)?;
-            let value = HeaderValue::from_bytes(h.value).map_err(|_| BadRequest)?;
-            headers.append(name, value);
+            carry(&mut headers, h.name.as_bytes(), h.value)?;
         }
+        let src = src.to_vec();
+        let body = Bytes::copy_from_slice(&src[head_len..]);
+        let path = path.as_bytes();
+        Template::make(
+            src,
+            method,
+            (authority.ok_or(BadRequest)?.as_bytes(), path),
+            headers,
+            body,
+            https,
+        )
+    }
+
+    /// of makes a scenario's request (as its flow wrote it) the request HTTP/2 sends.
+    pub(crate) fn of(m: &Request, https: bool) -> Result<Template, BadRequest> {
+        let method = Method::from_bytes(m.method()).map_err(|_| BadRequest)?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in m.headers() {
+            carry(&mut headers, name, value)?;
+        }
+        let body = Bytes::copy_from_slice(&m.body);
+        let to = (m.authority(), m.target());
+        Template::make(Vec::new(), method, to, headers, body, https)
+    }
+
+    /// make is a template of `method` to (`authority`, `path`) with `headers` and `body`, made
+    /// from `src` (empty: from a message, which is made afresh each time).
+    fn make(
+        src: Vec<u8>,
+        method: Method,
+        (authority, path): (&[u8], &[u8]),
+        headers: HeaderMap,
+        body: Bytes,
+        https: bool,
+    ) -> Result<Template, BadRequest> {
         let scheme = if https { "https" } else { "http" };
         let uri = Uri::builder()
             .scheme(scheme)
-            .authority(authority.ok_or(BadRequest)?)
+            .authority(authority)
             .path_and_query(path)
             .build()
             .map_err(|_| BadRequest)?;
         Ok(Template {
-            src: src.to_vec(),
+            src,
             method,
             uri,
             headers,
-            body: Bytes::copy_from_slice(&src[head_len..]),
+            body,
         })
     }
 
     /// request builds the request to send (the body goes separately).
-    pub(crate) fn request(&self) -> Request<()> {
-        let mut r = Request::new(());
+    pub(crate) fn request(&self) -> http::Request<()> {
+        let mut r = http::Request::new(());
         *r.method_mut() = self.method.clone();
         *r.uri_mut() = self.uri.clone();
         if !self.headers.is_empty() {

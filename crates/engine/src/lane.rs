@@ -25,7 +25,7 @@ use crate::plan::{RequestStep, Step};
 use crate::scenario::executor::{rests, Reply, Vu};
 use crate::scenario::rng::Rng;
 use crate::shared::{lane_share, Shared};
-use crate::wire::{Outgoing, Wire};
+use crate::wire::{Outgoing, What, Wire};
 
 #[path = "lane_io.rs"]
 mod scenario_io;
@@ -382,7 +382,7 @@ impl Lane {
 
     async fn request(&mut self, s: &Rc<Shared>, r: &RequestStep, intended: Instant) {
         let out = Outgoing {
-            bytes: &r.bytes,
+            what: What::Rendered(&r.bytes),
             head: r.head,
             idempotent: r.idempotent,
             stream: s.job.cfg.stream,
@@ -406,13 +406,12 @@ impl Lane {
         expected: &[u16],
         intended: Instant,
     ) -> Reply {
-        let bytes = out.bytes;
         let now = self.clock.take().unwrap_or_else(Instant::now);
         let late = s.open && now.saturating_duration_since(intended) > LATE_SLACK;
         let at_cap = s.lanes.get() >= s.max_lanes;
         s.rec
             .borrow_mut()
-            .send(now, intended, bytes.len() as u64, late, at_cap);
+            .send(now, intended, out.what.size() as u64, late, at_cap);
         // Open model: from the intended send, so time spent waiting for a free connection or
         // a behind-schedule generator counts against the server, as wrk2 does (coordinated
         // omission); a hit sent a little early (see config::DEFAULT_SEND_AHEAD_S) counts from

@@ -9,22 +9,23 @@ use crate::conn::Conn;
 use crate::failure::ErrorClass;
 use crate::flight::Sent;
 use crate::hosts::HostStats;
-use crate::message::Response;
+use crate::message::{Request, Response};
 use crate::scenario::executor::{rests, Reply, Transport};
 use crate::scenario::url::Origin;
 use crate::shared::Shared;
-use crate::wire::{Outgoing, Wire};
+use crate::wire::{Outgoing, What, Wire};
 
 impl Lane {
     /// exchange_captured is [`Lane::send`] of a scenario's request to `to` (None: the run's
     /// host), with the response kept in `resp` (its body up to
-    /// [`crate::message::MAX_CAPTURE`] bytes) for the flow's checks and extractions; `hop`: `bytes` is the GET of a redirect `req` follows.
+    /// [`crate::message::MAX_CAPTURE`] bytes) for the flow's checks and extractions; `hop`:
+    /// `msg` is the GET of a redirect `req` follows.
     /// The response (or failure) is booked in its origin's figures too.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn exchange_captured(
         &mut self,
         s: &Rc<Shared>,
-        bytes: &[u8],
+        msg: &Request,
         req: &crate::scenario::Request,
         hop: bool,
         to: Option<Origin<'_>>,
@@ -51,7 +52,7 @@ impl Lane {
         resp.clear();
         super::on(&mut self.conn, &mut self.others, host).capture(std::mem::take(resp));
         let out = Outgoing {
-            bytes,
+            what: What::Message(msg),
             head,
             idempotent,
             stream: req.stream || s.job.cfg.stream,
@@ -197,7 +198,7 @@ pub(super) struct LaneIo<'a> {
 impl Transport for LaneIo<'_> {
     async fn exchange(
         &mut self,
-        bytes: &[u8],
+        msg: &Request,
         req: &crate::scenario::Request,
         hop: bool,
         to: Option<Origin<'_>>,
@@ -205,7 +206,7 @@ impl Transport for LaneIo<'_> {
         resp: &mut Response,
     ) -> Reply {
         self.lane
-            .exchange_captured(self.s, bytes, req, hop, to, intended, resp)
+            .exchange_captured(self.s, msg, req, hop, to, intended, resp)
             .await
     }
 

@@ -1,17 +1,127 @@
-//! A response as a scenario reads it, whatever protocol carried it: its status, its header
-//! fields and its body with the framing taken off. HTTP/1.1's reader (`http.rs`) fills it as
-//! it frames the bytes it reads, HTTP/2 (`http2.rs`) from the head and DATA frames h2 hands
-//! over; neither writes the other's bytes, and the flow's checks, extractions and cookie jar
-//! read only this.
+//! A scenario's messages, whatever protocol carries them: a [`Request`] (method, target,
+//! authority, header fields, body) as the flow writes it, which each protocol renders its own
+//! way (HTTP/1.1's text in `http.rs`, an h2 request in `http2_message.rs`), and a [`Response`]
+//! (status, header fields, body without its framing) as the flow reads it, which HTTP/1.1's
+//! reader (`http.rs`) fills as it frames the bytes it reads and HTTP/2 (`http2.rs`) from the
+//! head and DATA frames h2 hands over. Neither protocol writes or parses the other's bytes.
 //!
-//! The buffers are the VU's, reused from response to response: a warmed-up VU copies a
-//! response without allocating.
+//! The buffers are the VU's, reused from message to message: a warmed-up VU writes a request
+//! and copies a response without allocating.
 
 use std::ops::Range;
 
 /// MAX_CAPTURE bounds the body bytes kept of one response: extractions and checks look at
 /// most this far (a larger body is cut, so a `contains` past it fails).
 pub const MAX_CAPTURE: usize = 1 << 20;
+
+/// Request is one request as a flow wrote it.
+#[derive(Debug, Default)]
+pub struct Request {
+    /// text: the method, target, authority and header names and values, one after the other.
+    text: Vec<u8>,
+    method: Range<usize>,
+    target: Range<usize>,
+    authority: Range<usize>,
+    /// headers: each header's name and value, as ranges into `text`.
+    headers: Vec<(Range<usize>, Range<usize>)>,
+    /// body: the body (empty for none).
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    /// begin starts a request of `method` for `target` (a path and query; `/` is put in front
+    /// of one without it) at `authority` (host and port, as `Host` and `:authority` carry
+    /// it), without headers or body.
+    pub fn begin(&mut self, method: &str, target: &str, authority: &str) {
+        self.text.clear();
+        self.headers.clear();
+        self.body.clear();
+        self.method = self.push(method.as_bytes());
+        let t0 = self.text.len();
+        if !target.starts_with('/') {
+            self.text.push(b'/');
+        }
+        self.text.extend_from_slice(target.as_bytes());
+        self.target = t0..self.text.len();
+        self.authority = self.push(authority.as_bytes());
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Range<usize> {
+        let at = self.text.len();
+        self.text.extend_from_slice(bytes);
+        at..self.text.len()
+    }
+
+    /// header adds header field `name: value`.
+    pub fn header(&mut self, name: &[u8], value: &[u8]) {
+        self.header_with(name, |out| out.extend_from_slice(value));
+    }
+
+    /// header_with adds a header named `name` whose value `value` appends to the buffer it is
+    /// given (a template rendered in place), and returns what `value` returned.
+    pub fn header_with<T>(&mut self, name: &[u8], value: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+        let n = self.push(name);
+        let v0 = self.text.len();
+        let r = value(&mut self.text);
+        self.headers.push((n, v0..self.text.len()));
+        r
+    }
+
+    /// method is the request's method.
+    pub fn method(&self) -> &[u8] {
+        &self.text[self.method.clone()]
+    }
+
+    /// target is its path and query.
+    pub fn target(&self) -> &[u8] {
+        &self.text[self.target.clone()]
+    }
+
+    /// authority is the host (and port) it goes to.
+    pub fn authority(&self) -> &[u8] {
+        &self.text[self.authority.clone()]
+    }
+
+    /// headers iterates over its header fields (name, value) in the order they were added.
+    pub fn headers(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.headers
+            .iter()
+            .map(|(n, v)| (&self.text[n.clone()], &self.text[v.clone()]))
+    }
+
+    /// size is the request's size as HTTP/1.1 text would carry it (request line, `Host`, the
+    /// fields, the blank line and the body): the run's bytes-out figure, given so whatever the
+    /// protocol, as it always was.
+    pub fn size(&self) -> usize {
+        let line = self.method.len() + 1 + self.target.len() + " HTTP/1.1\r\n".len();
+        let host = "Host: \r\n".len() + self.authority.len();
+        let fields: usize = (self.headers.iter())
+            .map(|(n, v)| n.len() + v.len() + ": \r\n".len())
+            .sum();
+        line + host + fields + 2 + self.body.len()
+    }
+}
+
+/// What is a request as its sender has it.
+#[derive(Debug, Clone, Copy)]
+pub enum What<'a> {
+    /// Rendered: a plain run's one request, rendered once by the plan as HTTP/1.1 text
+    /// (`http::render_request`), which HTTP/2 turns into its own request once per lane.
+    Rendered(&'a [u8]),
+    /// Message: a scenario's request as the flow wrote it; each protocol renders it its own
+    /// way (HTTP/1.1's text by `http::write_request`, HTTP/2's by `http2_message.rs`).
+    Message(&'a Request),
+}
+
+impl What<'_> {
+    /// size is the request's size in bytes, as HTTP/1.1 carries it (the bytes-out figure).
+    pub fn size(&self) -> usize {
+        match self {
+            What::Rendered(bytes) => bytes.len(),
+            What::Message(m) => m.size(),
+        }
+    }
+}
 
 /// Response is one response kept for a scenario's reader.
 #[derive(Debug, Default)]
@@ -97,6 +207,29 @@ impl Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_as_written() {
+        let mut r = Request::default();
+        r.header(b"X-Stale", b"1");
+        r.begin("POST", "a?b=1", "h:8080");
+        r.header(b"X-A", b"1");
+        let ok: Result<(), ()> = r.header_with(b"X-B", |out| {
+            out.extend_from_slice(b"two");
+            Ok(())
+        });
+        r.body.extend_from_slice(b"hi");
+        assert_eq!(ok, Ok(()));
+        let got = (r.method(), r.target(), r.authority());
+        assert_eq!(got, (&b"POST"[..], &b"/a?b=1"[..], &b"h:8080"[..]));
+        let fields: Vec<_> = r.headers().collect();
+        assert_eq!(
+            fields,
+            [(&b"X-A"[..], &b"1"[..]), (&b"X-B"[..], &b"two"[..])]
+        );
+        let text = "POST /a?b=1 HTTP/1.1\r\nHost: h:8080\r\nX-A: 1\r\nX-B: two\r\n\r\nhi";
+        assert_eq!(r.size(), text.len());
+    }
 
     #[test]
     fn headers_by_name_and_a_bounded_body() {

@@ -12,14 +12,15 @@ use std::time::Instant;
 use crate::conn::{Conn, Deadline, Exchange, Failure};
 use crate::http2::Stream;
 use crate::message::Response;
+pub use crate::message::What;
 use crate::stream::Watch;
 
-/// Outgoing is one request as the lane hands it to the wire: its HTTP/1.1 bytes as rendered
-/// once by the plan (or per hit by a scenario), and what the wire must know about it.
+/// Outgoing is one request as the lane hands it to the wire, and what the wire must know
+/// about it.
 #[derive(Debug, Clone, Copy)]
 pub struct Outgoing<'a> {
-    /// bytes: the full request (head and body), as HTTP/1.1 puts it on the wire.
-    pub bytes: &'a [u8],
+    /// what: the request itself.
+    pub what: What<'a>,
     /// head: a HEAD request (its response has no body whatever its headers say).
     pub head: bool,
     /// idempotent: safe to send again after a kept-alive connection closed under it.
@@ -73,11 +74,22 @@ impl Wire {
         now: Instant,
     ) -> Result<Exchange, Failure> {
         match self {
-            Wire::H1(c) => {
-                c.exchange(req.bytes, req.head, req.idempotent, deadline, now)
-                    .await
-            }
-            Wire::H2(s) => s.exchange(req.bytes, req.head, deadline, now).await,
+            Wire::H1(c) => match req.what {
+                What::Rendered(bytes) => {
+                    c.exchange(bytes, req.head, req.idempotent, deadline, now)
+                        .await
+                }
+                What::Message(m) => {
+                    let mut text = std::mem::take(&mut c.text);
+                    crate::http::write_request(m, &mut text);
+                    let done = c
+                        .exchange(&text, req.head, req.idempotent, deadline, now)
+                        .await;
+                    c.text = text;
+                    done
+                }
+            },
+            Wire::H2(s) => s.exchange(req.what, deadline, now).await,
         }
     }
 

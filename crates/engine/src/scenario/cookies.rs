@@ -94,20 +94,23 @@ impl CookieJar {
         }
     }
 
-    /// write_header appends a `Cookie:` header line of the cookies that go to `host`, when
+    /// write_header adds a `Cookie` header of the cookies that go to `host` to `out`, when
     /// there is any.
-    pub fn write_header(&self, out: &mut Vec<u8>, host: &str) {
-        let mut first = true;
-        for c in self.cookies.iter().filter(|c| c.goes_to(host)) {
-            out.extend_from_slice(if first { b"Cookie: " } else { b"; " });
-            first = false;
-            out.extend_from_slice(c.name.as_bytes());
-            out.push(b'=');
-            out.extend_from_slice(c.value.as_bytes());
+    pub fn write_header(&self, out: &mut crate::message::Request, host: &str) {
+        let mut to = self.cookies.iter().filter(|c| c.goes_to(host)).peekable();
+        if to.peek().is_none() {
+            return;
         }
-        if !first {
-            out.extend_from_slice(b"\r\n");
-        }
+        out.header_with(b"Cookie", |out| {
+            for (i, c) in to.enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b"; ");
+                }
+                out.extend_from_slice(c.name.as_bytes());
+                out.push(b'=');
+                out.extend_from_slice(c.value.as_bytes());
+            }
+        });
     }
 
     /// clear empties the jar.
@@ -119,6 +122,22 @@ impl CookieJar {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// header is the `Cookie` line the jar adds to a request to `host` ("" for none).
+    fn header(jar: &CookieJar, host: &str) -> String {
+        let mut out = crate::message::Request::default();
+        jar.write_header(&mut out, host);
+        let lines: Vec<_> = (out.headers())
+            .map(|(n, v)| {
+                format!(
+                    "{}: {}\r\n",
+                    String::from_utf8_lossy(n),
+                    String::from_utf8_lossy(v)
+                )
+            })
+            .collect();
+        lines.concat()
+    }
 
     #[test]
     fn stores_replaces_and_deletes() {
@@ -139,9 +158,7 @@ mod tests {
             for s in *sets {
                 jar.store(s, "h");
             }
-            let mut out = Vec::new();
-            jar.write_header(&mut out, "h");
-            assert_eq!(String::from_utf8(out).unwrap(), *want, "{label}");
+            assert_eq!(header(&jar, "h"), *want, "{label}");
         }
     }
 
@@ -221,9 +238,7 @@ mod tests {
             for (s, from) in *sets {
                 jar.store(s, from);
             }
-            let mut out = Vec::new();
-            jar.write_header(&mut out, host);
-            assert_eq!(String::from_utf8(out).unwrap(), *want, "{label}");
+            assert_eq!(header(&jar, host), *want, "{label}");
         }
     }
 }

@@ -22,7 +22,7 @@ use super::template::Scratch;
 use super::url::{self, Origin};
 use super::{Op, PyStep, Request, Script, Think, SLOT_ITERATION, SLOT_VU};
 use crate::failure::ErrorClass;
-use crate::message::Response;
+use crate::message::{Request as Message, Response};
 pub use control::rests;
 
 /// MAX_REDIRECTS bounds the redirects one request follows.
@@ -49,14 +49,14 @@ pub enum Reply {
 /// Transport is what the executor needs from its lane.
 #[allow(async_fn_in_trait)]
 pub trait Transport {
-    /// exchange sends `bytes` (a whole request: `req`, or with `hop` the GET of a redirect
-    /// it follows) to `to` (None: the run's host) meant to start at `intended`, records it
+    /// exchange sends `msg` (`req` as written, or with `hop` the GET of a redirect it
+    /// follows) to `to` (None: the run's host) meant to start at `intended`, records it
     /// under the request's name (with `hop`, its redirect name: [`Request::hop_stat`]), and
     /// leaves the response in `resp` (its status, header fields and body, as the protocol
     /// read them).
     async fn exchange(
         &mut self,
-        bytes: &[u8],
+        msg: &Message,
         req: &Request,
         hop: bool,
         to: Option<Origin<'_>>,
@@ -124,8 +124,8 @@ pub struct Vu {
     /// broken: why the request being sent could not be written as the flow says (a
     /// function that could not be computed); it fails that request.
     broken: Option<&'static str>,
-    req: Vec<u8>,
-    body: Vec<u8>,
+    /// req: the request being sent, as the flow wrote it.
+    req: Message,
     /// resp: the last response, as its connection kept it.
     resp: Response,
     loops: Vec<u32>,
@@ -173,8 +173,7 @@ impl Vu {
             broken: None,
             // Buffers grow to what the flow needs on first use: ten thousand mostly idle VUs
             // must not each hold a page they never fill.
-            req: Vec::new(),
-            body: Vec::new(),
+            req: Message::default(),
             resp: Response::default(),
             loops: vec![0; script.depth],
             groups: Vec::new(),
@@ -483,7 +482,7 @@ impl Vu {
                 }
             };
             let done = render(
-                (&mut self.req, &mut self.body),
+                &mut self.req,
                 &self.vars,
                 &mut self.scratch,
                 &self.jar,

@@ -47,7 +47,7 @@ impl<F: FnMut(&str) -> (u16, String)> Fake<F> {
 impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
     async fn exchange(
         &mut self,
-        bytes: &[u8],
+        msg: &crate::message::Request,
         req: &Request,
         hop: bool,
         to: Option<crate::scenario::url::Origin<'_>>,
@@ -56,7 +56,9 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
     ) -> Reply {
         self.to
             .push(to.map_or_else(String::new, |o| o.authority.to_string()));
-        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        let mut bytes = Vec::new();
+        crate::http::write_request(msg, &mut bytes);
+        let text = String::from_utf8(bytes).unwrap();
         let (status, resp) = (self.serve)(&text);
         self.sent.push(text);
         self.clock += Duration::from_millis(2);

@@ -1,6 +1,8 @@
-//! A flow's request written out: the HTTP/1.1 text of a request (or of the GET of a redirect
-//! it follows) to the origin its URL names, with the VU's variables, functions and cookies
-//! filled in, into the VU's reused buffers (nothing allocated once they have grown).
+//! A flow's request written out: a request (or the GET of a redirect it follows) to the
+//! origin its URL names, as a protocol's [`Message`] (method, target, authority, header
+//! fields, body), with the VU's variables, functions and cookies filled in, into the VU's
+//! reused buffers (nothing allocated once they have grown). Each protocol renders it its own
+//! way behind the wire.
 
 use std::fmt::Write as _;
 
@@ -8,6 +10,7 @@ use super::cookies::CookieJar;
 use super::template::Scratch;
 use super::url::{self, Origin};
 use super::{Body, Request, Script};
+use crate::message::Request as Message;
 
 /// same_origin says whether two requests' origins (None: the run's host) are one.
 pub fn same_origin(a: Option<Origin<'_>>, b: Option<Origin<'_>>, script: &Script) -> bool {
@@ -21,13 +24,13 @@ pub fn same_origin(a: Option<Origin<'_>>, b: Option<Origin<'_>>, script: &Script
     }
 }
 
-/// render writes `req` to `split`'s URL into `out` (its body through `body`); a redirect
-/// (`hop`) is a GET without a body, and one that left the request's origin (`cross`) leaves
-/// out the Authorization and Cookie headers the flow gave. A function of a template that
-/// cannot be computed is the error.
+/// render writes `req` to `split`'s URL into `out`; a redirect (`hop`) is a GET without a
+/// body, and one that left the request's origin (`cross`) leaves out the Authorization and
+/// Cookie headers the flow gave. A function of a template that cannot be computed is the
+/// error.
 #[allow(clippy::too_many_arguments)]
 pub fn render(
-    (out, body): (&mut Vec<u8>, &mut Vec<u8>),
+    out: &mut Message,
     vars: &[String],
     scratch: &mut Scratch,
     jar: &CookieJar,
@@ -37,44 +40,30 @@ pub fn render(
     split: &url::Split<'_>,
 ) -> Result<(), &'static str> {
     let mut done = Ok(());
-    out.clear();
-    body.clear();
-    out.extend_from_slice(if hop { b"GET" } else { req.method.as_bytes() });
-    out.push(b' ');
-    if !split.target.starts_with('/') {
-        out.push(b'/');
-    }
-    out.extend_from_slice(split.target.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
     let (authority, host) = match split.origin {
         Some(o) => (o.authority, o.host),
         None => (script.authority.as_str(), script.host.as_str()),
     };
-    out.extend_from_slice(authority.as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let method = if hop { "GET" } else { req.method.as_str() };
+    out.begin(method, split.target, authority);
     for (k, v) in &req.headers {
         if cross && (k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("cookie")) {
             continue;
         }
-        out.extend_from_slice(k.as_bytes());
-        out.extend_from_slice(b": ");
-        done = done.and(v.render(vars, out, scratch));
-        out.extend_from_slice(b"\r\n");
+        done = done.and(out.header_with(k.as_bytes(), |b| v.render(vars, b, scratch)));
     }
     if !req
         .headers
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
     {
-        out.extend_from_slice(b"User-Agent: ");
-        out.extend_from_slice(crate::http::USER_AGENT.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        out.header(b"User-Agent", crate::http::USER_AGENT.as_bytes());
     }
     jar.write_header(out, host);
     if hop {
-        out.extend_from_slice(b"\r\n");
         return done;
     }
+    let body = &mut out.body;
     match &req.body {
         Body::None => {}
         Body::Json(tpl) | Body::Text(tpl) => done = done.and(tpl.render(vars, body, scratch)),
@@ -90,16 +79,15 @@ pub fn render(
         }
     }
     if let Some(ct) = req.content_type {
-        out.extend_from_slice(b"Content-Type: ");
-        out.extend_from_slice(ct.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        out.header(b"Content-Type", ct.as_bytes());
     }
     let has_body = !matches!(req.body, Body::None);
     if has_body || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
-        let _ = write!(Buf(out), "Content-Length: {}\r\n", body.len());
+        let len = out.body.len();
+        out.header_with(b"Content-Length", |b| {
+            let _ = write!(Buf(b), "{len}");
+        });
     }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
     done
 }
 
