@@ -102,6 +102,9 @@ def start(name: str, cores: str) -> tuple[subprocess.Popen[Any], int, list[str]]
     return proc, port, [f"api=pid:{proc.pid}"]
 
 
+#: ALL_CORES: the cores this process may use before it pins itself to redline's.
+ALL_CORES = os.sched_getaffinity(0)
+
 #: SPIN: the tenant, a process that spins on the core it is given (argv[1]).
 SPIN = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
 
@@ -111,10 +114,13 @@ def one(name: str, model: str, cores: str, mine: str, tenant: bool) -> dict[str,
     ``tenant``, beside a process spinning on the first of them)."""
     from redline.find.finder import find
 
+    truth, first_rate, _ = DEPLOYMENTS[name]
+    # What the deployment does not pin itself must not inherit redline's core (the tenant's,
+    # with --tenant), nor a former search's in this process.
+    os.sched_setaffinity(0, ALL_CORES)
+    proc, port, watch = start(name, cores)
     if mine:
         os.sched_setaffinity(0, {int(c) for c in mine.split(",")})
-    truth, first_rate, _ = DEPLOYMENTS[name]
-    proc, port, watch = start(name, cores)
     spin = None
     if tenant:
         core = min(os.sched_getaffinity(0))

@@ -30,7 +30,7 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
 - ``backlog``: the ``--backlog`` gauge grew through the step;
 - ``generator``: the one generator rule (:func:`redline.analysis.generator.generator_limited`,
   which the search's ``generator`` stop condition reads too): its workers runnable 90 % of
-  the time or more (starved by another tenant, only where they still ran a tenth of it:
+  the time or more (starved by another tenant, only where they still ran 5 % of it:
   requests to send, not only wake-ups), or, on a step that failed on latency, waiting for a
   CPU a quarter of the time with no tenant to blame, or taking a quarter of a saturated
   machine. A generator starved by another tenant and not named is said beside what is.

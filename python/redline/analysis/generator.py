@@ -14,7 +14,7 @@ its workers were runnable :data:`BUSY` of the time or more: no time left to send
 work that is neither redline's nor any watched part's took half the machine's CPUs or more
 (:func:`starved_by_others`: another tenant, other engineers' builds on a shared box), being
 runnable is mostly waiting for that work, and it counts only when the workers still *ran*
-:data:`RAN` of the time or more: they had requests to send, not only wake-ups to wait for.
+:data:`RAN` (5 %) of the time or more: they had requests to send, not only wake-ups to wait for.
 
 A starved generator explains a step that failed on latency (:func:`generator_starved`: an
 SLO, a backlog, a plateau; never refusals or errors, which are the service's own answer)
@@ -33,11 +33,13 @@ from typing import Any
 BUSY = 0.9
 
 #: RAN: a generator starved by another tenant that still ran this share of its workers' time
-#: had requests to send. Measured (bench/generator_share.py, bench/results/bottleneck.md):
-#: the generator deployment's workers, one core shared with a spinning tenant, ran 17-47 %;
-#: a service's limit (its workers waking for answers) left them running 2-4 % however
-#: starved (the demo's on the busy box, 2026-11-28).
-RAN = 0.1
+#: had requests to send. Measured on the busy 2-core box (bench/bottleneck.py, with and without
+#: --tenant, bench/results/bottleneck.md 2026-11-29 00:05-00:13): at their limit the generator
+#: deployment's workers were runnable 91-106 % of the time and ran 20-36 %, and 6-21 % with a
+#: process spinning on their core; where the service was the limit (the pool deployment) they
+#: ran 1-3 % (runnable 9-73 %), and 2-4 % in the demo's (2026-11-28). A tenth, the first
+#: reading, missed the generator starved to 6-8 % (runnable 103-106 %).
+RAN = 0.05
 
 #: STARVED: a failing step whose generator workers sat runnable without a CPU for this share
 #: of their time or more is the machine's limit, not the service's: a worker that waits for
