@@ -13,12 +13,10 @@
 //! hyper pays for its `Request`/`Response` objects, header maps and body frames on every
 //! request; the bar for redline is 0.9x wrk, which hyper misses and this meets.
 
-use std::fmt::Write as _;
 use std::mem::MaybeUninit;
 
 use crate::message::{Request, Response};
 use crate::stream::Pieces;
-use crate::target::Target;
 
 #[path = "http_head.rs"]
 mod head;
@@ -55,43 +53,16 @@ pub const MAX_LINE: usize = 64;
 /// their logs tell a load test from real traffic by it (wrk sends none, k6 `k6/VERSION`).
 pub const USER_AGENT: &str = concat!("redline/", env!("CARGO_PKG_VERSION"));
 
-/// render_request builds the request bytes once: request line, `Host`, the user's headers,
-/// [`USER_AGENT`] unless they hold one, `Content-Length` when there is a body (unless the
-/// user gave one), then the body.
-pub fn render_request(
-    method: &str,
-    target: &Target,
-    headers: &[(String, String)],
-    body: &[u8],
-) -> Vec<u8> {
-    let mut head = String::with_capacity(128);
-    let _ = write!(head, "{method} {} HTTP/1.1\r\n", target.path_and_query);
-    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    if !has("host") {
-        let _ = write!(head, "Host: {}\r\n", target.authority);
-    }
-    for (k, v) in headers {
-        let _ = write!(head, "{k}: {v}\r\n");
-    }
-    if !has("user-agent") {
-        let _ = write!(head, "User-Agent: {USER_AGENT}\r\n");
-    }
-    if (!body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH")) && !has("content-length") {
-        let _ = write!(head, "Content-Length: {}\r\n", body.len());
-    }
-    head.push_str("\r\n");
-    let mut out = head.into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
-/// write_request renders a scenario's request as HTTP/1.1 text into `out` (cleared first):
-/// request line, `Host`, its fields in order, the blank line, the body.
-pub fn write_request(req: &Request, out: &mut Vec<u8>) {
+/// write_request renders `req` as HTTP/1.1 text into `out` (cleared first): request line,
+/// `Host`, its fields in order, the blank line, the body. `via` is the origin
+/// (`http://host:port`) a forward proxy is asked for, named in front of the target (absolute
+/// form, RFC 9112 3.2.2).
+pub fn write_request(req: &Request, via: Option<&str>, out: &mut Vec<u8>) {
     out.clear();
-    let line: [&[u8]; 5] = [
+    let line: [&[u8]; 6] = [
         req.method(),
         b" ",
+        via.unwrap_or_default().as_bytes(),
         req.target(),
         b" HTTP/1.1\r\nHost: ",
         req.authority(),

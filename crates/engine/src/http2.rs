@@ -9,13 +9,12 @@
 //! `LocalSet`; when it ends (GOAWAY, a reset, the peer closing) the link is marked closed and
 //! the next request opens a fresh one.
 //!
-//! A plain run's request arrives as the HTTP/1.1 bytes the plan rendered once; [`Template`]
-//! (`http2_message.rs`) turns them into an `http::Request` once and reuses it while the bytes
-//! stay the same (every request of a plain run), so the per-request cost is a compare of ~100
-//! bytes and a few reference-count bumps. A scenario's request arrives as the flow wrote it (a
-//! [`crate::message::Request`]) and is made an h2 request directly, never through text. Responses are counted through, not
-//! kept, except for a scenario, which gets each one's status, header fields and DATA
-//! payload as a [`Response`] (`message.rs`), the same as HTTP/1.1's reader gives it.
+//! A request arrives as a [`What`]: a plain run's was made an h2 request ([`Template`],
+//! `http2_message.rs`) once, with the plan, so the per-request cost is a few reference-count
+//! bumps; a scenario's arrives as the flow wrote it (a [`crate::message::Request`]) and is
+//! made one here. Neither is ever HTTP/1.1 text. Responses are counted through, not kept,
+//! except for a scenario, which gets each one's status, header fields and DATA payload as a
+//! [`Response`] (`message.rs`), the same as HTTP/1.1's reader gives it.
 //!
 //! Errors are classed as the HTTP/1.1 path classes them, plus the two of HTTP/2: a stream the
 //! server refused or reset (RST_STREAM) is `rst_stream`, a request caught by the server's
@@ -38,8 +37,9 @@ use crate::conn::{Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
 use crate::http2_body::{grpc_status, read_body, within, Trip};
 use crate::http2_message::{head_size, Template};
-use crate::message::{Response, What};
+use crate::message::Response;
 use crate::metrics::ConnectionGauge;
+use crate::prepared::What;
 use crate::stream::{is_event_stream, Sink, Watch};
 use crate::tls::TlsSettings;
 
@@ -302,6 +302,7 @@ pub struct Stream {
     leader: bool,
     /// seat: where the link keeps this stream's handle between requests.
     seat: usize,
+    /// template: the h2 request of the scenario's request being sent.
     template: Option<Template>,
     /// capture: see [`crate::conn::Conn::capture`].
     pub capture: Option<Response>,
@@ -388,25 +389,17 @@ impl Stream {
             .await
             .map_err(|c| fail(c, 0))?;
         let sent_at = if connects == 0 { now } else { Instant::now() };
-        // A plain run's one request is made an h2 request once; a scenario's each time.
-        let stale = match what {
-            What::Rendered(bytes) => self.template.as_ref().is_none_or(|t| t.src != bytes),
-            What::Message(_) => true,
-        };
-        if stale {
-            let made = match what {
-                What::Rendered(bytes) => Template::parse(bytes, self.link.https),
-                What::Message(m) => Template::of(m, self.link.https),
-            };
-            match made {
-                Ok(t) => self.template = Some(t),
-                Err(_) => {
-                    self.link.reseat(self.seat, send, generation);
-                    return Err(fail(ErrorClass::Protocol, connects));
-                }
+        // A plain run's one request was made an h2 request with the plan; a scenario's is
+        // made here, each time.
+        let template = match what {
+            What::Prepared(p) => p.h2.as_ref(),
+            What::Message(m) => {
+                self.template = Template::of(m, self.link.https).ok();
+                self.template.as_ref()
             }
-        }
-        let Some(template) = self.template.as_ref() else {
+        };
+        let Some(template) = template else {
+            self.link.reseat(self.seat, send, generation);
             return Err(fail(ErrorClass::Protocol, connects));
         };
         let trip = Trip::round_trip(

@@ -1,8 +1,8 @@
 //! HTTP/2's requests: a [`Template`] is the `http::Request` h2 sends (method, scheme and
 //! authority and path as pseudo-headers, the connection-specific headers left out), made from
-//! a scenario's [`Request`] as its flow wrote it, or from the HTTP/1.1 bytes a plain run's plan
-//! rendered once (the request line and `Host` as pseudo-headers). A response goes the other
-//! way as a [`crate::message::Response`], never as HTTP/1.1 text.
+//! a [`Request`] (a scenario's as its flow wrote it, or a plain run's, once with its plan),
+//! never from HTTP/1.1 text. A response goes the other way as a
+//! [`crate::message::Response`], never as HTTP/1.1 text either.
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
@@ -19,12 +19,10 @@ pub(crate) fn head_size(headers: &HeaderMap) -> u64 {
         + 32
 }
 
-/// Template is an HTTP/1.1 request as HTTP/2 sends it: the request line and `Host` become
+/// Template is a request as HTTP/2 sends it: its method, target and authority become
 /// pseudo-headers, the connection-specific headers (RFC 9113 8.2.2) are left out.
 #[derive(Debug)]
 pub(crate) struct Template {
-    /// src: the bytes it was made from (reused while the lane sends the same ones).
-    pub(crate) src: Vec<u8>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -55,79 +53,29 @@ fn carry(headers: &mut HeaderMap, name: &[u8], value: &[u8]) -> Result<(), BadRe
     Ok(())
 }
 
-/// BadRequest: request bytes that do not parse (the plan renders them, so this is a bug).
+/// BadRequest: a request h2 cannot carry (a method, authority, target or header it refuses).
 #[derive(Debug)]
 pub struct BadRequest;
 
 impl Template {
-    /// parse makes a plain run's request, rendered once as HTTP/1.1 bytes, the request HTTP/2
-    /// sends.
-    pub(crate) fn parse(src: &[u8], https: bool) -> Result<Template, BadRequest> {
-        let mut inline = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut inline);
-        let httparse::Status::Complete(head_len) = req.parse(src).map_err(|_| BadRequest)? else {
-            return Err(BadRequest);
-        };
-        let method =
-            Method::from_bytes(req.method.ok_or(BadRequest)?.as_bytes()).map_err(|_| BadRequest)?;
-        let path = req.path.ok_or(BadRequest)?;
-        let mut authority = None;
-        let mut headers = HeaderMap::new();
-        for h in req.headers.iter() {
-            if h.name.eq_ignore_ascii_case("host") {
-                authority = Some(std::str::from_utf8(h.value).map_err(|_| BadRequest)?);
-                continue;
-            }
-            carry(&mut headers, h.name.as_bytes(), h.value)?;
-        }
-        let src = src.to_vec();
-        let body = Bytes::copy_from_slice(&src[head_len..]);
-        let path = path.as_bytes();
-        Template::make(
-            src,
-            method,
-            (authority.ok_or(BadRequest)?.as_bytes(), path),
-            headers,
-            body,
-            https,
-        )
-    }
-
-    /// of makes a scenario's request (as its flow wrote it) the request HTTP/2 sends.
+    /// of makes `m` the request HTTP/2 sends to an `https` (or http) origin.
     pub(crate) fn of(m: &Request, https: bool) -> Result<Template, BadRequest> {
         let method = Method::from_bytes(m.method()).map_err(|_| BadRequest)?;
         let mut headers = HeaderMap::new();
         for (name, value) in m.headers() {
             carry(&mut headers, name, value)?;
         }
-        let body = Bytes::copy_from_slice(&m.body);
-        let to = (m.authority(), m.target());
-        Template::make(Vec::new(), method, to, headers, body, https)
-    }
-
-    /// make is a template of `method` to (`authority`, `path`) with `headers` and `body`, made
-    /// from `src` (empty: from a message, which is made afresh each time).
-    fn make(
-        src: Vec<u8>,
-        method: Method,
-        (authority, path): (&[u8], &[u8]),
-        headers: HeaderMap,
-        body: Bytes,
-        https: bool,
-    ) -> Result<Template, BadRequest> {
-        let scheme = if https { "https" } else { "http" };
         let uri = Uri::builder()
-            .scheme(scheme)
-            .authority(authority)
-            .path_and_query(path)
+            .scheme(if https { "https" } else { "http" })
+            .authority(m.authority())
+            .path_and_query(m.target())
             .build()
             .map_err(|_| BadRequest)?;
         Ok(Template {
-            src,
             method,
             uri,
             headers,
-            body,
+            body: Bytes::copy_from_slice(&m.body),
         })
     }
 
@@ -147,53 +95,70 @@ impl Template {
 mod tests {
     use super::*;
 
+    /// message is a request of `method` to `to` (authority, target) with `fields` and `body`.
+    fn message(method: &str, to: (&str, &str), fields: &[(&str, &str)], body: &[u8]) -> Request {
+        let mut m = Request::default();
+        m.begin(method, to.1, to.0);
+        for (name, value) in fields {
+            m.header(name.as_bytes(), value.as_bytes());
+        }
+        m.body.extend_from_slice(body);
+        m
+    }
+
     #[test]
-    fn templates_from_http1_bytes() {
-        // (label, request bytes, https, method, uri, header names, body)
-        type Case<'a> = (
-            &'a str,
-            &'a [u8],
-            bool,
-            &'a str,
-            &'a str,
-            &'a [&'a str],
-            &'a [u8],
-        );
-        let cases: &[Case] = &[
+    fn templates_from_messages() {
+        // (label, message, https, uri, header names)
+        let cases = [
             (
                 "plain get",
-                b"GET /a?x=1 HTTP/1.1\r\nHost: h:8080\r\n\r\n",
+                message("GET", ("h:8080", "/a?x=1"), &[], b""),
                 false,
-                "GET",
                 "http://h:8080/a?x=1",
-                &[],
-                b"",
+                &[][..],
             ),
             (
-                "post over tls, connection headers left out",
-                b"POST /p HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\nX-A: 1\r\nContent-Length: 2\r\n\r\nhi",
+                "post over tls, connection headers left out, te kept for trailers only",
+                message(
+                    "POST",
+                    ("h", "p"),
+                    &[("Connection", "keep-alive"), ("X-A", "1"), ("TE", "gzip")],
+                    b"hi",
+                ),
                 true,
-                "POST",
                 "https://h/p",
-                &["x-a", "content-length"],
-                b"hi",
+                &["x-a"][..],
+            ),
+            (
+                "grpc's te: trailers",
+                message("POST", ("h", "/S/M"), &[("te", "trailers")], b""),
+                false,
+                "http://h/S/M",
+                &["te"][..],
             ),
         ];
-        for (label, src, https, method, uri, names, body) in cases {
-            let t = Template::parse(src, *https).expect(label);
+        for (label, m, https, uri, names) in cases {
+            let t = Template::of(&m, https).expect(label);
             let r = t.request();
-            assert_eq!(r.method().as_str(), *method, "{label}");
-            assert_eq!(r.uri().to_string(), *uri, "{label}");
+            assert_eq!(r.method().as_str().as_bytes(), m.method(), "{label}");
+            assert_eq!(r.uri().to_string(), uri, "{label}");
             let got: Vec<&str> = r.headers().keys().map(|k| k.as_str()).collect();
-            assert_eq!(got, *names, "{label}");
-            assert_eq!(&t.body[..], *body, "{label}");
+            assert_eq!(got, names, "{label}");
+            assert_eq!(t.body, m.body, "{label}");
         }
-        for bad in [
-            &b"GET / HTTP/1.1\r\n\r\n"[..],
-            b"nonsense",
-            b"GET / HTTP/1.1\r\nHost: h\r\n",
-        ] {
-            assert!(Template::parse(bad, false).is_err(), "{bad:?}");
+        let bad = [
+            ("a method h2 refuses", message("G T", ("h", "/"), &[], b"")),
+            (
+                "an authority h2 refuses",
+                message("GET", ("h h", "/"), &[], b""),
+            ),
+            (
+                "a value h2 refuses",
+                message("GET", ("h", "/"), &[("X-A", "a\u{1}b")], b""),
+            ),
+        ];
+        for (label, m) in bad {
+            assert!(Template::of(&m, false).is_err(), "{label}");
         }
     }
 }

@@ -260,42 +260,6 @@ fn pipelined_responses_leave_the_next_one_untouched() {
     assert_eq!((p.consumed, r.status, r.body_bytes), (second.len(), 404, 3));
 }
 
-#[test]
-fn renders_requests_once_with_host_and_length() {
-    let target = crate::target::Target {
-        host: "127.0.0.1".into(),
-        port: 8080,
-        path_and_query: "/a?b=1".into(),
-        authority: "127.0.0.1:8080".into(),
-        path: "/a".into(),
-        https: false,
-    };
-    // label, method, headers, body, expected bytes
-    type RenderCase = (
-        &'static str,
-        &'static str,
-        Vec<(String, String)>,
-        &'static [u8],
-        &'static str,
-    );
-    let cases: Vec<RenderCase> = vec![
-        ("get", "GET", vec![], b"", "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: redline/0.1.0\r\n\r\n"),
-        (
-            "post with body",
-            "POST",
-            vec![("X-A".into(), "1".into())],
-            b"hey",
-            "POST /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nUser-Agent: redline/0.1.0\r\nContent-Length: 3\r\n\r\nhey",
-        ),
-        ("user host wins", "GET", vec![("host".into(), "example".into())], b"", "GET /a?b=1 HTTP/1.1\r\nhost: example\r\nUser-Agent: redline/0.1.0\r\n\r\n"),
-        ("user agent wins", "GET", vec![("user-agent".into(), "curl/8".into())], b"", "GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nuser-agent: curl/8\r\n\r\n"),
-    ];
-    for (label, method, headers, body, want) in cases {
-        let got = render_request(method, &target, &headers, body);
-        assert_eq!(String::from_utf8_lossy(&got), want, "case {label:?}");
-    }
-}
-
 /// head builds a response head: the status line, `headers`, then `Content-Length: 0`.
 fn head(headers: &[String]) -> Vec<u8> {
     let mut out = b"HTTP/1.1 200 OK\r\n".to_vec();

@@ -382,7 +382,7 @@ impl Lane {
 
     async fn request(&mut self, s: &Rc<Shared>, r: &RequestStep, intended: Instant) {
         let out = Outgoing {
-            what: What::Rendered(&r.bytes),
+            what: What::Prepared(&r.request),
             head: r.head,
             idempotent: r.idempotent,
             stream: s.job.cfg.stream,

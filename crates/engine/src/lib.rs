@@ -43,6 +43,7 @@ pub mod outage;
 pub mod pacer;
 pub(crate) mod parts;
 pub mod plan;
+pub(crate) mod prepared;
 pub(crate) mod proxy;
 pub mod report;
 pub mod run;

@@ -1,12 +1,13 @@
-//! A scenario's messages, whatever protocol carries them: a [`Request`] (method, target,
-//! authority, header fields, body) as the flow writes it, which each protocol renders its own
-//! way (HTTP/1.1's text in `http.rs`, an h2 request in `http2_message.rs`), and a [`Response`]
-//! (status, header fields, body without its framing) as the flow reads it, which HTTP/1.1's
-//! reader (`http.rs`) fills as it frames the bytes it reads and HTTP/2 (`http2.rs`) from the
-//! head and DATA frames h2 hands over. Neither protocol writes or parses the other's bytes.
+//! A run's messages, whatever protocol carries them: a [`Request`] (method, target,
+//! authority, header fields, body) as a scenario's flow writes it or a plain run's options
+//! give it, which each protocol renders its own way (HTTP/1.1's text in `http.rs`, an h2
+//! request in `http2_message.rs`), and a [`Response`] (status, header fields, body without its
+//! framing) as the flow reads it, which HTTP/1.1's reader (`http.rs`) fills as it frames the
+//! bytes it reads and HTTP/2 (`http2.rs`) from the head and DATA frames h2 hands over. Neither
+//! protocol writes or parses the other's bytes.
 //!
-//! The buffers are the VU's, reused from message to message: a warmed-up VU writes a request
-//! and copies a response without allocating.
+//! A scenario's buffers are the VU's, reused from message to message: a warmed-up VU writes a
+//! request and copies a response without allocating.
 
 use std::ops::Range;
 
@@ -99,27 +100,6 @@ impl Request {
             .map(|(n, v)| n.len() + v.len() + ": \r\n".len())
             .sum();
         line + host + fields + 2 + self.body.len()
-    }
-}
-
-/// What is a request as its sender has it.
-#[derive(Debug, Clone, Copy)]
-pub enum What<'a> {
-    /// Rendered: a plain run's one request, rendered once by the plan as HTTP/1.1 text
-    /// (`http::render_request`), which HTTP/2 turns into its own request once per lane.
-    Rendered(&'a [u8]),
-    /// Message: a scenario's request as the flow wrote it; each protocol renders it its own
-    /// way (HTTP/1.1's text by `http::write_request`, HTTP/2's by `http2_message.rs`).
-    Message(&'a Request),
-}
-
-impl What<'_> {
-    /// size is the request's size in bytes, as HTTP/1.1 carries it (the bytes-out figure).
-    pub fn size(&self) -> usize {
-        match self {
-            What::Rendered(bytes) => bytes.len(),
-            What::Message(m) => m.size(),
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! What each virtual user does: a [`Plan`] of [`Flow`]s made of [`Step`]s, or a scenario.
 //!
-//! A plain `redline run URL` is one flow of one request whose bytes are rendered once (the
+//! A plain `redline run URL` is one flow of one request, made once in each protocol's form (the
 //! fast path: nothing is built per request). A scenario run carries its resolved
 //! [`Script`] instead, which the lanes execute with [`crate::scenario::executor`]; its
 //! request names are the per-name statistics.
@@ -10,18 +10,21 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::Checked;
-use crate::http::{idempotent, render_request};
+use crate::http::{idempotent, USER_AGENT};
+use crate::message::Request;
+use crate::prepared::Prepared;
+use crate::proxy::Proxy;
 use crate::scenario::Script;
 
-/// RequestStep is one HTTP request, rendered to bytes once.
+/// RequestStep is one HTTP request, made once in each protocol's form.
 #[derive(Debug, Clone)]
 pub struct RequestStep {
     /// name: the label statistics are kept under, `METHOD /path` by default.
     pub name: String,
     /// stat: index of this step's per-name statistics.
     pub stat: usize,
-    /// bytes: the full request (head and body) as sent on the wire.
-    pub bytes: Rc<[u8]>,
+    /// request: the request, as each protocol sends it.
+    pub(crate) request: Rc<Prepared>,
     /// head: whether this is a HEAD request (its response has no body).
     pub head: bool,
     /// idempotent: whether sending it twice does no more than sending it once (RFC 9110
@@ -73,14 +76,13 @@ impl Plan {
     pub fn single_request(cfg: &Checked) -> Plan {
         let name = format!("{} {}", cfg.method, cfg.target.path);
         // Through a proxy, plain http names its origin in the request (https tunnels instead).
-        let bytes = match cfg.proxy.as_ref().filter(|_| !cfg.target.https) {
-            Some(proxy) => proxy.forward(&cfg.method, &cfg.target, &cfg.headers, &cfg.body),
-            None => render_request(&cfg.method, &cfg.target, &cfg.headers, &cfg.body),
-        };
+        let proxy = cfg.proxy.as_ref().filter(|_| !cfg.target.https);
+        let via = proxy.map(|_| format!("http://{}", cfg.target.authority));
+        let req = request(cfg, proxy);
         let step = RequestStep {
             name: name.clone(),
             stat: 0,
-            bytes: bytes.into(),
+            request: Rc::new(Prepared::new(&req, cfg.target.https, via.as_deref())),
             head: cfg.method == "HEAD",
             idempotent: idempotent(&cfg.method),
         };
@@ -99,3 +101,41 @@ impl Plan {
         self.flows.first()
     }
 }
+
+/// request is a plain run's request as its options give it: method and target, `Host` (the
+/// user's, else the URL's authority), the user's headers, [`USER_AGENT`] unless they hold one,
+/// `Content-Length` when there is a body (unless given), the credentials of the `proxy` it goes
+/// through (unless given), then the body.
+fn request(cfg: &Checked, proxy: Option<&Proxy>) -> Request {
+    let named = |name: &str| {
+        (cfg.headers.iter())
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    let host = named("host").unwrap_or(cfg.target.authority.as_str());
+    let mut req = Request::default();
+    req.begin(&cfg.method, &cfg.target.path_and_query, host);
+    for (k, v) in cfg.headers.iter() {
+        if !k.eq_ignore_ascii_case("host") {
+            req.header(k.as_bytes(), v.as_bytes());
+        }
+    }
+    if named("user-agent").is_none() {
+        req.header(b"User-Agent", USER_AGENT.as_bytes());
+    }
+    let body = &cfg.body;
+    let sized = !body.is_empty() || matches!(cfg.method.as_str(), "POST" | "PUT" | "PATCH");
+    if sized && named("content-length").is_none() {
+        req.header(b"Content-Length", body.len().to_string().as_bytes());
+    }
+    let credentials = proxy.and_then(|p| p.authorization.as_deref());
+    if let (Some(auth), None) = (credentials, named("proxy-authorization")) {
+        req.header(b"Proxy-Authorization", auth.as_bytes());
+    }
+    req.body.extend_from_slice(body);
+    req
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -4,9 +4,10 @@
 //! https asks the proxy for a tunnel (`CONNECT host:port`, RFC 9110 9.3.6), then speaks TLS
 //! to the origin inside it. Credentials in the proxy's URL go as `Proxy-Authorization: Basic`.
 //!
-//! Only connects change: a tunnel is asked for once per connection, and the request bytes of
-//! a forwarded run are rendered once like any other run's, so a request costs what it costs
-//! without a proxy (the figures then include the proxy's own time, which the CLI says).
+//! Only connects change: a tunnel is asked for once per connection, and a forwarded run's
+//! request is made once with its plan like any other run's (`plan.rs` adds the credentials,
+//! `http::write_request` the absolute form), so a request costs what it costs without a proxy
+//! (the figures then include the proxy's own time, which the CLI says).
 
 use std::future::poll_fn;
 use std::io::{self, Read as _, Write as _};
@@ -20,7 +21,6 @@ use tokio::net::TcpStream;
 
 use crate::error::EngineError;
 use crate::failure::ErrorClass;
-use crate::http::render_request;
 use crate::target::Target;
 
 /// MAX_ANSWER bounds the head of a proxy's answer to CONNECT.
@@ -119,27 +119,6 @@ impl Proxy {
         }
         head.push_str("\r\n");
         head.into_bytes()
-    }
-
-    /// forward renders a plain-http request as it goes to the proxy: its target in absolute
-    /// form, and the proxy's credentials (unless the user gave the header).
-    pub fn forward(
-        &self,
-        method: &str,
-        target: &Target,
-        headers: &[(String, String)],
-        body: &[u8],
-    ) -> Vec<u8> {
-        let mut absolute = target.clone();
-        absolute.path_and_query = format!("http://{}{}", target.authority, target.path_and_query);
-        let mut headers = headers.to_vec();
-        let given = headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("proxy-authorization"));
-        if let (Some(auth), false) = (&self.authorization, given) {
-            headers.push(("Proxy-Authorization".to_string(), auth.clone()));
-        }
-        render_request(method, &absolute, &headers, body)
     }
 
     /// preflight opens the tunnel to `target` on a blocking socket to the proxy (the run's
@@ -348,28 +327,6 @@ mod tests {
         assert!(e.to_string().contains("URL runs only"), "{e}");
         let e = Proxy::parse("http://p:1", &t, false, true).unwrap_err();
         assert!(e.to_string().contains("leave out http2"), "{e}");
-    }
-
-    #[test]
-    fn a_forwarded_request_names_its_origin_in_absolute_form() {
-        let p = Proxy::parse("http://u:pw@p:1", &target("http://a/"), false, false).unwrap();
-        let bytes = p.forward("GET", &target("http://origin:8080/x?y=1"), &[], b"");
-        let text = String::from_utf8(bytes).unwrap();
-        assert!(
-            text.starts_with("GET http://origin:8080/x?y=1 HTTP/1.1\r\nHost: origin:8080\r\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("Proxy-Authorization: Basic dTpwdw==\r\n"),
-            "{text}"
-        );
-        let own = [("proxy-authorization".to_string(), "Bearer t".to_string())];
-        let text = String::from_utf8(p.forward("GET", &target("http://o/"), &own, b"")).unwrap();
-        assert_eq!(
-            text.to_lowercase().matches("proxy-authorization").count(),
-            1,
-            "{text}"
-        );
     }
 
     #[test]

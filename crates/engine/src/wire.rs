@@ -12,7 +12,7 @@ use std::time::Instant;
 use crate::conn::{Conn, Deadline, Exchange, Failure};
 use crate::http2::Stream;
 use crate::message::Response;
-pub use crate::message::What;
+pub use crate::prepared::What;
 use crate::stream::Watch;
 
 /// Outgoing is one request as the lane hands it to the wire, and what the wire must know
@@ -75,13 +75,13 @@ impl Wire {
     ) -> Result<Exchange, Failure> {
         match self {
             Wire::H1(c) => match req.what {
-                What::Rendered(bytes) => {
-                    c.exchange(bytes, req.head, req.idempotent, deadline, now)
+                What::Prepared(p) => {
+                    c.exchange(&p.h1, req.head, req.idempotent, deadline, now)
                         .await
                 }
                 What::Message(m) => {
                     let mut text = std::mem::take(&mut c.text);
-                    crate::http::write_request(m, &mut text);
+                    crate::http::write_request(m, None, &mut text);
                     let done = c
                         .exchange(&text, req.head, req.idempotent, deadline, now)
                         .await;

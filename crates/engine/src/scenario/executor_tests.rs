@@ -57,7 +57,7 @@ impl<F: FnMut(&str) -> (u16, String)> Transport for Fake<F> {
         self.to
             .push(to.map_or_else(String::new, |o| o.authority.to_string()));
         let mut bytes = Vec::new();
-        crate::http::write_request(msg, &mut bytes);
+        crate::http::write_request(msg, None, &mut bytes);
         let text = String::from_utf8(bytes).unwrap();
         let (status, resp) = (self.serve)(&text);
         self.sent.push(text);
