@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 
 use miette::Diagnostic as _;
 use prost::Message as _;
-use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
+use prost_reflect::{
+    DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor, SerializeOptions,
+};
 
 use crate::error::EngineError;
 
@@ -76,29 +78,57 @@ pub fn prepare(
     method: &str,
     json: &str,
 ) -> Result<Call, EngineError> {
-    let pool = compile(proto, includes)?;
-    let found = find_method(&pool, proto, method)?;
+    let found = method_of(proto, includes, method)?;
     let input = found.input();
+    let client = found.is_client_streaming();
+    let mut body = Vec::new();
+    let messages = encode(&found, json.as_bytes(), &mut body).map_err(EngineError::config)?;
+    Ok(Call {
+        path: format!("/{}/{}", found.parent_service().full_name(), found.name()),
+        body,
+        server_streaming: found.is_server_streaming(),
+        client_streaming: client,
+        messages,
+        input: input.full_name().to_string(),
+    })
+}
+
+/// method_of compiles `proto` (its imports looked up beside it, then in `includes`, then
+/// among protobuf's well-known files) and finds `method` (`package.Service/Method`) in it.
+pub fn method_of(
+    proto: &Path,
+    includes: &[PathBuf],
+    method: &str,
+) -> Result<MethodDescriptor, EngineError> {
+    let pool = compile(proto, includes)?;
+    find_method(&pool, proto, method)
+}
+
+/// encode appends `json` to `out` as `method`'s input, framed: for a client-streaming or
+/// bidirectional method a JSON array as that many messages (an object as one). It gives the
+/// messages written, or one line naming what does not fit.
+pub fn encode(method: &MethodDescriptor, json: &[u8], out: &mut Vec<u8>) -> Result<usize, String> {
+    let input = method.input();
     let unfit = |e: &dyn std::fmt::Display, at: String| {
-        EngineError::config(format!(
+        format!(
             "the request data does not fit {}{at}: {e}",
             input.full_name()
-        ))
+        )
     };
-    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| unfit(&e, "".into()))?;
-    let client = found.is_client_streaming();
+    let value: serde_json::Value =
+        serde_json::from_slice(json).map_err(|e| unfit(&e, String::new()))?;
+    let client = method.is_client_streaming();
     let values = match value {
         serde_json::Value::Array(items) if client => items,
         serde_json::Value::Array(_) => {
-            return Err(EngineError::config(format!(
+            return Err(format!(
                 "gRPC method {} takes one message: a JSON array of messages goes with a \
                  client-streaming or bidirectional method",
-                found.full_name()
-            )))
+                method.full_name()
+            ))
         }
         one => vec![one],
     };
-    let mut body = Vec::new();
     for (i, v) in values.iter().enumerate() {
         let message = DynamicMessage::deserialize(input.clone(), v).map_err(|e| {
             let at = if client {
@@ -108,16 +138,54 @@ pub fn prepare(
             };
             unfit(&e, at)
         })?;
-        body.extend_from_slice(&frame(&message.encode_to_vec()));
+        out.extend_from_slice(&frame(&message.encode_to_vec()));
     }
-    Ok(Call {
-        path: format!("/{}/{}", found.parent_service().full_name(), found.name()),
-        body,
-        server_streaming: found.is_server_streaming(),
-        client_streaming: client,
-        messages: values.len(),
-        input: input.full_name().to_string(),
-    })
+    Ok(values.len())
+}
+
+/// reply_json writes the framed reply messages in `body` to `out` as JSON (proto3's JSON
+/// mapping, with the .proto's field names and every field, defaults included, so that a
+/// path to a field finds it): one object, or for a method that streams its answer
+/// (`stream`) an array of one object a message. A message that does not decode (compressed,
+/// cut at the capture bound, not of `output`) ends what is written: what came before stays.
+pub fn reply_json(output: &MessageDescriptor, stream: bool, body: &[u8], out: &mut Vec<u8>) {
+    let options = SerializeOptions::new()
+        .use_proto_field_name(true)
+        .skip_default_fields(false);
+    let mut rest = body;
+    let mut n = 0;
+    if stream {
+        out.push(b'[');
+    }
+    while let Some((message, after)) = unframe(rest) {
+        let Ok(m) = DynamicMessage::decode(output.clone(), message) else {
+            break;
+        };
+        if n > 0 {
+            out.push(b',');
+        }
+        let mut ser = serde_json::Serializer::new(&mut *out);
+        if m.serialize_with_options(&mut ser, &options).is_err() {
+            break;
+        }
+        n += 1;
+        rest = after;
+        if !stream {
+            break;
+        }
+    }
+    if stream {
+        out.push(b']');
+    }
+}
+
+/// unframe splits the first uncompressed message off `data` (see [`frame`]), None when
+/// there is no whole one.
+fn unframe(data: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (&flag, rest) = data.split_first()?;
+    let (len, rest) = rest.split_first_chunk::<4>()?;
+    let len = u32::from_be_bytes(*len) as usize;
+    (flag == 0 && rest.len() >= len).then(|| rest.split_at(len))
 }
 
 /// frame puts one message in gRPC's length-prefixed framing: a flag byte (0: not

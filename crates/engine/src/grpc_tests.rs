@@ -18,6 +18,18 @@ fn written(name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// each_refused_in_one_line holds each case (label, proto, method, JSON, what the error
+/// says) to a refusal of one line that says it.
+fn each_refused_in_one_line(cases: &[(&str, &Path, &str, &str, &str)]) {
+    for &(label, proto, method, json, want) in cases {
+        let err = prepare(proto, &[], method, json)
+            .expect_err(label)
+            .to_string();
+        assert!(err.contains(want), "{label}: {err}");
+        assert!(!err.contains('\n'), "{label}: one line: {err}");
+    }
+}
+
 #[test]
 fn a_call_is_the_method_path_and_its_message_framed() {
     let call = prepare(
@@ -163,13 +175,7 @@ fn each_mistake_is_one_line_naming_what_does_not_fit() {
         ),
         ("syntax", broken, "x.S/M", "{}", "broken.proto:3:"),
     ];
-    for (label, proto, method, json, want) in cases {
-        let err = prepare(proto, &[], method, json)
-            .expect_err(label)
-            .to_string();
-        assert!(err.contains(want), "{label}: {err}");
-        assert!(!err.contains('\n'), "{label}: one line: {err}");
-    }
+    each_refused_in_one_line(&cases);
 }
 
 #[test]
@@ -195,13 +201,7 @@ fn a_list_of_messages_is_refused_where_one_goes_and_each_is_checked() {
             "does not fit b.M (message 2 of 2)",
         ),
     ];
-    for (label, proto, method, json, want) in cases {
-        let err = prepare(proto, &[], method, json)
-            .expect_err(label)
-            .to_string();
-        assert!(err.contains(want), "{label}: {err}");
-        assert!(!err.contains('\n'), "{label}: one line: {err}");
-    }
+    each_refused_in_one_line(&cases);
 }
 
 #[test]

@@ -24,7 +24,11 @@ pub use crate::scenario::url::MAX_ORIGINS;
 /// name is an origin's name in the figures: `scheme://host:port`, the port always written,
 /// the host lower case, an IPv6 address in brackets.
 pub fn name(https: bool, host: &str, port: u16) -> String {
-    let scheme = if https { "https" } else { "http" };
+    named(if https { "https" } else { "http" }, host, port)
+}
+
+/// named is [`name`] of a scheme given (`grpc`, `grpcs` for a flow's gRPC calls).
+fn named(scheme: &str, host: &str, port: u16) -> String {
     let host = host.to_ascii_lowercase();
     if host.contains(':') {
         format!("{scheme}://[{host}]:{port}")
@@ -46,6 +50,19 @@ pub struct Entry {
     pub addr: SocketAddr,
     /// tls: its TLS settings (its own server name), for https.
     pub tls: Option<TlsSettings>,
+    /// grpc: a flow's gRPC calls go there, each lane on an HTTP/2 connection of its own.
+    pub grpc: bool,
+}
+
+impl Entry {
+    /// name is the origin's name in the figures (see [`name`]).
+    pub fn name(&self) -> String {
+        match (self.grpc, self.https) {
+            (true, true) => named("grpcs", &self.host, self.port),
+            (true, false) => named("grpc", &self.host, self.port),
+            (false, https) => name(https, &self.host, self.port),
+        }
+    }
 }
 
 /// Origins is a worker thread's table of origins: index 0 is the run's host; the others
@@ -68,6 +85,7 @@ impl Origins {
                 port: cfg.target.port,
                 addr,
                 tls: cfg.tls.clone(),
+                grpc: false,
             }],
             insecure: cfg.insecure,
             ca_file: cfg.ca_file.clone(),
@@ -77,7 +95,10 @@ impl Origins {
     /// find is the index of origin `o`, if the table holds it.
     pub fn find(&self, o: &Origin<'_>) -> Option<usize> {
         self.entries.iter().position(|e| {
-            e.https == o.https && e.port == o.port && e.host.eq_ignore_ascii_case(o.host)
+            e.https == o.https
+                && e.grpc == o.grpc
+                && e.port == o.port
+                && e.host.eq_ignore_ascii_case(o.host)
         })
     }
 
@@ -93,9 +114,7 @@ impl Origins {
 
     /// name is origin `i`'s name in the figures.
     pub fn name(&self, i: usize) -> String {
-        self.entries
-            .get(i)
-            .map_or_else(String::new, |e| name(e.https, &e.host, e.port))
+        self.entries.get(i).map_or_else(String::new, Entry::name)
     }
 
     /// add puts origin `o`, resolved to `addr`, in the table and returns its index; an error
@@ -123,6 +142,7 @@ impl Origins {
             port: o.port,
             addr,
             tls,
+            grpc: o.grpc,
         });
         Ok(self.entries.len() - 1)
     }
@@ -257,13 +277,21 @@ mod tests {
             host,
             port,
             authority: "",
+            grpc: false,
         };
         assert_eq!(t.find(&o("RUN", 9)), Some(0), "case-insensitive");
         assert_eq!(t.find(&o("run", 10)), None, "another port");
+        let calls = Origin {
+            grpc: true,
+            ..o("run", 9)
+        };
+        assert_eq!(t.find(&calls), None, "the run's host:port, called by gRPC");
         assert_eq!(t.add(&o("run", 9), addr), Ok(0), "already there");
-        let hosts: Vec<String> = (1..MAX_ORIGINS).map(|i| format!("h{i}")).collect();
+        assert_eq!(t.add(&calls, addr), Ok(1));
+        assert_eq!(t.name(1), "grpc://run:9");
+        let hosts: Vec<String> = (2..MAX_ORIGINS).map(|i| format!("h{i}")).collect();
         for (i, h) in hosts.iter().enumerate() {
-            assert_eq!(t.add(&o(h, 1), addr), Ok(i + 1));
+            assert_eq!(t.add(&o(h, 1), addr), Ok(i + 2));
         }
         let err = t.add(&o("one-too-many", 1), addr).expect_err("full");
         assert!(err.contains("more than 64 hosts"), "{err}");

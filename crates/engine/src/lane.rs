@@ -386,6 +386,7 @@ impl Lane {
             head: r.head,
             idempotent: r.idempotent,
             stream: s.job.cfg.stream,
+            grpc: s.job.cfg.grpc,
         };
         self.send(s, out, r.stat, 0, s.job.cfg.timeout, &[], intended)
             .await;
@@ -434,13 +435,15 @@ impl Lane {
         let result = conn.exchange(out, &mut self.timeout, now).await;
         let is_open = conn.is_open();
         s.flights.land(self.slot);
-        self.record(s, result, &sent, (was_open, is_open), host, expected)
+        let judge = (expected, out.grpc);
+        self.record(s, result, &sent, (was_open, is_open), host, judge)
     }
 
     /// record books the outcome of request `sent` to origin `host` (`result`; `open`: whether
-    /// its connection was open before and after it) with the thread's recorder, and with the
-    /// target's backoff when it went to the run's host (0). It is the tail of [`Lane::send`],
-    /// on the hot path: inlined, it allocates nothing and does not await.
+    /// its connection was open before and after it; its status judged by the statuses the
+    /// flow `expected` and whether it is a `grpc` call's) with the thread's recorder, and
+    /// with the target's backoff when it went to the run's host (0). It is the tail of
+    /// [`Lane::send`], on the hot path: inlined, it allocates nothing and does not await.
     #[inline]
     fn record(
         &mut self,
@@ -449,7 +452,7 @@ impl Lane {
         sent: &Sent,
         (was_open, is_open): (bool, bool),
         host: usize,
-        expected: &[u16],
+        (expected, grpc): (&[u16], bool),
     ) -> Reply {
         let (primary, Sent { intended, stat, .. }) = (host == 0, *sent);
         let done = Instant::now();
@@ -496,8 +499,8 @@ impl Lane {
                     latency,
                     service: server,
                     bytes_in: x.bytes_in,
-                    expected: x.status >= 400 && expected.contains(&x.status),
-                    grpc: s.job.cfg.grpc,
+                    expected: (grpc || x.status >= 400) && expected.contains(&x.status),
+                    grpc,
                     at: done,
                     ended: end,
                 };

@@ -1,5 +1,6 @@
 //! [`LaneIo`]: a lane as a scenario's flow executor sees it, and how a lane reaches the
-//! other origins a flow's absolute URLs name (each on its own kept-alive connection).
+//! other origins a flow's absolute URLs name (each on its own kept-alive connection: HTTP/1.1,
+//! or HTTP/2 for a `grpc://` origin's calls).
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -9,6 +10,7 @@ use crate::conn::Conn;
 use crate::failure::ErrorClass;
 use crate::flight::Sent;
 use crate::hosts::HostStats;
+use crate::http2::{Link, Stream};
 use crate::message::{Request, Response};
 use crate::scenario::executor::{rests, Reply, Transport};
 use crate::scenario::url::Origin;
@@ -56,6 +58,7 @@ impl Lane {
             head,
             idempotent,
             stream: req.stream || s.job.cfg.stream,
+            grpc: req.grpc.is_some(),
         };
         let expected = &req.expected_errors;
         let reply = self
@@ -67,8 +70,7 @@ impl Lane {
         let mut rec = s.rec.borrow_mut();
         match reply {
             Reply::Answered { status, latency } => {
-                let failed = status >= 400 && !expected.contains(&status);
-                rec.host_answered(host, intended, latency, failed);
+                rec.host_answered(host, intended, latency, req.fails(status));
             }
             Reply::Failed(_) | Reply::Refused => rec.host_failed(host, intended),
         }
@@ -141,9 +143,16 @@ impl Lane {
                 transmit: plain && s.open,
             };
             // --stream times every origin's answers, not the run's host's alone.
-            let conn = Conn::new(e.addr, e.tls.clone(), stamps, s.job.gauge.clone())
-                .watched(s.stream.clone());
-            self.others.push((host, Wire::H1(conn)));
+            let wire = if e.grpc {
+                // A flow's gRPC calls: this lane's own HTTP/2 connection to the origin.
+                let link = Link::new(e.addr, e.tls.clone(), s.job.gauge.clone());
+                let stream = Stream::new(link, true).watched(s.stream.clone());
+                Wire::H2(stream.calling(true))
+            } else {
+                let conn = Conn::new(e.addr, e.tls.clone(), stamps, s.job.gauge.clone());
+                Wire::H1(conn.watched(s.stream.clone()))
+            };
+            self.others.push((host, wire));
         }
         Ok(host)
     }

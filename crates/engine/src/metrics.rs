@@ -86,7 +86,8 @@ pub struct Response {
     pub service: Duration,
     /// bytes_in: bytes read for this response.
     pub bytes_in: u64,
-    /// expected: a 4xx/5xx the scenario asked for (`status=404`), not an error.
+    /// expected: a 4xx/5xx (a gRPC call's status other than OK) the scenario asked for
+    /// (`status=404`), not an error.
     pub expected: bool,
     /// grpc: `status` is a gRPC call's status code (0: OK; see [`crate::grpc`]).
     pub grpc: bool,
@@ -101,10 +102,10 @@ pub struct Response {
 
 impl Response {
     /// failure is the class of error this answer is, if it is one: a gRPC status other than
-    /// OK, or an HTTP status of 400 or more that the flow did not expect.
+    /// OK, or an HTTP status of 400 or more, that the flow did not expect.
     pub fn failure(&self) -> Option<ErrorClass> {
         if self.grpc {
-            (self.status != 0).then_some(ErrorClass::Grpc)
+            (self.status != 0 && !self.expected).then_some(ErrorClass::Grpc)
         } else {
             (self.status >= 400 && !self.expected).then_some(ErrorClass::Status)
         }

@@ -181,7 +181,7 @@ pub struct Report {
     pub transfer_in_per_s: f64,
     /// status_codes: responses by status code.
     pub status_codes: BTreeMap<String, u64>,
-    /// non_2xx: responses whose status is not 2xx.
+    /// non_2xx: responses whose status is not 2xx (nor a gRPC call's OK, 0).
     pub non_2xx: u64,
     /// errors: failures by class.
     pub errors: ErrorCounts,
@@ -278,12 +278,12 @@ pub fn build_report(f: RunFacts<'_>) -> Report {
         .filter(|(_, &n)| n > 0)
         .map(|(code, &n)| (code.to_string(), n))
         .collect();
-    let ok = if f.cfg.grpc { 0..1 } else { 200..300 }; // gRPC's OK is 0
+    let ok = |c: usize| c == 0 || (200..300).contains(&c); // a gRPC call's OK is 0
     let non_2xx = t
         .status
         .iter()
         .enumerate()
-        .filter(|(c, _)| !ok.contains(c))
+        .filter(|(c, _)| !ok(*c))
         .map(|(_, &n)| n)
         .sum();
     let per_name = per_name(&f);

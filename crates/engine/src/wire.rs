@@ -28,6 +28,9 @@ pub struct Outgoing<'a> {
     /// stream: time its answer as it arrives (`--stream`, or a scenario's `stream=True`),
     /// when the run has a watch on its connections.
     pub stream: bool,
+    /// grpc: a gRPC call (a `grpc://` run's, or a flow's `u.grpc`): its status is the call's
+    /// `grpc-status`, 0 being OK.
+    pub grpc: bool,
 }
 
 /// Wire is a lane's connection, of the protocol the run speaks.

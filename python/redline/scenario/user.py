@@ -15,7 +15,7 @@ from typing import Any
 
 from redline.errors import ConfigError
 from redline.runs.options import parse_duration
-from redline.scenario import pystep, socket
+from redline.scenario import grpc_call, pystep, socket
 from redline.scenario.checks import Check
 from redline.scenario.control import Control
 from redline.scenario.functions import Functions
@@ -491,6 +491,38 @@ class User(Functions, Control):
         a socket the server drops or closes, or a reply later than ``timeout``, fails the
         iteration with that reason; ``scenario.sockets`` counts the messages both ways."""
         socket.trace(self, url, send, count, match, timeout, name)
+
+    def grpc(
+        self,
+        url: str,
+        *,
+        proto: str | os.PathLike[str],
+        message: Any = None,
+        metadata: dict[str, Any] | None = None,
+        import_paths: tuple[str | os.PathLike[str], ...] | list[str] = (),
+        status: int | str | tuple[int | str, ...] | None = None,
+        checks: list[Check] | tuple[Check, ...] = (),
+        name: str | None = None,
+        tally: str | None = None,
+        timeout: str | float | None = None,
+    ) -> Response:
+        """grpc: one gRPC call, as ghz and grpcurl make it from a ``.proto`` read at run time.
+        ``url`` is ``grpc://HOST:PORT/package.Service/Method`` (``grpcs://`` for TLS), or
+        ``/package.Service/Method`` on the run's host; ``proto`` the file that defines it
+        (beside the scenario file, or from where redline runs); ``message`` the request as a
+        dict in proto3's JSON (Vars allowed; a list of them for a client stream); ``metadata``
+        its headers (Vars allowed). The step's status is the call's gRPC code (0 is OK): any
+        other fails it, counted as a ``grpc`` error, unless ``status`` lists it (codes or
+        names, ``status=("OK", "NOT_FOUND")``). ``r.json("$.field")`` reads the reply (a
+        streamed reply: a list, ``$[0].field``), timed as its messages arrive. Other
+        keywords are :meth:`request`'s."""
+        step = grpc_call.trace(
+            self, caller()[0], url, proto, message, metadata, import_paths, status, checks, name
+        )
+        self._options(step, tally, timeout, False)
+        self._add(step)
+        self._sent += 1
+        return Response(self, step)
 
     def poll(
         self,

@@ -20,6 +20,8 @@ use crate::error::EngineError;
 
 #[path = "build_control.rs"]
 mod control;
+#[path = "build_grpc.rs"]
+mod grpc;
 #[path = "build_socket.rs"]
 mod socket;
 
@@ -150,7 +152,7 @@ impl Builder<'_> {
         } else {
             stat
         };
-        let expected_errors = expected_errors(&checks);
+        let expected_errors = super::check::expected_errors(&checks, r.grpc.is_some());
         self.requests.push(Request {
             stat,
             hop_stat,
@@ -170,7 +172,9 @@ impl Builder<'_> {
             expected_errors,
             tally: r.tally.as_ref().map(|t| t.path.clone()),
             stream: r.stream,
+            grpc: None,
         });
+        self.grpc(r)?;
         Ok(self.requests.len() - 1)
     }
 
@@ -498,21 +502,6 @@ impl Builder<'_> {
         }
         Ok(flows)
     }
-}
-
-/// expected_errors is the error statuses (>= 400) a request's status checks accept, sorted.
-fn expected_errors(checks: &[Check]) -> Vec<u16> {
-    let mut expected: Vec<u16> = checks
-        .iter()
-        .filter_map(|c| match c {
-            Check::Status(codes) => Some(codes.iter().copied().filter(|&c| c >= 400)),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    expected.sort_unstable();
-    expected.dedup();
-    expected
 }
 
 impl Script {

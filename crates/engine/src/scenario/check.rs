@@ -121,6 +121,23 @@ impl Check {
     }
 }
 
+/// expected_errors is the error statuses a request's status checks accept, sorted: those
+/// of 400 or more, or for a gRPC call (`grpc`) the codes other than OK.
+pub fn expected_errors(checks: &[Check], grpc: bool) -> Vec<u16> {
+    let error = |c: &u16| if grpc { *c != 0 } else { *c >= 400 };
+    let mut expected: Vec<u16> = checks
+        .iter()
+        .filter_map(|c| match c {
+            Check::Status(codes) => Some(codes.iter().copied().filter(error)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    expected.sort_unstable();
+    expected.dedup();
+    expected
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

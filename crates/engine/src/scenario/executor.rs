@@ -16,7 +16,7 @@ use super::check::Seen;
 use super::cookies::CookieJar;
 use super::generator::entropy_seed;
 use super::host::{ask, Answer, Host};
-use super::render::{render, same_origin};
+use super::render::{render, same_origin, write_url};
 use super::rng::Rng;
 use super::template::Scratch;
 use super::url::{self, Origin};
@@ -461,7 +461,7 @@ impl Vu {
         intended: Instant,
     ) -> Result<(u16, Duration), Failed> {
         // A function of the URL that cannot be computed fails the request it makes.
-        let mut url_done = self.write_url(req);
+        let mut url_done = write_url(&mut self.url, req, &self.vars, &mut self.scratch);
         let mut intended = intended;
         let mut hops = 0;
         // cross: a redirect left the request's origin (its credentials stay behind, as
@@ -472,7 +472,7 @@ impl Vu {
             self.sent_any = true;
             let stat = if hops == 0 { req.stat } else { req.hop_stat };
             self.stat = stat;
-            let split = match url::split(&self.url) {
+            let split = match super::grpc::split(&self.url, req.grpc.is_some(), &script.base) {
                 Ok(s) => s,
                 Err(why) => {
                     let reason = format!("bad URL {:?}: {why}", self.url);
@@ -511,6 +511,9 @@ impl Vu {
                 Reply::Answered { status, latency } => (status, latency),
             };
             self.latency = latency;
+            if let Some(call) = &req.grpc {
+                call.reply(&mut self.resp, status);
+            }
             let host = split.origin.map_or(script.host.as_str(), |o| o.host);
             for c in self.resp.headers_named("set-cookie") {
                 self.jar.store(c, host);
@@ -519,16 +522,16 @@ impl Vu {
                 // Sent, and answered, but not as the flow says: a failed request. A 4xx/5xx
                 // is counted as an error already: only its reason is this.
                 self.tally(req, t, intended);
-                if status >= 400 && !req.expected_errors.contains(&status) {
+                if req.fails(status) {
                     t.reason(intended, stat, reason);
                 } else {
                     t.fail(intended, stat, reason);
                 }
                 return Err(Failed);
             }
-            if status >= 400 && !req.expected_errors.contains(&status) {
+            if req.fails(status) {
                 self.tally(req, t, intended);
-                t.reason(intended, stat, &format!("HTTP {status}"));
+                t.reason(intended, stat, &req.failure(status));
                 return Err(Failed);
             }
             let redirect =
@@ -547,32 +550,6 @@ impl Vu {
             hops += 1;
             intended = t.now();
         }
-    }
-
-    /// write_url renders `req`'s URL, its query included, into `self.url`; a function in it
-    /// that cannot be computed is the error.
-    fn write_url(&mut self, req: &Request) -> Result<(), &'static str> {
-        self.url.clear();
-        let mut url = std::mem::take(&mut self.url).into_bytes();
-        let scratch = &mut self.scratch;
-        let mut done = Ok(());
-        if let Some(lead) = &req.lead {
-            done = lead.render(&self.vars, &mut url, scratch);
-        }
-        done = done.and(req.path.render(&self.vars, &mut url, scratch));
-        for (i, (k, v)) in req.query.iter().enumerate() {
-            url.push(if i == 0 && !url.contains(&b'?') {
-                b'?'
-            } else {
-                b'&'
-            });
-            url.extend_from_slice(k.as_bytes());
-            url.push(b'=');
-            done = done.and(v.render(&self.vars, &mut url, scratch));
-        }
-        // Templates write text (their literals as given, their values escaped): valid UTF-8.
-        self.url = String::from_utf8(url).unwrap_or_default();
-        done
     }
 
     /// tally counts the answer just parsed, which ends `req`, by the value at its `tally`

@@ -9,7 +9,7 @@
 //! (what a template computes per request), `generator` (what a set step draws), `template`,
 //! `response`, `extract`, `check`, `cond` (conditions of `when`, `until` and `stop`),
 //! `cookies`, `rng`, `url`, `render` (a request's text), the script's types here and `build`
-//! (the builder), `ws` (a WebSocket step), then `executor` (one
+//! (the builder), `ws` (a WebSocket step), `grpc` (a gRPC call's own parts), then `executor` (one
 //! iteration of one VU over a [`executor::Transport`]), `stats` (what it records) and `tally`
 //! (the values a request counts of its answers).
 
@@ -21,6 +21,7 @@ pub mod executor;
 pub mod extract;
 pub mod function;
 pub mod generator;
+pub mod grpc;
 pub mod host;
 pub mod json;
 pub mod render;
@@ -97,14 +98,39 @@ pub struct Request {
     pub extract: Vec<Extract>,
     /// checks: conditions on the final response.
     pub checks: Vec<Check>,
-    /// expected_errors: the 4xx/5xx statuses its status check lists (`status=404`): such a
-    /// response is what the flow wants, not an error (other 4xx/5xx stay errors).
+    /// expected_errors: the 4xx/5xx statuses (a gRPC call's: the codes other than OK) its
+    /// status check lists (`status=404`): such a response is what the flow wants, not an
+    /// error (the others stay errors).
     pub expected_errors: Vec<u16>,
     /// tally: the JSON path whose value each answer that ends the request is counted by
     /// (`tally="$.status"`; see [`tally`]).
     pub tally: Option<Vec<spec::PathSeg>>,
     /// stream: time its answer as it arrives (`stream=True`; see [`crate::stream`]).
     pub stream: bool,
+    /// grpc: a gRPC call's own parts (`u.grpc`; see [`grpc`]): its status is the call's
+    /// `grpc-status`, its body the message encoded, its reply read as JSON.
+    pub grpc: Option<Box<grpc::GrpcCall>>,
+}
+
+impl Request {
+    /// fails says whether an answer of `status` is an error the request does not expect: a
+    /// 4xx/5xx, or a gRPC call's status other than OK (0), not in its status check.
+    pub fn fails(&self, status: u16) -> bool {
+        let error = match self.grpc {
+            Some(_) => status != 0,
+            None => status >= 400,
+        };
+        error && !self.expected_errors.contains(&status)
+    }
+
+    /// failure is the reason of an answer that [`Request::fails`]: `HTTP 503`, or a gRPC
+    /// call's `gRPC UNAVAILABLE`.
+    pub fn failure(&self, status: u16) -> String {
+        match self.grpc {
+            Some(_) => grpc::reason(status),
+            None => format!("HTTP {status}"),
+        }
+    }
 }
 
 /// Think is a pause's distribution.

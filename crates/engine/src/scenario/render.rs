@@ -78,6 +78,9 @@ pub fn render(
             }
         }
     }
+    if let Some(call) = &req.grpc {
+        done = done.and(call.encode(body));
+    }
     if let Some(ct) = req.content_type {
         out.header(b"Content-Type", ct.as_bytes());
     }
@@ -88,6 +91,36 @@ pub fn render(
             let _ = write!(Buf(b), "{len}");
         });
     }
+    done
+}
+
+/// write_url renders `req`'s URL, its query included, into `url`; a function in it that
+/// cannot be computed is the error.
+pub fn write_url(
+    url: &mut String,
+    req: &Request,
+    vars: &[String],
+    scratch: &mut Scratch,
+) -> Result<(), &'static str> {
+    url.clear();
+    let mut out = std::mem::take(url).into_bytes();
+    let mut done = Ok(());
+    if let Some(lead) = &req.lead {
+        done = lead.render(vars, &mut out, scratch);
+    }
+    done = done.and(req.path.render(vars, &mut out, scratch));
+    for (i, (k, v)) in req.query.iter().enumerate() {
+        out.push(if i == 0 && !out.contains(&b'?') {
+            b'?'
+        } else {
+            b'&'
+        });
+        out.extend_from_slice(k.as_bytes());
+        out.push(b'=');
+        done = done.and(v.render(vars, &mut out, scratch));
+    }
+    // Templates write text (their literals as given, their values escaped): valid UTF-8.
+    *url = String::from_utf8(out).unwrap_or_default();
     done
 }
 

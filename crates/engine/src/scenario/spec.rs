@@ -216,6 +216,9 @@ pub struct RequestSpec {
     /// stream: time the answer as it arrives (`stream=True`; see [`crate::stream`]).
     #[serde(default)]
     pub stream: bool,
+    /// grpc: a gRPC call's `.proto` and method (`u.grpc`; see [`super::grpc`]).
+    #[serde(default)]
+    pub grpc: Option<super::grpc::GrpcSpec>,
     /// line: the scenario line.
     #[serde(default)]
     pub line: Option<u32>,

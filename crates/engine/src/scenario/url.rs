@@ -1,5 +1,6 @@
 //! Request URLs of a flow: a path on the run's host (`/users/1`) or an absolute `http://` or
-//! `https://` URL (any host and port, IPv6 literals in brackets), split per request into the
+//! `https://` URL (a gRPC call's `grpc://` or `grpcs://`: see [`super::grpc::split`]; any host
+//! and port, IPv6 literals in brackets), split per request into the
 //! origin the request goes to, the `Host` header and the request target; and a redirect's
 //! `Location` resolved against the URL of the request it answered.
 //!
@@ -24,12 +25,18 @@ pub struct Origin<'a> {
     pub port: u16,
     /// authority: the `Host` header, `host[:port]` as written.
     pub authority: &'a str,
+    /// grpc: a `grpc://` or `grpcs://` origin, whose calls go over HTTP/2 (a connection of
+    /// its own, apart from the same host's HTTP/1.1 one: see [`super::grpc`]).
+    pub grpc: bool,
 }
 
 impl Origin<'_> {
     /// same says whether two origins are one (scheme, host case-insensitively, port).
     pub fn same(&self, o: &Origin<'_>) -> bool {
-        self.https == o.https && self.port == o.port && self.host.eq_ignore_ascii_case(o.host)
+        self.https == o.https
+            && self.grpc == o.grpc
+            && self.port == o.port
+            && self.host.eq_ignore_ascii_case(o.host)
     }
 }
 
@@ -66,7 +73,10 @@ pub fn split(url: &str) -> Result<Split<'_>, &'static str> {
             target: url,
         });
     }
-    let Some((skip, https)) = scheme_len(url) else {
+    let Some((skip, https, grpc)) = scheme_len(url)
+        .map(|(n, s)| (n, s, false))
+        .or_else(|| grpc_scheme_len(url).map(|(n, s)| (n, s, true)))
+    else {
         return Err("not a path starting with '/' nor an http:// or https:// URL");
     };
     let rest = &url[skip..];
@@ -87,9 +97,24 @@ pub fn split(url: &str) -> Result<Split<'_>, &'static str> {
             host,
             port,
             authority,
+            grpc,
         }),
         target,
     })
+}
+
+/// grpc_scheme_len is the length of a `grpc://` or `grpcs://` prefix (any case), and whether
+/// it is over TLS; None for any other text.
+pub fn grpc_scheme_len(url: &str) -> Option<(usize, bool)> {
+    let b = url.as_bytes();
+    let starts = |p: &str| b.len() >= p.len() && b[..p.len()].eq_ignore_ascii_case(p.as_bytes());
+    if starts("grpc://") {
+        Some((7, false))
+    } else if starts("grpcs://") {
+        Some((8, true))
+    } else {
+        None
+    }
 }
 
 /// check looks at the literal start of a URL template that starts with no variable
@@ -97,7 +122,7 @@ pub fn split(url: &str) -> Result<Split<'_>, &'static str> {
 /// written out (the literal reaches past it), must be one. A URL whose origin comes from
 /// variables is checked per request.
 pub fn check(first: &str, whole: bool) -> Result<(), String> {
-    match scheme_len(first) {
+    match scheme_len(first).or_else(|| grpc_scheme_len(first)) {
         None if first.starts_with('/') && !first.starts_with("//") => Ok(()),
         None => {
             Err("the URL must be a path starting with '/' or an http:// or https:// URL".into())
