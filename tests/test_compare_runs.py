@@ -187,10 +187,12 @@ def _run(t: redline.Target, query: str, path: Path) -> dict[str, Any]:
 
 
 def test_a_slower_server_is_worse_and_fails_the_gate(target, tmp_path):
-    """The server 20 % slower (20 ms -> 24 ms a request): worse, and the gate trips."""
+    """The server 50 % slower (20 ms -> 30 ms a request): worse, and the gate trips. (At 20 ->
+    24 ms a busy box's stalls of the in-process target left p50's change unjudged once: this
+    test holds the gate's wiring; the smallest regression it must catch is tests/test_lag.py's.)"""
     before = target.stats()["requests"]
     base = _run(target, "latency=20ms", tmp_path / "base.json")
-    slow = _run(target, "latency=24ms", tmp_path / "slow.json")
+    slow = _run(target, "latency=30ms", tmp_path / "slow.json")
     assert target.stats()["requests"] - before >= base["requests"] + slow["requests"]
     md, html = tmp_path / "c.md", tmp_path / "c.html"
     p = run_cli(
