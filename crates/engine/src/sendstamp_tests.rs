@@ -41,9 +41,9 @@ fn drain(server: &TcpStream) {
 }
 
 /// A write bracketed wide (as by a preemption: the bracket opened 20 ms before the write and
-/// closed 20 ms after) is timed by the kernel's stamp, within a millisecond of the write,
-/// not by the bracket's start; after a hundred narrow brackets (their stamps drained in
-/// batches, never read one by one) the stamp found is still the right write's.
+/// closed 20 ms after) is timed by the kernel's stamp, within 5 ms of the write's own bracket,
+/// not by the bracket's start 20 ms earlier; after a hundred narrow brackets (their stamps
+/// drained in batches, never read one by one) the stamp found is still the right write's.
 #[test]
 fn a_wide_bracket_reads_the_kernels_stamp_of_its_own_write() {
     runtime().block_on(async {
@@ -68,20 +68,24 @@ fn a_wide_bracket_reads_the_kernels_stamp_of_its_own_write() {
             std::thread::sleep(Duration::from_millis(20));
             let written = Instant::now();
             write(&client, &mut sends, b"GET / HTTP/1.1\r\n\r\n");
+            // The write's own bracket: a thread preempted between `written` and the syscall
+            // (a busy CI box) moves the kernel's stamp, and this with it.
+            let wrote_by = Instant::now();
             std::thread::sleep(Duration::from_millis(20));
             let left = sends
                 .left(&client, before, Instant::now())
                 .expect("the kernel stamped the write");
-            // (1 ms of slack for the clocks the conversion reads)
+            // (5 ms of slack: the conversion reads two clocks, and a thread preempted between
+            // them moves the stamp earlier by as much; the bracket's start is 20 ms earlier)
             assert!(
-                left + Duration::from_millis(1) >= written,
+                left + Duration::from_millis(5) >= written,
                 "round {round}: stamped {:?} before the write",
                 written - left
             );
             assert!(
-                left.saturating_duration_since(written) < Duration::from_millis(5),
-                "round {round}: stamped {:?} after the write",
-                left.saturating_duration_since(written)
+                left.saturating_duration_since(wrote_by) < Duration::from_millis(5),
+                "round {round}: stamped {:?} after the write returned",
+                left.saturating_duration_since(wrote_by)
             );
             assert_eq!(sends.unread, 0, "a read drains the queue");
         }
