@@ -9,14 +9,17 @@ server's, the p50 and p99 of the first byte and of the gaps (medians over the ru
 gap p99, and the p99 of all their gaps pooled (their histograms merged), against the probe's
 truth: 200 ms and 20 ms.
 
-    .venv/bin/python bench/stream_gap.py [--reps 5] [--baseline [NAME=]DIR] [--wire] [--no-record]
+    .venv/bin/python bench/stream_gap.py [--reps 5] [--baseline [NAME=]DIR] [--wire]
+        [--server-fifo] [--no-record]
 
 --baseline DIR adds the rows of another build (DIR: a copy of python/ holding its extension),
 as in bench/http1.py: its client against its server, and each client against the other's
 server, so that a change on either side shows as such. NAME=DIR names it. --wire adds the
 gaps as the wire saw them (bench/wiregap.py: a loopback capture of what the server sent, needs
-root): the gap a client reports above the wire's is the client's own lateness. The table is
-appended to bench/results/stream.md.
+root): the gap a client reports above the wire's is the client's own lateness. --server-fifo
+runs the servers as SCHED_FIFO processes (bench/grpc_gap.py's launcher), so that on a busy
+machine they send on time and what is left to see is the client's. The table is appended to
+bench/results/stream.md.
 """
 
 from __future__ import annotations
@@ -180,6 +183,9 @@ def main() -> int:
     ap.add_argument(
         "--wire", action="store_true", help="the gaps as the wire saw them too (needs root)"
     )
+    ap.add_argument(
+        "--server-fifo", action="store_true", help="the servers as SCHED_FIFO processes"
+    )
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     builds: list[tuple[str, Path | None]] = [("this tree", None)]
@@ -188,7 +194,10 @@ def main() -> int:
         builds.append((name or "baseline", Path(path)))
     ctx = record.Context.now()
     with contextlib.ExitStack() as stack:
-        urls = {name: stack.enter_context(server(build)) for name, build in builds}
+        from grpc_gap import fifo  # it imports this module: here, not at the top
+
+        wrap = fifo if args.server_fifo else None
+        urls = {name: stack.enter_context(server(build, wrap)) for name, build in builds}
         client = dict(builds)
         runs = interleaved(
             args.reps,
@@ -215,7 +224,9 @@ def main() -> int:
             + (wire_cells(rs) if args.wire else "")
         )
     text = "\n".join(lines) + (
-        f"\n\nMedians of {args.reps} interleaved runs (the p50 and p99 columns); builds: "
+        f"\n\nMedians of {args.reps} interleaved runs (the p50 and p99 columns)"
+        + (", the servers SCHED_FIFO" if args.server_fifo else "")
+        + "; builds: "
         + ", ".join(f"{n} ({b or 'python/'})" for n, b in builds)
         + ".\n"
     )

@@ -37,6 +37,7 @@ use crate::conn::{Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
 use crate::http2_body::{grpc_status, read_body, within, Trip};
 use crate::http2_message::{head_size, Template};
+use crate::http2_stamp::{Arrivals, Clock, Part, Stamped};
 use crate::message::Response;
 use crate::metrics::ConnectionGauge;
 use crate::prepared::What;
@@ -62,6 +63,9 @@ pub struct Link {
     went_away: std::cell::Cell<u64>,
     /// seated: the streams put on this link so far (each one's seat in [`State::Open`]).
     seated: std::cell::Cell<usize>,
+    /// arrivals: where a watched plain-http link's connections note their frames' kernel
+    /// receive stamps for the streams to claim (`crate::http2_stamp`); unset unwatched.
+    arrivals: std::cell::OnceCell<Rc<Arrivals>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -105,6 +109,7 @@ impl Link {
             settled: Notify::new(),
             went_away: std::cell::Cell::new(0),
             seated: std::cell::Cell::new(0),
+            arrivals: std::cell::OnceCell::new(),
         })
     }
 
@@ -222,7 +227,8 @@ impl Link {
         let link = Rc::downgrade(self);
         let send = match &self.tls {
             None => {
-                let (send, conn) = within(builder.handshake(tcp), deadline, ErrorClass::Connect)
+                let io = Stamped::new(tcp, self.arrivals.get().cloned(), generation);
+                let (send, conn) = within(builder.handshake(io), deadline, ErrorClass::Connect)
                     .await?
                     .map_err(|_| ErrorClass::Connect)?;
                 tokio::task::spawn_local(drive(conn, link, generation));
@@ -329,8 +335,12 @@ impl Stream {
         }
     }
 
-    /// watched makes the stream time each response as it arrives (`--stream`) into `sink`.
+    /// watched makes the stream time each response as it arrives (`--stream`) into `sink`:
+    /// over plain http, by the kernel's receive stamps of its frames (`crate::http2_stamp`).
     pub fn watched(mut self, sink: Option<Sink>) -> Self {
+        if sink.is_some() && !self.link.https {
+            let _ = self.link.arrivals.set(Rc::new(Arrivals::new()));
+        }
         self.watch = sink.map(|sink| Box::new(Watch::new(sink)));
         self
     }
@@ -485,10 +495,13 @@ impl Trip {
         let sent = handle
             .send
             .send_request(template.request(), body.is_empty());
-        handle
-            .link
-            .reseat(handle.seat, handle.send, handle.generation);
+        let link = handle.link;
+        link.reseat(handle.seat, handle.send, handle.generation);
         let (mut response, mut out) = sent.map_err(|e| Trip::from_h2(&e, ErrorClass::Write))?;
+        // The stream's frames are claimed by its id (one lock into h2, with --stream only).
+        let noted = watch.as_ref().and(link.arrivals.get());
+        let noted = noted.map(|a| (&**a, response.stream_id().as_u32()));
+        let clock = Clock::of(noted, handle.generation);
         if !body.is_empty() {
             // Queued whole: h2 sends it as the server's windows allow (a window that never
             // opens leaves the request waiting for its timeout, or unfinished at the end).
@@ -513,7 +526,7 @@ impl Trip {
                         .headers()
                         .get(http::header::CONTENT_TYPE)
                         .is_some_and(|v| is_event_stream(v.as_bytes()));
-                    w.head(Instant::now(), events, r.body().is_end_stream());
+                    w.head(clock.at(Part::Head), events, r.body().is_end_stream());
                 }
                 let code = grpc
                     .then(|| r.headers().get("grpc-status"))
@@ -528,7 +541,9 @@ impl Trip {
                 .map_err(Trip::stream)?
                 .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
         drop(response);
-        bytes_in += read_body(&mut body, deadline, capture, watch).await?;
+        let read = read_body(&mut body, deadline, capture, watch, clock).await;
+        clock.done();
+        bytes_in += read?;
         if !grpc {
             return Ok((status, bytes_in));
         }

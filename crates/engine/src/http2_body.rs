@@ -11,6 +11,7 @@ use h2::RecvStream;
 
 use crate::conn::{classify, Deadline};
 use crate::failure::ErrorClass;
+use crate::http2_stamp::{Clock, Part};
 use crate::message::Response;
 use crate::stream::Watch;
 
@@ -22,7 +23,7 @@ const RELEASE_AT: usize = 1 << 20;
 
 /// read_body reads `body` until h2 says it ended, or fails once `deadline` passes; returns
 /// its size. Each frame's payload is kept in `capture` (up to its bound) and, with a `watch`,
-/// timed as it is read.
+/// timed by `clock` (its arrival's kernel stamp, where the link notes them).
 ///
 /// Until h2 says there is no more data: the stream ended, or its trailers came, and they end
 /// it (END_STREAM rides on them), so the response is whole either way: h2 answers None only
@@ -39,6 +40,7 @@ pub(crate) async fn read_body(
     deadline: &mut Deadline,
     capture: &mut Option<Response>,
     mut watch: Option<&mut Watch>,
+    clock: Clock<'_>,
 ) -> Result<u64, Trip> {
     let mut held = 0usize;
     let mut bytes = 0u64;
@@ -58,7 +60,13 @@ pub(crate) async fn read_body(
         }
         bytes += chunk.len() as u64;
         if let Some(w) = watch.as_deref_mut() {
-            w.frame(&chunk, Instant::now(), bytes);
+            // An empty frame (END_STREAM alone) was noted by nobody: it claims nothing.
+            let at = if chunk.is_empty() {
+                Instant::now()
+            } else {
+                clock.at(Part::Data)
+            };
+            w.frame(&chunk, at, bytes);
         }
         if let Some(c) = capture.as_mut() {
             c.payload(&chunk);

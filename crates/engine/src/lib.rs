@@ -32,6 +32,7 @@ pub mod http;
 pub(crate) mod http2;
 pub(crate) mod http2_body;
 pub(crate) mod http2_message;
+pub(crate) mod http2_stamp;
 pub mod interval;
 pub(crate) mod job;
 pub(crate) mod lane;

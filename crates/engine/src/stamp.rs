@@ -56,6 +56,17 @@ pub fn enable(stream: &TcpStream) -> io::Result<()> {
 /// try_read is `TcpStream::try_read` that also returns when the bytes arrived (None when the
 /// kernel gave no stamp).
 pub fn try_read(stream: &TcpStream, buf: &mut [u8]) -> io::Result<(usize, Option<Instant>)> {
+    // SAFETY: initialised bytes are valid MaybeUninit ones, and recvmsg writes only bytes.
+    let room = unsafe { &mut *(buf as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
+    try_read_uninit(stream, room)
+}
+
+/// try_read_uninit is [`try_read`] into memory not yet initialised (a `ReadBuf`'s room, as
+/// HTTP/2's stamped socket reads, `crate::http2_stamp`): the first `n` bytes are written.
+pub fn try_read_uninit(
+    stream: &TcpStream,
+    buf: &mut [std::mem::MaybeUninit<u8>],
+) -> io::Result<(usize, Option<Instant>)> {
     stream.try_io(Interest::READABLE, || {
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),

@@ -14,9 +14,12 @@
 //!   that arrived in one read are 0 µs apart (recorded at the histogram's floor, 1 µs): that
 //!   is when the client could see them.
 //!
-//! An arrival is the kernel's receive stamp when the thread napped through it (as for the
-//! latency), else the clock read right after the read (HTTP/2: right after h2 handed the frame
-//! over; its connection's task reads the socket). Without `--stream` none of this runs:
+//! An arrival is the kernel's receive stamp of the read that brought it, over plain http: the
+//! HTTP/1.1 reader's read, or for HTTP/2 the read of h2's connection task that brought the
+//! frame's last byte, noted as the task reads and claimed by the stream as h2 hands the frame
+//! over ([`crate::http2_stamp`]), so a stream task that runs late adds nothing to the gaps.
+//! Over https (and where the kernel gave no stamp) it is the clock read right after the read
+//! (HTTP/2: right after h2 handed the frame over). Without `--stream` none of this runs:
 //! the reader counts no pieces and the connection reads no clock per read.
 
 use std::cell::RefCell;
