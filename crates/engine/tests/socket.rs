@@ -60,7 +60,7 @@ fn closed_model_counts_what_the_server_counted_and_times_its_delay() {
     assert!(r.messages.books.sent > 300, "{}", r.messages.books.sent);
     let p50 = r.latency_ms.p50;
     assert!(
-        r.latency_ms.min >= 20.0,
+        not_before(r.latency_ms.min, 20.0),
         "never before the delay: {}",
         r.latency_ms.min
     );
@@ -96,7 +96,7 @@ fn open_model_sends_the_rate_across_sockets_matched_by_field() {
         "{}",
         r.messages.books.sent
     );
-    assert!(r.latency_ms.min >= 10.0);
+    assert!(not_before(r.latency_ms.min, 10.0), "{}", r.latency_ms.min);
     assert_eq!((r.model, r.match_rule.as_str()), ("open", "field:id"));
     server.stop();
 }
@@ -244,7 +244,11 @@ fn wss_runs_over_tls_with_the_engines_trust_options() {
             (60, 60),
             "{label}"
         );
-        assert!(r.latency_ms.min >= 5.0, "{label}: {}", r.latency_ms.min);
+        assert!(
+            not_before(r.latency_ms.min, 5.0),
+            "{label}: {}",
+            r.latency_ms.min
+        );
     }
     let seen = server.stats();
     assert_eq!(seen.ws_sockets, 6, "three sockets a run, over TLS");
@@ -273,6 +277,13 @@ fn stagger_spreads_the_closed_models_first_messages() {
         "last send {:.3} s in: the first sends were not spread",
         r.duration_s
     );
-    assert!(r.latency_ms.min >= 200.0, "{}", r.latency_ms.min);
+    assert!(not_before(r.latency_ms.min, 200.0), "{}", r.latency_ms.min);
     server.stop();
+}
+
+/// not_before says a round trip's reported minimum is no shorter than the echo's delay. The
+/// histogram keeps 3 significant digits and reports a bucket's lowest value, so a round trip
+/// of 200.01 ms reads 199.936 ms (a 128 µs bucket): the bound allows that 0.1 %, no more.
+fn not_before(min_ms: f64, delay_ms: f64) -> bool {
+    min_ms >= delay_ms * (1.0 - 1e-3)
 }
