@@ -69,6 +69,23 @@ CASES: list[tuple[str, Any, dict[str, Any], bool]] = [
         False,
     ),
     (
+        # bench/bottleneck.py's generator deployment, open, on the quiet box (2026-11-29
+        # 02:15): two of five searches broke p99 < 50 ms with the one worker running 85-86 %
+        # of the time, under BUSY: nothing was named. Nearly saturated, requests queued for
+        # it: the stop and the bottleneck name it together.
+        "nearly saturated, the SLO broken first",
+        Slots(8, 10.0),
+        {"busy": lambda rate: 0.87 if rate > 700 else 0.4, "wait": 0.01, "parts": {"svc": IDLE}},
+        True,
+    ),
+    (
+        # The same service, its pool full, with a worker running 70 %: the pool is named.
+        "busy but not nearly saturated, the service's pool",
+        Slots(8, 10.0),
+        {"busy": 0.71, "wait": 0.01, "parts": {"svc": FULL_POOL}},
+        False,
+    ),
+    (
         # Starved with no tenant to blame, but the service refuses: refusals are its own
         # answer. Before one rule, the bottleneck named the starved generator here while
         # the search stopped on errors.
@@ -122,6 +139,14 @@ def _step(busy: float, wait: float, fired: list[str], tenant: bool) -> Step:
         ("starved, SLO broken", 0.5, 0.4, ["slo"], False, True),
         ("starved, refusals", 0.5, 0.4, ["slo", "errors"], False, False),
         ("starved by a tenant, SLO broken", 0.5, 0.4, ["slo"], True, False),
+        # Nearly saturated: what the workers ran, on a latency failure only.
+        ("ran 85 %, SLO broken", 0.86, 0.01, ["slo"], False, True),
+        ("ran 85 %, plateau", 0.86, 0.01, ["plateau"], False, True),
+        ("ran 85 %, good step", 0.86, 0.01, [], False, False),
+        ("ran 85 %, refusals", 0.86, 0.01, ["slo", "errors"], False, False),
+        ("ran 79 %, SLO broken", 0.8, 0.01, ["slo"], False, False),
+        # Runnable 86 % but running 20 % (waiting for a CPU): the starved rule's, not this.
+        ("runnable 86 %, ran 20 %, SLO broken", 0.86, 0.66, ["slo"], True, False),
     ],
 )
 def test_the_generator_rule(label, busy, wait, fired, tenant, limited):

@@ -31,9 +31,10 @@ every resource's utilisation, and a resource is *saturated* when it has run out:
 - ``generator``: the one generator rule (:func:`redline.analysis.generator.generator_limited`,
   which the search's ``generator`` stop condition reads too): its workers runnable 90 % of
   the time or more (starved by another tenant, only where they still ran 5 % of it:
-  requests to send, not only wake-ups), or, on a step that failed on latency, waiting for a
-  CPU a quarter of the time with no tenant to blame, or taking a quarter of a saturated
-  machine. A generator starved by another tenant and not named is said beside what is.
+  requests to send, not only wake-ups), or, on a step that failed on latency, running 80 %
+  of the time (nearly saturated: requests queue for a worker), waiting for a CPU a quarter
+  of the time with no tenant to blame, or taking a quarter of a saturated machine. A
+  generator starved by another tenant and not named is said beside what is.
 
 A part's run queue that fills with the load while this machine's CPUs are saturated
 (:data:`MACHINE_BUSY`) is no shortage of that part's: every part on the machine shares its
@@ -52,7 +53,12 @@ named (the stop condition says the same: what was measured there is redline's). 
 the bottleneck is the saturated resource that ran out first: the one saturated at the
 lightest load, ties going to the cause before the symptom (CPU, memory, fds, a pool; an
 accept queue, errors and a backlog are what a saturated resource upstream shows). Nothing
-saturated: no part is named, and the evidence says what the figures point to.
+saturated, on a limit that failed on latency: a part's CPU nearly saturated (:data:`NEAR`, its
+share of the cores it may use or its busiest thread's of one core, and not so at a lighter
+step) is named as what the requests queued for (:func:`_nearly`; a single server's response
+time is its service time over 1 - U, five times it at 80 %, so an SLO breaks before a
+step's mean CPU reads 90 %). Nothing saturated or nearly: no part is named, and the
+evidence says what the figures point to.
 """
 
 from __future__ import annotations
@@ -66,8 +72,10 @@ from typing import Any
 from redline.analysis.generator import (
     BUSY,
     MACHINE_BUSY,
+    NEAR,
     OTHERS,
     generator_limited,
+    latency_failed,
     other_work,
     starved_by_others,
 )
@@ -82,6 +90,10 @@ RESOURCES = ("generator", "cpu", "memory", "fds", "pool", "accept-queue", "error
 #: users queueing for 4 slots on a quiet box, read 3.7 of 4 at its limit: 92 %, 2026-11-28
 #: 23:17), so a pool at 90 % is full, as a CPU is.
 SATURATED = {"cpu": 0.9, "memory": 0.9, "fds": 0.9, "pool": 0.9, "generator": BUSY}
+
+#: NEARLY: the words of a CPU named nearly saturated (:func:`_nearly`), which the sentence
+#: reads to say it nearly ran out rather than ran out.
+NEARLY = "nearly saturated"
 
 #: ERRORS_RATE: a part's error counters counting faster than this a second have started.
 ERRORS_RATE = 1.0
@@ -323,6 +335,10 @@ def name_bottleneck(
     if gen is not None:
         return _generator_named(limit, gen, [r for _, r in saturated], at, base, beside)
     if not saturated:
+        lighter = base if lightest is not None and lightest.load < limit.load else {}
+        near = _nearly(limit, at, lighter)
+        if near is not None:
+            return {**near, "evidence": near["evidence"] + beside + _tenants(at, base)}
         said = _nothing(at) + _tenants(at, base) + beside
         return {"part": None, "resource": None, "utilisation": None, "evidence": said}
     # Ties: cause before symptom; of two pools full at once, the smaller (the larger's
@@ -412,6 +428,40 @@ def _ran_out(
         if not (spare and r.key == QUEUE_KEY and (_allowed(limit, r.part) or cores) >= cores)
     ]
     return saturated, beside
+
+
+def _nearly(
+    limit: Any, at: Sequence[Reading], lighter: dict[tuple[str, str, str], Reading]
+) -> dict[str, Any] | None:
+    """_nearly is the bottleneck where no resource ran out but ``limit`` failed on latency
+    while a part's CPU was nearly saturated (:data:`NEAR` of the cores it may use, or its
+    busiest thread of one core) and was not so at the lightest step (``lighter``, empty
+    where the limit is that step): the busiest such reading; None otherwise (refusals and
+    errors are the service's own answer, not a queue for a CPU)."""
+    if not latency_failed(getattr(limit, "fired", ())):
+        return None
+
+    def grew(r: Reading) -> bool:
+        first = lighter.get((r.part, r.resource, r.key))
+        return first is None or first.utilisation < NEAR
+
+    near = [
+        r
+        for r in at
+        if r.resource == "cpu" and r.key in ("", THREAD_KEY) and r.utilisation >= NEAR and grew(r)
+    ]
+    if not near:
+        return None
+    top = max(near, key=lambda r: r.utilisation)
+    unit = "users" if getattr(limit, "model", "closed") == "closed" else "req/s"
+    return {
+        "part": top.part,
+        "resource": "cpu",
+        "utilisation": round(top.utilisation, 4),
+        "evidence": f"{top.evidence} at {limit.load:g} {unit}: {NEARLY} (no resource"
+        f" reached {SATURATED['cpu']:.0%}, but at {top.utilisation:.0%} requests queue for"
+        " its CPU, which explains the latency that failed)",
+    }
 
 
 def _generator_named(
@@ -510,7 +560,5 @@ def bottleneck_sentence(b: dict[str, Any] | None) -> str | None:
         return f"Bottleneck: this machine's CPUs ran out first: {b['evidence']}."
     what = {"accept-queue": "accept queue", "generator": "CPU (the load generator itself)"}
     resource = what.get(b["resource"], b["resource"])
-    return (
-        f"Bottleneck: {b['part']}'s {resource} ran out first ({b['utilisation']:.0%}):"
-        f" {b['evidence']}."
-    )
+    ran = "nearly ran out" if NEARLY in b["evidence"] else "ran out first"
+    return f"Bottleneck: {b['part']}'s {resource} {ran} ({b['utilisation']:.0%}): {b['evidence']}."

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 from redline.analysis.evidence import Level, Z, elasticity_fit, gain, level_of
 from redline.analysis.generator import (
+    generator_explains,
     generator_ran_out,
-    generator_starved,
     latency_failed,
     starved_by_others,
 )
@@ -115,17 +115,17 @@ class Judge:
         step.why = "; ".join(why)
 
     def _starvation(self, step: Step, fire: Callable[[str, str], None], why: list[str]) -> None:
-        """_starvation names the generator on a step that failed on latency while redline was
-        starved of CPU or took a saturated machine's CPU
-        (:func:`redline.analysis.generator.generator_starved`); a generator starved by another
-        tenant is said in the step's why, not fired."""
+        """_starvation names the generator on a step that failed on latency while redline's
+        workers were nearly saturated, starved of CPU, or took a saturated machine's CPU
+        (:func:`redline.analysis.generator.generator_explains`); a generator starved by
+        another tenant is said in the step's why, not fired."""
         if (
             self.limits.generator_busy is None
             or not latency_failed(step.fired)
             or "generator" in step.fired
         ):
             return
-        starved = generator_starved(step)
+        starved = generator_explains(step)
         tenant = starved_by_others(step)
         if starved is not None:
             fire("generator", starved.evidence)
