@@ -31,9 +31,10 @@ import sys
 import tempfile
 import time
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 #: WINDOW_NS: the span over which a schedule is aligned to the stream.
 WINDOW_NS = 100_000_000
@@ -93,10 +94,10 @@ def tap(prog: list[tuple[int, int, int, int]]) -> socket.socket:
     return s
 
 
-def capture(port: int, out: Path) -> None:
-    """capture records the kernel stamp (ns, CLOCK_REALTIME) of every request leaving for
-    ``port`` until SIGTERM, then writes them to ``out`` (native int64s); prints "ready" once
-    the filter is in place."""
+def listen(s: socket.socket, size: int, keep: Callable[[int, bytes], object]) -> None:
+    """listen is a capture process's loop: it hands ``keep`` each packet ``s`` reads (up to
+    ``size`` bytes) with the kernel's stamp of its passing (ns, CLOCK_REALTIME) until SIGTERM;
+    it prints "ready" once it reads, which :class:`Recorder` waits for."""
     stop = False
 
     def on_term(*_: object) -> None:
@@ -104,23 +105,29 @@ def capture(port: int, out: Path) -> None:
         stop = True
 
     signal.signal(signal.SIGTERM, on_term)
-    s = tap(program(port))
-    stamps = array("q")
     space = socket.CMSG_SPACE(16)
     print("ready", flush=True)
     while True:
         try:
-            _, anc, _, _ = s.recvmsg(64, space)
+            data, anc, _, _ = s.recvmsg(size, space)
         except TimeoutError:
             if stop:
                 break
             continue
         except InterruptedError:
             continue
-        for level, kind, data in anc:
+        for level, kind, cmsg in anc:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                sec, nsec = struct.unpack("qq", data[:16])
-                stamps.append(sec * 1_000_000_000 + nsec)
+                sec, nsec = struct.unpack("qq", cmsg[:16])
+                keep(sec * 1_000_000_000 + nsec, data)
+
+
+def capture(port: int, out: Path) -> None:
+    """capture records the kernel stamp (ns, CLOCK_REALTIME) of every request leaving for
+    ``port`` until SIGTERM, then writes them to ``out`` (native int64s); prints "ready" once
+    the filter is in place."""
+    stamps = array("q")
+    listen(tap(program(port)), 64, lambda stamp, _: stamps.append(stamp))
     out.write_bytes(stamps.tobytes())
 
 
@@ -176,19 +183,26 @@ def lag(stamps: list[int], rate: float) -> SendLag:
     return SendLag(pct(0.50), pct(0.99), len(t))
 
 
-class Capture:
-    """Capture stamps the requests leaving for ``port`` while its block runs (see
-    :func:`capture`); :meth:`lag` measures them afterwards."""
+#: R: a Recorder of any kind (its block gets what it entered).
+R = TypeVar("R", bound="Recorder")
 
-    def __init__(self, port: int, core: str = "0") -> None:
-        self.port, self.core = port, core
-        self.stamps: list[int] = []
 
-    def __enter__(self) -> Capture:
+class Recorder:
+    """Recorder runs a capture script (``python SCRIPT PORT FILE``, pinned to ``core`` when
+    one is given) as its own process while its block runs: it starts when the script says
+    "ready", and at the block's end it is stopped (SIGTERM) and what it wrote is kept in
+    ``raw``. The capture processes of this module and bench/wiregap.py are its scripts."""
+
+    def __init__(self, script: str, port: int, core: str | None = None) -> None:
+        self.script, self.port, self.core = script, port, core
+        self.raw = b""
+
+    def __enter__(self: R) -> R:
         self._dir = tempfile.TemporaryDirectory()
-        self._out = Path(self._dir.name) / "stamps"
+        self._out = Path(self._dir.name) / "capture"
+        pin = ["taskset", "-c", self.core] if self.core is not None else []
         self._proc = subprocess.Popen(
-            ["taskset", "-c", self.core, sys.executable, __file__, str(self.port), str(self._out)],
+            [*pin, sys.executable, self.script, str(self.port), str(self._out)],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -196,18 +210,32 @@ class Capture:
         if self._proc.stdout.readline().strip() != "ready":
             self._proc.kill()
             self._proc.wait()
-            raise RuntimeError("sendlag: the capture did not start (needs root: AF_PACKET)")
+            name = Path(self.script).stem
+            raise RuntimeError(f"{name}: the capture did not start (needs root: AF_PACKET)")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        time.sleep(0.05)  # the last stamps queued before the stop is seen
+        time.sleep(0.05)  # the last packets queued before the stop is seen
         self._proc.send_signal(signal.SIGTERM)
         self._proc.wait(timeout=10)
         if self._out.exists():
-            a = array("q")
-            a.frombytes(self._out.read_bytes())
-            self.stamps = list(a)
+            self.raw = self._out.read_bytes()
         self._dir.cleanup()
+
+
+class Capture(Recorder):
+    """Capture stamps the requests leaving for ``port`` while its block runs (see
+    :func:`capture`), from the server's ``core``; :meth:`lag` measures them afterwards."""
+
+    def __init__(self, port: int, core: str = "0") -> None:
+        super().__init__(__file__, port, core)
+
+    @property
+    def stamps(self) -> list[int]:
+        """stamps: the requests' kernel stamps (ns), as the capture wrote them."""
+        a = array("q")
+        a.frombytes(self.raw)
+        return list(a)
 
     def lag(self, rate: float) -> SendLag:
         return lag(self.stamps, rate)

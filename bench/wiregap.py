@@ -20,12 +20,8 @@ The capture runs as its own process (`python bench/wiregap.py PORT FILE`).
 
 from __future__ import annotations
 
-import signal
 import struct
-import subprocess
 import sys
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,30 +37,12 @@ RECORD = struct.Struct("qI")
 def capture(port: int, out: Path) -> None:
     """capture keeps every data segment leaving ``port`` on the loopback, with its kernel
     stamp, until SIGTERM, then writes them to ``out``; prints "ready" once in place."""
-    stop = False
-
-    def on_term(*_: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_term)
-    s = sendlag.tap(sendlag.program(port, source=True, snap=SNAP))
     kept: list[bytes] = []
-    space = sendlag.socket.CMSG_SPACE(16)
-    print("ready", flush=True)
-    while True:
-        try:
-            data, anc, _, _ = s.recvmsg(SNAP + 64, space)
-        except TimeoutError:
-            if stop:
-                break
-            continue
-        except InterruptedError:
-            continue
-        for level, kind, stamp in anc:
-            if level == sendlag.socket.SOL_SOCKET and kind == sendlag.SO_TIMESTAMPNS:
-                sec, nsec = struct.unpack("qq", stamp[:16])
-                kept.append(RECORD.pack(sec * 1_000_000_000 + nsec, len(data)) + data)
+
+    def keep(stamp: int, data: bytes) -> None:
+        kept.append(RECORD.pack(stamp, len(data)) + data)
+
+    sendlag.listen(sendlag.tap(sendlag.program(port, source=True, snap=SNAP)), SNAP + 64, keep)
     out.write_bytes(b"".join(kept))
 
 
@@ -190,36 +168,12 @@ def gaps_of(raw: bytes) -> WireGaps:
     return WireGaps(pct(0.50), pct(0.99), events, len(gaps))
 
 
-class Capture:
+class Capture(sendlag.Recorder):
     """Capture keeps the segments leaving ``port`` while its block runs (see
     :func:`capture`); :meth:`gaps` measures them afterwards."""
 
     def __init__(self, port: int) -> None:
-        self.port = port
-        self.raw = b""
-
-    def __enter__(self) -> Capture:
-        self._dir = tempfile.TemporaryDirectory()
-        self._out = Path(self._dir.name) / "segments"
-        self._proc = subprocess.Popen(
-            [sys.executable, __file__, str(self.port), str(self._out)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._proc.stdout is not None
-        if self._proc.stdout.readline().strip() != "ready":
-            self._proc.kill()
-            self._proc.wait()
-            raise RuntimeError("wiregap: the capture did not start (needs root: AF_PACKET)")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        time.sleep(0.05)  # the last segments queued before the stop is seen
-        self._proc.send_signal(signal.SIGTERM)
-        self._proc.wait(timeout=10)
-        if self._out.exists():
-            self.raw = self._out.read_bytes()
-        self._dir.cleanup()
+        super().__init__(__file__, port)
 
     def gaps(self) -> WireGaps:
         return gaps_of(self.raw)

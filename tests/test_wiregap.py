@@ -103,3 +103,33 @@ def test_gaps_are_the_stamps_of_the_segments_that_brought_each_events_end(protoc
     assert got.gaps == responses * (len(TIMES) - 1)
     assert got.p50_ms == 20.0  # 20, 21, 19 ms a response: the median is 20
     assert got.p99_ms == 21.0
+
+
+#: A capture script of known truth: "ready", then at SIGTERM its PORT written to its FILE.
+FAKE_CAPTURE = """\
+import signal, sys, time
+stopped = []
+signal.signal(signal.SIGTERM, lambda *_: stopped.append(1))
+print("ready", flush=True)
+while not stopped:
+    time.sleep(0.01)
+open(sys.argv[2], "w").write("wrote " + sys.argv[1])
+"""
+
+
+def test_a_recorder_runs_its_capture_for_its_block_and_keeps_what_it_wrote(tmp_path):
+    """The capture process that bench/sendlag.py and bench/wiregap.py share: started before
+    the block, stopped after it, its file read back; a script that never says "ready" is one
+    clear error."""
+    w = wiregap()
+    script = tmp_path / "fake_capture.py"
+    script.write_text(FAKE_CAPTURE)
+    with w.sendlag.Recorder(str(script), 4321) as rec:
+        assert rec._proc.poll() is None  # running while the block runs
+    assert rec._proc.returncode == 0
+    assert rec.raw == b"wrote 4321"
+    mute = tmp_path / "mute_capture.py"
+    mute.write_text("import sys\n")
+    with pytest.raises(RuntimeError, match="^mute_capture: the capture did not start"):
+        with w.sendlag.Recorder(str(mute), 4321):
+            pass
