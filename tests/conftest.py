@@ -101,6 +101,31 @@ def serve_http() -> Iterator[Callable[[type[http.server.BaseHTTPRequestHandler]]
             thread.join(5)
 
 
+class Exposition(http.server.BaseHTTPRequestHandler):
+    """Exposition is an exporter of known truth for :func:`serve_http`: each GET is a scrape,
+    counted in its class's ``scrapes`` (this one included) and answered 200 with
+    :meth:`text` of that count, in Prometheus' text format. A test's exporter says only what
+    it serves."""
+
+    scrapes = 0
+
+    def text(self, n: int) -> str:
+        """text: the exposition served at the ``n``-th scrape."""
+        raise NotImplementedError
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        n = type(self).scrapes = type(self).scrapes + 1
+        body = self.text(n).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 @dataclass
 class Http1Server:
     """Http1Server: Python's own HTTP/1.1 server (keep-alive, no HTTP/2) answering every GET

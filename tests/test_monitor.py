@@ -10,10 +10,10 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 
 import psutil
 import pytest
+from conftest import Exposition
 from redline.analysis import leak_check
 from redline.errors import ConfigError, RedlineError
 from redline.service.monitor import (
@@ -268,15 +268,11 @@ def test_stop_tree_on_exited_process():
 # -- Prometheus ------------------------------------------------------------------------------
 
 
-class _Exporter(http.server.BaseHTTPRequestHandler):
+class _Exporter(Exposition):
     """_Exporter serves process_* metrics; its CPU counter grows by half a second a scrape."""
 
-    scrapes = 0
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        type(self).scrapes += 1
-        n = type(self).scrapes
-        body = textwrap.dedent(
+    def text(self, n: int) -> str:
+        return textwrap.dedent(
             f"""\
             # HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.
             # TYPE process_cpu_seconds_total counter
@@ -292,28 +288,15 @@ class _Exporter(http.server.BaseHTTPRequestHandler):
             taskqueue_submissions_total{{type="factorial"}} 10.0
             taskqueue_submissions_total{{type="http-fetch"}} 50.0
             """
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        )
 
 
 @pytest.fixture()
-def exporter() -> Iterator[str]:
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Exporter)
+def exporter(serve_http) -> str:
+    """exporter: the /metrics URL of a served _Exporter (conftest's serve_http), its scrapes
+    counted from 0."""
     _Exporter.scrapes = 0
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}/metrics"
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    return serve_http(_Exporter)
 
 
 def _until(cond, timeout: float = 10.0) -> None:

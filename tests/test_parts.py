@@ -4,7 +4,6 @@ use, an exporter's pools and counters, and a search that names the part of known
 
 from __future__ import annotations
 
-import http.server
 import os
 import socket
 import subprocess
@@ -14,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from conftest import Exposition
 from deployments import http_server, worker_pool
 from redline.errors import ConfigError
 from redline.service.parts import ExporterMonitor, Parts, PortMonitor, Watch, allowance
@@ -107,15 +107,12 @@ def test_allowance_reads_affinity_and_limits_of_this_process():
     assert got["fds_limit"] > 0 and got["memory_limit"] > 0
 
 
-class _Exporter(http.server.BaseHTTPRequestHandler):
+class _Exporter(Exposition):
     """_Exporter: a pool of 10 with 7 in use, one of 4 full, and counters that grow by 5 and
     3 (failures) every scrape."""
 
-    scrapes = 0
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        n = type(self).scrapes = type(self).scrapes + 1
-        body = textwrap.dedent(
+    def text(self, n: int) -> str:
+        return textwrap.dedent(
             f"""\
             # TYPE app_conns_in_use gauge
             app_conns_in_use{{host="a"}} 7
@@ -134,14 +131,7 @@ class _Exporter(http.server.BaseHTTPRequestHandler):
             # TYPE process_max_fds gauge
             process_max_fds 1024
             """
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        )
 
 
 @pytest.fixture

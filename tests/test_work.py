@@ -5,13 +5,13 @@ real Prometheus endpoint on 127.0.0.1 port 0."""
 
 from __future__ import annotations
 
-import http.server
 import math
 import random
 import time
 from typing import Any
 
 import pytest
+from conftest import Exposition
 from redline.analysis import answers as ans
 from redline.analysis.outcome import Meter
 from redline.errors import ConfigError
@@ -252,27 +252,16 @@ def test_a_backlog_that_grows_keeps_a_step_from_being_steady():
         assert step.backlog_growth_rps == pytest.approx(max(users - 200.0, 0.0), abs=1.0)
 
 
-class _Metrics(http.server.BaseHTTPRequestHandler):
+class _Metrics(Exposition):
     """_Metrics serves a counter that counts the scrapes themselves (a truth the test knows)."""
 
-    scrapes = 0
-
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        type(self).scrapes += 1
-        body = (
+    def text(self, n: int) -> str:
+        return (
             "# TYPE jobs_done counter\n"
-            f"jobs_done_total {10 * type(self).scrapes}\n"
+            f"jobs_done_total {10 * n}\n"
             "# TYPE jobs_waiting gauge\n"
-            f"jobs_waiting {type(self).scrapes % 3}\n"
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+            f"jobs_waiting {n % 3}\n"
+        )
 
 
 @pytest.fixture
