@@ -35,8 +35,8 @@ import record
 from run import (
     Row,
     baseline_argv,
+    baseline_flags,
     interleave,
-    precompile,
     read_baselines,
     redline_argv,
     target_server,
@@ -97,14 +97,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--shape", action="append", help="CONNSxSTREAMS (repeatable)")
-    ap.add_argument("--no-record", action="store_true")
-    ap.add_argument(
-        "--baseline",
-        action="append",
-        default=[],
-        metavar="[NAME=]DIR",
-        help="a python/ copy holding another build (adds its rows; repeatable)",
-    )
+    baseline_flags(ap)
     args = ap.parse_args()
     h2load = shutil.which("h2load")
     if not h2load:
@@ -112,10 +105,9 @@ def main() -> int:
         return 2
     ctx = record.Context.now()
     shapes = args.shape or list(DEFAULT_SHAPES)
-    baselines = read_baselines(args.baseline)
-    precompile(*(path for _, path in baselines))
+    builds = read_baselines(args)
     with target_server() as url, tempfile.TemporaryDirectory() as reports:
-        gens = generators(h2load, url, args.seconds, shapes, Path(reports), baselines)
+        gens = generators(h2load, url, args.seconds, shapes, Path(reports), builds)
         rows = interleave(gens, args.reps, url)
     record.publish("h2", "HTTP/2: redline vs h2load", ctx, table(rows), not args.no_record)
     return 0

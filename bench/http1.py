@@ -55,10 +55,10 @@ from run import (
     Gen,
     Row,
     baseline_argv,
+    baseline_flags,
     interleave,
     measure,
     peers,
-    precompile,
     read_baselines,
     redline_argv,
 )
@@ -195,19 +195,12 @@ def main() -> int:
         action="store_true",
         help="nginx adds a random X-Request-Id to every response (no two heads alike)",
     )
-    ap.add_argument("--no-record", action="store_true", help="print the table only")
     ap.add_argument(
         "--no-send-lag",
         action="store_true",
         help="leave out the open rows' send lag (its capture needs root: bench/sendlag.py)",
     )
-    ap.add_argument(
-        "--baseline",
-        action="append",
-        default=[],
-        metavar="[NAME=]DIR",
-        help="a python/ copy holding another build (adds its rows; repeatable)",
-    )
+    baseline_flags(ap)
     args = ap.parse_args()
     ctx = record.Context.now()
     p = peers()
@@ -215,8 +208,7 @@ def main() -> int:
     if missing or not Path(NGINX).exists():
         print(f"bench: needs nginx, wrk and wrk2 (missing: {missing or NGINX})", file=sys.stderr)
         return 2
-    baselines = read_baselines(args.baseline)
-    precompile(*(path for _, path in baselines))
+    builds = read_baselines(args)
     count = StubStatus()
     with nginx(args.request_id) as url:
         probe = [p["WRK"], "-t1", f"-c{CONNS}", "-d3s", url + "/"]
@@ -227,7 +219,7 @@ def main() -> int:
         else:
             shares = [int(s) for s in args.shares.split(",") if s]
             rates = [int(capacity * s / 100) // 100 * 100 for s in shares]
-        gens = generators(p, url, args.seconds, rates, baselines, args.send_ahead)
+        gens = generators(p, url, args.seconds, rates, builds, args.send_ahead)
         port = int(url.rsplit(":", 1)[1])
         due = {f"open {rate:,}/s": float(rate) for rate in rates}
 

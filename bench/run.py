@@ -318,19 +318,35 @@ def precompile(*packages: Path) -> None:
         compileall.compile_dir(str(pkg), quiet=1)
 
 
-def read_baselines(values: list[str]) -> list[tuple[str, Path]]:
-    """read_baselines reads ``--baseline [NAME=]DIR`` values: a name for the rows ("baseline" when
-    none is given) and a copy of python/ holding another build. A DIR without redline's package
-    and extension is refused: run from it, Python would import this tree's build instead and
-    the rows would compare the build with itself."""
+def baseline_flags(ap: argparse.ArgumentParser) -> None:
+    """baseline_flags adds the flags of a bench that measures builds side by side, as
+    bench/h2.py, http1.py and stream_gap.py do: ``--baseline [NAME=]DIR`` (repeatable, read by
+    :func:`read_baselines`) and ``--no-record``."""
+    ap.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="a python/ copy holding another build (adds its rows; repeatable)",
+    )
+    ap.add_argument("--no-record", action="store_true", help="print the table only")
+
+
+def read_baselines(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """read_baselines reads the ``--baseline [NAME=]DIR`` values of :func:`baseline_flags`: a name
+    for the rows ("baseline" when none is given) and a copy of python/ holding another build,
+    and writes the bytecode of this tree's package and theirs (:func:`precompile`). A DIR
+    without redline's package and extension is refused: run from it, Python would import this
+    tree's build instead and the rows would compare the build with itself."""
     out = []
-    for value in values:
+    for value in args.baseline:
         name, path = value.split("=", 1) if "=" in value else ("baseline", value)
         pkg = Path(path) / "redline"
         if not (pkg / "__init__.py").exists() or not any(pkg.glob("_engine*.so")):
             why = f"no redline package with its engine in {path}"
             raise SystemExit(f"bench: --baseline {value}: {why}")
         out.append((name, Path(path)))
+    precompile(*(path for _, path in out))
     return out
 
 

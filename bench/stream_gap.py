@@ -37,6 +37,7 @@ from typing import TypeVar
 
 import record
 import wiregap
+from run import baseline_flags, read_baselines
 
 #: PROBE and SHAPES: the issue's probe and each protocol's shape (tests/test_stream.py's).
 PROBE = "/sse?first=200ms&every=20ms&events=50"
@@ -174,24 +175,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument(
-        "--baseline",
-        action="append",
-        default=[],
-        metavar="[NAME=]DIR",
-        help="a python/ copy holding another build (adds its rows)",
-    )
-    ap.add_argument(
         "--wire", action="store_true", help="the gaps as the wire saw them too (needs root)"
     )
     ap.add_argument(
         "--server-fifo", action="store_true", help="the servers as SCHED_FIFO processes"
     )
-    ap.add_argument("--no-record", action="store_true")
+    baseline_flags(ap)
     args = ap.parse_args()
-    builds: list[tuple[str, Path | None]] = [("this tree", None)]
-    for spec in args.baseline:
-        name, _, path = spec.rpartition("=")
-        builds.append((name or "baseline", Path(path)))
+    builds: list[tuple[str, Path | None]] = [("this tree", None), *read_baselines(args)]
     ctx = record.Context.now()
     with contextlib.ExitStack() as stack:
         from grpc_gap import fifo  # it imports this module: here, not at the top
