@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from redline import _engine
 from redline.compare.comparison import Comparison
@@ -20,7 +19,7 @@ from redline.compare.documents import Document, Kind
 from redline.compare.significance import Verdict
 from redline.compare.tables import evidence, shown, shown_change, shown_ci
 from redline.compare.windows import Stretch
-from redline.report.charts import PALETTE, Chart, Series
+from redline.report.charts import PALETTE, Chart, Series, num
 
 #: NINES are the quantiles of the percentile curve: 0 .. 0.9999, denser in the tail.
 NINES = [1 - 10 ** (-k / 8) for k in range(0, 33)]
@@ -95,7 +94,7 @@ def over_time_chart(docs: Sequence[Document], what: str) -> Chart | None:
             if what == "goodput":
                 ys.append(outcomes([s], seconds).goodput)
             else:
-                ys.append(_num(s.get("p99_ms")) if int(s.get("requests") or 0) else None)
+                ys.append(num(s.get("p99_ms")) if int(s.get("requests") or 0) else None)
         curves.append((d.label, xs, ys))
     title = "Goodput over time" if what == "goodput" else "p99 per interval over time"
     return _overlay(
@@ -113,7 +112,7 @@ def steps_chart(docs: Sequence[Document], chart: str, y_key: str) -> Chart | Non
         pts = sorted(
             (x, y)
             for s in steps
-            if (x := _num(s.get(x_key))) is not None and (y := _num(s.get(y_key))) is not None
+            if (x := num(s.get(x_key))) is not None and (y := num(s.get(y_key))) is not None
         )
         curves.append((d.label, [x for x, _ in pts], [y for _, y in pts]))
     if chart == "load":
@@ -184,13 +183,3 @@ def comparison_table(c: Comparison) -> str:
 
 def _headline(d: Document) -> Stretch:
     return next(iter(d.stretches.values()), Stretch())
-
-
-def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None

@@ -68,8 +68,8 @@ class Chart:
         return asdict(self)
 
 
-def _num(v: Any) -> float | None:
-    """_num is a finite float or None (JSON has no NaN, and a chart can not draw one)."""
+def num(v: Any) -> float | None:
+    """num is a value as a finite float, or None (JSON has no NaN, and a chart can not draw one)."""
     if v is None or isinstance(v, bool):
         return None
     try:
@@ -81,7 +81,7 @@ def _num(v: Any) -> float | None:
 
 def _tidy(v: Any) -> str:
     """_tidy shows a fitted parameter with 3 significant digits, and a 1e-19 as 0."""
-    f = _num(v)
+    f = num(v)
     if f is None:
         return "–"
     return "0" if abs(f) < 1e-9 else f"{f:.3g}"
@@ -90,7 +90,7 @@ def _tidy(v: Any) -> str:
 def _col(rows: Sequence[dict[str, Any]], key: str, scale: float = 1.0) -> Column:
     out: Column = []
     for r in rows:
-        v = _num(r.get(key))
+        v = num(r.get(key))
         out.append(None if v is None else v * scale)
     return out
 
@@ -107,7 +107,7 @@ def load_label(model: str) -> str:
 def step_at(steps: Sequence[dict[str, Any]], t: float) -> dict[str, Any] | None:
     """step_at is the step whose [start_s, end_s] holds time ``t``, None between steps."""
     for s in steps:
-        start, end = _num(s.get("start_s")), _num(s.get("end_s"))
+        start, end = num(s.get("start_s")), num(s.get("end_s"))
         if start is not None and end is not None and start - 1e-6 <= t <= end + 1e-6:
             return s
     return None
@@ -147,10 +147,10 @@ def latency_chart(
         _col(ts, "t_s"),
         *([v if a else None for v, a in zip(_col(ts, k), answered, strict=True)] for _, k in keys),
     ]
-    cut = [_cut_off(steps, _num(r.get("t_s"))) for r in ts]
+    cut = [_cut_off(steps, num(r.get("t_s"))) for r in ts]
     if any(cut) and any(k == "p99_ms" for _, k in keys):
         series.append(Series("p99, cut as transition (not judged)", MUTED, points_only=True))
-        data.append([_num(r.get("p99_ms")) if c else None for r, c in zip(ts, cut, strict=True)])
+        data.append([num(r.get("p99_ms")) if c else None for r, c in zip(ts, cut, strict=True)])
     note = "Grey points: intervals a step's MSER warm-up cut left out of what it judged."
     return Chart(
         "latency",
@@ -170,7 +170,7 @@ def _cut_off(steps: Sequence[dict[str, Any]], t: float | None) -> bool:
     s = step_at(steps, t)
     if s is None or t <= float(s.get("start_s") or 0.0) + 1e-6:
         return False
-    judged = _num(s.get("judged_from_s"))
+    judged = num(s.get("judged_from_s"))
     return judged is not None and t <= judged + 1e-6
 
 
@@ -184,13 +184,13 @@ def load_chart(
         return None
     target: Column = []
     for r in ts:
-        v = _num(r.get("target"))
+        v = num(r.get("target"))
         if v is None and model != "closed":
-            v = _num(r.get("intended_rate"))
+            v = num(r.get("intended_rate"))
         if v is None:
-            t = _num(r.get("t_s"))
+            t = num(r.get("t_s"))
             s = step_at(steps, t) if t is not None else None
-            v = _num(s.get("load")) if s else None
+            v = num(s.get("load")) if s else None
         target.append(v)
     series, data = [], [_col(ts, "t_s")]
     if any(v is not None for v in target):
@@ -234,7 +234,7 @@ def _stream_col(ts: Sequence[dict[str, Any]], path: tuple[str, ...], key: str) -
         if not isinstance(part, dict) or (key.endswith("_ms") and not part.get("count")):
             out.append(None)
         else:
-            out.append(_num(part.get(key)))
+            out.append(num(part.get(key)))
     return out
 
 
@@ -298,7 +298,7 @@ def tally_charts(ts: Sequence[dict[str, Any]]) -> list[Chart]:
         cols: list[Column] = [[] for _ in range(len(shown) + (1 if rest else 0))]
         prev = 0.0
         for s in ts:
-            t = _num(s.get("t_s"))
+            t = num(s.get("t_s"))
             if t is None:
                 continue
             length = max(t - prev, 1e-9)
@@ -341,17 +341,17 @@ def errors_chart(steps: Sequence[dict[str, Any]]) -> Chart | None:
         - set(ERROR_CLASSES)
     )
     classes += extra
-    x: Column = [_num(s.get("index")) for s in steps]
+    x: Column = [num(s.get("index")) for s in steps]
     if classes:
         colors = _colors(len(classes))
         series = [Series(c, colors[i]) for i, c in enumerate(classes)]
         data = [
             x,
-            *([_num((s.get("errors_by_class") or {}).get(c, 0)) for s in steps] for c in classes),
+            *([num((s.get("errors_by_class") or {}).get(c, 0)) for s in steps] for c in classes),
         ]
     else:
         series = [Series("errors", PALETTE[1])]
-        data = [x, [_num(s.get("errors", 0)) for s in steps]]
+        data = [x, [num(s.get("errors", 0)) for s in steps]]
     note = "" if any(v for col in data[1:] for v in col) else "no errors in any step"
     return Chart(
         "errors", "Errors by class per step", "step", "failed requests", series, data, note=note
@@ -365,11 +365,11 @@ def usl_chart(
     is users in the closed model and mean in-flight requests in the open one)."""
     pts: list[tuple[float, float]] = []
     for s in steps:
-        n = _num(s.get("load")) if model == "closed" else _num(s.get("inflight_mean"))
+        n = num(s.get("load")) if model == "closed" else num(s.get("inflight_mean"))
         if n is None and model != "closed":
-            x, lat = _num(s.get("throughput_rps")), _num(s.get("mean_ms")) or _num(s.get("p50_ms"))
+            x, lat = num(s.get("throughput_rps")), num(s.get("mean_ms")) or num(s.get("p50_ms"))
             n = x * lat / 1000 if x is not None and lat is not None else None
-        x = _num(s.get("throughput_rps"))
+        x = num(s.get("throughput_rps"))
         if n is not None and x is not None:
             pts.append((n, x))
     curve = [(float(a), float(b)) for a, b in (usl or {}).get("curve") or []]
@@ -401,13 +401,13 @@ def hockey_chart(steps: Sequence[dict[str, Any]]) -> Chart | None:
     where queueing starts. Drawn as points: past a throughput peak (retrograde scaling) the
     steps are not in throughput order, and a line through them would zig-zag."""
     rows = sorted(
-        (s for s in steps if _num(s.get("throughput_rps")) is not None),
+        (s for s in steps if num(s.get("throughput_rps")) is not None),
         key=lambda s: float(s["throughput_rps"]),
     )
     if not rows:
         return None
     keys = [("p50", "p50_ms"), ("p90", "p90_ms"), ("p99", "p99_ms")]
-    keys = [(label, k) for label, k in keys if any(_num(r.get(k)) is not None for r in rows)]
+    keys = [(label, k) for label, k in keys if any(num(r.get(k)) is not None for r in rows)]
     colors = _colors(len(keys))
     return Chart(
         "hockey",
@@ -484,7 +484,7 @@ def _lines(name: str, figures: dict[str, float]) -> dict[tuple[str, str], float]
     if name == "generator":
         out = {}
         for key, label in (("busy", "busy %"), ("wait", "waiting for a CPU %")):
-            v = _num(figures.get(key))
+            v = num(figures.get(key))
             if v is not None:
                 out[(label, "y")] = 100.0 * v
         return out
@@ -547,7 +547,7 @@ def monitor_samples(result: dict[str, Any]) -> list[dict[str, Any]]:
     m = result.get("monitor")
     if isinstance(m, dict):
         m = m.get("samples")
-    return [s for s in (m or []) if isinstance(s, dict) and _num(s.get("t_s")) is not None]
+    return [s for s in (m or []) if isinstance(s, dict) and num(s.get("t_s")) is not None]
 
 
 def find_charts(result: dict[str, Any]) -> list[Chart]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from redline.analysis import answer_sentences
 from redline.errors import RedlineError
-from redline.report.charts import _num, find_charts, monitor_samples, run_charts
+from redline.report.charts import find_charts, monitor_samples, num, run_charts
 from redline.report.page import page, sanitise
 from redline.report.run_parts import errors_sentence, lag_sentence, scenario_html, what_ran
 
@@ -80,7 +80,7 @@ def write_reports(
 def fmt(v: Any, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
     """fmt shows a figure with ``digits`` significant digits (whole numbers above that), or
     a dash when it is missing."""
-    f = _num(v)
+    f = num(v)
     if f is None:
         return DASH
     f *= scale
@@ -92,7 +92,7 @@ def fmt(v: Any, digits: int = 3, scale: float = 1.0, suffix: str = "") -> str:
 
 
 def _pct(v: Any) -> str:
-    f = _num(v)
+    f = num(v)
     return DASH if f is None else f"{100 * f:.2f}"
 
 
@@ -103,7 +103,7 @@ def sentences(result: dict[str, Any]) -> dict[str, str]:
     text = answers.get("text")
     if isinstance(text, dict) and all(isinstance(text.get(k), str) for k, _ in QUESTIONS):
         return {k: text[k] for k, _ in QUESTIONS}
-    loads = [v for v in (_num(s.get("load")) for s in result.get("steps") or []) if v is not None]
+    loads = [v for v in (num(s.get("load")) for s in result.get("steps") or []) if v is not None]
     return answer_sentences(answers, result.get("model", "closed"), max(loads, default=None))
 
 
@@ -121,7 +121,7 @@ def headline(result: dict[str, Any]) -> dict[str, str]:
     opt, lim = a.get("optimal") or {}, a.get("limit") or {}
     rate = a.get("unit") or "req/s"
     cap = lim.get("capacity_rps", lim.get("throughput_rps"))
-    ci = _num(lim.get("capacity_ci"))
+    ci = num(lim.get("capacity_ci"))
     pm = f" ± {fmt(ci)}" if ci else ""
     # Answers 1 and 2 from a step that never became steady are its means: the card says so.
     unsteady = " (not steady)" if a.get("steady_state_reached") is False else ""
@@ -149,7 +149,7 @@ def notes(result: dict[str, Any]) -> list[str]:
             "Give redline cores of its own (run it on another machine) and search again."
         )
     for o in result.get("outages") or []:
-        end = _num(o.get("end_s"))
+        end = num(o.get("end_s"))
         back = (
             f"came back at {fmt(end)} s"
             if end is not None
@@ -174,7 +174,7 @@ def notes(result: dict[str, Any]) -> list[str]:
         )
     for key, trend in (checks.get("leaks") or {}).items():
         if trend.get("suspected"):
-            p = _num(trend.get("p_value"))
+            p = num(trend.get("p_value"))
             sig = DASH if p is None else "p<0.001" if p < 0.001 else f"p={p:.3f}"
             out.append(
                 f"Suspected leak: the service's {key.replace('_', ' ')} rose "
@@ -185,7 +185,7 @@ def notes(result: dict[str, Any]) -> list[str]:
     if (
         usl.get("ok")
         and usl.get("agrees") is not False
-        and _num(usl.get("r2")) is not None
+        and num(usl.get("r2")) is not None
         and float(usl["r2"]) < 0.9
     ):
         out.append(f"The USL fits these steps poorly (R² {fmt(usl['r2'])}): read its peak loosely.")
@@ -240,7 +240,7 @@ def _verdict(step: dict[str, Any]) -> str:
 
 def _cpu_load(step: dict[str, Any]) -> str:
     svc = step.get("service") or {}
-    cpu, load = _num(svc.get("cpu_percent")), _num(svc.get("load1"))
+    cpu, load = num(svc.get("cpu_percent")), num(svc.get("load1"))
     if cpu is None and load is None:
         return DASH
     return f"{fmt(cpu, 2)} / {fmt(load, 2)}"
@@ -377,7 +377,7 @@ def _meta(result: dict[str, Any]) -> str:
     parts.append(f"{model} model ({'users' if model == 'closed' else 'arrival rate'} stepped)")
     if result.get("started_at"):
         parts.append(str(result["started_at"]))
-    if _num(result.get("duration_s")) is not None:
+    if num(result.get("duration_s")) is not None:
         parts.append(f"{fmt(result['duration_s'])} s")
     stop = (result.get("stop") or {}).get("condition")
     if stop:
