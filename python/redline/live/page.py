@@ -68,6 +68,16 @@ def _card(title: str, main: str, sub: str | None, hidden: bool = False, card_id:
     )
 
 
+def _table(section_id: str, title: str, heads: tuple[str, ...], body_id: str) -> str:
+    """_table: a hidden section of one table, its rows filled by page.js into ``body_id``."""
+    cells = "".join(f"<th>{h}</th>" for h in heads)
+    return (
+        f'<section id="{section_id}" hidden><h2>{title}</h2><div class="scroll">'
+        f'<table class="steps"><thead><tr>{cells}</tr></thead><tbody id="{body_id}"></tbody>'
+        "</table></div></section>"
+    )
+
+
 def render_page(
     title: str, kind: str, stop_token: str, form: bool = False, started: bool = True
 ) -> str:
@@ -77,23 +87,17 @@ def render_page(
     a run was started, whose events the page follows at once."""
     cards = "".join(_card(t, m, s) for t, m, s in _CARDS)
     cards += _card("Service", "f-cpu", "f-mem", hidden=True, card_id="service")
-    heads = "".join(
-        f"<th>{h}</th>"
-        for h in ("step", "phase", "load", "req/s", "p50", "p99", "errors", "verdict")
+    search = _table(
+        "search",
+        "Search steps",
+        ("step", "phase", "load", "req/s", "p50", "p99", "errors", "verdict"),
+        "steps",
     )
-    search = (
-        '<section id="search" hidden><h2>Search steps</h2><div class="scroll">'
-        f'<table class="steps"><thead><tr>{heads}</tr></thead><tbody id="steps"></tbody>'
-        "</table></div></section>"
-    )
-    name_heads = "".join(
-        f"<th>{h}</th>"
-        for h in ("name", "requests", "errors", "p50", "p95", "p99", "error classes", "tally")
-    )
-    per_name = (
-        '<section id="per-name" hidden><h2>Per request name</h2><div class="scroll">'
-        f'<table class="steps"><thead><tr>{name_heads}</tr></thead><tbody id="names"></tbody>'
-        "</table></div></section>"
+    per_name = _table(
+        "per-name",
+        "Per request name",
+        ("name", "requests", "errors", "p50", "p95", "p99", "error classes", "tally"),
+        "names",
     )
     return (
         "<!doctype html>\n"
