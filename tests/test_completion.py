@@ -5,6 +5,13 @@ the first T after the request arrived, then one every G, each a chunk with
 inter-token latency and each request's tokens a second are held to that pace (p50 within
 5 %: the issue's figure; the median of hundreds of gaps moves only when most are late), the
 tokens to the server's own count (exact).
+
+Beside a busy suite, TTFT and a request's tokens a second are held with room: each is the
+median of a dozen answers that come in rounds whose first (and last) tokens are due together
+on the server's one thread, so one late wake-up moves a whole round (TTFT p50 past 5 % one
+run in three at load 10-15). There TTFT is never early and its p50 under 1.5 times the
+probe's first, and a request's tokens a second never above the pace (its last token can only
+come late) and its p50 over 0.8 times it; the test that runs alone holds both to 5 %.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import jsonschema
+import pytest
 import redline
 from conftest import run_cli
 from redline.scenario import ScenarioError, load
@@ -36,13 +44,23 @@ def write(tmp_path: Path, body: str) -> Path:
     return p
 
 
-def held_to_the_probe(c: dict, requests: int) -> None:
-    """held_to_the_probe: a run's completion figures against the probe's pace."""
+def held_to_the_probe(c: dict, requests: int, *, busy: bool = True) -> None:
+    """held_to_the_probe: a run's completion figures against the probe's pace; ``busy``: with
+    the room of the module's docstring for TTFT and a request's tokens a second. What the room
+    still fails: a TTFT timed from the run's start (the second round's ~580 ms at p50) or at
+    the last token (480 ms); tokens a second that count the closing chunk and ``[DONE]`` as
+    tokens (10 % above the pace) or run from the first token (26 % above)."""
     assert c["responses"] == requests and c["output_tokens"] == requests * TOKENS, c
-    assert c["ttft_ms"]["min"] >= FIRST_MS * 0.999, c["ttft_ms"]
-    assert within(c["ttft_ms"]["p50"], FIRST_MS, 0.05), c["ttft_ms"]
+    ttft, rate = c["ttft_ms"], c["request_tokens_per_s"]
+    assert ttft["min"] >= FIRST_MS * 0.999, ttft
     assert within(c["itl_ms"]["p50"], EVERY_MS, 0.05), c["itl_ms"]
-    assert within(c["request_tokens_per_s"]["p50"], RATE, 0.05), c["request_tokens_per_s"]
+    if busy:
+        assert ttft["p50"] <= FIRST_MS * 1.5, ttft
+        # Never above the pace, less the histogram's 0.1 % precision.
+        assert RATE * 0.8 <= rate["p50"] <= RATE * 1.002, rate
+    else:
+        assert within(ttft["p50"], FIRST_MS, 0.05), ttft
+        assert within(rate["p50"], RATE, 0.05), rate
 
 
 def test_the_completion_helper_reads_ttft_itl_and_tokens_per_s(target, tmp_path):
@@ -94,6 +112,15 @@ def test_stream_reads_completions_of_a_plain_run(target):
     held_to_the_probe(r.completion, 6)
     sse = redline.run(target.url + "/sse?events=3&every=1ms", requests=2, stream=True)
     assert sse.completion is None and "completion" not in sse.data
+
+
+@pytest.mark.alone
+def test_ttft_and_tokens_a_second_within_5_percent_on_a_quiet_box(target):
+    """Run alone, the issue's figure: TTFT and a request's tokens a second within 5 % at p50."""
+    url = target.url + f"/v1/completions?tokens={TOKENS}&first={FIRST_MS}ms&every={EVERY_MS}ms"
+    r = redline.run(url, connections=2, requests=6, stream=True)
+    assert r.completion is not None
+    held_to_the_probe(r.completion, 6, busy=False)
 
 
 def test_a_completion_needs_messages_or_a_prompt(tmp_path):

@@ -347,8 +347,16 @@ def test_every_answer_a_503_is_a_100_percent_error_rate():
 
 @pytest.mark.slow
 def test_the_open_model_finds_a_rate_limit_and_names_it():
+    """The limiter stands in front of a service of 20 ms, as a real one's would: a rate limit
+    is told from shedding by the accepted answers' wait beyond the service's own latency
+    (answers.limit_kind: over a quarter of it and over 1 ms). In front of an instant answer
+    (0.1 ms) a busy box's late reads alone passed 1 ms, twice at load 11-13 (named shedding at
+    514 and 522 req/s); in front of 20 ms the wait must pass 5 ms. The limiter refuses before
+    the service's wait, so the refusals stay instant; a queue still reads as shedding (the
+    shedding tests below)."""
     with redline.Target(threads=1, rate_limit=500.0, burst=50) as t:
-        r = valid(find(t.url + "/", model="open", slos=["p99<500ms"], max_time=90, **QUICK))
+        url = t.url + "/?latency=20ms"
+        r = valid(find(url, model="open", slos=["p99<500ms"], max_time=90, **QUICK))
         seen = t.stats()
     lim = r["answers"]["limit"]
     assert lim["kind"] == "rate-limit", (lim, r["stop"])

@@ -62,10 +62,13 @@ def near(value: float, truth: float, share: float) -> bool:
 def test_unary_calls_are_counted_exactly_and_take_the_probes_delay(target, model):
     """600 calls of a 50 ms service time, closed (20 at a time) or open (300 a second): the
     server answered as many as redline counts, all OK, none under 50 ms, p50 within 15 % and
-    p99 under twice the delay beside a busy suite: 20 calls come due together on the server's
+    p90 under twice the delay beside a busy suite: 20 calls come due together on the server's
     one thread, and beside a build (load 10-11) the closed p50 read 53.4-55.9 ms, as did a
-    build without gRPC's last changes (55.7-57.1 ms); 74 ms p99 seen at load 10. The alone
-    test holds the p50 to 5 %."""
+    build without gRPC's last changes (55.7-57.1 ms). Not p99: one wake-up of that thread
+    50 ms late delays every call in flight, 20 of the 600 (3 %) in the closed model, so p99
+    measures the box (74 ms at load 10, 158 ms at load 11); p90 needs three such waits in the
+    run's 1.5 s, and still fails a client that holds one call in ten back. The alone test
+    holds the open model's p50 to 5 % and its p99 to 50 %."""
     load = {"connections": 20} if model == "closed" else {"rate": 300}
     r, seen = probe_run(target, "Unary", {"delay_ms": 50, "payload": "x"}, requests=600, **load)
     assert r.requests == 600 == seen["grpc_calls"], (r.requests, seen)
@@ -74,7 +77,7 @@ def test_unary_calls_are_counted_exactly_and_take_the_probes_delay(target, model
     assert r.data["grpc"]["method"] == "redline.probe.Probe/Unary"
     assert r.data["url"] == probe_url(target, "Unary")
     assert near(r.latency.p50, 50, 0.15), r.latency
-    assert r.latency.p99 <= 50 * 2, r.latency
+    assert r.latency.p90 <= 50 * 2, r.latency
     assert r.latency.min >= 50 * 0.999, r.latency
 
 

@@ -40,11 +40,30 @@ def test_duration_run_agrees_with_the_server(target):
     assert result.data["bytes_in"] >= result.requests * 512
 
 
-def test_fixed_latency_gives_p50_within_a_millisecond(target):
+def fixed_latency_run(target: redline.Target) -> redline.Result:
+    """fixed_latency_run: 10 connections for 3 s against a server that answers 20 ms after
+    each request arrived; never early."""
     result = redline.run(target.url + "/?latency=20ms", connections=10, duration="3s")
     assert result.requests > 500  # 10 conns * 3 s / 20 ms = 1500 at most
-    assert 19.0 <= result.latency.p50 <= 21.0
     assert result.latency.min >= 19.0
+    return result
+
+
+def test_fixed_latency_gives_p50_near_the_servers_delay(target):
+    """Beside a busy suite: p50 under 1.5 times the 20 ms delay, never under it. The answer
+    leaves when the server's one thread wakes on its timer (tokio's ticks are 1 ms), and on a
+    busy box that thread wakes late: the median moves by the box's median wake-up (p50
+    23.6 ms, p75 31.8 ms once on the busy box). The alone test holds it to a millisecond; this one
+    still fails a clock in the wrong units or one that times an answer from an earlier send
+    on its connection (40 ms and more)."""
+    result = fixed_latency_run(target)
+    assert 19.0 <= result.latency.p50 <= 20.0 * 1.5, result.latency
+
+
+@pytest.mark.alone
+def test_fixed_latency_gives_p50_within_a_millisecond(target):
+    result = fixed_latency_run(target)
+    assert 19.0 <= result.latency.p50 <= 21.0, result.latency
 
 
 def test_naps_between_hits_do_not_stretch_latency(target):
@@ -56,21 +75,32 @@ def test_naps_between_hits_do_not_stretch_latency(target):
 
     Compared pair by pair, each open run right after its own baseline, and judged on the best
     pair: the regression adds its 0.85 ms to every pair, while a neighbour's burst of CPU on
-    this shared machine spoils one pair, not all three."""
-    gaps, gaps_corrected = [], []
-    for _ in range(3):
+    this shared machine spoils a pair, not all of them. Pairs are taken until one is within
+    both bounds, six at most (three were spoiled together on the busy box). An open run the
+    box held back (under 700 of its 770 hits sent: 654 once, p99 130 ms) did not nap at 1,100
+    a second and is not judged; the server's count is held in every run."""
+    gaps: list[float] = []
+    gaps_corrected: list[float] = []
+    held_back = []
+    for _ in range(6):
         base = redline.run(target.url + "/", connections=1, duration="0.7s", threads=1)
         before = served(target)
         result = redline.run(target.url + "/", rate=1100, duration="0.7s", threads=1)
-        assert served(target) - before == result.requests >= 700
+        assert served(target) - before == result.requests
         assert result.errors_total == 0
+        if result.requests < 700:
+            held_back.append(result.requests)
+            continue
         uncorrected = result.uncorrected_latency
         assert uncorrected is not None
         gaps.append(uncorrected.p50 - base.latency.p50)
         # Timed from the intended send, which the nap ends at: no more than a little later.
         gaps_corrected.append(result.latency.p50 - base.latency.p50)
-    assert min(gaps) <= 0.3, gaps
-    assert min(gaps_corrected) <= 0.4, gaps_corrected
+        if gaps[-1] <= 0.3 and gaps_corrected[-1] <= 0.4:
+            break
+    assert gaps, f"the box held back every open run: {held_back} hits of 770"
+    assert min(gaps) <= 0.3, (gaps, held_back)
+    assert min(gaps_corrected) <= 0.4, (gaps_corrected, held_back)
 
 
 def test_send_ahead_sends_hits_together_and_times_them_from_their_send(target):
@@ -189,7 +219,15 @@ def test_histograms_merge_and_agree_with_the_summary(target):
 
     count, (p25, p75) = _engine.histogram_quantiles(merged, [0.25, 0.75])
     assert count == 800
-    assert 2000 <= p25 < 5000 and 20000 <= p75 < 23000
+    # Each run is half the merge, and none of b's answers (20 ms) comes before a's median, so
+    # the merged p25 is a's median, and the merged p75 is b's median or, if some of a's
+    # answers came later than that (a busy box's stalls), a little higher in b: never past
+    # b's p75 unless a quarter of a's 2 ms answers took longer than b's median. Held to the
+    # runs' own figures, not to ranges of the servers' delays: a fixed range failed on the busy
+    # box, where b's own p75 read 27.9 ms.
+    assert 2000 <= p25 < 20000 <= p75, (p25, p75)
+    assert p25 / 1000 == pytest.approx(a.latency.p50, rel=0.01), (p25, a.latency)
+    assert b.latency.p50 * 0.99 <= p75 / 1000 <= b.latency.p75 * 1.01, (p75, b.latency)
     assert a.percentile(0.5) == pytest.approx(a.latency.p50, rel=0.01)
 
 

@@ -29,19 +29,32 @@ from redline.errors import ConfigError
     ],
 )
 def test_capacity_sets_throughput(connections: int, want_rps: float) -> None:
+    """With more clients than slots the server's schedule sets the throughput: a queued
+    request starts when a slot falls free, however late the server's thread wakes, so N / S
+    is held within 10 %. With fewer, each client's cycle is the service time plus two
+    wake-ups (the server's timer, the client's read and next send), and a busy box stretches
+    those: 89 req/s for 100 at load 11 with p50 20.24 ms and p99 35.9 ms (the stalls land in
+    the mean cycle, not in the median service; a mean of 26.5 ms for a 20 ms server was read
+    once on the busy box, tests/test_runner.py). There the throughput is held never above C / S (no
+    client finishes two requests in one service time) and over 0.6 C / S, and the median
+    service under 1.5 S: the defects they must catch halve the throughput or double the
+    service (slots serving one at a time, a service of 2 S, a rate over twice the run's time);
+    a service of S / 2 fails the minimum."""
     with redline.Target(threads=2, capacity=4, service_time="20ms") as t:
         result = redline.run(t.url + "/", connections=connections, duration="2s", threads=1)
         stats = t.stats()
     assert result.errors_total == 0
-    assert abs(result.rps - want_rps) <= 0.10 * want_rps, result
-    # Little's law: the mean time in the system is clients / throughput.
     assert result.latency.min >= 20.0
     assert stats["queue_served"] == stats["requests"] >= result.requests
     assert stats["queue_busy"] == 0 and stats["queue_waiting"] == 0
     if connections > 4:
+        assert abs(result.rps - want_rps) <= 0.10 * want_rps, result
         assert stats["queue_peak"] >= 6
         assert result.latency.p50 >= 2.5 * 20.0  # queued: about 16 / 200 = 80 ms
     else:
+        # Above C / S only by the answers in flight at the end (one a client, 1 % in 2 s).
+        assert 0.6 * want_rps <= result.rps <= 1.05 * want_rps, result
+        assert result.latency.p50 <= 1.5 * 20.0, result.latency
         assert stats["queue_peak"] == 0
 
 
