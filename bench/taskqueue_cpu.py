@@ -137,6 +137,12 @@ def one(
         raise RuntimeError(f"{src} {path}: codes {codes}, socket errors {s['errors']}")
     if path == "submit" and not done <= stored <= done + conns:
         raise RuntimeError(f"{src} submit: {done} answered 202, the service stored {stored}")
+    return figures(cpu, system, waited, done, wall)
+
+
+def figures(cpu: float, system: float, waited: float, done: int, wall: float) -> dict[str, float]:
+    """figures: the service's CPU µs a request (and its system part) over `done` requests, the
+    requests a second, and the shares of the wall it ran (busy) and waited for a CPU (wait)."""
     return {
         "us": 1e6 * cpu / max(1, done),
         "sys": 1e6 * system / max(1, done),
@@ -174,14 +180,8 @@ def one_mix(src: str, seconds: int, users: int, work: Path) -> dict[str, float]:
         raise RuntimeError(f"{src} mix: errors {doc['errors']}")
     if not submits <= stored <= submits + users:
         raise RuntimeError(f"{src} mix: {submits} answered 202, the service stored {stored}")
-    return {
-        "us": 1e6 * cpu / max(1, done),
-        "sys": 1e6 * system / max(1, done),
-        "rps": done / wall,
-        "busy": cpu / wall,
-        "wait": waited / wall,
-        "failed": float(doc["errors"].get("check", 0)),
-    }
+    failed = float(doc["errors"].get("check", 0))
+    return {**figures(cpu, system, waited, done, wall), "failed": failed}
 
 
 def main() -> int:

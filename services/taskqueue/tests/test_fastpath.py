@@ -8,19 +8,26 @@ path answered the hot routes itself, and that it hands everything else over.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 import pytest
 import pytest_asyncio
+from fakes import FakeTransport
 from origin import async_wait_for
 from taskqueue.api import create_app
 from taskqueue.config import Config
 from taskqueue.fastpath import FastPath
+from taskqueue.server import uvicorn_config
 from taskqueue.service import TaskService
+from taskqueue.transport import HttpProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -224,3 +231,104 @@ async def test_other_requests_go_to_fastapi(world: World, method: str, path: str
     fast = await call(world.fast, method, path)
     assert world.fastapi.calls == before + 1
     assert fast[0] == (await call(world.fastapi, method, path))[0]
+
+
+# --- through uvicorn's protocol: reads answered at once, byte for byte as the ASGI door ----
+
+DATE = (b"date", b"Sun, 29 Nov 2026 03:00:00 GMT")
+
+
+class _Counted(FastPath):
+    """_Counted is the fast path, counting the requests that reached its ASGI door."""
+
+    calls = 0
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        self.calls += 1
+        await super().__call__(scope, receive, send)
+
+
+@dataclass
+class Wrote:
+    """Wrote is what a connection was sent, whether it was closed, and whether its keep-alive
+    timer was armed after the last answer."""
+
+    data: bytes
+    closed: bool
+    armed: bool
+
+
+def _get(path: str, headers: tuple = (), version: str = "1.1", quoted: bool = True) -> bytes:
+    """_get is a GET request as a client writes it (its path percent-encoded when quoted)."""
+    lines = [f"GET {quote(path, safe='/') if quoted else path} HTTP/{version}", "Host: x"]
+    lines += [f"{k}: {v}" for k, v in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+async def _through(protocol_class: type, app: Any, raw: bytes, requests: int) -> Wrote:
+    """_through feeds raw request bytes to a uvicorn protocol on a fake socket, as one read."""
+    config = uvicorn_config(app)  # the server's own
+    state = ServerState()
+    state.default_headers = [DATE]
+    real = FakeTransport()
+    protocol = protocol_class(config=config, server_state=state, app_state={})
+    protocol.connection_made(real)
+    protocol.data_received(raw)
+    assert await async_wait_for(lambda: state.total_requests == requests, timeout=10)
+    for _ in range(3):  # OneSend's flush, at the end of the turn
+        await asyncio.sleep(0)
+    wrote = Wrote(b"".join(real.writes), real.closed, protocol.timeout_keep_alive_task is not None)
+    protocol.connection_lost(None)
+    return wrote
+
+
+async def _doors(world: World, raw: bytes, requests: int) -> tuple[Wrote, Wrote, int]:
+    """_doors: what HttpProtocol with the fast path sent, what uvicorn's own protocol with
+    FastAPI sent (`--fast-path off`), and how many requests reached the fast path's ASGI door."""
+    fast = _Counted(world.fastapi, world.service)
+    ours = await _through(HttpProtocol, fast, raw, requests)
+    plain = await _through(HttpToolsProtocol, world.fastapi, raw, requests)
+    return ours, plain, fast.calls
+
+
+@pytest.mark.parametrize("label,path,headers", GETS, ids=[c[0] for c in GETS])
+async def test_reads_from_memory_are_answered_at_once_as_uvicorn_would(
+    world: World, label: str, path: str, headers: tuple
+) -> None:
+    ours, plain, calls = await _doors(world, _get(path.format(**world.ids), headers), 1)
+    assert ours == plain
+    assert ours.data.startswith(b"HTTP/1.1 ") and not ours.closed and ours.armed
+    # Every task here is in memory; an unknown id may be in storage: that is asked, not told.
+    assert calls == (1 if "404" in label else 0), label
+
+
+def _raw(*paths: str, headers: tuple = (), version: str = "1.1") -> bytes:
+    """_raw: GETs of paths as written (no encoding), one after the other on one connection."""
+    return b"".join(_get(p, headers, version, quoted=False) for p in paths)
+
+
+@pytest.mark.parametrize(
+    "label,raw,requests,through_asgi",
+    [
+        ("HTTP/1.0", _raw("/tasks/submissions/{factorial}", version="1.0"), 1, 0),
+        ("connection close", _raw("/tasks/{factorial}", headers=(("Connection", "close"),)), 1, 0),
+        ("a query", _raw("/tasks/submissions/{factorial}?x=1"), 1, 0),
+        ("an id percent-encoded", _raw("/tasks/submissions/{encoded}"), 1, 0),
+        ("HEAD", _raw("/tasks/{factorial}").replace(b"GET", b"HEAD", 1), 1, 1),
+        ("a body", _raw("/tasks/{factorial}", headers=(("Content-Length", "2"),)) + b"xx", 1, 1),
+        # Pipelined: a request behind one being answered through the app waits its turn there.
+        ("pipelined", _raw("/tasks/{factorial}", "/tasks/nope", "/tasks/{cancelled}"), 3, 2),
+        ("app first", _raw("/tasks/nope", "/tasks/{factorial}", "/tasks/{running}"), 3, 3),
+    ],
+)
+async def test_the_connection_keeps_uvicorns_rules(
+    world: World, label: str, raw: bytes, requests: int, through_asgi: int
+) -> None:
+    factorial = world.ids["factorial"]
+    names = {**world.ids, "encoded": "".join(f"%{ord(c):02X}" for c in factorial)}
+    for name, value in names.items():
+        raw = raw.replace(f"{{{name}}}".encode(), value.encode())
+    ours, plain, calls = await _doors(world, raw, requests)
+    assert ours == plain, label
+    assert ours.data.count(b"HTTP/1.1 ") == requests
+    assert calls == through_asgi, label

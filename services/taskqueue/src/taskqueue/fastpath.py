@@ -6,6 +6,8 @@ each pays about ten ASGI middleware layers and dependency solving for one path p
 Here those routes cost a path split and a header scan. The answers come from `replies`,
 the same functions the FastAPI routes call, so both doors give byte-identical responses;
 every other request (other methods or paths, a root_path, lifespan) goes to FastAPI.
+A read that memory answers (`at_once`) does not even reach the ASGI door: the HTTP
+protocol (transport.py) answers it as it parses it.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class FastPath:
         """__call__ routes one ASGI connection scope (the ASGI 3 interface)."""
         if scope["type"] == "http" and not scope.get("root_path"):
             method, path = scope["method"], scope["path"]
-            if method == "GET" and path.startswith(_TASKS):
+            if method == "GET":
                 answer = await self._get(scope, path)
                 if answer is not None:
                     await _send(send, answer)
@@ -47,17 +49,29 @@ class FastPath:
                 return
         await self.app(scope, receive, send)
 
-    async def _get(self, scope: Scope, path: str) -> replies.Reply | None:
-        # Starlette's `{task_id}` matches one non-empty segment; anything else falls through.
-        if path.startswith(_STATUS):
-            task_id = path[len(_STATUS) :]
-            if task_id and "/" not in task_id:
-                return await replies.status(self.service, task_id)
+    def at_once(self, path: str, headers: replies.RawHeaders) -> replies.Reply | None:
+        """at_once is the answer to `GET path` when it needs no wait (the task, and its result,
+        are in this server's memory), else None: the request then comes through `__call__`.
+
+        The HTTP protocol (transport.py) asks it while parsing, so that a poll answered from
+        memory costs no ASGI cycle, task or coroutine; headers are the request's, lower-cased.
+        """
+        hot = _route(path)
+        if hot is None:
             return None
-        task_id = path[len(_TASKS) :]
-        if task_id and "/" not in task_id:
-            return await replies.result(self.service, task_id, _header(scope, b"accept") or "")
-        return None
+        is_status, task_id = hot
+        if is_status:
+            return replies.status_now(self.service, task_id)
+        return replies.result_now(self.service, task_id, _find(headers, b"accept") or "")
+
+    async def _get(self, scope: Scope, path: str) -> replies.Reply | None:
+        hot = _route(path)
+        if hot is None:
+            return None
+        is_status, task_id = hot
+        if is_status:
+            return await replies.status(self.service, task_id)
+        return await replies.result(self.service, task_id, _header(scope, b"accept") or "")
 
     async def _submit(self, scope: Scope, receive: Any, send: Any) -> None:
         declared = _header(scope, b"content-length")
@@ -70,9 +84,27 @@ class FastPath:
         await _send(send, await replies.submit(self.service, body, key))
 
 
+def _route(path: str) -> tuple[bool, str] | None:
+    """_route is (is it a status read, task id) for a hot GET path, None for any other path.
+    Starlette's `{task_id}` matches one non-empty segment; anything else goes to FastAPI."""
+    if path.startswith(_STATUS):
+        is_status, task_id = True, path[len(_STATUS) :]
+    elif path.startswith(_TASKS):
+        is_status, task_id = False, path[len(_TASKS) :]
+    else:
+        return None
+    if not task_id or "/" in task_id:
+        return None
+    return is_status, task_id
+
+
 def _header(scope: Scope, name: bytes) -> str | None:
     """_header is the first value of a header, decoded as Starlette does (latin-1)."""
-    for key, value in scope["headers"]:
+    return _find(scope["headers"], name)
+
+
+def _find(headers: replies.RawHeaders, name: bytes) -> str | None:
+    for key, value in headers:
         if key == name:
             return value.decode("latin-1")
     return None

@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 import orjson
 
-from taskqueue.models import TaskStatus, TaskType
+from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.service import Overloaded, TaskService
-from taskqueue.storage import StorageUnavailable
+from taskqueue.storage import Result, StorageUnavailable
 from taskqueue.submission import SubmissionError
 
 JSON = "application/json"
@@ -111,6 +111,13 @@ async def submit(service: TaskService, body: bytes | None, key: str | None) -> R
     return reply(202, task.json(), (location, (b"idempotent-replayed", b"true")))
 
 
+def status_now(service: TaskService, task_id: str) -> Reply | None:
+    """status_now is status's answer when memory alone decides it (the task is cached, on a
+    store whose cache is to be trusted: `TaskService.get_now`); None: await `status`."""
+    task = service.get_now(task_id)
+    return None if task is None else reply(200, task.json())
+
+
 async def status(service: TaskService, task_id: str) -> Reply:
     """status answers GET /tasks/submissions/{id}: the task's status document, or 404."""
     try:
@@ -120,6 +127,18 @@ async def status(service: TaskService, task_id: str) -> Reply:
     if task is None:
         return not_found(task_id)
     return reply(200, task.json())
+
+
+def result_now(service: TaskService, task_id: str, accept: str) -> Reply | None:
+    """result_now is result's answer when memory alone decides it (the task is cached, and
+    so is its result when it SUCCEEDED); None: await `result`."""
+    task = service.get_now(task_id)
+    if task is None:
+        return None
+    if task.status is not TaskStatus.SUCCEEDED:
+        return _unsucceeded(task)
+    stored = service.result_now(task_id)
+    return None if stored is None else _succeeded(task, stored, accept)
 
 
 async def result(service: TaskService, task_id: str, accept: str) -> Reply:
@@ -134,15 +153,26 @@ async def _result(service: TaskService, task_id: str, accept: str) -> Reply:
     task = await service.get(task_id)
     if task is None:
         return not_found(task_id)
-    if task.status is TaskStatus.FAILED:
-        doc = {"id": task.id, "status": task.status.value, "error": task.error}
-        return reply(200, orjson.dumps(doc))
     if task.status is not TaskStatus.SUCCEEDED:
-        doc = {"id": task.id, "status": task.status.value, "error": "task has not finished"}
-        return reply(409, orjson.dumps(doc), ((b"retry-after", b"1"),))
+        return _unsucceeded(task)
     stored = await service.result(task_id)
     if stored is None:  # removed by TTL cleanup between the two reads
         return not_found(task_id)
+    return _succeeded(task, stored, accept)
+
+
+def _unsucceeded(task: Task) -> Reply:
+    """_unsucceeded is the result read of a task that did not succeed: FAILED's error, or 409
+    while it has not finished."""
+    if task.status is TaskStatus.FAILED:
+        doc = {"id": task.id, "status": task.status.value, "error": task.error}
+        return reply(200, orjson.dumps(doc))
+    doc = {"id": task.id, "status": task.status.value, "error": "task has not finished"}
+    return reply(409, orjson.dumps(doc), ((b"retry-after", b"1"),))
+
+
+def _succeeded(task: Task, stored: Result, accept: str) -> Reply:
+    """_succeeded is the result read of a SUCCEEDED task: its bytes, as Accept prefers them."""
     if task.type is TaskType.FACTORIAL and prefers_json(accept):
         return reply(200, b'{"result":"' + stored.body + b'"}')
     ctype = (b"content-type", (stored.content_type or BINARY).encode("latin-1"))

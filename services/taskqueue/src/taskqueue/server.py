@@ -17,6 +17,7 @@ import socket
 import sys
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
@@ -96,23 +97,7 @@ async def serve_async(config: Config, on_ready: Callable[[str], None] | None = N
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
     app = create_app(service, manage_lifecycle=False)
-    server = _Server(
-        uvicorn.Config(
-            FastPath(app, service) if config.fast_path else app,
-            interface="asgi3",
-            loop="none",
-            # httptools, writing each response in one send (transport.py).
-            http=HttpProtocol,
-            lifespan="off",
-            access_log=False,
-            log_level="warning",
-            timeout_graceful_shutdown=5,
-            backlog=4096,
-            server_header=False,
-            # Nothing reads the client address, so skip the X-Forwarded-For layer.
-            proxy_headers=False,
-        )
-    )
+    server = _Server(uvicorn_config(FastPath(app, service) if config.fast_path else app))
     try:
         ready = asyncio.get_running_loop().create_task(_announce(server, url, on_ready))
         await server.serve(sockets=[sock])
@@ -120,6 +105,29 @@ async def serve_async(config: Config, on_ready: Callable[[str], None] | None = N
     finally:
         await service.stop()
         sock.close()
+
+
+def uvicorn_config(app: Any) -> uvicorn.Config:
+    """uvicorn_config is how uvicorn serves `app` here (loaded: its protocol can be built)."""
+    config = uvicorn.Config(
+        app,
+        interface="asgi3",
+        loop="none",
+        # httptools, writing each response in one send and answering reads from memory as
+        # it parses them (transport.py).
+        http=HttpProtocol,
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        timeout_graceful_shutdown=5,
+        backlog=4096,
+        server_header=False,
+        # Nothing reads the client address, so skip the X-Forwarded-For layer (which would
+        # also hide FastPath.at_once from the protocol).
+        proxy_headers=False,
+    )
+    config.load()
+    return config
 
 
 async def _announce(

@@ -225,26 +225,38 @@ class TaskService:
 
     # --- reads -------------------------------------------------------------------------------
 
-    async def get(self, task_id: str) -> Task | None:
-        """get returns a task from the cache, else from storage, else None.
+    def get_now(self, task_id: str) -> Task | None:
+        """get_now returns a task when memory alone may answer for it, else None (then `get`).
 
-        On a shared store only finished tasks are answered from memory: another server may
-        claim, finish or cancel an unfinished one at any moment.
+        On a shared store only finished tasks are answered from memory (another server may
+        claim, finish or cancel an unfinished one at any moment), until their TTL (another
+        server may have deleted them then).
         """
         task = self.queue.tasks.get(task_id)
-        if task is not None and not self.storage.shared:
+        if task is None or not self.storage.shared:
             return task
-        if task is not None and task.status.finished:
-            # Another server may have deleted it at its TTL: memory must not outlive that.
-            if (task.finished_at or 0) >= time.time() - self.config.result_ttl_s:
-                return task
+        fresh = (task.finished_at or 0) >= time.time() - self.config.result_ttl_s
+        return task if task.status.finished and fresh else None
+
+    async def get(self, task_id: str) -> Task | None:
+        """get returns a task from memory (`get_now`), else from storage, else None."""
+        task = self.get_now(task_id)
+        if task is not None:
+            return task
+        cached = self.queue.tasks.get(task_id)
+        if cached is not None and cached.status.finished:  # past its TTL: memory lets go
             self.queue.uncache(task_id)
         return await self.storage.get(task_id)
 
+    def result_now(self, task_id: str) -> Result | None:
+        """result_now is the result of a SUCCEEDED task when it finished here and is held in
+        memory (call it after `get_now` or `get`, which mind the TTL), else None."""
+        return self.queue.result(task_id)
+
     async def result(self, task_id: str) -> Result | None:
-        """result returns the stored result of a SUCCEEDED task: from memory when it finished
-        here (call it after `get`, which drops a cached task past its TTL), else from storage."""
-        cached = self.queue.result(task_id)
+        """result returns the stored result of a SUCCEEDED task: from memory (`result_now`),
+        else from storage."""
+        cached = self.result_now(task_id)
         if cached is not None:
             return cached
         return await self.storage.get_result(task_id)
