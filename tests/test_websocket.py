@@ -55,12 +55,14 @@ def thousand_sockets(
 
 def test_a_thousand_sockets_a_message_a_second_each_time_the_probes_delay(target):
     """The open model spreads the 1,000 messages a second evenly (socket k sends at k ms past
-    each second): the round trips are the probe's delay, within 5 % at p50; p99 within 25 %
-    on a busy box (0.3 % measured at load 13; the alone test holds it to 5 %)."""
+    each second): the round trips are the probe's delay, within 5 % at p50. Not p99 beside a
+    busy suite: the server's one thread answers 1,000 messages a second, and one wait of it
+    for a core delays every answer due meanwhile (p99 1,556 and 2,318 ms at load 18 with two
+    CPU hogs, p50 1,009-1,034 ms in the same runs; 0.3 % at load 13). The alone test holds
+    p99 to 5 %."""
     r, _ = thousand_sockets(target, rate=1000)
     jsonschema.validate(r.data, SCHEMA)
     assert abs(r.latency.p50 - 1000) <= 0.05 * 1000, r.latency
-    assert r.latency.p99 <= 1000 * 1.25, r.latency
 
 
 @pytest.mark.alone
@@ -82,11 +84,10 @@ def test_the_closed_models_sockets_staggered_lose_the_burst(target):
     """stagger="1s" spreads the closed model's first messages over the echo's round trip: the
     sockets stay spread (each sends when its reply came), so no second brings 1,000 at once
     (bench/sockets.py at load 12-14: p99 +0.7 % staggered, +6.5 % all at once). Held as the
-    open model's: p50 within 5 %, p99 within 25 % on a busy box (5 % in the alone test)."""
+    open model's: p50 within 5 % beside a busy suite, p99 within 5 % in the alone test."""
     r, _ = thousand_sockets(target, stagger="1s")
     assert r.data["stagger_s"] == 1.0 and "first sends spread over 1s" in render(r)
     assert abs(r.latency.p50 - 1000) <= 0.05 * 1000, r.latency
-    assert r.latency.p99 <= 1000 * 1.25, r.latency
 
 
 @pytest.mark.alone
