@@ -25,7 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from taskqueue.config import Config
 from taskqueue.factorial import factorial_digits
-from taskqueue.fetch import Fetcher, FetchError, PoolUse
+from taskqueue.fetch import Fetcher, FetchError, PoolUse, deadline
 from taskqueue.metrics import Metrics
 from taskqueue.models import Task, TaskStatus, TaskType
 from taskqueue.queue import TaskQueue
@@ -57,6 +57,9 @@ CLAIM_GATHER_S = 0.02
 so that one statement (one commit, one WAL flush) claims the tasks of several submissions
 instead of one claim each (1.3 claims per task under the seed-000 mix without it). A client
 polls once a second: 20 ms before a task starts is nothing it can see."""
+
+_KINDS = tuple(TaskType)
+"""_KINDS: the task types, iterated at every kick (iterating the Enum itself costs more)."""
 
 STORE_RETRY_S = 0.5
 """STORE_RETRY_S: how often an outcome is retried while a shared store is unreachable (until
@@ -184,7 +187,7 @@ class Executor:
                 if self._busy[kind] < self._slots[kind]:
                     self._claim_soon(kind)
             return
-        for kind in TaskType:
+        for kind in _KINDS:
             while self._busy[kind] < self._slots[kind] and self._queue.has_pending(kind):
                 task = self._queue.pop(kind)
                 if task is None:
@@ -323,7 +326,9 @@ class Executor:
                 await self._stopped(run)
                 return
             run.phase = Phase.EXECUTING
-            result = await asyncio.wait_for(self._work(task), timeout)
+            # A bound on this task, not asyncio.wait_for: that runs the work in a task of its own.
+            async with deadline(timeout):
+                result = await self._work(task)
         except asyncio.CancelledError:
             if run.phase is Phase.CLAIMING:  # the loop itself is going away
                 raise

@@ -32,17 +32,20 @@ from taskqueue.ssrf import (
 )
 
 if sys.version_info >= (3, 11):
-    from asyncio import timeout as _deadline
+    from asyncio import timeout as deadline
 else:  # aiohttp depends on async-timeout before 3.11
-    from async_timeout import timeout as _deadline
+    from async_timeout import timeout as deadline
 
-__all__ = ["Fetcher", "FetchResult", "FetchError", "PoolUse", "check_url"]
+__all__ = ["Fetcher", "FetchResult", "FetchError", "PoolUse", "check_url", "deadline"]
 
 log = logging.getLogger(__name__)
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 64 * 1024
 _USER_AGENT = "taskqueue-fetch/1"
+LITERALS_KEPT = 1024
+"""LITERALS_KEPT bounds the IP-literal verdicts a Fetcher remembers (all are dropped at once
+when it is reached: the hosts a service fetches from are few, a flood of new ones is not)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,11 @@ class Fetcher:
         self._connect_timeout_s = connect_timeout_s
         self._read_timeout_s = read_timeout_s
         self._on_hedge = on_hedge
+        # One request's socket bounds, the same for every request: built once.
+        self._request_timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=connect_timeout_s, sock_read=read_timeout_s
+        )
+        self._literals: dict[str, tuple[str | None, str | None]] = {}  # _guard_literal's verdicts
         self._resolver = GuardedResolver(self._policy)
         self._connector = GuardedConnector(
             self._policy,
@@ -157,14 +165,14 @@ class Fetcher:
         except ValueError as exc:
             raise FetchError(str(exc)) from None
         start = URL(url)
-        deadline = _deadline(timeout_ms / 1000)
+        bound = deadline(timeout_ms / 1000)
         try:
-            async with deadline:
+            async with bound:
                 if hedge_after_ms is None:
                     return await self._attempt(start, None)
                 return await self._hedged(start, hedge_after_ms / 1000)
         except asyncio.TimeoutError:
-            expired = deadline.expired  # a method on asyncio's, a property on async-timeout's
+            expired = bound.expired  # a method on asyncio's, a property on async-timeout's
             if expired() if callable(expired) else expired:
                 raise FetchError(f"timeout after {timeout_ms} ms") from None
             raise
@@ -250,26 +258,40 @@ class Fetcher:
 
     def _guard_literal(self, url: URL) -> URL:
         """_guard_literal applies the policy to an IP-literal host (aiohttp skips the resolver
-        for those) and rewrites legacy spellings such as 2130706433 to dotted form."""
+        for those) and rewrites legacy spellings such as 2130706433 to dotted form.
+
+        The verdict depends on the host string and this fetcher's policy alone, and the same
+        few hosts come back fetch after fetch: it is remembered (LITERALS_KEPT hosts)."""
         host = url.raw_host or ""
+        verdict = self._literals.get(host)
+        if verdict is None:
+            verdict = self._judge_literal(host)
+            if len(self._literals) >= LITERALS_KEPT:
+                self._literals.clear()
+            self._literals[host] = verdict
+        refusal, dotted = verdict
+        if refusal is not None:
+            raise FetchError(refusal)
+        return url if dotted is None else url.with_host(dotted)
+
+    def _judge_literal(self, host: str) -> tuple[str | None, str | None]:
+        """_judge_literal: (why the policy refuses host, or None; its dotted form when that
+        differs from how it was written, or None)."""
         try:
             ip = parse_host_ip(host)
             if ip is None:
-                return url
+                return None, None
             self._policy.check(ip)
         except (ValueError, BlockedAddressError) as exc:
-            raise FetchError(str(exc)) from None
-        if ip.version == 4 and host != str(ip):
-            return url.with_host(str(ip))
-        return url
+            return str(exc), None
+        return None, (str(ip) if ip.version == 4 and host != str(ip) else None)
 
     async def _open(self, url: URL) -> aiohttp.ClientResponse:
         """_open sends the GET and waits for the response headers, mapping errors to reasons."""
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self._connect_timeout_s, sock_read=self._read_timeout_s
-        )
         try:
-            return await self._session.get(url, allow_redirects=False, timeout=timeout)
+            return await self._session.get(
+                url, allow_redirects=False, timeout=self._request_timeout
+            )
         except (aiohttp.ClientError, OSError) as exc:
             raise self._failure(exc, url) from None
 
