@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import io
+import json
 import os
 import socket
 import subprocess
@@ -13,7 +14,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 import redline
 from redline.live import LiveSession, parse_address
@@ -24,6 +27,11 @@ pytest_plugins = ["leftovers", "slowfirst"]
 
 #: Every subprocess in the suite is bounded by this many seconds.
 CLI_TIMEOUT_S = 60
+
+#: RESULT_SCHEMA: the result document's JSON Schema, which every document a test reads holds to.
+RESULT_SCHEMA = json.loads(
+    (Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text()
+)
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +195,26 @@ def run_cli(*args: str, timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedP
         timeout=timeout,
         env=env,
     )
+
+
+def run_flow(
+    target: redline.Target,
+    flow: Callable[[Any], None],
+    users: int = 3,
+    iterations: int = 2,
+    *,
+    fields: tuple[str, ...],
+    **options: Any,
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """run_flow runs ``flow`` as a scenario's one flow, ``users`` x ``iterations`` on
+    ``target`` (``options``: :func:`redline.run`'s keywords), and gives its result document,
+    validated against the schema, and what the server counted meanwhile: the change of each of
+    its ``/__stats`` counters ``fields`` (the probe's own truth the test holds redline to)."""
+    s = redline.Scenario(host=target.url, users=users, iterations=iterations)
+    s.flow(flow)
+    before = target.stats()
+    out = redline.run(s, preflight=False, **options)
+    doc = out.result.data
+    jsonschema.validate(doc, RESULT_SCHEMA)
+    now = target.stats()
+    return doc, {k: now[k] - before[k] for k in fields}

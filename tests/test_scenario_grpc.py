@@ -9,18 +9,17 @@ messages, a call failed with ``status``), so what the server did is what it was 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 import redline
-from conftest import run_cli
+from conftest import RESULT_SCHEMA, run_cli, run_flow
 from redline.scenario import ScenarioError, load
 
 ROOT = Path(__file__).parent.parent
 PROBE = str(ROOT / "examples/grpc/probe.proto")
-SCHEMA = json.loads((ROOT / "docs/schema/result.schema.json").read_text())
 
 #: GRPC_FIELDS: the probe's counters a test diffs.
 GRPC_FIELDS = ("grpc_calls", "grpc_received", "grpc_messages", "grpc_failed")
@@ -30,17 +29,8 @@ def call_url(target: redline.Target, method: str) -> str:
     return target.url.replace("http://", "grpc://", 1) + "/redline.probe.Probe/" + method
 
 
-def run(target: redline.Target, flow: Any, users: int = 3, iterations: int = 2):
-    """run runs ``flow`` as a scenario's one flow on ``target`` and gives its result document
-    and what the probe counted meanwhile."""
-    s = redline.Scenario(host=target.url, users=users, iterations=iterations)
-    s.flow(flow)
-    before = target.stats()
-    out = redline.run(s, preflight=False)
-    doc = out.result.data
-    jsonschema.validate(doc, SCHEMA)
-    now = target.stats()
-    return doc, {k: now[k] - before[k] for k in GRPC_FIELDS}
+#: run runs a flow on the probe: its result document and the probe's counts (conftest).
+run = partial(run_flow, fields=GRPC_FIELDS)
 
 
 def test_calls_are_the_servers_and_timed_like_requests(target):
@@ -180,7 +170,7 @@ def test_the_documented_example_runs_as_the_server_counts(target, tmp_path):
     now = target.stats()
     seen = {k: now[k] - before[k] for k in GRPC_FIELDS}
     doc = json.loads(out.read_text())
-    jsonschema.validate(doc, SCHEMA)
+    jsonschema.validate(doc, RESULT_SCHEMA)
     assert seen["grpc_calls"] == 36 and seen["grpc_failed"] == 12, seen
     assert seen["grpc_messages"] == 12 + 52 and doc["stream"]["chunks"] == 52, (seen, doc)
     assert doc["errors_total"] == 0 and doc["per_name"]["fallback"]["requests"] == 12

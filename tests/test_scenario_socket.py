@@ -8,36 +8,19 @@ delay."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from functools import partial
 
-import jsonschema
 import pytest
 import redline
+from conftest import run_flow
 from redline.scenario import ScenarioError
 from redline.scenario.compiler import compile_scenario
-
-SCHEMA = json.loads((Path(__file__).parent.parent / "docs/schema/result.schema.json").read_text())
 
 #: WS_FIELDS: the probe's counters a test diffs.
 WS_FIELDS = ("ws_sockets", "ws_received", "ws_sent", "ws_dropped", "ws_closed")
 
-
-def seen_since(target: redline.Target, before: dict[str, int]) -> dict[str, int]:
-    now = target.stats()
-    return {k: now[k] - before[k] for k in WS_FIELDS}
-
-
-def run(target: redline.Target, flow, users: int = 3, iterations: int = 2):
-    """run runs ``flow`` as a scenario's one flow on ``target`` and gives its result document
-    and what the probe counted meanwhile."""
-    s = redline.Scenario(host=target.url, users=users, iterations=iterations)
-    s.flow(flow)
-    before = target.stats()
-    out = redline.run(s, preflight=False)
-    doc = out.result.data
-    jsonschema.validate(doc, SCHEMA)
-    return doc, seen_since(target, before)
+#: run runs a flow on the probe: its result document and the probe's counts (conftest).
+run = partial(run_flow, fields=WS_FIELDS)
 
 
 def test_a_socket_steps_messages_are_the_servers_and_timed_by_its_delay(target):
