@@ -23,6 +23,7 @@ def calls(u):
         proto=PROBE,
         message={"delay_ms": 20, "payload": u.vu},
         metadata={"authorization": "Bearer t0ken"},
+        timeout="2s",  # the call's deadline, sent as grpc-timeout (DEADLINE_EXCEEDED past it)
         name="unary",
     )
     n = first.json("$.payload")

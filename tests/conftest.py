@@ -204,13 +204,15 @@ def run_flow(
     iterations: int = 2,
     *,
     fields: tuple[str, ...],
+    host: str | None = None,
     **options: Any,
 ) -> tuple[dict[str, Any], dict[str, int]]:
     """run_flow runs ``flow`` as a scenario's one flow, ``users`` x ``iterations`` on
-    ``target`` (``options``: :func:`redline.run`'s keywords), and gives its result document,
-    validated against the schema, and what the server counted meanwhile: the change of each of
-    its ``/__stats`` counters ``fields`` (the probe's own truth the test holds redline to)."""
-    s = redline.Scenario(host=target.url, users=users, iterations=iterations)
+    ``target`` (or on ``host``, the flow's URLs naming ``target``; ``options``:
+    :func:`redline.run`'s keywords), and gives its result document, validated against the
+    schema, and what ``target`` counted meanwhile: the change of each of its ``/__stats``
+    counters ``fields`` (the probe's own truth the test holds redline to)."""
+    s = redline.Scenario(host=host or target.url, users=users, iterations=iterations)
     s.flow(flow)
     before = target.stats()
     out = redline.run(s, preflight=False, **options)

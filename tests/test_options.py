@@ -135,6 +135,8 @@ F = {
         ("cacert over http", "http://h/", {"cacert": "ca.pem"}, ["cacert is ignored for an http"]),
         ("insecure over http", "HTTP://h/", {"insecure": True}, ["insecure is ignored"]),
         ("https uses both", "https://h/", {"cacert": "ca.pem", "insecure": True}, []),
+        # Its absolute URLs may be https:// or grpcs://: the run's TLS options are theirs.
+        ("a scenario on http", "http://h", {"cacert": "ca.pem", "scenario": True}, []),
     ],
 )
 def test_ignored_options(label, url, given, says):

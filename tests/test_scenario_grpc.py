@@ -2,13 +2,16 @@
 probe, whose truth is known (examples/grpc/probe.proto: ``Unary`` answers ``delay_ms`` after the
 call with its ``payload``, ``Stream`` sends ``count`` messages (10 when 0), each call ends with
 the status ``status`` asks for; the server counts ``grpc_calls``, ``grpc_received``,
-``grpc_messages`` and ``grpc_failed``). Each test holds redline's books to the server's counts
+``grpc_messages``, ``grpc_failed`` and ``grpc_deadline``, the calls its ``grpc-timeout`` ended).
+Each test holds redline's books to the server's counts
 exactly; the chain's calls act on the values the last reply gave (a stream of ``count``
 messages, a call failed with ``status``), so what the server did is what it was sent."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -16,13 +19,13 @@ import jsonschema
 import pytest
 import redline
 from conftest import RESULT_SCHEMA, run_cli, run_flow
-from redline.scenario import ScenarioError, load
+from redline.scenario import ScenarioError, json_eq, load
 
 ROOT = Path(__file__).parent.parent
 PROBE = str(ROOT / "examples/grpc/probe.proto")
 
 #: GRPC_FIELDS: the probe's counters a test diffs.
-GRPC_FIELDS = ("grpc_calls", "grpc_received", "grpc_messages", "grpc_failed")
+GRPC_FIELDS = ("grpc_calls", "grpc_received", "grpc_messages", "grpc_failed", "grpc_deadline")
 
 
 def call_url(target: redline.Target, method: str) -> str:
@@ -99,7 +102,8 @@ def test_a_status_other_than_ok_is_a_grpc_error_or_the_branch_the_flow_asked(tar
     doc, seen = run(target, failing, users=2, iterations=2)
     down = doc["per_name"]["down"]
     assert seen["grpc_failed"] == 4 == down["errors"] == doc["errors"]["grpc"], (seen, down)
-    assert down["failure_reasons"] == {"gRPC UNAVAILABLE": 4}
+    # Trailers only: the status and its grpc-message came in the answer's head.
+    assert down["failure_reasons"] == {"gRPC UNAVAILABLE: probe status": 4}
     assert doc["status_codes"] == {"14": 4} and doc["per_name"]["after"]["requests"] == 0
     assert doc["scenario"]["iterations"]["failed"] == 4
 
@@ -119,12 +123,170 @@ def test_a_status_other_than_ok_is_a_grpc_error_or_the_branch_the_flow_asked(tar
     assert doc["per_name"]["missing"]["requests"] == 4
 
 
+def test_the_servers_grpc_message_is_in_the_reason_from_its_trailers(target):
+    """A stream the probe ends NOT_FOUND after its 2 messages: the status and its
+    grpc-message come in the trailers, after the DATA; both are the reason. The messages
+    read are the server's written."""
+
+    def flow(u):
+        u.grpc(call_url(target, "Stream"), proto=PROBE, message={"count": 2, "status": 5}, name="s")
+
+    doc, seen = run(target, flow, users=2, iterations=2)
+    assert seen["grpc_failed"] == 4 == doc["errors"]["grpc"], (seen, doc["errors"])
+    assert seen["grpc_messages"] == 8 == doc["stream"]["chunks"], (seen, doc["stream"])
+    reasons = doc["per_name"]["s"]["failure_reasons"]
+    assert reasons == {"gRPC NOT_FOUND: probe status": 4}, reasons
+
+    def read(u):
+        r = u.grpc(
+            call_url(target, "Stream"),
+            proto=PROBE,
+            message={"count": 1, "status": 5},
+            status=("OK", "NOT_FOUND"),
+            name="expected",
+        )
+        # The trailer read as a header, sent back: the probe echoes it as the payload.
+        u.grpc(
+            call_url(target, "Unary"),
+            proto=PROBE,
+            message={"payload": r.header("grpc-message")},
+            checks=[json_eq("$.payload", "probe status")],
+            name="echo",
+        )
+
+    doc, seen = run(target, read, users=1, iterations=2)
+    assert seen["grpc_calls"] == 4 and seen["grpc_failed"] == 2, seen
+    assert doc["errors_total"] == 0 and doc["per_name"]["echo"]["requests"] == 2, doc["errors"]
+
+
+def settled(target: redline.Target, before: dict[str, int], field: str, want: int) -> int:
+    """settled is the server's count of ``field`` since ``before`` once it reaches ``want``, or
+    what it is after 5 s: the probe books a call when its own deadline passes, a moment after
+    the client's (which started at the send, before the call arrived)."""
+    end = time.monotonic() + 5
+    while (seen := target.stats()[field] - before[field]) < want and time.monotonic() < end:
+        time.sleep(0.01)
+    return seen
+
+
+def test_a_calls_timeout_is_its_deadline_sent_and_kept_by_the_server(target):
+    """timeout= is the call's deadline and goes with it (grpc-timeout): the probe, due to
+    write a message at 10 ms and then every 200 ms, writes those due before the 500 ms
+    deadline (3; the last 90 ms before it, room for a busy box) and ends the call
+    DEADLINE_EXCEEDED at it, counted in grpc_deadline; redline ends it so too (whichever side
+    saw the deadline first), a grpc error of that name. A call answered in time under its
+    deadline is not cut."""
+
+    def flow(u):
+        u.grpc(
+            call_url(target, "Unary"),
+            proto=PROBE,
+            message={"delay_ms": 10},
+            timeout="2s",
+            name="in time",
+        )
+        u.grpc(
+            call_url(target, "Stream"),
+            proto=PROBE,
+            message={"count": 5, "first_ms": 10, "gap_ms": 200},
+            timeout="500ms",
+            name="cut",
+        )
+
+    before = target.stats()
+    doc, _ = run(target, flow, users=2, iterations=2)
+    assert settled(target, before, "grpc_deadline", 4) == 4
+    seen = {k: target.stats()[k] - before[k] for k in GRPC_FIELDS}
+    assert seen["grpc_calls"] == 8 and seen["grpc_failed"] == 4, seen
+    # The probe's schedule, not the box's speed, says which messages go: 3 of 5 a cut call.
+    assert seen["grpc_messages"] == 4 + 4 * 3, seen
+    cut, in_time = doc["per_name"]["cut"], doc["per_name"]["in time"]
+    assert cut["requests"] == 4 == cut["errors"] == doc["errors"]["grpc"], (cut, doc["errors"])
+    assert in_time["requests"] == 4 and in_time["errors"] == 0, in_time
+    assert doc["status_codes"] == {"0": 4, "4": 4}, doc["status_codes"]
+    # The probe's own answer carries its message; a deadline redline saw first has none.
+    reasons = cut["failure_reasons"]
+    assert sum(reasons.values()) == 4, reasons
+    assert set(reasons) <= {"gRPC DEADLINE_EXCEEDED", "gRPC DEADLINE_EXCEEDED: deadline exceeded"}
+
+
+@pytest.fixture(scope="module")
+def tls_probe(tls_files: tuple[Path, Path, Path]) -> Iterator[tuple[redline.Target, Path]]:
+    """The test server over TLS offering h2 by ALPN, so its gRPC probe answers grpcs://;
+    and the CA's PEM file."""
+    ca_pem, cert_pem, key_pem = tls_files
+    with redline.Target(threads=1, tls_cert=cert_pem, tls_key=key_pem, http2=True) as t:
+        yield t, ca_pem
+
+
+def test_a_grpcs_origin_is_tls_with_the_runs_trust_options(target, tls_probe):
+    """grpcs:// in a flow: the calls go over TLS (h2 by ALPN) to the probe, trusted by the
+    run's cacert; the server's counts are redline's, the reply's payload the one sent. Without
+    the CA no call reaches the server, and each iteration fails at its first call."""
+    tls, ca_pem = tls_probe
+    origin = tls.url.replace("https://", "grpcs://", 1)
+
+    def flow(u):
+        r = u.grpc(
+            origin + "/redline.probe.Probe/Unary",
+            proto=PROBE,
+            message={"delay_ms": 5, "payload": "sealed"},
+            name="secure",
+        )
+        u.grpc(
+            origin + "/redline.probe.Probe/Stream",
+            proto=PROBE,
+            message={"count": 3, "payload": r.json("$.payload")},
+            checks=[json_eq("$[2].payload", "sealed")],
+            name="streamed",
+        )
+
+    doc, seen = run(tls, flow, users=2, iterations=2, host=target.url, cacert=str(ca_pem))
+    assert seen["grpc_calls"] == 8 and seen["grpc_failed"] == 0, seen
+    assert seen["grpc_messages"] == 4 + 12 == 4 + doc["stream"]["chunks"], (seen, doc["stream"])
+    assert doc["errors_total"] == 0, doc["errors"]
+    assert doc["per_host"][origin]["requests"] == 8, doc["per_host"].keys()
+
+    doc, seen = run(tls, flow, users=2, iterations=2, host=target.url)
+    assert seen["grpc_calls"] == 0, seen
+    assert doc["per_name"]["secure"]["errors"] == 4 == doc["errors_total"], doc["errors"]
+    assert doc["scenario"]["iterations"]["failed"] == 4
+
+
+def test_an_origin_from_a_run_variable_is_checked_as_each_call_goes(target):
+    """u.var("GRPC") holds the origin, the method written out: the calls go where it says,
+    as the server counts; a value that is not a gRPC origin fails each call with the reason,
+    and none reaches the server."""
+
+    def flow(u):
+        u.grpc(
+            u.var("GRPC") + "/redline.probe.Probe/Unary",
+            proto=PROBE,
+            message={"payload": u.vu},
+            name="by var",
+        )
+
+    origin = target.url.replace("http://", "grpc://", 1)
+    doc, seen = run(target, flow, users=2, iterations=2, vars={"GRPC": origin})
+    assert seen["grpc_calls"] == 4 == doc["per_name"]["by var"]["requests"], seen
+    assert doc["errors_total"] == 0 and doc["per_host"][origin]["requests"] == 4
+
+    doc, seen = run(target, flow, users=2, iterations=2, vars={"GRPC": target.url})
+    assert seen["grpc_calls"] == 0, seen
+    reasons = doc["per_name"]["by var"]["failure_reasons"]
+    (reason,) = reasons
+    assert reasons[reason] == 4 and "a gRPC call's URL is grpc://" in reason, reasons
+
+
 @pytest.mark.parametrize(
     ("call", "want"),
     [
         ("u.grpc('http://h/p.S/M', proto=P)", "a gRPC call's URL is grpc://"),
         ("u.grpc('/p.S/M', proto='none.proto')", "grpc(proto='none.proto'): no such file"),
         ("u.grpc('/p.S/M', proto=P, status='MAYBE')", "a gRPC status is a code 0-16"),
+        ("u.grpc(u.var('G', 'x'), proto=P)", "got '{var.G}'"),
+        ("u.grpc(u.var('G', 'x') + '/p.S/M' + u.var('G', 'x'), proto=P)", "the method written"),
+        ("u.grpc('grpc://' + u.var('G', 'x') + '/p.S/M', proto=P)", "an origin from a variable"),
     ],
 )
 def test_a_bad_call_is_one_line_naming_the_scenario_line(tmp_path, call, want):
@@ -172,5 +334,6 @@ def test_the_documented_example_runs_as_the_server_counts(target, tmp_path):
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, RESULT_SCHEMA)
     assert seen["grpc_calls"] == 36 and seen["grpc_failed"] == 12, seen
+    assert seen["grpc_deadline"] == 0, seen
     assert seen["grpc_messages"] == 12 + 52 and doc["stream"]["chunks"] == 52, (seen, doc)
     assert doc["errors_total"] == 0 and doc["per_name"]["fallback"]["requests"] == 12

@@ -66,6 +66,7 @@ class Target:
         refuse_status: int | None = None,
         fail_every: int | None = None,
         idle_timeout: float | None = None,
+        http2: bool = False,
     ) -> None: ...
     @property
     def url(self) -> str: ...

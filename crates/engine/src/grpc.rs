@@ -10,10 +10,12 @@
 //! engine's own HTTP/2 lanes (`http2.rs`), so that a call is timed, paced, counted and
 //! reported exactly as a request is (open and closed model, stages, find, the live page).
 //! What is gRPC's own lives here: the call prepared from the `.proto` ([`prepare`]), the
-//! message framing ([`frame`], and [`crate::stream`]'s counting of streamed messages), and the
-//! status codes ([`status`], [`from_http`], [`CODES`]).
+//! message framing ([`frame`], and [`crate::stream`]'s counting of streamed messages), the
+//! status codes ([`status`], [`from_http`], [`CODES`]) and the call's deadline and status
+//! message as their headers write them ([`timeout_header`], [`message_text`]).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use miette::Diagnostic as _;
 use prost::Message as _;
@@ -44,6 +46,14 @@ pub const CODES: [&str; 17] = [
     "DATA_LOSS",
     "UNAUTHENTICATED",
 ];
+
+/// DEADLINE_EXCEEDED is the code of a call whose deadline passed before its answer ended,
+/// whichever side saw it pass first: the server told by `grpc-timeout`, or the client.
+pub const DEADLINE_EXCEEDED: u16 = 4;
+
+/// MAX_MESSAGE bounds the characters of a `grpc-message` kept in a failure's reason: a
+/// reason is a key of the run's table of reasons, and a server may write a page there.
+pub const MAX_MESSAGE: usize = 120;
 
 /// MAX_CODE bounds a `grpc-status` value read as a code: gRPC's are 0-16, and anything at
 /// 100 or past would read as an HTTP status in the run's table of answers.
@@ -207,6 +217,57 @@ pub fn status(value: &[u8]) -> Option<u16> {
         .parse::<u16>()
         .ok()
         .filter(|code| *code <= MAX_CODE)
+}
+
+/// timeout_header is `timeout` as gRPC's `grpc-timeout` header writes it (PROTOCOL-HTTP2.md:
+/// at most 8 digits, then the unit): in the finest unit of nanoseconds, microseconds,
+/// milliseconds, seconds, minutes and hours that holds it, rounded up, so that the server's
+/// deadline is never before the client's (grpc-go picks its unit the same way).
+pub fn timeout_header(timeout: Duration) -> String {
+    const UNITS: [(u128, char); 6] = [
+        (1, 'n'),
+        (1_000, 'u'),
+        (1_000_000, 'm'),
+        (1_000_000_000, 'S'),
+        (60_000_000_000, 'M'),
+        (3_600_000_000_000, 'H'),
+    ];
+    let nanos = timeout.as_nanos();
+    for (per, unit) in UNITS {
+        let n = nanos.div_ceil(per);
+        if n <= 99_999_999 {
+            return format!("{n}{unit}");
+        }
+    }
+    "99999999H".to_string()
+}
+
+/// message_text is a `grpc-message` value as text: gRPC percent-encodes it (PROTOCOL-HTTP2.md),
+/// so `%XX` is decoded and the bytes read as UTF-8 (lossily), cut at [`MAX_MESSAGE`]
+/// characters (then ending in `...`).
+pub fn message_text(raw: &[u8]) -> String {
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let mut bytes = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let pair = raw.get(i + 1..i + 3).map(|p| (hex(p[0]), hex(p[1])));
+        match (raw[i], pair) {
+            (b'%', Some((Some(hi), Some(lo)))) => {
+                bytes.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
+                i += 3;
+            }
+            (b, _) => {
+                bytes.push(b);
+                i += 1;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim();
+    match text.char_indices().nth(MAX_MESSAGE) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_string(),
+    }
 }
 
 /// from_http is the code a gRPC client gives an answer whose HTTP status is not 200

@@ -1,4 +1,5 @@
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use prost_reflect::{DescriptorPool, DynamicMessage, Value};
 
@@ -231,4 +232,82 @@ fn status_values_and_http_statuses_read_as_codes() {
     }
     assert_eq!(CODES[14], "UNAVAILABLE");
     assert_eq!(frame(b"ab"), vec![0, 0, 0, 0, 2, b'a', b'b']);
+}
+
+#[test]
+fn a_timeout_is_written_in_the_finest_unit_that_holds_it_rounded_up() {
+    let cases = [
+        ("a nanosecond", Duration::from_nanos(1), "1n"),
+        (
+            "100 ms, in microseconds",
+            Duration::from_millis(100),
+            "100000u",
+        ),
+        (
+            "under 8 digits of ns",
+            Duration::from_nanos(99_999_999),
+            "99999999n",
+        ),
+        ("1.5 s", Duration::from_millis(1500), "1500000u"),
+        (
+            "30 s, in microseconds",
+            Duration::from_secs(30),
+            "30000000u",
+        ),
+        ("200 s, in ms", Duration::from_secs(200), "200000m"),
+        (
+            "rounded up, never early",
+            Duration::from_nanos(100_000_001),
+            "100001u",
+        ),
+        (
+            "two days, in seconds",
+            Duration::from_secs(2 * 86_400),
+            "172800S",
+        ),
+        (
+            "5 years, in minutes",
+            Duration::from_secs(5 * 365 * 86_400),
+            "2628000M",
+        ),
+        (
+            "past 8 digits of hours",
+            Duration::from_secs(u64::MAX),
+            "99999999H",
+        ),
+    ];
+    for (label, timeout, want) in cases {
+        assert_eq!(timeout_header(timeout), want, "{label}");
+    }
+}
+
+#[test]
+fn a_status_message_is_percent_decoded_and_bounded() {
+    let long = "x".repeat(MAX_MESSAGE + 5);
+    let cases = [
+        (
+            "plain",
+            "probe status".to_string(),
+            "probe status".to_string(),
+        ),
+        (
+            "percent-encoded",
+            "no%20such%3A user".into(),
+            "no such: user".into(),
+        ),
+        ("UTF-8 encoded", "caf%C3%A9".into(), "caf\u{e9}".into()),
+        (
+            "a bare percent",
+            "100% sure %zz".into(),
+            "100% sure %zz".into(),
+        ),
+        (
+            "cut short",
+            long.clone(),
+            format!("{}...", &long[..MAX_MESSAGE]),
+        ),
+    ];
+    for (label, raw, want) in cases {
+        assert_eq!(message_text(raw.as_bytes()), want, "{label}");
+    }
 }

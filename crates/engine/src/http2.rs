@@ -441,6 +441,12 @@ impl Stream {
                 if connection {
                     self.link.lost(generation);
                 }
+                if class == ErrorClass::Timeout && self.grpc && told_deadline(what) {
+                    // A call that told the server its deadline ends, when it passes, as gRPC
+                    // clients end it: DEADLINE_EXCEEDED, whichever side saw it pass first
+                    // (the server's answer saying so may be on its way).
+                    return Ok(deadline_exceeded(sent_at, connects));
+                }
                 let cut = matches!(
                     class,
                     ErrorClass::Reset | ErrorClass::Read | ErrorClass::Write
@@ -453,6 +459,28 @@ impl Stream {
                 Err(fail(class, connects))
             }
         }
+    }
+}
+
+/// told_deadline says whether request `what` told the server its deadline: a flow's gRPC call
+/// with a `grpc-timeout` header (`u.grpc(..., timeout=)`).
+fn told_deadline(what: What<'_>) -> bool {
+    matches!(what, What::Message(m)
+        if m.headers().any(|(n, _)| n.eq_ignore_ascii_case(b"grpc-timeout")))
+}
+
+/// deadline_exceeded is how a call whose deadline passed ends (see [`told_deadline`]):
+/// answered DEADLINE_EXCEEDED, as gRPC clients end it, nothing read.
+fn deadline_exceeded(sent_at: Instant, connects: u32) -> Exchange {
+    Exchange {
+        left: None,
+        handshake: None,
+        sent_at,
+        status: crate::grpc::DEADLINE_EXCEEDED,
+        bytes_in: 0,
+        connects,
+        retries: 0,
+        arrived: None,
     }
 }
 
@@ -547,6 +575,6 @@ impl Trip {
         if !grpc {
             return Ok((status, bytes_in));
         }
-        grpc_status(&mut body, status, in_head, deadline, bytes_in).await
+        grpc_status(&mut body, (status, in_head), deadline, capture, bytes_in).await
     }
 }

@@ -82,11 +82,13 @@ pub(crate) async fn read_body(
 /// its trailers: the `grpc-status` of its trailers, or of its head (`in_head`) when the answer
 /// was trailers only; for an HTTP status other than 200, the code a gRPC client gives it.
 /// An answer with no status is not gRPC's (a plain HTTP server's 200): a protocol error.
+/// The trailers join the head's fields in `capture`, so that a scenario reads the call's
+/// `grpc-message` wherever the server wrote it.
 pub(crate) async fn grpc_status(
     body: &mut RecvStream,
-    status: u16,
-    in_head: Option<u16>,
+    (status, in_head): (u16, Option<u16>),
     deadline: &mut Deadline,
+    capture: &mut Option<Response>,
     mut bytes_in: u64,
 ) -> Result<(u16, u64), Trip> {
     if status != 200 {
@@ -105,6 +107,11 @@ pub(crate) async fn grpc_status(
     .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?
     .ok_or(Trip::stream(ErrorClass::Protocol))?;
     bytes_in += crate::http2_message::head_size(&trailers);
+    if let Some(c) = capture.as_mut() {
+        for (n, v) in &trailers {
+            c.header(n.as_str().as_bytes(), v.as_bytes());
+        }
+    }
     let code = trailers
         .get("grpc-status")
         .and_then(|v| crate::grpc::status(v.as_bytes()))

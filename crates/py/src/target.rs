@@ -10,9 +10,10 @@ use crate::errors::{ConfigError, RedlineError};
 
 /// Target(host="127.0.0.1", port=0, threads=None, tls_cert=None, tls_key=None, capacity=None,
 /// service_time=None, queue_limit=None, pause=None, contention=None, serial=None,
-/// rate_limit=None, burst=None, refuse_status=None, fail_every=None, idle_timeout=None): starts
-/// redline's target server in
-/// background threads (https with the PEM certificate and key; a queue of `capacity` slots of
+/// rate_limit=None, burst=None, refuse_status=None, fail_every=None, idle_timeout=None,
+/// http2=False): starts redline's target server in
+/// background threads (https with the PEM certificate and key, offering h2 by ALPN too with
+/// `http2`, as gRPC over TLS needs; h2c is always answered; a queue of `capacity` slots of
 /// `service_time` seconds each, shedding beyond `queue_limit` waiting and stopping for
 /// `pause` ("D/P"); or USL `contention` (κ) and `serial` (σ) over `service_time`; a token
 /// bucket of `rate_limit` a second and `burst` in front, refusing with `refuse_status`; the
@@ -29,7 +30,7 @@ pub struct Target {
 #[pymethods]
 impl Target {
     #[new]
-    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None, queue_limit=None, pause=None, contention=None, serial=None, rate_limit=None, burst=None, refuse_status=None, fail_every=None, idle_timeout=None))]
+    #[pyo3(signature = (host="127.0.0.1".to_string(), port=0, threads=None, tls_cert=None, tls_key=None, capacity=None, service_time=None, queue_limit=None, pause=None, contention=None, serial=None, rate_limit=None, burst=None, refuse_status=None, fail_every=None, idle_timeout=None, http2=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -49,11 +50,17 @@ impl Target {
         refuse_status: Option<u32>,
         fail_every: Option<u64>,
         idle_timeout: Option<f64>,
+        http2: bool,
     ) -> PyResult<Self> {
         if threads == Some(0) {
             return Err(ConfigError::new_err("threads must be at least 1"));
         }
         let tls = tls_files(tls_cert, tls_key)?;
+        if http2 && tls.is_none() {
+            return Err(ConfigError::new_err(
+                "http2 offers h2 by ALPN over TLS: give tls_cert and tls_key (h2c is always answered)",
+            ));
+        }
         let (capacity, contention) = service_model(capacity, service_time, contention, serial)?;
         let rate_limit = token_bucket(rate_limit, burst, refuse_status)?;
         let pause = pause
@@ -80,6 +87,7 @@ impl Target {
             rate_limit,
             fail_every,
             idle_timeout,
+            http2,
             ..TargetConfig::default()
         };
         let inner = py

@@ -23,7 +23,8 @@
 //! `close_after=N&code=C` end the socket after N echoes); and a gRPC probe over HTTP/2
 //! (`grpc.rs`, `examples/grpc/probe.proto`): `redline.probe.Probe/Unary` answers `delay_ms`
 //! after the call, `/Stream` sends `count` messages, the first at `first_ms`, then one every
-//! `gap_ms`, each call ending with the status code `status`.
+//! `gap_ms`, each call ending with the status code `status`, or DEADLINE_EXCEEDED at the
+//! deadline its `grpc-timeout` gives.
 //!
 //! Server-wide, [`TargetConfig::capacity`] (`--capacity N --service-time S`) makes the server a
 //! queue of known throughput: at most N requests in service at once, each for exactly S, the

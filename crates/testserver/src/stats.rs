@@ -95,12 +95,15 @@ pub struct TargetStats {
     pub grpc_messages: u64,
     /// grpc_failed: gRPC calls ended with a status other than OK.
     pub grpc_failed: u64,
+    /// grpc_deadline: the calls among `grpc_failed` ended DEADLINE_EXCEEDED because the
+    /// deadline their `grpc-timeout` gave passed before their answer was due.
+    pub grpc_deadline: u64,
 }
 
 impl TargetStats {
     /// fields names every counter, in the order `/__stats` serves them: one list, so the JSON
     /// endpoint and the Python binding cannot drift apart.
-    pub fn fields(&self) -> [(&'static str, u64); 39] {
+    pub fn fields(&self) -> [(&'static str, u64); 40] {
         [
             ("requests", self.requests),
             ("connections", self.connections),
@@ -141,6 +144,7 @@ impl TargetStats {
             ("grpc_received", self.grpc_received),
             ("grpc_messages", self.grpc_messages),
             ("grpc_failed", self.grpc_failed),
+            ("grpc_deadline", self.grpc_deadline),
         ]
     }
 
@@ -189,6 +193,7 @@ pub(crate) struct Counters {
     grpc_received: AtomicU64,
     grpc_messages: AtomicU64,
     grpc_failed: AtomicU64,
+    grpc_deadline: AtomicU64,
 }
 
 impl Counters {
@@ -238,13 +243,15 @@ impl Counters {
     }
 
     /// add_grpc counts a gRPC call of `received` request messages answered with `messages`
-    /// replies, `failed` when its status was not OK.
-    pub(crate) fn add_grpc(&self, received: u64, messages: u64, failed: bool) {
+    /// replies, `failed` when its status was not OK, `late` when that was its deadline's.
+    pub(crate) fn add_grpc(&self, received: u64, messages: u64, failed: bool, late: bool) {
         self.grpc_calls.fetch_add(1, Ordering::Relaxed);
         self.grpc_received.fetch_add(received, Ordering::Relaxed);
         self.grpc_messages.fetch_add(messages, Ordering::Relaxed);
         self.grpc_failed
             .fetch_add(u64::from(failed), Ordering::Relaxed);
+        self.grpc_deadline
+            .fetch_add(u64::from(late), Ordering::Relaxed);
     }
 
     /// add_form counts one answer of the form app under its outcome.
@@ -341,6 +348,7 @@ impl Board {
                 grpc_received: sum.grpc_received + get(&c.grpc_received),
                 grpc_messages: sum.grpc_messages + get(&c.grpc_messages),
                 grpc_failed: sum.grpc_failed + get(&c.grpc_failed),
+                grpc_deadline: sum.grpc_deadline + get(&c.grpc_deadline),
                 ..sum
             }
         })

@@ -177,7 +177,8 @@ def ignored_options(
             f"{spell('send_ahead')} is ignored by the closed model "
             f"(it paces the open model's sends: give {spell('rate')})"
         )
-    if url.lower().startswith("http://"):
+    # A scenario's absolute URLs may reach https:// and grpcs:// origins, trusted by these.
+    if url.lower().startswith("http://") and not scenario:
         for name, value in (("cacert", cacert), ("insecure", insecure or None)):
             if value is not None:
                 notes.append(f"{spell(name)} is ignored for an http:// URL")

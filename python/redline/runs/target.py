@@ -27,7 +27,9 @@ from redline.runs.options import parse_duration
 class Target:
     """Target starts the server on ``host:port`` (port 0 picks a free port) with ``threads``
     worker threads (default: one per core); use it as a context manager or call :meth:`stop`.
-    With ``tls_cert`` and ``tls_key`` (PEM files) it serves https.
+    With ``tls_cert`` and ``tls_key`` (PEM files) it serves https, and with ``http2=True``
+    offers HTTP/2 by ALPN too (its gRPC probe over TLS, ``grpcs://``); h2c (HTTP/2 with prior
+    knowledge, ``grpc://``) is always answered.
 
     Server-wide probes, each with a known truth (N slots, S service time, offered load λ):
 
@@ -89,6 +91,7 @@ class Target:
         refuse_status: int | None = None,
         fail_every: int | None = None,
         idle_timeout: str | float | None = None,
+        http2: bool = False,
     ):
         _whole("threads", threads, 1)
         _whole("capacity", capacity, 1)
@@ -124,6 +127,7 @@ class Target:
             refuse_status,
             fail_every,
             None if idle_timeout is None else parse_duration(idle_timeout, "idle_timeout"),
+            bool(http2),
         )
 
     @property
@@ -153,8 +157,8 @@ class Target:
         ``ws_sent`` (messages), ``ws_dropped`` and ``ws_closed`` (sockets it ended); and
         ``idle_closed``, connections the idle timeout closed; and the gRPC probe's
         (examples/grpc/probe.proto) ``grpc_calls``, ``grpc_received`` (request messages read),
-        ``grpc_messages`` (replies written) and ``grpc_failed`` (calls ended with a status other
-        than OK)."""
+        ``grpc_messages`` (replies written), ``grpc_failed`` (calls ended with a status other
+        than OK) and ``grpc_deadline`` (those its ``grpc-timeout`` ended, DEADLINE_EXCEEDED)."""
         return dict(self._native.stats())
 
     def stop(self) -> None:

@@ -2,8 +2,9 @@
 request step with a ``grpc`` block (the ``.proto``, its import paths, the method). The engine
 compiles the file when it builds the plan, encodes the JSON message through the method's
 descriptor per call (once, for a message without Vars), sends it as an HTTP/2 POST to the
-``grpc://`` or ``grpcs://`` origin (a path: the run's host), and reads the reply as JSON; the
-call's ``grpc-status`` is the step's status (``crates/engine/src/scenario/grpc.rs``)."""
+``grpc://`` or ``grpcs://`` origin (written out, or from variables; a path: the run's host)
+with the step's ``timeout=`` as its deadline (``grpc-timeout``), and reads the reply as JSON;
+the call's ``grpc-status`` is the step's status (``crates/engine/src/scenario/grpc.rs``)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,40 @@ from typing import Any
 
 from redline import _engine
 from redline.scenario.checks import Check
-from redline.scenario.template import json_template, parts
+from redline.scenario.template import Var, display, json_template, parts
+
+#: _METHOD: a call URL's ``/package.Service/Method``, always written out: the plan compiles
+#: the method from the ``.proto`` before the run.
+_METHOD = r"/(?P<method>[A-Za-z_][\w.]*/[A-Za-z_]\w*)"
 
 #: _URL: a written-out call URL: ``grpc://HOST:PORT`` or ``grpcs://HOST[:PORT]`` (none: the
 #: run's host), then ``/package.Service/Method``.
-_URL = re.compile(
-    r"^(?:(?P<origin>grpcs?://[^/?#\s]+))?/(?P<method>[A-Za-z_][\w.]*/[A-Za-z_]\w*)$",
-    re.IGNORECASE,
+_URL = re.compile(rf"^(?:grpcs?://[^/?#\s]+)?{_METHOD}$", re.IGNORECASE)
+
+#: _TAIL: what follows an origin given by variables (``u.var("GRPC")``): the method alone.
+_TAIL = re.compile(_METHOD)
+
+#: _SHAPES: the URLs a call takes, for the error that names what it got.
+_SHAPES = (
+    "a gRPC call's URL is grpc://HOST:PORT/package.Service/Method (grpcs:// for TLS), "
+    "/package.Service/Method on the run's host, or an origin from a variable followed by "
+    "the method written out (u.var('GRPC') + '/package.Service/Method')"
 )
+
+
+def split_url(url: Any) -> tuple[list[Any], str] | None:
+    """split_url reads a call's URL as the plan's template and the method it names, or None
+    when it is none of the shapes a call takes: written out, or variables that hold the origin
+    (checked as each call is made: a value that is not ``grpc://`` or ``grpcs://`` fails that
+    call) followed by ``/package.Service/Method``."""
+    if not isinstance(url, str):
+        return None
+    template = parts(url)
+    *lead, last = template or [None]
+    if not isinstance(last, str) or any(isinstance(p, str) for p in lead):
+        return None
+    m = _TAIL.fullmatch(last) if lead else _URL.match(last)
+    return (template, m["method"]) if m else None
 
 
 def codes(status: Any) -> list[int]:
@@ -71,12 +98,14 @@ def trace(
     """trace makes the request step of the call ``u.grpc`` describes, in ``user``'s flow (a
     :class:`~redline.scenario.user.User`, which calls this from scenario file ``file``, then
     adds the step's ``tally`` and ``timeout`` and appends it)."""
-    m = _URL.match(url) if isinstance(url, str) else None
-    if m is None or len(parts(url)) != 1:
-        raise user._error(
-            "a gRPC call's URL is grpc://HOST:PORT/package.Service/Method (grpcs:// for TLS), "
-            f"or /package.Service/Method on the run's host, written out; got {url!r}"
-        )
+    try:
+        split = split_url(url)
+    except ValueError as e:
+        raise user._error(f"grpc url: {e}") from None
+    if split is None:
+        shown = display(parts(url)) if isinstance(url, (str, Var)) else repr(url)
+        raise user._error(f"{_SHAPES}; got {shown!r}")
+    template, method = split
     try:
         path = _proto_path(proto, file)
         wanted = [] if status is None else codes(status)
@@ -88,9 +117,9 @@ def trace(
         raise user._error(f"grpc message: {e}") from None
     step: dict[str, Any] = {
         "step": "request",
-        "name": name or f"gRPC {m['method']}",
+        "name": name or f"gRPC {method}",
         "method": "POST",
-        "path": [url],
+        "path": user._use(template),
         "query": [],
         "headers": [[str(k), user._use(parts(v))] for k, v in (metadata or {}).items()],
         "body": {"type": "json", "template": body},
@@ -100,7 +129,7 @@ def trace(
         "grpc": {
             "proto": path,
             "import_paths": [os.path.abspath(os.fspath(p)) for p in import_paths],
-            "method": m["method"],
+            "method": method,
         },
     }
     for c in checks:

@@ -1,6 +1,7 @@
 //! The builder's gRPC call ([`crate::scenario::grpc`]): a request step with a `grpc` block,
-//! built as a request, then given what a call is: gRPC's headers, its message encoded through
-//! the method's descriptor, its answer streamed when the method streams it.
+//! built as a request, then given what a call is: gRPC's headers (the step's `timeout=` sent
+//! as its deadline, `grpc-timeout`), its message encoded through the method's descriptor, its
+//! answer streamed when the method streams it.
 
 use super::Builder;
 use crate::error::EngineError;
@@ -49,6 +50,14 @@ impl Builder<'_> {
         for (i, (k, v)) in HEADERS.iter().enumerate() {
             let value = Template::literal(v, Escape::Header);
             req.headers.insert(i, ((*k).to_string(), value));
+        }
+        // The step's timeout is the call's deadline, and the server is told it, as gRPC
+        // clients tell theirs: it may give up at the deadline (DEADLINE_EXCEEDED) rather than
+        // answer a caller that is gone.
+        if let Some(t) = req.timeout {
+            let value = Template::literal(&crate::grpc::timeout_header(t), Escape::Header);
+            req.headers
+                .insert(HEADERS.len(), ("grpc-timeout".to_string(), value));
         }
         req.content_type = None;
         req.body = Body::Json(message);

@@ -531,7 +531,7 @@ impl Vu {
             }
             if req.fails(status) {
                 self.tally(req, t, intended);
-                t.reason(intended, stat, &req.failure(status));
+                t.reason(intended, stat, &req.failure(status, &self.resp));
                 return Err(Failed);
             }
             let redirect =

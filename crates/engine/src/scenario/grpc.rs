@@ -8,8 +8,12 @@
 //! - the message is the step's JSON template, rendered per call and encoded through the
 //!   method's descriptor ([`GrpcCall::encode`]); one without variables is encoded once, when
 //!   the plan is built, and a mistake in it is the scenario's line;
-//! - the step's status is the call's `grpc-status` (0 is OK): any other code the step does
-//!   not list (`status=`) is an error of class `grpc` and ends the iteration;
+//! - the step's status is the call's `grpc-status` (0 is OK), read from the answer's
+//!   trailers or, for a Trailers-Only answer, its head: any other code the step does not list
+//!   (`status=`) is an error of class `grpc` and ends the iteration, its reason the code's
+//!   name and the answer's `grpc-message` ([`reason`]);
+//! - the step's `timeout=` is the call's deadline, sent as `grpc-timeout` (`build_grpc.rs`);
+//!   when it passes the call ends DEADLINE_EXCEEDED, as gRPC clients end it (`http2.rs`);
 //! - the reply is read as JSON ([`GrpcCall::reply`]): one object, or for a method that
 //!   streams its answer an array of its messages, each timed as it arrives (`stream`).
 //!
@@ -129,11 +133,21 @@ pub fn split<'a>(url: &'a str, grpc: bool, base: &'a str) -> Result<Split<'a>, &
     }
 }
 
-/// reason is a non-OK status's reason among the step's failures (`gRPC UNAVAILABLE`).
-pub fn reason(status: u16) -> String {
-    match crate::grpc::CODES.get(usize::from(status)) {
+/// reason is a non-OK status's reason among the step's failures: its name, and the answer's
+/// `grpc-message` (from its trailers, or its head when it was trailers only) when it has one,
+/// decoded and bounded (see [`crate::grpc::message_text`]): `gRPC UNAVAILABLE: no backend`.
+pub fn reason(status: u16, resp: &Response) -> String {
+    let name = match crate::grpc::CODES.get(usize::from(status)) {
         Some(name) => format!("gRPC {name}"),
         None => format!("gRPC status {status}"),
+    };
+    let message = resp
+        .first("grpc-message")
+        .map(|m| crate::grpc::message_text(m.as_bytes()))
+        .filter(|m| !m.is_empty());
+    match message {
+        Some(m) => format!("{name}: {m}"),
+        None => name,
     }
 }
 

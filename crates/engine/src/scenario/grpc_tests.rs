@@ -59,6 +59,30 @@ fn a_call_step_is_a_post_with_grpcs_headers_and_its_message_encoded_once() {
 }
 
 #[test]
+fn a_steps_timeout_is_sent_as_the_calls_deadline() {
+    let mut timed = call("Unary", json!(["{}"]));
+    timed["timeout_s"] = json!(0.25);
+    let s = Script::from_json(&plan(json!([timed, call("Unary", json!(["{}"]))])), "h:1")
+        .expect("builds");
+    let deadline = |r: &crate::scenario::Request| -> Option<String> {
+        let (_, t) = r.headers.iter().find(|(k, _)| k == "grpc-timeout")?;
+        let mut out = Vec::new();
+        let _ = t.render(
+            &[],
+            &mut out,
+            &mut crate::scenario::template::Scratch::default(),
+        );
+        Some(String::from_utf8(out).expect("text"))
+    };
+    assert_eq!(deadline(&s.requests[0]).as_deref(), Some("250000u"));
+    assert_eq!(
+        deadline(&s.requests[1]),
+        None,
+        "no timeout=, no deadline sent"
+    );
+}
+
+#[test]
 fn a_calls_mistakes_name_the_scenarios_line() {
     let mut bad_proto = call("Unary", json!(["{}"]));
     bad_proto["grpc"]["proto"] = json!("/nonexistent/x.proto");
@@ -202,6 +226,35 @@ fn urls_go_to_their_protocols_origin() {
             (got, want) => panic!("{label}: {got:?} against {want:?}"),
         }
     }
-    assert_eq!(reason(14), "gRPC UNAVAILABLE");
-    assert_eq!(reason(40), "gRPC status 40");
+}
+
+#[test]
+fn a_failures_reason_is_its_codes_name_and_the_servers_message() {
+    let answer = |fields: &[(&str, &str)]| {
+        let mut r = Response::default();
+        r.head(200);
+        for (n, v) in fields {
+            r.header(n.as_bytes(), v.as_bytes());
+        }
+        r
+    };
+    let cases = [
+        ("no message", 14, answer(&[]), "gRPC UNAVAILABLE"),
+        ("a code past the names", 40, answer(&[]), "gRPC status 40"),
+        (
+            "the message, decoded",
+            5,
+            answer(&[("grpc-status", "5"), ("grpc-message", "no%20user%207")]),
+            "gRPC NOT_FOUND: no user 7",
+        ),
+        (
+            "an empty message",
+            13,
+            answer(&[("grpc-message", " ")]),
+            "gRPC INTERNAL",
+        ),
+    ];
+    for (label, status, resp, want) in cases {
+        assert_eq!(reason(status, &resp), want, "{label}");
+    }
 }

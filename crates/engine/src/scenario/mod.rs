@@ -123,11 +123,11 @@ impl Request {
         error && !self.expected_errors.contains(&status)
     }
 
-    /// failure is the reason of an answer that [`Request::fails`]: `HTTP 503`, or a gRPC
-    /// call's `gRPC UNAVAILABLE`.
-    pub fn failure(&self, status: u16) -> String {
+    /// failure is the reason of an answer `resp` of `status` that [`Request::fails`]:
+    /// `HTTP 503`, or a gRPC call's `gRPC UNAVAILABLE` with its `grpc-message` if any.
+    pub fn failure(&self, status: u16, resp: &crate::message::Response) -> String {
         match self.grpc {
-            Some(_) => grpc::reason(status),
+            Some(_) => grpc::reason(status, resp),
             None => format!("HTTP {status}"),
         }
     }
