@@ -27,10 +27,13 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 
-use crate::completion::{CompletionHistograms, CompletionReport, CompletionTotals, TokenScan};
-use crate::hdr::{encode_histogram, micros, new_histogram, record, LatencySummary};
+use crate::completion::{CompletionTotals, TokenScan};
+use crate::hdr::{micros, new_histogram, record};
+
+#[path = "stream_report.rs"]
+mod report;
+pub use report::{RunStreamCounts, StreamCounts, StreamHistograms, StreamReport};
 
 /// Pieces cuts one response body into pieces as its bytes are parsed (see the module docs).
 #[derive(Debug, Clone, Default)]
@@ -503,89 +506,6 @@ impl Watch {
         let books = &mut *sink;
         for s in [&mut books.run, &mut books.interval] {
             s.pieces(pieces, events, tokens, gap, token_gap);
-        }
-    }
-}
-
-/// StreamReport is what the report says of streamed answers (present with `--stream`):
-/// flattened into the report, so `first_byte_ms` and `chunk_gap_ms` sit beside `latency_ms`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamReport {
-    /// first_byte_ms: request start (as `latency_ms`) to the body's first byte.
-    pub first_byte_ms: LatencySummary,
-    /// chunk_gap_ms: between two pieces (SSE events, chunks, or reads) in a row.
-    pub chunk_gap_ms: LatencySummary,
-    /// stream: the counts.
-    pub stream: StreamCounts,
-    /// completion: streamed completions' figures (TTFT, ITL, tokens a second), once a
-    /// token came.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub completion: Option<CompletionReport>,
-}
-
-/// StreamCounts are the counts of streamed answers, and their rates over the measured time.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct StreamCounts {
-    /// responses: answered responses timed.
-    pub responses: u64,
-    /// events: SSE events received.
-    pub events: u64,
-    /// chunks: pieces received.
-    pub chunks: u64,
-    /// body_bytes: body bytes received in them.
-    pub body_bytes: u64,
-    /// events_per_s: events a second.
-    pub events_per_s: f64,
-    /// chunks_per_s: pieces a second.
-    pub chunks_per_s: f64,
-    /// body_bytes_per_s: body bytes a second.
-    pub body_bytes_per_s: f64,
-    /// clamped: figures beyond the histograms' range, recorded at its top.
-    pub clamped: u64,
-}
-
-/// StreamHistograms are the mergeable histograms behind [`StreamReport`] (base64
-/// HdrHistogram V2, µs), flattened into the report's `histograms`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StreamHistograms {
-    /// first_byte: the first-byte times.
-    pub first_byte: String,
-    /// chunk_gap: the gaps.
-    pub chunk_gap: String,
-    /// completion: the completions' histograms, once a token came.
-    #[serde(flatten)]
-    pub completion: Option<CompletionHistograms>,
-}
-
-impl StreamReport {
-    /// new summarises a run's stream totals over `secs` measured seconds.
-    pub fn new(t: &StreamTotals, secs: f64) -> Self {
-        let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
-        StreamReport {
-            first_byte_ms: LatencySummary::from_histogram(&t.first_byte),
-            chunk_gap_ms: LatencySummary::from_histogram(&t.chunk_gap),
-            stream: StreamCounts {
-                responses: t.responses,
-                events: t.events,
-                chunks: t.chunks,
-                body_bytes: t.body_bytes,
-                events_per_s: rate(t.events),
-                chunks_per_s: rate(t.chunks),
-                body_bytes_per_s: rate(t.body_bytes),
-                clamped: t.clamped,
-            },
-            completion: CompletionReport::new(&t.completion, secs),
-        }
-    }
-}
-
-impl StreamHistograms {
-    /// new encodes a run's stream histograms.
-    pub fn new(t: &StreamTotals) -> Self {
-        StreamHistograms {
-            first_byte: encode_histogram(&t.first_byte),
-            chunk_gap: encode_histogram(&t.chunk_gap),
-            completion: CompletionHistograms::new(&t.completion),
         }
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::completion::CompletionTotals;
 use crate::hdr::{encode_histogram, IntervalPercentiles};
-use crate::stream::StreamTotals;
+use crate::stream::{StreamCounts, StreamTotals};
 use hdrhistogram::Histogram;
 
 /// FigureSnapshot is one timed figure over an interval (first byte, gap, TTFT, ITL), keyed as
@@ -41,18 +41,10 @@ impl FigureSnapshot {
 /// figures of every stream, and a completion's once a token came in the interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamSnapshot {
-    /// responses: streamed responses answered in the interval.
-    pub responses: u64,
-    /// events: SSE events received.
-    pub events: u64,
-    /// chunks: pieces received (events, chunks or reads).
-    pub chunks: u64,
-    /// body_bytes: body bytes of the responses answered.
-    pub body_bytes: u64,
-    /// events_per_s: events a second over the interval.
-    pub events_per_s: f64,
-    /// chunks_per_s: pieces a second over the interval.
-    pub chunks_per_s: f64,
+    /// counts: responses, events, pieces and body bytes over the interval, and their rates
+    /// (flattened: the keys the report's `stream` block begins with).
+    #[serde(flatten)]
+    pub counts: StreamCounts,
     /// first_byte: request start to the body's first byte (as the report's `first_byte_ms`).
     pub first_byte: FigureSnapshot,
     /// chunk_gap: between two pieces in a row (as the report's `chunk_gap_ms`).
@@ -81,14 +73,8 @@ pub struct CompletionSnapshot {
 impl StreamSnapshot {
     /// new reads an interval's stream figures over its `len_s` seconds.
     pub fn new(t: &StreamTotals, len_s: f64) -> Self {
-        let rate = |n: u64| n as f64 / len_s.max(1e-9);
         StreamSnapshot {
-            responses: t.responses,
-            events: t.events,
-            chunks: t.chunks,
-            body_bytes: t.body_bytes,
-            events_per_s: rate(t.events),
-            chunks_per_s: rate(t.chunks),
+            counts: StreamCounts::new(t, len_s),
             first_byte: FigureSnapshot::new(&t.first_byte),
             chunk_gap: FigureSnapshot::new(&t.chunk_gap),
             completion: completion(&t.completion, len_s),
@@ -121,7 +107,7 @@ mod tests {
         t.chunks = 30;
         t.responses = 3;
         let s = StreamSnapshot::new(&t, 0.5);
-        assert_eq!((s.events_per_s, s.chunks_per_s), (60.0, 60.0));
+        assert_eq!((s.counts.events_per_s, s.counts.chunks_per_s), (60.0, 60.0));
         assert_eq!(s.first_byte.count, 3);
         let near = |got: f64, want: f64| (got - want).abs() <= want * 0.001;
         let first_byte = s.first_byte.percentiles;
@@ -149,5 +135,43 @@ mod tests {
             IntervalPercentiles::default(),
             "empty: zeros"
         );
+    }
+
+    /// keys_in_order says whether `json` names `keys`, each once, in this order.
+    fn keys_in_order(json: &str, keys: &[&str]) -> bool {
+        let at: Vec<Option<usize>> = (keys.iter())
+            .map(|k| json.find(&format!("\"{k}\":")))
+            .collect();
+        at.iter().all(Option::is_some) && at.windows(2).all(|w| w[0] < w[1])
+    }
+
+    #[test]
+    fn the_counts_block_keeps_its_keys_in_the_report_and_in_an_interval() {
+        let mut t = StreamTotals::new(0);
+        (t.responses, t.events, t.chunks, t.body_bytes, t.clamped) = (2, 8, 9, 40, 1);
+        let counts = [
+            "responses",
+            "events",
+            "chunks",
+            "body_bytes",
+            "events_per_s",
+            "chunks_per_s",
+        ];
+        let interval = serde_json::to_string(&StreamSnapshot::new(&t, 2.0)).expect("json");
+        let tail = ["first_byte", "chunk_gap"];
+        assert!(
+            keys_in_order(&interval, &[&counts[..], &tail[..]].concat()),
+            "{interval}"
+        );
+        assert!(!interval.contains("clamped") && !interval.contains("body_bytes_per_s"));
+        let report = crate::stream::StreamReport::new(&t, 2.0);
+        let run = serde_json::to_string(&report.stream).expect("json");
+        let tail = ["body_bytes_per_s", "clamped"];
+        assert!(
+            keys_in_order(&run, &[&counts[..], &tail[..]].concat()),
+            "{run}"
+        );
+        assert!(run.contains("\"events_per_s\":4.0") && run.contains("\"clamped\":1"));
+        assert!(interval.contains("\"chunks_per_s\":4.5"), "{interval}");
     }
 }

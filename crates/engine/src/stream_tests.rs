@@ -185,8 +185,8 @@ fn reports_merge_and_summarise() {
     b.first_byte.saturating_record(200_000);
     a.merge(&b);
     let r = StreamReport::new(&a, 2.0);
-    assert_eq!(r.stream.events, 7);
-    assert!((r.stream.events_per_s - 3.5).abs() < 1e-9);
+    assert_eq!(r.stream.counts.events, 7);
+    assert!((r.stream.counts.events_per_s - 3.5).abs() < 1e-9);
     assert!((r.first_byte_ms.p50 - 200.0).abs() < 0.2);
     let json = serde_json::to_value(&r).expect("json");
     assert!(json.get("first_byte_ms").is_some() && json.get("chunk_gap_ms").is_some());

@@ -86,7 +86,11 @@ fn a_streams_messages_are_counted_and_timed() {
     assert_eq!(seen, [12, 72, 0]);
     let s = r.stream.expect("a streamed method is watched");
     assert_eq!(
-        (s.stream.responses, s.stream.chunks, s.stream.events),
+        (
+            s.stream.counts.responses,
+            s.stream.counts.chunks,
+            s.stream.counts.events
+        ),
         (12, 72, 0)
     );
     assert!(s.first_byte_ms.min >= 60.0 * 0.999, "{:?}", s.first_byte_ms);
@@ -123,7 +127,10 @@ fn a_client_streams_messages_are_all_read_and_answered() {
     assert_eq!(seen, [12, 48, 0]);
     assert_eq!(received(&t) - before, 90 + 48);
     let s = c.stream.expect("a bidirectional call's answer is watched");
-    assert_eq!((s.stream.responses, s.stream.chunks), (12, 48));
+    assert_eq!(
+        (s.stream.counts.responses, s.stream.counts.chunks),
+        (12, 48)
+    );
     assert!(s.first_byte_ms.min >= 30.0 * 0.999, "{:?}", s.first_byte_ms);
 }
 
@@ -180,7 +187,10 @@ fn calls_over_tls_are_the_servers() {
     assert_eq!((s.requests, s.errors_total), (12, 0));
     assert_eq!(seen, [12, 48, 0]);
     let st = s.stream.expect("a streamed method is watched");
-    assert_eq!((st.stream.responses, st.stream.chunks), (12, 48));
+    assert_eq!(
+        (st.stream.counts.responses, st.stream.counts.chunks),
+        (12, 48)
+    );
     assert!(
         st.first_byte_ms.min >= 20.0 * 0.999,
         "{:?}",

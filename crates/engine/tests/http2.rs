@@ -359,9 +359,13 @@ fn streamed_answers_are_timed_frame_by_frame() {
         assert_eq!(r.protocol, "h2", "{label}");
         assert_eq!((r.requests, r.errors_total), (6, 0), "{label}");
         let s = r.stream.expect("stream figures");
-        assert_eq!(s.stream.events, 60, "{label}");
+        assert_eq!(s.stream.counts.events, 60, "{label}");
         assert_eq!(server.stats().stream_events - before, 60, "{label}");
-        assert_eq!((s.stream.responses, s.stream.chunks), (6, 60), "{label}");
+        assert_eq!(
+            (s.stream.counts.responses, s.stream.counts.chunks),
+            (6, 60),
+            "{label}"
+        );
         assert!(
             s.first_byte_ms.min >= 60.0 * 0.999,
             "{label}: {:?}",
