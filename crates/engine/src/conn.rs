@@ -61,7 +61,7 @@ pub struct Exchange {
     pub sent_at: Instant,
     /// status: the response status.
     pub status: u16,
-    /// bytes_in: bytes read for this response (head, body and framing).
+    /// bytes_in: bytes read for this response (head, body and framing; HTTP/2: see http2.rs).
     pub bytes_in: u64,
     /// connects: new connections this exchange opened (0, or 1-2 with a stale retry).
     pub connects: u32,

@@ -19,6 +19,9 @@
 //! Errors are classed as the HTTP/1.1 path classes them, plus the two of HTTP/2: a stream the
 //! server refused or reset (RST_STREAM) is `rst_stream`, a request caught by the server's
 //! GOAWAY is `goaway`.
+//!
+//! Bytes out and in are the frames as h2 wrote and read them, counted at the connection's
+//! socket and charged to the requests as their exchanges end (`http2_traffic.rs`).
 
 use std::cell::RefCell;
 use std::future::{poll_fn, Future};
@@ -36,13 +39,17 @@ use tokio::sync::Notify;
 use crate::conn::{Deadline, Exchange, Failure};
 use crate::failure::ErrorClass;
 use crate::http2_body::{grpc_status, read_body, within, Trip};
-use crate::http2_message::{head_size, Template};
+use crate::http2_message::Template;
 use crate::http2_stamp::{Arrivals, Clock, Part, Stamped};
 use crate::message::Response;
 use crate::metrics::ConnectionGauge;
 use crate::prepared::What;
 use crate::stream::{is_event_stream, Sink, Watch};
 use crate::tls::TlsSettings;
+
+#[path = "http2_traffic.rs"]
+mod traffic;
+use traffic::{Counted, Traffic};
 
 /// WINDOW is the receive window the client grants, per stream and per connection (h2load's
 /// default too, `-w 30 -W 30`): responses are counted, never held, so there is no reason to
@@ -66,6 +73,8 @@ pub struct Link {
     /// arrivals: where a watched plain-http link's connections note their frames' kernel
     /// receive stamps for the streams to claim (`crate::http2_stamp`); unset unwatched.
     arrivals: std::cell::OnceCell<Rc<Arrivals>>,
+    /// traffic: what its connections wrote and read that no exchange has taken yet.
+    traffic: Rc<Traffic>,
 }
 
 impl std::fmt::Debug for Link {
@@ -110,6 +119,7 @@ impl Link {
             went_away: std::cell::Cell::new(0),
             seated: std::cell::Cell::new(0),
             arrivals: std::cell::OnceCell::new(),
+            traffic: Rc::new(Traffic::default()),
         })
     }
 
@@ -228,6 +238,7 @@ impl Link {
         let send = match &self.tls {
             None => {
                 let io = Stamped::new(tcp, self.arrivals.get().cloned(), generation);
+                let io = Counted::new(io, self.traffic.clone());
                 let (send, conn) = within(builder.handshake(io), deadline, ErrorClass::Connect)
                     .await?
                     .map_err(|_| ErrorClass::Connect)?;
@@ -243,7 +254,8 @@ impl Link {
                     // The server would read our preface as a broken HTTP/1.1 request.
                     return Err(ErrorClass::Protocol);
                 }
-                let (send, conn) = within(builder.handshake(stream), deadline, ErrorClass::Connect)
+                let io = Counted::new(stream, self.traffic.clone());
+                let (send, conn) = within(builder.handshake(io), deadline, ErrorClass::Connect)
                     .await?
                     .map_err(|_| ErrorClass::Connect)?;
                 tokio::task::spawn_local(drive(conn, link, generation));
@@ -379,6 +391,12 @@ impl Stream {
         }
     }
 
+    /// wrote is what the connection wrote since an exchange last asked: its requests' frames
+    /// (h2 writes them from the connection's task, after the send), counted at its socket.
+    pub fn wrote(&self) -> u64 {
+        self.link.traffic.take_written()
+    }
+
     /// exchange sends one request as a new stream and reads its whole response. A HEAD
     /// request needs no care here: h2 knows the method, and the stream's END_STREAM ends the
     /// response whatever its headers say.
@@ -427,12 +445,13 @@ impl Stream {
         )
         .await;
         match trip {
-            Ok((status, bytes_in)) => Ok(Exchange {
+            Ok(status) => Ok(Exchange {
                 left: None,
                 handshake: None,
                 sent_at,
                 status,
-                bytes_in,
+                // Its frames are in: h2 read them before it handed the stream its end.
+                bytes_in: self.link.traffic.take_read(),
                 connects,
                 retries: 0,
                 arrived: None,
@@ -495,8 +514,7 @@ struct Handle<'a> {
 
 impl Trip {
     /// round_trip sends `template`'s request on `handle` and reads the whole response: its
-    /// status and size (head as HPACK counts it, plus the body), the head and body kept in
-    /// `capture` when a scenario reads them.
+    /// status, the head and body kept in `capture` when a scenario reads them.
     ///
     /// The response is read through h2's poll functions rather than its future wrappers: the
     /// head is taken apart where it lands (no `Response` moved through the layers of
@@ -510,7 +528,7 @@ impl Trip {
         mut watch: Option<&mut Watch>,
         deadline: &mut Deadline,
         grpc: bool,
-    ) -> Result<(u16, u64), Trip> {
+    ) -> Result<u16, Trip> {
         within(
             poll_fn(|cx| handle.send.poll_ready(cx)),
             deadline,
@@ -541,7 +559,6 @@ impl Trip {
             let r = std::task::ready!(std::pin::Pin::new(&mut response).poll(cx));
             Poll::Ready(r.map(|r| {
                 let status = r.status().as_u16();
-                let size = head_size(r.headers());
                 if let Some(c) = capture.as_mut() {
                     c.clear();
                     c.head(status);
@@ -560,21 +577,20 @@ impl Trip {
                     .then(|| r.headers().get("grpc-status"))
                     .flatten()
                     .and_then(|v| crate::grpc::status(v.as_bytes()));
-                (status, size, code, r.into_body())
+                (status, code, r.into_body())
             }))
         };
-        let (status, mut bytes_in, in_head, mut body) =
-            within(poll_fn(head_of), deadline, ErrorClass::Timeout)
-                .await
-                .map_err(Trip::stream)?
-                .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
+        let (status, in_head, mut body) = within(poll_fn(head_of), deadline, ErrorClass::Timeout)
+            .await
+            .map_err(Trip::stream)?
+            .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?;
         drop(response);
         let read = read_body(&mut body, deadline, capture, watch, clock).await;
         clock.done();
-        bytes_in += read?;
+        read?;
         if !grpc {
-            return Ok((status, bytes_in));
+            return Ok(status);
         }
-        grpc_status(&mut body, (status, in_head), deadline, capture, bytes_in).await
+        grpc_status(&mut body, (status, in_head), deadline, capture).await
     }
 }

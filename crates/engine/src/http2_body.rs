@@ -21,9 +21,9 @@ use crate::stream::Watch;
 /// response, which then costs no release call.
 const RELEASE_AT: usize = 1 << 20;
 
-/// read_body reads `body` until h2 says it ended, or fails once `deadline` passes; returns
-/// its size. Each frame's payload is kept in `capture` (up to its bound) and, with a `watch`,
-/// timed by `clock` (its arrival's kernel stamp, where the link notes them).
+/// read_body reads `body` until h2 says it ended, or fails once `deadline` passes. Each
+/// frame's payload is kept in `capture` (up to its bound) and, with a `watch`, timed by
+/// `clock` (its arrival's kernel stamp, where the link notes them).
 ///
 /// Until h2 says there is no more data: the stream ended, or its trailers came, and they end
 /// it (END_STREAM rides on them), so the response is whole either way: h2 answers None only
@@ -41,7 +41,7 @@ pub(crate) async fn read_body(
     capture: &mut Option<Response>,
     mut watch: Option<&mut Watch>,
     clock: Clock<'_>,
-) -> Result<u64, Trip> {
+) -> Result<(), Trip> {
     let mut held = 0usize;
     let mut bytes = 0u64;
     while let Some(chunk) = within(
@@ -75,12 +75,12 @@ pub(crate) async fn read_body(
     if let Some(w) = watch {
         w.end(Instant::now());
     }
-    Ok(bytes)
+    Ok(())
 }
 
-/// grpc_status is a gRPC call's status, once its body is read, and the answer's size with
-/// its trailers: the `grpc-status` of its trailers, or of its head (`in_head`) when the answer
-/// was trailers only; for an HTTP status other than 200, the code a gRPC client gives it.
+/// grpc_status is a gRPC call's status, once its body is read: the `grpc-status` of its
+/// trailers, or of its head (`in_head`) when the answer was trailers only; for an HTTP
+/// status other than 200, the code a gRPC client gives it.
 /// An answer with no status is not gRPC's (a plain HTTP server's 200): a protocol error.
 /// The trailers join the head's fields in `capture`, so that a scenario reads the call's
 /// `grpc-message` wherever the server wrote it.
@@ -89,13 +89,12 @@ pub(crate) async fn grpc_status(
     (status, in_head): (u16, Option<u16>),
     deadline: &mut Deadline,
     capture: &mut Option<Response>,
-    mut bytes_in: u64,
-) -> Result<(u16, u64), Trip> {
+) -> Result<u16, Trip> {
     if status != 200 {
-        return Ok((crate::grpc::from_http(status), bytes_in));
+        return Ok(crate::grpc::from_http(status));
     }
     if let Some(code) = in_head {
-        return Ok((code, bytes_in));
+        return Ok(code);
     }
     let trailers = within(
         poll_fn(|cx| body.poll_trailers(cx)),
@@ -106,17 +105,15 @@ pub(crate) async fn grpc_status(
     .map_err(Trip::stream)?
     .map_err(|e| Trip::from_h2(&e, ErrorClass::Read))?
     .ok_or(Trip::stream(ErrorClass::Protocol))?;
-    bytes_in += crate::http2_message::head_size(&trailers);
     if let Some(c) = capture.as_mut() {
         for (n, v) in &trailers {
             c.header(n.as_str().as_bytes(), v.as_bytes());
         }
     }
-    let code = trailers
+    trailers
         .get("grpc-status")
         .and_then(|v| crate::grpc::status(v.as_bytes()))
-        .ok_or(Trip::stream(ErrorClass::Protocol))?;
-    Ok((code, bytes_in))
+        .ok_or(Trip::stream(ErrorClass::Protocol))
 }
 
 /// Trip is a failed round trip: its class, and whether the connection itself is gone.

@@ -9,16 +9,6 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 
 use crate::message::Request;
 
-/// head_size is a response head's size as HPACK would carry it uncompressed (name, value and
-/// 32 bytes each, RFC 7541 4.1): h2 does not say how many bytes the frames took.
-pub(crate) fn head_size(headers: &HeaderMap) -> u64 {
-    headers
-        .iter()
-        .map(|(n, v)| (n.as_str().len() + v.len() + 32) as u64)
-        .sum::<u64>()
-        + 32
-}
-
 /// Template is a request as HTTP/2 sends it: its method, target and authority become
 /// pseudo-headers, the connection-specific headers (RFC 9113 8.2.2) are left out.
 #[derive(Debug)]

@@ -410,9 +410,8 @@ impl Lane {
         let now = self.clock.take().unwrap_or_else(Instant::now);
         let late = s.open && now.saturating_duration_since(intended) > LATE_SLACK;
         let at_cap = s.lanes.get() >= s.max_lanes;
-        s.rec
-            .borrow_mut()
-            .send(now, intended, out.what.size() as u64, late, at_cap);
+        let size = on(&mut self.conn, &mut self.others, host).size_at_send(out.what);
+        s.rec.borrow_mut().send(now, intended, size, late, at_cap);
         // Open model: from the intended send, so time spent waiting for a free connection or
         // a behind-schedule generator counts against the server, as wrk2 does (coordinated
         // omission); a hit sent a little early (see config::DEFAULT_SEND_AHEAD_S) counts from
@@ -434,6 +433,7 @@ impl Lane {
         let was_open = conn.is_open();
         let result = conn.exchange(out, &mut self.timeout, now).await;
         let is_open = conn.is_open();
+        s.rec.borrow_mut().wrote(intended, conn.wrote());
         s.flights.land(self.slot);
         let judge = (expected, out.grpc);
         self.record(s, result, &sent, (was_open, is_open), host, judge)

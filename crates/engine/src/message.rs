@@ -91,8 +91,7 @@ impl Request {
     }
 
     /// size is the request's size as HTTP/1.1 text would carry it (request line, `Host`, the
-    /// fields, the blank line and the body): the run's bytes-out figure, given so whatever the
-    /// protocol, as it always was.
+    /// fields, the blank line and the body): its bytes out over HTTP/1.1.
     pub fn size(&self) -> usize {
         let line = self.method.len() + 1 + self.target.len() + " HTTP/1.1\r\n".len();
         let host = "Host: \r\n".len() + self.authority.len();

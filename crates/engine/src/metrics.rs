@@ -503,6 +503,14 @@ impl Recorder {
         t.max_send_lag_us = t.max_send_lag_us.max(lag_us);
     }
 
+    /// wrote adds `bytes` that a request meant to start at `intended` wrote after its send
+    /// counted it (`Wire::wrote`: HTTP/2's frames) to the run's bytes out.
+    pub fn wrote(&mut self, intended: Instant, bytes: u64) {
+        if bytes > 0 && self.measured(intended) {
+            self.totals.bytes_out += bytes;
+        }
+    }
+
     /// retried records `n` resends of a request meant to start at `intended`.
     pub fn retried(&mut self, intended: Instant, n: u32) {
         if self.measured(intended) {

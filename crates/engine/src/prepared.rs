@@ -42,8 +42,8 @@ pub enum What<'a> {
 }
 
 impl What<'_> {
-    /// size is the request's size in bytes as HTTP/1.1 carries it: the run's bytes-out
-    /// figure, given so whatever the protocol, as it always was.
+    /// size is the request's size in bytes as HTTP/1.1 carries it: its bytes out (HTTP/2
+    /// counts its own frames as h2 writes them, `http2_traffic.rs`).
     pub fn size(&self) -> usize {
         match self {
             What::Prepared(p) => p.h1.len(),

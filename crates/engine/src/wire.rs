@@ -67,6 +67,25 @@ impl Wire {
         }
     }
 
+    /// size_at_send is what sending `what` adds to the run's bytes out as it goes: HTTP/1.1's
+    /// text, whose size is known before it is written; nothing for HTTP/2, whose frames h2
+    /// writes later, HPACK-compressed, and which are counted as written ([`Wire::wrote`]).
+    pub fn size_at_send(&self, what: What<'_>) -> u64 {
+        match self {
+            Wire::H1(_) => what.size() as u64,
+            Wire::H2(_) => 0,
+        }
+    }
+
+    /// wrote is what the connection wrote since it was last asked that the send did not
+    /// count: HTTP/2's frames, counted at its socket (`http2_traffic.rs`); 0 for HTTP/1.1.
+    pub fn wrote(&self) -> u64 {
+        match self {
+            Wire::H1(_) => 0,
+            Wire::H2(s) => s.wrote(),
+        }
+    }
+
     /// exchange sends `req` and waits for its whole response, or fails once `deadline`
     /// passes; `now` is the caller's clock, reused as the send time when nothing must be
     /// opened first.
