@@ -9,6 +9,7 @@ path answered the hot routes itself, and that it hands everything else over.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -265,8 +266,11 @@ def _get(path: str, headers: tuple = (), version: str = "1.1", quoted: bool = Tr
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-async def _through(protocol_class: type, app: Any, raw: bytes, requests: int) -> Wrote:
-    """_through feeds raw request bytes to a uvicorn protocol on a fake socket, as one read."""
+async def _through(
+    protocol_class: type, app: Any, raw: bytes, requests: int, then: Any = None
+) -> Wrote:
+    """_through feeds raw request bytes to a uvicorn protocol on a fake socket, as one read
+    (then calls `then(protocol)`, if given, before anything was answered through the app)."""
     config = uvicorn_config(app)  # the server's own
     state = ServerState()
     state.default_headers = [DATE]
@@ -274,6 +278,8 @@ async def _through(protocol_class: type, app: Any, raw: bytes, requests: int) ->
     protocol = protocol_class(config=config, server_state=state, app_state={})
     protocol.connection_made(real)
     protocol.data_received(raw)
+    if then is not None:
+        then(protocol)
     assert await async_wait_for(lambda: state.total_requests == requests, timeout=10)
     for _ in range(3):  # OneSend's flush, at the end of the turn
         await asyncio.sleep(0)
@@ -282,12 +288,14 @@ async def _through(protocol_class: type, app: Any, raw: bytes, requests: int) ->
     return wrote
 
 
-async def _doors(world: World, raw: bytes, requests: int) -> tuple[Wrote, Wrote, int]:
+async def _doors(
+    world: World, raw: bytes, requests: int, then: Any = None
+) -> tuple[Wrote, Wrote, int]:
     """_doors: what HttpProtocol with the fast path sent, what uvicorn's own protocol with
     FastAPI sent (`--fast-path off`), and how many requests reached the fast path's ASGI door."""
     fast = _Counted(world.fastapi, world.service)
-    ours = await _through(HttpProtocol, fast, raw, requests)
-    plain = await _through(HttpToolsProtocol, world.fastapi, raw, requests)
+    ours = await _through(HttpProtocol, fast, raw, requests, then)
+    plain = await _through(HttpToolsProtocol, world.fastapi, raw, requests, then)
     return ours, plain, fast.calls
 
 
@@ -332,3 +340,118 @@ async def test_the_connection_keeps_uvicorns_rules(
     assert ours == plain, label
     assert ours.data.count(b"HTTP/1.1 ") == requests
     assert calls == through_asgi, label
+
+
+# --- submissions answered from the protocol, once the store has them ---------------------
+
+_ID = re.compile(rb"[0-9a-f]{32}")
+_ANSWER = re.compile(rb"HTTP/1\.1 [2-5]\d\d ")  # a final answer, not a 100 Continue
+_TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
+def _post(body: bytes, headers: tuple = (), version: str = "1.1") -> bytes:
+    """_post is a submission as a client writes it (Content-Length unless headers frame it)."""
+    lines = [f"POST /tasks/submissions HTTP/{version}", "Host: x", "Content-Type: application/json"]
+    if not any(k.lower() in ("transfer-encoding", "content-length") for k, _ in headers):
+        lines.append(f"Content-Length: {len(body)}")
+    lines += [f"{k}: {v}" for k, v in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _same(wrote: Wrote) -> Wrote:
+    """_same is what was written with each task id and time made alike (two doors, two tasks)."""
+    data = _TIME.sub(b"<time>", _ID.sub(b"<id>", wrote.data))
+    return Wrote(data, wrote.closed, wrote.armed)
+
+
+F3 = b'{"type":"factorial","n":3}'
+
+
+@pytest.mark.parametrize(
+    "label,raw,requests,through_asgi",
+    [
+        ("stored 202", _post(F3), 1, 0),
+        ("HTTP/1.0 202", _post(F3, version="1.0"), 1, 0),
+        ("connection close", _post(F3, (("Connection", "close"),)), 1, 0),
+        ("bad json 400", _post(b"{not json"), 1, 0),
+        ("n > max 422", _post(b'{"type":"factorial","n":99999}'), 1, 0),
+        ("fetch url 422", _post(b'{"type":"http-fetch","url":"ftp://x/"}'), 1, 0),
+        # A request behind an unanswered one waits in uvicorn's pipeline, then goes through
+        # the app; a submission whose turn comes is taken then, its body read meanwhile.
+        ("pipelined behind it", _post(F3) + _raw("/tasks/{factorial}") + _post(F3), 3, 1),
+        (
+            "behind an app's answer",
+            _raw("/tasks/nope") + _post(F3) + _raw("/tasks/{running}"),
+            3,
+            2,
+        ),
+        # Anything else goes through the app, which reads any framing.
+        (
+            "chunked",
+            _post(b"1a\r\n" + F3 + b"\r\n0\r\n\r\n", (("Transfer-Encoding", "chunked"),)),
+            1,
+            1,
+        ),
+        ("declared past the limit", _post(F3, (("Content-Length", "99999"),))[: -len(F3)], 1, 1),
+        ("100-continue", _post(F3, (("Expect", "100-continue"),)), 1, 1),
+    ],
+)
+async def test_submissions_are_answered_from_the_protocol_as_uvicorn_would(
+    world: World, label: str, raw: bytes, requests: int, through_asgi: int
+) -> None:
+    for name, value in world.ids.items():
+        raw = raw.replace(f"{{{name}}}".encode(), value.encode())
+    stored = world.service._seq
+    ours, plain, calls = await _doors(world, raw, requests)
+    assert _same(ours) == _same(plain), label
+    assert len(_ANSWER.findall(ours.data)) == requests
+    assert calls == through_asgi, label
+    accepted = ours.data.count(b"HTTP/1.1 202 ")
+    assert world.service._seq - stored == 2 * accepted  # each door stored its own
+    for task_id in _ID.findall(ours.data)[:accepted]:
+        task = world.service.get_now(task_id.decode())
+        assert task is not None and await world.service.storage.get(task.id) is not None
+
+
+async def test_a_submission_with_an_idempotency_key_goes_through_the_app(world: World) -> None:
+    """An Idempotency-Key may need the store to decide (a replay, a clash): the app awaits it."""
+    fast = _Counted(world.fastapi, world.service)
+    first = await _through(HttpProtocol, fast, _post(F3, (("Idempotency-Key", "k-proto"),)), 1)
+    again = await _through(HttpProtocol, fast, _post(F3, (("Idempotency-Key", "k-proto"),)), 1)
+    assert fast.calls == 2
+    assert first.data.startswith(b"HTTP/1.1 202 ") and b"idempotent-replayed" not in first.data
+    assert b"idempotent-replayed: true" in again.data
+    assert _ID.findall(first.data)[0] == _ID.findall(again.data)[0]
+
+
+async def test_a_full_queue_is_answered_503_from_the_protocol(world: World) -> None:
+    world.service.config.max_queue = 0
+    try:
+        ours, plain, calls = await _doors(world, _post(F3), 1)
+    finally:
+        world.service.config.max_queue = 10_000
+    assert ours == plain and calls == 0
+    assert ours.data.startswith(b"HTTP/1.1 503 ") and b"retry-after: 1\r\n" in ours.data
+
+
+async def test_a_shutdown_while_it_is_stored_closes_after_the_answer(world: World) -> None:
+    ours, plain, calls = await _doors(world, _post(F3), 1, then=lambda p: p.shutdown())
+    assert _same(ours) == _same(plain) and calls == 0
+    assert b"connection: close\r\n" in ours.data and ours.closed and not ours.armed
+
+
+async def test_a_client_gone_before_the_commit_leaves_its_task_stored_and_cached(
+    world: World,
+) -> None:
+    config = uvicorn_config(FastPath(world.fastapi, world.service))
+    real = FakeTransport()
+    protocol = HttpProtocol(config=config, server_state=ServerState(), app_state={})
+    protocol.connection_made(real)
+    seq = world.service._seq
+    protocol.data_received(_post(F3))
+    protocol.connection_lost(None)  # before the writer thread has committed it
+    assert await async_wait_for(lambda: world.service.queue.reserved == 0, timeout=10)
+    stored = await world.service.storage.list(None, after_seq=seq, limit=10)
+    assert [t.seq for t in stored] == [seq + 1]
+    assert world.service.get_now(stored[0].id) is not None  # cached, as a shielded submit
+    assert real.writes == []

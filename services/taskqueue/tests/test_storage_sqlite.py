@@ -83,3 +83,64 @@ async def test_commits_are_durable_past_power_loss(tmp_path: Path) -> None:
     finally:
         await storage.close()
     assert (journal, synchronous) == ("wal", 2), "2 is FULL (1 NORMAL, 0 OFF, 3 EXTRA)"
+
+
+async def test_the_writes_of_one_turn_are_one_commit(tmp_path: Path) -> None:
+    """What the loop queues in one turn reaches the writer thread in one hand-over, so one
+    transaction, even when the loop lets the thread run between the ops (here a sleep that
+    drops the GIL; under load, a switch): put one by one, the thread woke at the first op
+    and committed it alone, then the next."""
+    import time
+
+    storage = SqliteStorage(tmp_path)
+    await storage.open()
+    done = asyncio.Event()
+    told: list[BaseException | None] = []
+
+    def then(exc: BaseException | None) -> None:
+        told.append(exc)
+        if len(told) == 20:
+            done.set()
+
+    before = storage._w().batches
+    for i in range(1, 21):  # one turn of the loop
+        storage.insert_then(Task(id=f"t{i}", seq=i, type=TaskType.FACTORIAL, params={}), then)
+        time.sleep(0.002)
+    await asyncio.wait_for(done.wait(), 10)
+    assert told == [None] * 20
+    assert storage._w().batches - before == 1
+    assert len(await storage.list(None, after_seq=0, limit=100)) == 20
+    await storage.close()
+
+
+async def test_insert_then_tells_its_outcome_on_the_loop_without_a_hop(tmp_path: Path) -> None:
+    """insert_then calls back on the loop's thread once committed, from the callback that
+    resolves the batch: a task waiting on a future of the same batch runs only after it.
+    A clash is told to its own callback; the rest of the batch still lands; and what a
+    turn queued before close() is committed, not lost."""
+    import sqlite3
+    import threading
+
+    storage = SqliteStorage(tmp_path)
+    await storage.open()
+    told: list[tuple[str, BaseException | None, bool]] = []
+    loop_thread = threading.get_ident()
+
+    def then(name: str):
+        return lambda exc: told.append((name, exc, threading.get_ident() == loop_thread))
+
+    first = Task(id="a", seq=1, type=TaskType.FACTORIAL, params={})
+    storage.insert_then(first, then("a"))
+    storage.insert_then(Task(id="a", seq=2, type=TaskType.FACTORIAL, params={}), then("clash"))
+    await storage.insert(Task(id="b", seq=3, type=TaskType.FACTORIAL, params={}))
+    assert [(n, type(e).__name__ if e else None, on_loop) for n, e, on_loop in told] == [
+        ("a", None, True),
+        ("clash", "IntegrityError", True),
+    ]
+    assert isinstance(told[1][1], sqlite3.IntegrityError)
+    storage.insert_then(Task(id="c", seq=4, type=TaskType.FACTORIAL, params={}), then("c"))
+    await storage.close()  # in the same turn as the insert: handed over, then committed
+    again = SqliteStorage(tmp_path)
+    await again.open()
+    assert [t.id for t in await again.list(None, after_seq=0, limit=10)] == ["a", "b", "c"]
+    await again.close()

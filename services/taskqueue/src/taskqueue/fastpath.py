@@ -7,12 +7,13 @@ Here those routes cost a path split and a header scan. The answers come from `re
 the same functions the FastAPI routes call, so both doors give byte-identical responses;
 every other request (other methods or paths, a root_path, lifespan) goes to FastAPI.
 A read that memory answers (`at_once`) does not even reach the ASGI door: the HTTP
-protocol (transport.py) answers it as it parses it.
+protocol (transport.py) answers it as it parses it; so does a plain submission
+(`takes_submission`, `submit_now`), once the store has it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from taskqueue import replies
@@ -34,6 +35,7 @@ class FastPath:
     def __init__(self, app: Any, service: TaskService) -> None:
         self.app = app
         self.service = service
+        self._stores_now = not service.storage.shared and service.storage.inserts_then
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         """__call__ routes one ASGI connection scope (the ASGI 3 interface)."""
@@ -63,6 +65,34 @@ class FastPath:
         if is_status:
             return replies.status_now(self.service, task_id)
         return replies.result_now(self.service, task_id, _find(headers, b"accept") or "")
+
+    def takes_submission(self, path: str, headers: replies.RawHeaders) -> bool:
+        """takes_submission: whether `submit_now` answers `POST path` with these headers (lower-
+        cased names): a submission without an Idempotency-Key, its body's length declared and
+        within the limit, on a store that stores without a coroutine. Any other POST comes
+        through `__call__`, which reads bodies of any framing and awaits idempotency."""
+        if path != _SUBMISSIONS or not self._stores_now:
+            return False
+        declared = None
+        for name, value in headers:
+            if name in (b"idempotency-key", b"transfer-encoding"):
+                return False
+            if name == b"content-length":
+                if declared is not None:
+                    return False
+                declared = value
+        return (
+            declared is not None
+            and declared.isdigit()
+            and int(declared) <= self.service.config.max_body_bytes
+        )
+
+    def submit_now(
+        self, body: bytes, respond: Callable[[replies.Reply | BaseException], None]
+    ) -> replies.Reply | None:
+        """submit_now answers a submission `takes_submission` took, its body whole: the answer
+        if known at once, else None and `respond` gets it once the task is durable."""
+        return replies.submit_now(self.service, body, respond)
 
     async def _get(self, scope: Scope, path: str) -> replies.Reply | None:
         hot = _route(path)

@@ -8,7 +8,7 @@ status, headers and body of every answer are made here, so the two doors cannot 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import NamedTuple
 
 import orjson
@@ -89,22 +89,65 @@ async def read_body(chunks: AsyncIterator[bytes], declared: str | None, limit: i
 async def submit(service: TaskService, body: bytes | None, key: str | None) -> Reply:
     """submit answers POST /tasks/submissions; body is None when it passed the size limit."""
     if body is None:
-        service.metrics.rejections.labels("too_large").inc()
-        return error(413, f"body larger than {service.config.max_body_bytes} bytes")
+        return _too_large(service)
     if key is not None and not 0 < len(key) <= IDEMPOTENCY_KEY_MAX:
         return error(
             422, f"Idempotency-Key must be 1..{IDEMPOTENCY_KEY_MAX} characters", "Idempotency-Key"
         )
     try:
         task, created = await service.submit(body, key)
-    except SubmissionError as exc:
-        if exc.field != "Idempotency-Key":
-            service.metrics.rejections.labels("invalid").inc()
-        return reply(exc.status, exc.body())
-    except Overloaded as exc:
-        return error(503, str(exc), extra=((b"retry-after", str(exc.retry_after).encode()),))
+    except (SubmissionError, Overloaded) as exc:
+        return _refused(service, exc)
     except StorageUnavailable as exc:  # whether it was stored is unknown: Idempotency-Key
         return unavailable(service, exc)
+    return _accepted(task, created)
+
+
+def submit_now(
+    service: TaskService, body: bytes | None, respond: Callable[[Reply | BaseException], None]
+) -> Reply | None:
+    """submit_now is `submit` without an Idempotency-Key for the HTTP protocol, which answers
+    as it parses (transport.py): the answer when it is known at once, else None, and
+    `respond` is given the answer once the task is durable (or what `submit` would have
+    raised: the protocol answers that as uvicorn answers an app's exception). The store
+    must `insert_then` (`TaskService.submit_then`)."""
+    if body is None:
+        return _too_large(service)
+
+    def stored(outcome: Task | BaseException) -> None:
+        if isinstance(outcome, Task):
+            respond(_accepted(outcome, True))
+        elif isinstance(outcome, StorageUnavailable):
+            respond(unavailable(service, outcome))
+        else:
+            respond(outcome)
+
+    try:
+        if not service.submit_then(body, stored):
+            raise RuntimeError("submit_now: this store cannot insert without a coroutine")
+    except (SubmissionError, Overloaded) as exc:
+        return _refused(service, exc)
+    except StorageUnavailable as exc:
+        return unavailable(service, exc)
+    return None
+
+
+def _too_large(service: TaskService) -> Reply:
+    service.metrics.rejections.labels("too_large").inc()
+    return error(413, f"body larger than {service.config.max_body_bytes} bytes")
+
+
+def _refused(service: TaskService, exc: SubmissionError | Overloaded) -> Reply:
+    """_refused is the answer to a submission refused before it was stored."""
+    if isinstance(exc, Overloaded):
+        return error(503, str(exc), extra=((b"retry-after", str(exc.retry_after).encode()),))
+    if exc.field != "Idempotency-Key":
+        service.metrics.rejections.labels("invalid").inc()
+    return reply(exc.status, exc.body())
+
+
+def _accepted(task: Task, created: bool) -> Reply:
+    """_accepted is the 202 of a stored submission (or of its Idempotency-Key replay)."""
     location = (b"location", f"/tasks/submissions/{task.id}".encode())
     if created:
         return reply(202, task.json(), (location,))

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from taskqueue.config import Config
 from taskqueue.executor import Executor, StopReason
@@ -25,7 +25,13 @@ from taskqueue.models import Task, TaskStatus, TaskType, new_task_id
 from taskqueue.queue import TaskQueue
 from taskqueue.storage import DuplicateTask, Result, Storage, StorageUnavailable
 from taskqueue.storage_sqlite import SqliteStorage
-from taskqueue.submission import SubmissionError, body_fingerprint, parse_submission
+from taskqueue.submission import (
+    FactorialSpec,
+    FetchSpec,
+    SubmissionError,
+    body_fingerprint,
+    parse_submission,
+)
 
 log = logging.getLogger("taskqueue")
 
@@ -156,20 +162,7 @@ class TaskService:
                         "Idempotency-Key was already used with a different body",
                     )
                 return original, False
-        if self.queue_depth() >= self.config.max_queue:
-            self.metrics.rejections.labels("queue_full").inc()
-            raise Overloaded(self.retry_after())
-        self.queue.reserved += 1  # now, not in _store: the next request must see it
-        self._seq += 1  # a shared store numbers the task itself
-        params = spec.model_dump(exclude={"type"}, exclude_none=True)
-        task = Task(
-            id=new_task_id(),
-            seq=self._seq,
-            type=TaskType(spec.type),
-            params=params,
-            idem_key=idem_key,
-            idem_hash=fingerprint,
-        )
+        task = self._admit(spec, idem_key, fingerprint)
         # Shielded: a client that disconnects must not leave a durable task uncached.
         storing = asyncio.get_running_loop().create_task(self._store(task))
         if idem_key is not None:
@@ -186,20 +179,77 @@ class TaskService:
                 ) from None
             return original, False
 
+    def submit_then(self, body: bytes, done: Callable[[Task | BaseException], None]) -> bool:
+        """submit_then is `submit` without an Idempotency-Key for a caller that cannot await
+        (the HTTP protocol, answering as it parses): the body is validated and admitted at
+        once, raising SubmissionError or Overloaded as submit does, and `done` gets the task
+        once it is durable, or what storing it raised, on the loop's thread with no task or
+        coroutine in between (each would cost a turn of a busy loop). False, having done
+        nothing, where the store cannot (`Storage.inserts_then`): then await `submit`.
+
+        A caller gone meanwhile changes nothing: the task is cached once stored, as submit's
+        shield ensures."""
+        if self.storage.shared or not self.storage.inserts_then:
+            return False
+        spec = parse_submission(body, self.config.max_factorial_n)
+
+        def stored(exc: BaseException | None) -> None:
+            self._release(task)
+            if exc is not None:
+                done(exc)
+                return
+            self._admitted(task)
+            done(task)
+
+        task = self._admit(spec, None, None)
+        try:
+            self.storage.insert_then(task, stored)
+        except BaseException:
+            self._release(task)
+            raise
+        return True
+
+    def _admit(
+        self, spec: FactorialSpec | FetchSpec, idem_key: str | None, fingerprint: str | None
+    ) -> Task:
+        """_admit is admission control and the new task, counted as being stored."""
+        if self.queue_depth() >= self.config.max_queue:
+            self.metrics.rejections.labels("queue_full").inc()
+            raise Overloaded(self.retry_after())
+        self.queue.reserved += 1  # now, not once stored: the next request must see it
+        self._seq += 1  # a shared store numbers the task itself
+        params = spec.model_dump(exclude={"type"}, exclude_none=True)
+        return Task(
+            id=new_task_id(),
+            seq=self._seq,
+            type=TaskType(spec.type),
+            params=params,
+            idem_key=idem_key,
+            idem_hash=fingerprint,
+        )
+
+    def _release(self, task: Task) -> None:
+        """_release: the task is no longer being stored (stored, or failed to be)."""
+        self.queue.reserved -= 1
+        if task.idem_key is not None:
+            self._storing.pop(task.idem_key, None)
+
     async def _store(self, task: Task) -> Task:
         try:
             await self.storage.insert(task)
         finally:
-            self.queue.reserved -= 1
-            if task.idem_key is not None:
-                self._storing.pop(task.idem_key, None)
+            self._release(task)
+        self._admitted(task)
+        return task
+
+    def _admitted(self, task: Task) -> None:
+        """_admitted: the task is durable; it is queued here (or left to every server's claim)."""
         if self.storage.shared:
             self._admitted_since += 1  # any server may claim it: not cached here
         else:
             self.queue.add(task)
         self.metrics.submissions.labels(task.type.value).inc()
         self.executor.kick()
-        return task
 
     async def _idempotent(self, key: str) -> Task | None:
         storing = self._storing.get(key)

@@ -88,6 +88,16 @@ class Storage(abc.ABC):
         """insert stores a new task durably (it must not exist yet); a shared store sets
         task.seq from its own sequence, since servers cannot number tasks among themselves."""
 
+    inserts_then = False
+    """inserts_then: the store has `insert_then`."""
+
+    def insert_then(self, task: Task, done: Callable[[BaseException | None], None]) -> None:
+        """insert_then is insert for a caller that cannot await (the HTTP protocol answering a
+        submission as it parses it), on a store that `inserts_then`: it starts the write, and
+        `done` is called on the event loop's thread once the task is durable (None) or with
+        what the write raised, with no task or coroutine in between."""
+        raise NotImplementedError(f"{type(self).__name__} cannot insert without a coroutine")
+
     @abc.abstractmethod
     async def update(
         self, task: Task, result: Result | None = None, prior: Task | None = None

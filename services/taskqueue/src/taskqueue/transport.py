@@ -6,7 +6,8 @@ the client's kernel then acknowledges on its own. On loopback the sender's send(
 the receiver's TCP input, so the second send costs the service about as much as the first.
 `OneSend` holds a connection's writes until the end of the loop's turn and sends them
 joined; `HttpProtocol` is uvicorn's httptools protocol on such a transport, which also
-answers the reads its app can answer from memory as soon as it has parsed them.
+answers the reads its app can answer from memory as soon as it has parsed them, and a
+submission as soon as the store has it, with no ASGI cycle between.
 
 Hand-rolled because neither library offers it: uvicorn has no hook between a response's
 head and its body, and uvloop's `writelines` sends each buffer at once too (measured).
@@ -20,9 +21,25 @@ from collections.abc import Callable
 from typing import Any
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import HEADER_VALUE_RE, STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
 
 from taskqueue.replies import RawHeaders, Reply
+
+_INTERNAL_ERROR = Reply(
+    500,
+    [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", b"21"),
+        (b"connection", b"close"),
+    ],
+    b"Internal Server Error",
+)
+"""_INTERNAL_ERROR is uvicorn's answer to an app that raised before it answered."""
 
 HOLD_LIMIT = 64 * 2**10
 """HOLD_LIMIT: once this many bytes are held they go at once, as does any larger write, so a
@@ -108,6 +125,13 @@ class HttpProtocol(HttpToolsProtocol):
     the keep-alive timer and request count as uvicorn's own `on_response_complete` keeps
     them. Anything else, and any doubt (a body, an upgrade, a response still being written
     on the connection, the client not reading), goes the usual way, through the app.
+
+    A plain submission (`FastPath.takes_submission`) keeps uvicorn's request cycle but runs
+    no task on it: its body goes to `FastPath.submit_now` once read, and the answer is
+    written from the callback that tells the loop the store has the task. Through the app
+    the same answer waited for five turns of the loop (the cycle's task, the store's task,
+    its future, the shield, the write), each a full turn of a loop serving thousands of
+    connections.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -117,6 +141,12 @@ class HttpProtocol(HttpToolsProtocol):
         )
         self._now: bytes | None = None  # the answer to the request being parsed, if known
         self._now_keep_alive = True
+        self._takes: Callable[[str, RawHeaders], bool] | None = getattr(
+            self.app, "takes_submission", None
+        )
+        self._submit_now: Callable[[bytes, Callable[[Reply | BaseException], None]], Any] | None
+        self._submit_now = getattr(self.app, "submit_now", None)
+        self._taken: RequestResponseCycle | None = None  # a submission awaiting its body
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """connection_made hands uvicorn the connection's transport wrapped in OneSend."""
@@ -133,16 +163,102 @@ class HttpProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
-        """on_message_complete sends an answer given at once, as a finished cycle would."""
+        """on_message_complete sends an answer given at once, as a finished cycle would, or
+        hands a submission taken by the protocol its whole body."""
         now = self._now
         if now is None:
             super().on_message_complete()
+            taken = self._taken
+            if taken is not None and taken is self.cycle and not taken.more_body:
+                self._submit(taken)
             return
         self._now = None
         self._one_send.write_whole(now)
         if not self._now_keep_alive:
             self.transport.close()
         self.on_response_complete()
+
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
+        """_start_asgi_task runs a request's cycle through the app, unless the app's fast path
+        takes it as a submission answered from the protocol: then no task, coroutine or ASGI
+        message is made, and its answer is written when the store has the task.
+
+        uvicorn calls this as a request's headers are parsed, or when a pipelined request's
+        turn comes; the cycle is uvicorn's own either way, so its rules hold unchanged (a
+        request behind an unanswered one waits in the pipeline, a disconnect or a shutdown
+        marks the cycle). A uvicorn without this hook sends every submission to the app."""
+        scope = cycle.scope
+        takes = self._takes
+        if (
+            takes is None
+            or self._submit_now is None
+            or app is not self.app
+            or scope["method"] != "POST"
+            or scope["root_path"]
+            or self.access_log
+            or cycle.waiting_for_100_continue  # the app's receive() writes the 100 Continue
+            or any(name == b"upgrade" for name, _ in scope["headers"])
+            or not takes(scope["path"], list(scope["headers"]))
+        ):
+            super()._start_asgi_task(cycle, app)
+            return
+        if cycle.more_body:
+            self._taken = cycle  # on_message_complete submits it
+        else:
+            self._submit(cycle)  # a pipelined request, read whole while it waited
+
+    def _submit(self, cycle: RequestResponseCycle) -> None:
+        """_submit hands the app a taken submission's body; its answer comes now or later."""
+        self._taken = None
+        body = bytes(cycle.body)
+        cycle.body = bytearray()
+        assert self._submit_now is not None  # checked as it was taken
+        try:
+            answer = self._submit_now(body, lambda outcome: self._answer(cycle, outcome))
+        except Exception as exc:  # what the app's door would have raised: answered as uvicorn does
+            answer = exc
+        if answer is not None:
+            self._answer(cycle, answer)
+
+    def _answer(self, cycle: RequestResponseCycle, outcome: Reply | BaseException) -> None:
+        """_answer writes a taken submission's answer as uvicorn's cycle would have sent it
+        (its `send`, then its `on_response`), an exception as uvicorn's 500; nothing to a
+        client that left. The response is not held for a client that stopped reading (a
+        cycle would wait for the transport to drain): it is one small write."""
+        if cycle.disconnected or cycle.response_complete or self.transport.is_closing():
+            return
+        if isinstance(outcome, Reply):
+            data = self._wire(outcome, cycle.keep_alive)
+            failed: BaseException = RuntimeError("Invalid HTTP header value.")
+        else:
+            data, failed = None, outcome
+        if data is None:
+            self.logger.error("Exception in ASGI application\n", exc_info=failed)
+            cycle.keep_alive = False
+            data = self._wire(_INTERNAL_ERROR, False)
+            assert data is not None
+        cycle.response_started = cycle.response_complete = True
+        cycle.message_event.set()
+        self._one_send.write_whole(data)
+        if not cycle.keep_alive:
+            self.transport.close()
+        self.on_response_complete()
+
+    def _wire(self, answer: Reply, keep_alive: bool) -> bytes | None:
+        """_wire is the whole response uvicorn writes for `answer` (status line, the server's
+        default headers, the answer's, `connection: close` when not kept alive), or None
+        where uvicorn would refuse a header value."""
+        out = [STATUS_LINE[answer.status]]
+        closes = False
+        for name, value in (*self.server_state.default_headers, *answer.headers):
+            if HEADER_VALUE_RE.search(value):  # uvicorn refuses it
+                return None
+            closes = closes or (name == b"connection" and value == b"close")
+            out += (name, b": ", value, b"\r\n")
+        if not keep_alive and not closes:
+            out.append(b"connection: close\r\n")
+        out += (b"\r\n", answer.body)
+        return b"".join(out)
 
     def _answer_now(self, at_once: Callable[[str, RawHeaders], Reply | None]) -> bytes | None:
         """_answer_now is the whole response to the request just parsed when the app can give
@@ -170,13 +286,5 @@ class HttpProtocol(HttpToolsProtocol):
             return None
         if answer is None:
             return None
-        out = [STATUS_LINE[answer.status]]
-        for name, value in (*self.server_state.default_headers, *answer.headers):
-            if HEADER_VALUE_RE.search(value):  # uvicorn refuses it: its way, not ours
-                return None
-            out += (name, b": ", value, b"\r\n")
         self._now_keep_alive = parser.get_http_version() != "1.0" and parser.should_keep_alive()
-        if not self._now_keep_alive:
-            out.append(b"connection: close\r\n")
-        out += (b"\r\n", answer.body)
-        return b"".join(out)
+        return self._wire(answer, self._now_keep_alive)  # None: uvicorn's way, not ours
