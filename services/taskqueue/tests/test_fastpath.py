@@ -434,6 +434,31 @@ async def test_a_full_queue_is_answered_503_from_the_protocol(world: World) -> N
     assert ours.data.startswith(b"HTTP/1.1 503 ") and b"retry-after: 1\r\n" in ours.data
 
 
+async def test_a_body_past_uvicorns_high_water_mark_is_read_whole(world: World) -> None:
+    """uvicorn's cycle stops reading a body past 64 KiB until the app receive()s it; a taken
+    submission has no app to receive it, so it is read whole (a server that allows larger
+    bodies must not hang on one). Fed in 8 KiB reads, as a socket would, while reading is on."""
+    raw = _post(b'{"type":"factorial","n":1,"pad":"' + b"x" * 100_000 + b'"}')
+    world.service.config.max_body_bytes = 200_000  # read per request by the fast path's doors
+    config = uvicorn_config(_Counted(world.fastapi, world.service))
+    state = ServerState()
+    real = FakeTransport()
+    protocol = HttpProtocol(config=config, server_state=state, app_state={})
+    protocol.connection_made(real)
+    fed = 0
+    try:
+        while fed < len(raw) and not protocol.flow.read_paused:
+            protocol.data_received(raw[fed : fed + 8192])
+            fed += 8192
+        answered = await async_wait_for(lambda: state.total_requests == 1, timeout=5)
+    finally:
+        world.service.config.max_body_bytes = Config().max_body_bytes
+        protocol.connection_lost(None)
+    assert fed >= len(raw), f"reading paused after {fed} of {len(raw)} bytes"
+    assert answered and b"".join(real.writes).startswith(b"HTTP/1.1 422 ")
+    assert config.loaded_app.calls == 0
+
+
 async def test_a_shutdown_while_it_is_stored_closes_after_the_answer(world: World) -> None:
     ours, plain, calls = await _doors(world, _post(F3), 1, then=lambda p: p.shutdown())
     assert _same(ours) == _same(plain) and calls == 0

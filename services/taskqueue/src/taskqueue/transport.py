@@ -178,6 +178,15 @@ class HttpProtocol(HttpToolsProtocol):
             self.transport.close()
         self.on_response_complete()
 
+    def on_body(self, body: bytes) -> None:
+        """on_body gathers a taken submission's body; any other goes to uvicorn's cycle, which
+        stops reading past its high-water mark until the app's receive() takes the body."""
+        taken = self._taken
+        if taken is not None and taken is self.cycle:
+            taken.body += body  # no app will receive() it: never paused (bounded by its length)
+            return
+        super().on_body(body)
+
     def _start_asgi_task(self, cycle: RequestResponseCycle, app: Any) -> None:
         """_start_asgi_task runs a request's cycle through the app, unless the app's fast path
         takes it as a submission answered from the protocol: then no task, coroutine or ASGI
