@@ -459,6 +459,23 @@ async def test_a_body_past_uvicorns_high_water_mark_is_read_whole(world: World) 
     assert config.loaded_app.calls == 0
 
 
+async def test_a_failure_after_the_commit_is_answered_as_uvicorn_answers_an_app_error(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever fails once the task is stored reaches the client as it would through the fast
+    path's ASGI door (uvicorn's 500, connection closed), not as a request left unanswered."""
+
+    def kick() -> None:
+        raise RuntimeError("the executor is gone")
+
+    monkeypatch.setattr(world.service.executor, "kick", kick)
+    fast = _Counted(world.fastapi, world.service)
+    ours = await _through(HttpProtocol, fast, _post(F3), 1)
+    door = await _through(HttpToolsProtocol, FastPath(world.fastapi, world.service), _post(F3), 1)
+    assert ours == door and fast.calls == 0
+    assert ours.data.startswith(b"HTTP/1.1 500 ") and ours.closed
+
+
 async def test_a_shutdown_while_it_is_stored_closes_after_the_answer(world: World) -> None:
     ours, plain, calls = await _doors(world, _post(F3), 1, then=lambda p: p.shutdown())
     assert _same(ours) == _same(plain) and calls == 0

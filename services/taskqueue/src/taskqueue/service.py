@@ -195,11 +195,12 @@ class TaskService:
 
         def stored(exc: BaseException | None) -> None:
             self._release(task)
-            if exc is not None:
-                done(exc)
-                return
-            self._admitted(task)
-            done(task)
+            if exc is None:
+                try:
+                    self._admitted(task)
+                except Exception as failed:  # told, as submit's caller would be: never left hanging
+                    exc = failed
+            done(task if exc is None else exc)
 
         task = self._admit(spec, None, None)
         try:
