@@ -228,8 +228,11 @@ def test_ui_starts_a_run_from_the_form_in_chromium(target):
             page.select_option("select[name=model]", "open")
             page.fill("input[name=load]", "200")
             page.fill("input[name=duration]", "20s")
+            # Each field updates the command line as its input event is handled: wait for the
+            # last one filled, not only the first (a CI run read '-d 30s', the default, here).
             page.wait_for_function(
-                "document.getElementById('command').textContent.includes('--rate 200')",
+                "['--rate 200', '-d 20s'].every("
+                "s => document.getElementById('command').textContent.includes(s))",
                 timeout=10_000,
             )
             command = page.inner_text("#command")

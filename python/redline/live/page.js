@@ -209,11 +209,14 @@
       return f;
     }
     var timer = null;
+    var asked = 0; // previews asked for: only the latest one's answer is shown
     function preview() {
+      var n = ++asked;
       if (!fields().target) { setText("command", "–"); setText("form-error", ""); return; }
       var params = new URLSearchParams(fields());
       if (token) params.set("token", token);
       fetch("command?" + params).then(function (r) { return r.json(); }).then(function (d) {
+        if (n !== asked) return; // a later edit asked again: this answer is stale
         setText("command", d.command || "–");
         setText("form-error", d.error || "");
       });
