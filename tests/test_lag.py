@@ -2,7 +2,7 @@
 generator moves the lag, not the latency; and compare, judging like with like, fails the gate
 on a 25 % slower server and not on the same server twice.
 
-Both load a core on purpose (a spinning loop beside a pinned generator; runs whose tails are
+Both load a core on purpose (a loop that takes a pinned generator's core; runs whose tails are
 compared), so they are marked ``alone``. What they measure is the generator, so the server
 must not be what varies: it runs in its own process on the last core at SCHED_FIFO (as
 bench/lag.py --server-rt does), so that a loaded machine (two cores shared with builds and
@@ -93,25 +93,45 @@ def _pinned_run(url: str, out: Path, core: int, *flags: str) -> dict[str, Any]:
     return dict(json.loads(out.read_text()))
 
 
+# HOG takes the generator's core 3 ms of every 10 at real-time priority: every request due
+# while it spins leaves up to 3 ms late, about a third of them, so the lag shows at the p90.
+# (A plain spinning loop at normal priority barely delays a thread that sleeps between sends:
+# the scheduler lets it preempt the loop at once on waking, and the lag's p99 read 0.4-0.5 ms
+# quiet or busy alike, too little for any figure to tell a lag charged to the server.)
+HOG = """
+import os, time
+os.sched_setaffinity(0, {%d})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
+while True:
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.003:
+        pass
+    time.sleep(0.007)
+"""
+
+
 def test_a_busy_core_moves_the_lag_not_the_latency(server, tmp_path):
-    """A 4 ms server at 400 req/s, redline pinned to a core: quiet, then beside a loop spinning
-    on that core (the generator's thread loses whole scheduler slices). The latency (wait +
-    the server's time from the kernel's send stamp) stays the server's; the lag takes the
-    preemption; --latency-from intended puts it back in the figure."""
+    """A 4 ms server at 400 req/s, redline pinned to a core: quiet, then beside a loop that
+    takes that core 3 ms of every 10 (the generator's thread loses whole slices). The latency
+    (wait + the server's time from the kernel's send stamp) stays the server's; the lag takes
+    the preemption; --latency-from intended puts it back in the figure.
+
+    Judged at the p90, where a third of the busy run's requests carry up to 3 ms of lag (the
+    lag's p90 read 2.1 ms, the intended figure's p90 6.2 ms against 4.1): a fresh-clone CI run
+    once read a busy p99 of 9.9 ms against a quiet 5.0, a stall of the whole VM (the server's
+    answers came late too) that the 1 % tail of a 4 s run cannot tell from a lag charged to
+    the server; the p90 moves only if a tenth of the requests do."""
     core = sorted(os.sched_getaffinity(0))[0]
     url = f"{server.url}/?latency=4ms"
     before = server.requests()
     quiet = _pinned_run(url, tmp_path / "quiet.json", core)
-    spin = subprocess.Popen(
-        [sys.executable, "-c", "while True: pass"],
-        preexec_fn=lambda: os.sched_setaffinity(0, {core}),
-    )
+    hog = subprocess.Popen([sys.executable, "-c", HOG % core])
     try:
         busy = _pinned_run(url, tmp_path / "busy.json", core)
         intended = _pinned_run(url, tmp_path / "intended.json", core, "--latency-from", "intended")
     finally:
-        spin.kill()
-        spin.wait(timeout=10)
+        hog.kill()
+        hog.wait(timeout=10)
     answered = quiet["requests"] + busy["requests"] + intended["requests"]
     assert server.requests() - before >= answered
     # Kernel-timed sends: every write's syscall bracketed, a wide one read from the kernel
@@ -120,16 +140,13 @@ def test_a_busy_core_moves_the_lag_not_the_latency(server, tmp_path):
     # The server answers in 4 ms: the latency's median is its, quiet or busy.
     for doc in (quiet, busy):
         assert 4.0 <= doc["latency_ms"]["p50"] < 5.5, doc["latency_ms"]
-    # The busy run's lag is the preemption: whole scheduler slices, milliseconds at its tail.
-    # (Not held against the quiet run's: on a loaded machine other processes preempt the
-    # generator there too, 4-6 ms at its p99 at a load of 14.)
-    # Its share of the requests depends on the scheduler's slice (a quiet CI box: lag p99
-    # 0.475 ms, mean 0.038, stdev 0.29): the tail's end holds at least one whole slice.
-    assert busy["lag_ms"]["max"] >= 1.0, busy["lag_ms"]
-    # ... and it is not in the latency: the busy p99 stays within the quiet one's reach, well
-    # below the same load timed from the intended send, which carries the lag.
-    assert busy["latency_ms"]["p99"] < quiet["latency_ms"]["p99"] + 2.0, (busy, quiet)
-    assert busy["latency_ms"]["p99"] < intended["latency_ms"]["p99"], (busy, intended)
+    # The busy run's lag is the loop's: up to 3 ms for the requests due while it spins.
+    for doc in (busy, intended):
+        assert doc["lag_ms"]["p90"] >= 1.0, doc["lag_ms"]
+    # ... and it is not in the latency: the busy p90 stays the quiet one's, well below the
+    # same load timed from the intended send, which carries the lag.
+    assert busy["latency_ms"]["p90"] < quiet["latency_ms"]["p90"] + 0.5, (busy, quiet)
+    assert busy["latency_ms"]["p90"] + 1.0 < intended["latency_ms"]["p90"], (busy, intended)
     assert intended["generator"]["latency_from"] == "intended"
 
 
