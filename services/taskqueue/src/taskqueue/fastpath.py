@@ -13,7 +13,7 @@ protocol (transport.py) answers it as it parses it; so does a plain submission
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from taskqueue import replies
@@ -35,7 +35,7 @@ class FastPath:
     def __init__(self, app: Any, service: TaskService) -> None:
         self.app = app
         self.service = service
-        self._stores_now = not service.storage.shared and service.storage.inserts_then
+        self._stores_now = service.submits_then
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         """__call__ routes one ASGI connection scope (the ASGI 3 interface)."""
@@ -66,7 +66,7 @@ class FastPath:
             return replies.status_now(self.service, task_id)
         return replies.result_now(self.service, task_id, _find(headers, b"accept") or "")
 
-    def takes_submission(self, path: str, headers: replies.RawHeaders) -> bool:
+    def takes_submission(self, path: str, headers: Iterable[tuple[bytes, bytes]]) -> bool:
         """takes_submission: whether `submit_now` answers `POST path` with these headers (lower-
         cased names): a submission without an Idempotency-Key, its body's length declared and
         within the limit, on a store that stores without a coroutine. Any other POST comes

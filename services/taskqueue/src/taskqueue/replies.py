@@ -110,7 +110,7 @@ def submit_now(
     as it parses (transport.py): the answer when it is known at once, else None, and
     `respond` is given the answer once the task is durable (or what `submit` would have
     raised: the protocol answers that as uvicorn answers an app's exception). The store
-    must `insert_then` (`TaskService.submit_then`)."""
+    service must `submits_then`."""
     if body is None:
         return _too_large(service)
 
@@ -123,8 +123,7 @@ def submit_now(
             respond(outcome)
 
     try:
-        if not service.submit_then(body, stored):
-            raise RuntimeError("submit_now: this store cannot insert without a coroutine")
+        service.submit_then(body, stored)
     except (SubmissionError, Overloaded) as exc:
         return _refused(service, exc)
     except StorageUnavailable as exc:

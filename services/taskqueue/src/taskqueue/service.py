@@ -179,18 +179,22 @@ class TaskService:
                 ) from None
             return original, False
 
-    def submit_then(self, body: bytes, done: Callable[[Task | BaseException], None]) -> bool:
+    @property
+    def submits_then(self) -> bool:
+        """submits_then: `submit_then` can store a submission here (the store `inserts_then`
+        and no other server shares it); else submissions are awaited (`submit`)."""
+        return not self.storage.shared and self.storage.inserts_then
+
+    def submit_then(self, body: bytes, done: Callable[[Task | BaseException], None]) -> None:
         """submit_then is `submit` without an Idempotency-Key for a caller that cannot await
-        (the HTTP protocol, answering as it parses): the body is validated and admitted at
-        once, raising SubmissionError or Overloaded as submit does, and `done` gets the task
-        once it is durable, or what storing it raised, on the loop's thread with no task or
-        coroutine in between (each would cost a turn of a busy loop). False, having done
-        nothing, where the store cannot (`Storage.inserts_then`): then await `submit`.
+        (the HTTP protocol, answering as it parses), where the service `submits_then`: the
+        body is validated and admitted at once, raising SubmissionError or Overloaded as
+        submit does, and `done` gets the task once it is durable, or what storing it raised,
+        on the loop's thread with no task or coroutine in between (each would cost a turn of
+        a busy loop).
 
         A caller gone meanwhile changes nothing: the task is cached once stored, as submit's
         shield ensures."""
-        if self.storage.shared or not self.storage.inserts_then:
-            return False
         spec = parse_submission(body, self.config.max_factorial_n)
 
         def stored(exc: BaseException | None) -> None:
@@ -208,7 +212,6 @@ class TaskService:
         except BaseException:
             self._release(task)
             raise
-        return True
 
     def _admit(
         self, spec: FactorialSpec | FetchSpec, idem_key: str | None, fingerprint: str | None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import httptools
@@ -141,11 +141,12 @@ class HttpProtocol(HttpToolsProtocol):
         )
         self._now: bytes | None = None  # the answer to the request being parsed, if known
         self._now_keep_alive = True
-        self._takes: Callable[[str, RawHeaders], bool] | None = getattr(
-            self.app, "takes_submission", None
-        )
+        # An app takes submissions only if it also answers them: both, or neither.
         self._submit_now: Callable[[bytes, Callable[[Reply | BaseException], None]], Any] | None
         self._submit_now = getattr(self.app, "submit_now", None)
+        self._takes: Callable[[str, Iterable[tuple[bytes, bytes]]], bool] | None = (
+            getattr(self.app, "takes_submission", None) if self._submit_now is not None else None
+        )
         self._taken: RequestResponseCycle | None = None  # a submission awaiting its body
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -200,14 +201,13 @@ class HttpProtocol(HttpToolsProtocol):
         takes = self._takes
         if (
             takes is None
-            or self._submit_now is None
             or app is not self.app
             or scope["method"] != "POST"
             or scope["root_path"]
             or self.access_log
             or cycle.waiting_for_100_continue  # the app's receive() writes the 100 Continue
             or any(name == b"upgrade" for name, _ in scope["headers"])
-            or not takes(scope["path"], list(scope["headers"]))
+            or not takes(scope["path"], scope["headers"])
         ):
             super()._start_asgi_task(cycle, app)
             return
