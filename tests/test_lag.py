@@ -98,11 +98,13 @@ def _pinned_run(url: str, out: Path, core: int, *flags: str) -> dict[str, Any]:
 # (A plain spinning loop at normal priority barely delays a thread that sleeps between sends:
 # the scheduler lets it preempt the loop at once on waking, and the lag's p99 read 0.4-0.5 ms
 # quiet or busy alike, too little for any figure to tell a lag charged to the server.)
+# It ends with the test's process (its parent), even one killed with -9: never left spinning.
 HOG = """
 import os, time
+parent = os.getppid()
 os.sched_setaffinity(0, {%d})
 os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-while True:
+while os.getppid() == parent:
     t = time.perf_counter()
     while time.perf_counter() - t < 0.003:
         pass
