@@ -58,7 +58,7 @@ def target(realtime: bool) -> Iterator[str]:
 PERIODIC = """
 import os, time
 parent = os.getppid()
-while os.getppid() == parent:  # never left spinning at real-time priority once bench/ is gone
+while os.getppid() == parent:  # never left spinning at real-time priority once its parent is gone
     t = time.perf_counter()
     while time.perf_counter() - t < 0.003:
         pass

@@ -12,6 +12,7 @@ and more against its 4 ms, and no tail comparison can see 1 ms through that."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -25,6 +26,8 @@ import pytest
 from conftest import run_cli
 
 pytestmark = pytest.mark.alone
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class Server:
@@ -93,23 +96,24 @@ def _pinned_run(url: str, out: Path, core: int, *flags: str) -> dict[str, Any]:
     return dict(json.loads(out.read_text()))
 
 
-# HOG takes the generator's core 3 ms of every 10 at real-time priority: every request due
-# while it spins leaves up to 3 ms late, about a third of them, so the lag shows at the p90.
-# (A plain spinning loop at normal priority barely delays a thread that sleeps between sends:
-# the scheduler lets it preempt the loop at once on waking, and the lag's p99 read 0.4-0.5 ms
-# quiet or busy alike, too little for any figure to tell a lag charged to the server.)
-# It ends with the test's process (its parent), even one killed with -9: never left spinning.
-HOG = """
-import os, time
-parent = os.getppid()
-os.sched_setaffinity(0, {%d})
-os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
-while os.getppid() == parent:
-    t = time.perf_counter()
-    while time.perf_counter() - t < 0.003:
-        pass
-    time.sleep(0.007)
-"""
+def _busy_core() -> Any:
+    """_busy_core is bench/lag.py's `busy_core`: the same loop takes the core in the test and in
+    the bench's table. Run at SCHED_FIFO it spins 3 ms of every 10, so every request due while
+    it spins leaves up to 3 ms late, about a third of them, and the lag shows at the p90. (A
+    plain spinning loop at normal priority barely delays a thread that sleeps between sends:
+    the scheduler lets it preempt the loop at once on waking, and the lag's p99 read 0.4-0.5 ms
+    quiet or busy alike, too little for any figure to tell a lag charged to the server.) It
+    ends with its parent, even one killed with -9: never left spinning."""
+    path = list(sys.path)
+    sys.path.insert(0, str(ROOT / "bench"))  # it imports bench/record.py
+    try:
+        spec = importlib.util.spec_from_file_location("lag", ROOT / "bench" / "lag.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = path
+    return module.busy_core
 
 
 def test_a_busy_core_moves_the_lag_not_the_latency(server, tmp_path):
@@ -127,13 +131,9 @@ def test_a_busy_core_moves_the_lag_not_the_latency(server, tmp_path):
     url = f"{server.url}/?latency=4ms"
     before = server.requests()
     quiet = _pinned_run(url, tmp_path / "quiet.json", core)
-    hog = subprocess.Popen([sys.executable, "-c", HOG % core])
-    try:
+    with _busy_core()(str(core), realtime=True):
         busy = _pinned_run(url, tmp_path / "busy.json", core)
         intended = _pinned_run(url, tmp_path / "intended.json", core, "--latency-from", "intended")
-    finally:
-        hog.kill()
-        hog.wait(timeout=10)
     answered = quiet["requests"] + busy["requests"] + intended["requests"]
     assert server.requests() - before >= answered
     # Kernel-timed sends: every write's syscall bracketed, a wide one read from the kernel
